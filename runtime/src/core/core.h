@@ -1,0 +1,98 @@
+/* core: the runtime's state (init/finalize), configuration, hints, logging and statistics.
+ * The only interface of runtime/src/core/ to the other parts. */
+#ifndef IOTAME_CORE_H
+#define IOTAME_CORE_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+
+/* ---- state ---- */
+
+/* Nonzero between a successful MPI_Init and MPI_Finalize unless IOTAME_DISABLE=1: wrappers pass through
+ * untouched while it is zero. */
+extern int iotame__active;
+/* Nonzero when the application asked for MPI_THREAD_MULTIPLE: statistics then use atomic updates. */
+extern int iotame__threaded;
+/* Nesting depth of wrappers on this thread: MPI or HDF5 calling MPI_File_* from inside one of our wrappers
+ * must reach the library directly, uncounted (Darshan's lesson). */
+extern _Thread_local int iotame__depth __attribute__((tls_model("initial-exec")));
+
+/* After PMPI_Init*: reads the environment and the configuration. A bad configuration stops every rank with
+ * IOTAME_EXIT_BAD_CONFIG (or warns, with IOTAME_ON_ERROR=passthrough). */
+void iotame_core_init(int thread_level);
+/* Before PMPI_Finalize: reduces the statistics and writes them (rank 0). */
+void iotame_core_finalize(void);
+
+/* The configuration, or NULL when there is none. */
+const iotame_config_t *iotame_core_config(void);
+int iotame_core_rank(void);
+
+static inline uint64_t iotame_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- logging (stderr; info only with IOTAME_VERBOSE=1, and only rank 0 unless all=1) ---- */
+
+void iotame_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void iotame_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- hints: the configuration's mpiio_hints merged into the application's MPI_Info ---- */
+
+/* A new info (free with PMPI_Info_free) holding the user's hints and the configured ones: the user's win
+ * unless fc->override. Returns MPI_SUCCESS, or an MPI error code (then *merged is MPI_INFO_NULL). */
+int iotame_hints_merge(MPI_Info user, const iotame_file_config_t *fc, MPI_Info *merged);
+
+/* ---- statistics ---- */
+
+/* Every operation we count, with its time category. The large-count (_c) forms count as their plain name. */
+#define IOTAME_OPS(X)                                                                                          \
+    X(open, META) X(close, META) X(delete, META) X(sync, SYNC) X(set_size, META) X(preallocate, META)           \
+    X(set_info, META) X(get_info, META) X(set_view, META) X(seek, META) X(seek_shared, META)                   \
+    X(get_size, META) X(set_atomicity, META)                                                                   \
+    X(read, READ) X(read_at, READ) X(read_all, READ) X(read_at_all, READ) X(read_shared, READ)                 \
+    X(read_ordered, READ) X(iread, READ) X(iread_at, READ) X(iread_all, READ) X(iread_at_all, READ)            \
+    X(iread_shared, READ) X(read_all_begin, READ) X(read_all_end, READ) X(read_at_all_begin, READ)             \
+    X(read_at_all_end, READ) X(read_ordered_begin, READ) X(read_ordered_end, READ)                             \
+    X(write, WRITE) X(write_at, WRITE) X(write_all, WRITE) X(write_at_all, WRITE) X(write_shared, WRITE)       \
+    X(write_ordered, WRITE) X(iwrite, WRITE) X(iwrite_at, WRITE) X(iwrite_all, WRITE) X(iwrite_at_all, WRITE)  \
+    X(iwrite_shared, WRITE) X(write_all_begin, WRITE) X(write_all_end, WRITE) X(write_at_all_begin, WRITE)     \
+    X(write_at_all_end, WRITE) X(write_ordered_begin, WRITE) X(write_ordered_end, WRITE)
+
+#define IOTAME_OP_ENUM(name, cat) IOTAME_OP_##name,
+typedef enum { IOTAME_OPS(IOTAME_OP_ENUM) IOTAME_OP_COUNT } iotame_op_t;
+#undef IOTAME_OP_ENUM
+
+typedef enum { IOTAME_CAT_READ, IOTAME_CAT_WRITE, IOTAME_CAT_SYNC, IOTAME_CAT_META, IOTAME_CAT_COUNT } iotame_cat_t;
+
+#define IOTAME_HIST_BUCKETS 65 /* 0 bytes, then [2^k, 2^(k+1)) for k = 0..63 */
+
+typedef struct iotame_file_stats iotame_file_stats_t;
+
+/* The record of `path` (created on first use; the same path opened again shares it). NULL on ENOMEM. */
+iotame_file_stats_t *iotame_stats_file(const char *path);
+/* Sets the rule and hints that applied to the file (for the statistics). */
+void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t *fc);
+/* Associates an open handle with its record, and forgets it at close. */
+void iotame_stats_bind(MPI_File fh, iotame_file_stats_t *fs);
+void iotame_stats_unbind(MPI_File fh);
+/* The record of an open handle, or NULL (a handle opened before the runtime was active). */
+iotame_file_stats_t *iotame_stats_lookup(MPI_File fh);
+/* Counts one data call: its duration and the bytes it moved (also into the size histogram). */
+void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns, uint64_t bytes);
+/* Counts one call that moves no bytes of its own (metadata, sync, the _end of a split collective). */
+void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns);
+/* The path a record was created for. */
+const char *iotame_stats_path(const iotame_file_stats_t *fs);
+/* Counts a reason for passing a call through (per file when fs is given, else for the job). */
+void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason);
+/* Reduces every rank's records to rank 0 and writes the JSON statistics there. Collective. */
+void iotame_stats_write(MPI_Comm comm, const char *path, double wall_seconds, const char *config_path,
+                        const char *config_error);
+
+#endif

@@ -1,0 +1,127 @@
+/* The runtime's life cycle: environment, configuration (read on rank 0, broadcast, validated everywhere so
+ * every rank takes the same decision) and the statistics written at MPI_Finalize. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "iotame.h"
+
+int iotame__active;
+int iotame__threaded;
+_Thread_local int iotame__depth;
+
+static struct {
+    MPI_Comm comm; /* our own duplicate of MPI_COMM_WORLD: our messages never meet the application's */
+    int rank;
+    uint64_t start_ns;
+    iotame_config_t *config;
+    char *config_path;
+    char *config_error; /* why the configuration was ignored (IOTAME_ON_ERROR=passthrough) */
+    char *stats_path;
+} rt = {.comm = MPI_COMM_NULL};
+
+const char *iotame_version(void) { return IOTAME_VERSION; }
+const iotame_config_t *iotame_core_config(void) { return rt.config; }
+int iotame_core_rank(void) { return rt.rank; }
+
+static int env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, value) == 0;
+}
+
+static char *dup_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strdup(v) : NULL;
+}
+
+/* Rank 0 reads the file; everybody receives the same bytes (or the same read error). */
+static char *broadcast_file(const char *path, size_t *len, char **errors)
+{
+    char *text = NULL;
+    long long n = 0;
+    if (rt.rank == 0) {
+        size_t got = 0;
+        if (iotame_config_read_file(path, &text, &got, errors) == 0) n = (long long)got;
+        else n = -1;
+    }
+    PMPI_Bcast(&n, 1, MPI_LONG_LONG, 0, rt.comm);
+    if (n < 0) {
+        if (rt.rank != 0) *errors = strdup("unreadable");
+        return NULL;
+    }
+    if (rt.rank != 0) text = malloc((size_t)n + 1);
+    /* Every rank joins the broadcast even when its allocation failed: a receive buffer is still needed. */
+    char scratch;
+    PMPI_Bcast(text ? text : &scratch, text ? (int)n : 0, MPI_CHAR, 0, rt.comm);
+    if (!text) return NULL;
+    text[n] = '\0';
+    *len = (size_t)n;
+    return text;
+}
+
+static void load_config(void)
+{
+    /* Rank 0's environment decides, so that no rank waits in a broadcast the others skip. */
+    rt.config_path = dup_env(IOTAME_ENV_CONFIG);
+    int has = rt.config_path != NULL;
+    PMPI_Bcast(&has, 1, MPI_INT, 0, rt.comm);
+    if (!has) {
+        free(rt.config_path);
+        rt.config_path = NULL;
+        return;
+    }
+    if (!rt.config_path) rt.config_path = strdup("IOTAME_CONFIG of rank 0");
+    char *errors = NULL;
+    size_t len = 0;
+    char *text = broadcast_file(rt.config_path, &len, &errors);
+    if (text) iotame_config_parse(rt.config_path, text, len, &rt.config, &errors);
+    free(text);
+    if (rt.config) {
+        iotame_log_info("iotame: configuration %s: %zu file rule(s)\n", rt.config_path, rt.config->nrules);
+        return;
+    }
+    if (!errors) errors = strdup("iotame: out of memory reading the configuration\n");
+    /* Every rank saw the same bytes, so every rank reaches this point: the decision is shared. */
+    if (env_is(IOTAME_ENV_ON_ERROR, "passthrough")) {
+        if (rt.rank == 0)
+            fprintf(stderr, "%siotame: warning: running without configuration (IOTAME_ON_ERROR=passthrough)\n",
+                    errors);
+        errors[strcspn(errors, "\n")] = '\0'; /* the statistics keep the first problem */
+        rt.config_error = errors;
+        return;
+    }
+    if (rt.rank == 0)
+        fprintf(stderr, "%siotame: stopping before any I/O (set IOTAME_ON_ERROR=passthrough to run without it)\n",
+                errors);
+    fflush(stderr);
+    free(errors);
+    PMPI_Barrier(rt.comm);
+    PMPI_Finalize();
+    exit(IOTAME_EXIT_BAD_CONFIG);
+}
+
+void iotame_core_init(int thread_level)
+{
+    if (env_is(IOTAME_ENV_DISABLE, "1")) return;
+    rt.start_ns = iotame_now_ns();
+    iotame__threaded = thread_level == MPI_THREAD_MULTIPLE;
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &rt.comm) != MPI_SUCCESS) return; /* stay a pass-through */
+    PMPI_Comm_rank(rt.comm, &rt.rank);
+    load_config();
+    rt.stats_path = dup_env(IOTAME_ENV_STATS);
+    iotame__active = 1;
+}
+
+void iotame_core_finalize(void)
+{
+    if (!iotame__active) return;
+    iotame__active = 0; /* the reductions below must not count themselves */
+    double wall = (double)(iotame_now_ns() - rt.start_ns) * 1e-9;
+    if (rt.stats_path) iotame_stats_write(rt.comm, rt.stats_path, wall, rt.config_path, rt.config_error);
+    PMPI_Comm_free(&rt.comm);
+    iotame_config_free(rt.config);
+    rt.config = NULL;
+}

@@ -1,0 +1,446 @@
+/* Statistics: per-file records updated by the wrappers (the hot path: a few additions per call), reduced to
+ * rank 0 at MPI_Finalize and written as JSON (docs/formats.md). */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "iotame.h"
+
+#define MAX_REASONS 16
+
+typedef struct {
+    const char *reason; /* a string literal of the runtime */
+    uint64_t count;
+} reason_t;
+
+/* The numbers of one record, reduced as one block of uint64_t. */
+typedef struct {
+    uint64_t count[IOTAME_OP_COUNT];
+    uint64_t bytes[IOTAME_OP_COUNT];
+    uint64_t ns[IOTAME_CAT_COUNT];
+    uint64_t hist[2][IOTAME_HIST_BUCKETS]; /* [0] reads, [1] writes */
+} numbers_t;
+
+struct iotame_file_stats {
+    char *path;
+    char *rule;  /* glob of the rule that matched, or NULL */
+    char *hints; /* JSON object of the configured hints, or NULL */
+    numbers_t n;
+    reason_t reasons[MAX_REASONS];
+    iotame_file_stats_t *next;
+};
+
+#define OP_CAT(name, cat) IOTAME_CAT_##cat,
+static const unsigned char op_cat[IOTAME_OP_COUNT] = {IOTAME_OPS(OP_CAT)};
+#define OP_NAME(name, cat) #name,
+static const char *const op_name[IOTAME_OP_COUNT] = {IOTAME_OPS(OP_NAME)};
+static const char *const cat_name[IOTAME_CAT_COUNT] = {"read", "write", "sync", "meta"};
+
+static iotame_file_stats_t *files;  /* every record of this rank, newest first */
+static reason_t job_reasons[MAX_REASONS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* records and handles, when threaded */
+
+/* Open handles and their records: few at a time, so a short array scanned from the newest. */
+static struct {
+    MPI_File fh;
+    iotame_file_stats_t *fs;
+} *handles;
+static size_t nhandles, handles_cap;
+
+static void lock_if_threaded(void)
+{
+    if (iotame__threaded) pthread_mutex_lock(&lock);
+}
+static void unlock_if_threaded(void)
+{
+    if (iotame__threaded) pthread_mutex_unlock(&lock);
+}
+
+#define ADD(var, v)                                                                                            \
+    do {                                                                                                       \
+        if (iotame__threaded) __atomic_fetch_add(&(var), (v), __ATOMIC_RELAXED);                               \
+        else (var) += (v);                                                                                     \
+    } while (0)
+
+/* ---- records ---- */
+
+static iotame_file_stats_t *find_or_add(const char *path)
+{
+    iotame_file_stats_t *fs;
+    for (fs = files; fs; fs = fs->next)
+        if (strcmp(fs->path, path) == 0) return fs;
+    fs = calloc(1, sizeof *fs);
+    if (!fs || !(fs->path = strdup(path))) {
+        free(fs);
+        return NULL;
+    }
+    fs->next = files;
+    files = fs;
+    return fs;
+}
+
+iotame_file_stats_t *iotame_stats_file(const char *path)
+{
+    lock_if_threaded();
+    iotame_file_stats_t *fs = find_or_add(path);
+    unlock_if_threaded();
+    return fs;
+}
+
+void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t *fc)
+{
+    if (!fs) return;
+    lock_if_threaded();
+    free(fs->rule);
+    fs->rule = fc->rule ? strdup(fc->rule->match) : NULL;
+    json_t *h = json_object();
+    for (size_t i = 0; i < fc->nhints; i++) json_object_set_new(h, fc->hints[i]->key, json_string(fc->hints[i]->value));
+    free(fs->hints);
+    fs->hints = json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(h);
+    unlock_if_threaded();
+}
+
+void iotame_stats_bind(MPI_File fh, iotame_file_stats_t *fs)
+{
+    lock_if_threaded();
+    if (nhandles == handles_cap) {
+        size_t cap = handles_cap ? 2 * handles_cap : 16;
+        void *grown = realloc(handles, cap * sizeof *handles);
+        if (!grown) goto out; /* the file is then counted as unknown: never fatal */
+        handles = grown;
+        handles_cap = cap;
+    }
+    handles[nhandles].fh = fh;
+    handles[nhandles].fs = fs;
+    nhandles++;
+out:
+    unlock_if_threaded();
+}
+
+void iotame_stats_unbind(MPI_File fh)
+{
+    lock_if_threaded();
+    for (size_t i = nhandles; i-- > 0;)
+        if (handles[i].fh == fh) {
+            handles[i] = handles[--nhandles];
+            break;
+        }
+    unlock_if_threaded();
+}
+
+iotame_file_stats_t *iotame_stats_lookup(MPI_File fh)
+{
+    iotame_file_stats_t *fs = NULL;
+    lock_if_threaded();
+    for (size_t i = nhandles; i-- > 0;)
+        if (handles[i].fh == fh) {
+            fs = handles[i].fs;
+            break;
+        }
+    if (!fs) fs = find_or_add("(opened outside iotame)");
+    unlock_if_threaded();
+    return fs;
+}
+
+static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
+
+void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns)
+{
+    if (!fs) return;
+    ADD(fs->n.count[op], 1);
+    ADD(fs->n.ns[op_cat[op]], ns);
+}
+
+void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns, uint64_t bytes)
+{
+    if (!fs) return;
+    iotame_stats_record_time(fs, op, ns);
+    ADD(fs->n.bytes[op], bytes);
+    ADD(fs->n.hist[op_cat[op] == IOTAME_CAT_WRITE][bucket(bytes)], 1);
+}
+
+const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
+
+static void add_reason(reason_t *reasons, const char *reason, uint64_t count)
+{
+    for (int i = 0; i < MAX_REASONS; i++) {
+        if (!reasons[i].reason || strcmp(reasons[i].reason, reason) == 0) {
+            reasons[i].reason = reason;
+            reasons[i].count += count;
+            return;
+        }
+    }
+}
+
+void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason)
+{
+    lock_if_threaded();
+    add_reason(fs ? fs->reasons : job_reasons, reason, 1);
+    unlock_if_threaded();
+}
+
+/* ---- reduction: every rank packs its records, rank 0 gathers and merges them ---- */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed; /* out of memory: this rank then sends nothing rather than stopping the job */
+} buf_t;
+
+static void put(buf_t *b, const void *p, size_t n)
+{
+    if (b->failed) return;
+    if (b->len + n > b->cap) {
+        size_t cap = (b->len + n) * 2 + 4096;
+        char *grown = realloc(b->data, cap);
+        if (!grown) {
+            b->failed = 1;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void put_str(buf_t *b, const char *s)
+{
+    uint32_t n = s ? (uint32_t)strlen(s) + 1 : 0;
+    put(b, &n, sizeof n);
+    if (n) put(b, s, n);
+}
+
+static void put_reasons(buf_t *b, const reason_t *r)
+{
+    for (int i = 0; i < MAX_REASONS && r[i].reason; i++) {
+        put_str(b, r[i].reason);
+        put(b, &r[i].count, sizeof r[i].count);
+    }
+    put_str(b, NULL);
+}
+
+typedef struct {
+    const char *p, *end;
+} reader_t;
+
+static void get(reader_t *r, void *out, size_t n)
+{
+    memcpy(out, r->p, n);
+    r->p += n;
+}
+
+static const char *get_str(reader_t *r)
+{
+    uint32_t n;
+    get(r, &n, sizeof n);
+    if (!n) return NULL;
+    const char *s = r->p;
+    r->p += n;
+    return s;
+}
+
+/* Merged view of one file over the ranks that used it. */
+typedef struct merged {
+    const char *path, *rule, *hints;
+    int ranks;
+    numbers_t sum;
+    uint64_t ns_min[IOTAME_CAT_COUNT], ns_max[IOTAME_CAT_COUNT];
+    json_t *reasons;
+    struct merged *next;
+} merged_t;
+
+static void merge_reasons(reader_t *r, json_t *into)
+{
+    const char *reason;
+    while ((reason = get_str(r))) {
+        uint64_t count;
+        get(r, &count, sizeof count);
+        json_t *old = json_object_get(into, reason);
+        json_object_set_new(into, reason, json_integer((json_int_t)(count + (old ? json_integer_value(old) : 0))));
+    }
+}
+
+static json_t *time_json(uint64_t min, uint64_t sum, uint64_t max, int ranks)
+{
+    return json_pack("{s:f,s:f,s:f}", "min", min * 1e-9, "avg", ranks ? sum * 1e-9 / ranks : 0.0, "max",
+                     max * 1e-9);
+}
+
+static json_t *file_json(const merged_t *m)
+{
+    json_t *ops = json_object(), *time = json_object(), *hist = json_object();
+    uint64_t bytes[2] = {0, 0};
+    for (int op = 0; op < IOTAME_OP_COUNT; op++) {
+        if (!m->sum.count[op]) continue;
+        json_t *o = json_pack("{s:I}", "count", (json_int_t)m->sum.count[op]);
+        if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE) {
+            json_object_set_new(o, "bytes", json_integer((json_int_t)m->sum.bytes[op]));
+            bytes[op_cat[op] == IOTAME_CAT_WRITE] += m->sum.bytes[op];
+        }
+        json_object_set_new(ops, op_name[op], o);
+    }
+    for (int c = 0; c < IOTAME_CAT_COUNT; c++)
+        json_object_set_new(time, cat_name[c], time_json(m->ns_min[c], m->sum.ns[c], m->ns_max[c], m->ranks));
+    for (int d = 0; d < 2; d++) {
+        json_t *h = json_object();
+        for (unsigned b = 0; b < IOTAME_HIST_BUCKETS; b++) {
+            if (!m->sum.hist[d][b]) continue;
+            char key[24];
+            snprintf(key, sizeof key, "%llu", b ? 1ull << (b - 1) : 0ull);
+            json_object_set_new(h, key, json_integer((json_int_t)m->sum.hist[d][b]));
+        }
+        json_object_set_new(hist, d ? "write" : "read", h);
+    }
+    json_t *hints = m->hints ? json_loads(m->hints, 0, NULL) : NULL;
+    return json_pack("{s:s,s:i,s:I,s:I,s:I,s:s?,s:o,s:o,s:o,s:o,s:[],s:O}", "path", m->path, "ranks", m->ranks,
+                     "opens", (json_int_t)m->sum.count[IOTAME_OP_open], "bytes_read", (json_int_t)bytes[0],
+                     "bytes_written", (json_int_t)bytes[1], "rule", m->rule, "hints", hints ? hints : json_object(),
+                     "ops", ops, "time", time, "histogram", hist, "decisions", "passthrough_reasons", m->reasons);
+}
+
+static double mbs(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0.0; }
+
+/* Builds the statistics from the gathered buffers of all ranks (rank 0). */
+static json_t *build(const char *all, const int *sizes, int nprocs, double wall, const char *config_path,
+                     const char *config_error)
+{
+    merged_t *list = NULL;
+    json_t *job_reasons_json = json_object();
+    uint64_t rank_max[IOTAME_CAT_COUNT] = {0}, io_max = 0, bytes[2] = {0, 0};
+    const char *p = all;
+    for (int rank = 0; rank < nprocs; p += sizes[rank], rank++) {
+        if (!sizes[rank]) continue; /* a rank that ran out of memory sent nothing */
+        reader_t r = {p, p + sizes[rank]};
+        uint64_t rank_ns[IOTAME_CAT_COUNT] = {0};
+        merge_reasons(&r, job_reasons_json);
+        while (r.p < r.end) {
+            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r);
+            numbers_t n;
+            merged_t *m;
+            for (m = list; m && strcmp(m->path, path) != 0; m = m->next) {}
+            if (!m) {
+                m = calloc(1, sizeof *m);
+                if (!m) break; /* out of memory: this rank's remaining records are left out */
+                m->path = path;
+                m->reasons = json_object();
+                for (int c = 0; c < IOTAME_CAT_COUNT; c++) m->ns_min[c] = UINT64_MAX;
+                m->next = list;
+                list = m;
+            }
+            if (!m->rule) m->rule = rule;
+            if (!m->hints) m->hints = hints;
+            merge_reasons(&r, m->reasons);
+            get(&r, &n, sizeof n);
+            m->ranks++;
+            uint64_t *dst = (uint64_t *)&m->sum, *src = (uint64_t *)&n;
+            for (size_t i = 0; i < sizeof n / sizeof(uint64_t); i++) dst[i] += src[i];
+            for (int c = 0; c < IOTAME_CAT_COUNT; c++) {
+                if (n.ns[c] < m->ns_min[c]) m->ns_min[c] = n.ns[c];
+                if (n.ns[c] > m->ns_max[c]) m->ns_max[c] = n.ns[c];
+                rank_ns[c] += n.ns[c];
+            }
+            for (int op = 0; op < IOTAME_OP_COUNT; op++)
+                if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE)
+                    bytes[op_cat[op] == IOTAME_CAT_WRITE] += n.bytes[op];
+        }
+        uint64_t io = 0;
+        for (int c = 0; c < IOTAME_CAT_COUNT; c++) {
+            if (rank_ns[c] > rank_max[c]) rank_max[c] = rank_ns[c];
+            io += rank_ns[c];
+        }
+        if (io > io_max) io_max = io;
+    }
+    json_t *files_json = json_array();
+    /* The list is newest first per rank; print files in the order they were first seen. */
+    merged_t *rev = NULL;
+    while (list) {
+        merged_t *next = list->next;
+        list->next = rev;
+        rev = list;
+        list = next;
+    }
+    for (merged_t *m = rev, *next; m; m = next) {
+        next = m->next;
+        json_array_append_new(files_json, file_json(m));
+        json_decref(m->reasons);
+        free(m);
+    }
+    double rd = rank_max[IOTAME_CAT_READ] * 1e-9, wr = rank_max[IOTAME_CAT_WRITE] * 1e-9, io = io_max * 1e-9;
+    json_t *summary = json_pack(
+        "{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "bytes_read", (json_int_t)bytes[0], "bytes_written",
+        (json_int_t)bytes[1], "read_seconds", rd, "write_seconds", wr, "sync_seconds",
+        rank_max[IOTAME_CAT_SYNC] * 1e-9, "meta_seconds", rank_max[IOTAME_CAT_META] * 1e-9, "io_seconds", io,
+        "read_mbs", mbs(bytes[0], rd), "write_mbs", mbs(bytes[1], wr), "io_mbs", mbs(bytes[0] + bytes[1], io));
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    PMPI_Get_library_version(mpi, &len);
+    mpi[strcspn(mpi, "\n")] = '\0';
+    for (char *c = mpi; *c; c++)
+        if (*c == '\t') *c = ' ';
+    return json_pack("{s:i,s:s,s:s,s:i,s:s?,s:s?,s:f,s:o,s:o,s:o}", "version", IOTAME_STATS_VERSION, "iotame_version",
+                     iotame_version(), "mpi", mpi, "nprocs", nprocs, "config", config_path, "config_error",
+                     config_error, "wall_seconds", wall, "summary", summary, "files", files_json,
+                     "passthrough_reasons", job_reasons_json);
+}
+
+void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char *config_path,
+                        const char *config_error)
+{
+    int rank, nprocs;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &nprocs);
+    buf_t b = {0};
+    put_reasons(&b, job_reasons);
+    for (iotame_file_stats_t *fs = files; fs; fs = fs->next) {
+        put_str(&b, fs->path);
+        put_str(&b, fs->rule);
+        put_str(&b, fs->hints);
+        put_reasons(&b, fs->reasons);
+        put(&b, &fs->n, sizeof fs->n);
+    }
+    if (b.failed) b.len = 0;
+    int size = (int)b.len, *sizes = NULL, *displs = NULL;
+    char *all = NULL;
+    if (rank == 0) {
+        sizes = calloc((size_t)nprocs, sizeof *sizes);
+        displs = calloc((size_t)nprocs, sizeof *displs);
+    }
+    PMPI_Gather(&size, 1, MPI_INT, sizes, 1, MPI_INT, 0, comm);
+    if (rank == 0) {
+        size_t total = 0;
+        for (int i = 0; i < nprocs; i++) {
+            displs[i] = (int)total;
+            total += (size_t)sizes[i];
+        }
+        all = malloc(total ? total : 1);
+    }
+    PMPI_Gatherv(b.data, size, MPI_BYTE, all, sizes, displs, MPI_BYTE, 0, comm);
+    free(b.data);
+    if (rank != 0) return;
+    if (!all || !sizes || !displs) {
+        iotame_log_warn("out of memory: statistics not written\n");
+        free(all);
+        free(sizes);
+        free(displs);
+        return;
+    }
+
+    json_t *stats = build(all, sizes, nprocs, wall, config_path, config_error);
+    /* Write beside the target and rename, so a reader never sees half a file. */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    if (json_dump_file(stats, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0 || rename(tmp, path) != 0) {
+        iotame_log_warn("cannot write the statistics to %s\n", path);
+        remove(tmp);
+    }
+    json_decref(stats);
+    free(all);
+    free(sizes);
+    free(displs);
+}

@@ -1,0 +1,33 @@
+/* Wrappers of MPI_Init, MPI_Init_thread and MPI_Finalize: the runtime's life cycle. MPICH's Fortran
+ * bindings call these C entry points, so Fortran applications are covered too. */
+#include "intercept.h"
+
+static void start(void)
+{
+    static int started; /* an MPI whose PMPI_Init calls MPI_Init_thread must not start us twice */
+    if (started) return;
+    started = 1;
+    int provided = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&provided);
+    iotame_core_init(provided);
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) start();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) start();
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    iotame_core_finalize();
+    return PMPI_Finalize();
+}

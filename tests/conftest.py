@@ -1,0 +1,59 @@
+"""Shared fixtures: where the build is, and a helper that runs real mpiexec jobs."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+LIBIOTAME = BUILD / "runtime" / "libiotame.so"
+KERNEL = BUILD / "kernels" / "iotame-kernel"
+TEST_PROGRAMS = BUILD / "tests"
+IOTAME_CLI = ROOT / ".venv" / "bin" / "iotame"
+
+# Environment variables of ours that must not leak from the caller into a test's job.
+_OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_DISABLE", "IOTAME_ON_ERROR", "IOTAME_VERBOSE", "LD_PRELOAD")
+
+
+class Job:
+    """Runs `mpiexec -n N program args` with or without the runtime preloaded."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+
+    def env(self, preload=False, config=None, stats=None, extra=None):
+        env = {k: v for k, v in os.environ.items() if k not in _OURS}
+        if preload:
+            env["LD_PRELOAD"] = str(LIBIOTAME)
+        if config is not None:
+            env["IOTAME_CONFIG"] = str(config)
+        if stats is not None:
+            env["IOTAME_STATS"] = str(stats)
+        env.update(extra or {})
+        return env
+
+    def run(self, n, argv, preload=False, config=None, stats=None, extra_env=None, check=True, timeout=120):
+        cmd = ["mpiexec", "-n", str(n)] + [str(a) for a in argv]
+        p = subprocess.run(cmd, env=self.env(preload, config, stats, extra_env), cwd=self.tmp,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+        return p
+
+    def kernel(self, n, name, *args, **kw):
+        """Runs one kernel and returns (parsed JSON result, completed process)."""
+        p = self.run(n, [KERNEL, name, *args], **kw)
+        result = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
+        return result, p
+
+
+@pytest.fixture
+def job(tmp_path):
+    return Job(tmp_path)
+
+
+def write_json(path, obj):
+    Path(path).write_text(json.dumps(obj, indent=1))
+    return Path(path)
