@@ -157,3 +157,24 @@ def test_bad_configuration_with_passthrough_warns_and_runs(job):
     s = json.loads(stats.read_text())
     assert "defaults.mpiio_hints.cb_nodes" in s["config_error"]
     assert s["summary"]["bytes_written"] == (job.tmp / "data.dat").stat().st_size
+
+
+def test_fortran_application_is_seen_through_the_c_wrappers(job):
+    program = TEST_PROGRAMS / "fortran_write"
+    if not program.exists():
+        pytest.skip("no Fortran compiler: fortran_write was not built")
+    stats = job.tmp / "s.json"
+    job.run(2, [program, job.tmp / "f.dat"], preload=True, stats=stats)
+    (f,) = json.loads(stats.read_text())["files"]
+    assert f["ops"]["write_at_all"] == {"count": 2, "bytes": 8192}
+    assert (job.tmp / "f.dat").stat().st_size == 8192
+
+
+def test_threads_are_counted_exactly_under_thread_multiple(job):
+    stats = job.tmp / "s.json"
+    job.run(2, [TEST_PROGRAMS / "threaded_writes", job.tmp / "t.dat", 2000], preload=True, stats=stats)
+    (f,) = json.loads(stats.read_text())["files"]
+    writes = 2 * 2 * 2000  # ranks x threads x writes
+    assert f["ops"]["write_at"] == {"count": writes, "bytes": writes * 512}
+    assert f["histogram"]["write"] == {"512": writes}
+    assert (job.tmp / "t.dat").stat().st_size == writes * 512

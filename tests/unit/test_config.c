@@ -1,0 +1,141 @@
+/* Unit tests of the configuration (no MPI): validation messages, rule matching, hint merging. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                            \
+    do {                                                                                                       \
+        if (!(cond)) {                                                                                         \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                           \
+            failures++;                                                                                        \
+        }                                                                                                      \
+    } while (0)
+
+static iotame_config_t *parse_ok(const char *text)
+{
+    iotame_config_t *cfg = NULL;
+    char *errors = NULL;
+    int rc = iotame_config_parse("t.json", text, strlen(text), &cfg, &errors);
+    if (rc != 0) fprintf(stderr, "unexpected errors:\n%s", errors ? errors : "(none)\n");
+    CHECK(rc == 0 && cfg);
+    free(errors);
+    return cfg;
+}
+
+/* Parses text that must fail and checks that `expected` is one of the error lines. */
+static void parse_fails(const char *text, const char *expected)
+{
+    iotame_config_t *cfg = NULL;
+    char *errors = NULL;
+    int rc = iotame_config_parse("t.json", text, strlen(text), &cfg, &errors);
+    CHECK(rc == -EINVAL && !cfg && errors);
+    if (errors && !strstr(errors, expected)) {
+        fprintf(stderr, "expected \"%s\" among:\n%s", expected, errors);
+        failures++;
+    }
+    free(errors);
+}
+
+static const char *hint(const iotame_file_config_t *fc, const char *key)
+{
+    for (size_t i = 0; i < fc->nhints; i++)
+        if (strcmp(fc->hints[i]->key, key) == 0) return fc->hints[i]->value;
+    return NULL;
+}
+
+static void test_messages(void)
+{
+    parse_fails("[1]", "iotame: config t.json: expected an object at the top level, got array");
+    parse_fails("{}", "iotame: config t.json: version: missing required key");
+    parse_fails("{\"version\": 1.0}", "version: expected 1, got 1.0");
+    parse_fails("{\"version\": 1, \"files\": {}}", "files: expected an array, got object");
+    parse_fails("{\"version\": 1, \"files\": [3]}", "files[0]: expected an object, got integer");
+    parse_fails("{\"version\": 1, \"defaults\": {\"match\": \"*\"}}",
+                "defaults.match: unknown key (expected one of: collective, hdf5, mpiio_hints, mpiio_hints_extra, "
+                "override, staging, throttle)");
+    parse_fails("{\"version\": 1, \"files\": [{\"match\": \"\"}]}",
+                "files[0].match: expected a non-empty string (a glob), got \"\"");
+    parse_fails("{\"version\": 1, \"defaults\": {\"override\": 1}}", "defaults.override: expected true or false, got 1");
+    parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": {\"cb_nodes\": true}}}",
+                "defaults.mpiio_hints.cb_nodes: expected an integer >= 1, got true");
+    parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": {\"cb_config_list\": 4}}}",
+                "defaults.mpiio_hints.cb_config_list: expected a string, got 4");
+    parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": []}}", "defaults.mpiio_hints: expected an object, got array");
+    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"alignment\": 1}}}",
+                "defaults.hdf5.alignment: unknown key (section hdf5 has no settings yet)");
+    parse_fails("{\"version\": 1, \"meta\": 3}", "meta: expected an object, got integer");
+    parse_fails("{\"version\": 1, \"version\": 1}", "line 1, column");
+    /* Every problem is reported, not only the first. */
+    iotame_config_t *cfg = NULL;
+    char *errors = NULL;
+    const char *two = "{\"version\": 1, \"defaults\": {\"mpiio_hints\": {\"cb_nodes\": 0, \"cb_buffer_size\": 10}}}";
+    iotame_config_parse("t.json", two, strlen(two), &cfg, &errors);
+    int lines = 0;
+    for (const char *p = errors; p && *p; p++) lines += *p == '\n';
+    CHECK(lines == 2);
+    free(errors);
+}
+
+static void test_rules(void)
+{
+    iotame_config_t *cfg = parse_ok(
+        "{\"version\": 1, \"meta\": {\"from\": \"test\"},"
+        " \"defaults\": {\"mpiio_hints\": {\"cb_buffer_size\": 1048576, \"romio_cb_read\": \"disable\"}},"
+        " \"files\": ["
+        "  {\"match\": \"/scratch/*.h5\", \"mpiio_hints\": {\"cb_buffer_size\": 4194304}, \"override\": true},"
+        "  {\"match\": \"chk_*\", \"mpiio_hints\": {\"cb_nodes\": 2}, \"mpiio_hints_extra\": {\"vendor_x\": 7}},"
+        "  {\"match\": \"*\", \"override\": false}]}");
+    if (!cfg) return;
+    iotame_file_config_t fc;
+
+    CHECK(iotame_config_for_file(cfg, "ufs:/scratch/run1/out.h5", &fc) == 0);
+    CHECK(fc.rule == &cfg->rules[0] && fc.override == 1);
+    CHECK(fc.nhints == 2);
+    CHECK(strcmp(hint(&fc, "cb_buffer_size"), "4194304") == 0); /* the rule replaces the default */
+    CHECK(strcmp(hint(&fc, "romio_cb_read"), "disable") == 0);
+    iotame_config_file_release(&fc);
+
+    CHECK(iotame_config_for_file(cfg, "/home/u/chk_0001", &fc) == 0); /* matched on the basename */
+    CHECK(fc.rule == &cfg->rules[1] && fc.override == 0);
+    CHECK(strcmp(hint(&fc, "cb_nodes"), "2") == 0 && strcmp(hint(&fc, "vendor_x"), "7") == 0);
+    CHECK(strcmp(hint(&fc, "cb_buffer_size"), "1048576") == 0);
+    iotame_config_file_release(&fc);
+
+    CHECK(iotame_config_for_file(cfg, "other.dat", &fc) == 0);
+    CHECK(fc.rule == &cfg->rules[2] && fc.nhints == 2);
+    iotame_config_file_release(&fc);
+
+    CHECK(iotame_config_for_file(NULL, "x", &fc) == 0 && fc.nhints == 0 && !fc.rule);
+    iotame_config_file_release(&fc);
+    iotame_config_free(cfg);
+
+    /* No rule matches: only the defaults, and none at all without defaults. */
+    cfg = parse_ok("{\"version\": 1, \"files\": [{\"match\": \"*.h5\", \"mpiio_hints\": {\"cb_nodes\": 1}}]}");
+    CHECK(iotame_config_for_file(cfg, "/tmp/a.dat", &fc) == 0 && !fc.rule && fc.nhints == 0);
+    iotame_config_file_release(&fc);
+    iotame_config_free(cfg);
+}
+
+static void test_read_file(void)
+{
+    char *text, *errors;
+    size_t len;
+    CHECK(iotame_config_read_file("/nonexistent/iotame.json", &text, &len, &errors) == -ENOENT);
+    CHECK(errors && strstr(errors, "iotame: config /nonexistent/iotame.json: cannot read: No such file or directory"));
+    free(errors);
+}
+
+int main(void)
+{
+    test_messages();
+    test_rules();
+    test_read_file();
+    if (failures) fprintf(stderr, "test_config: %d check(s) failed\n", failures);
+    else printf("test_config: ok\n");
+    return failures ? 1 : 0;
+}
