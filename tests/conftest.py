@@ -57,3 +57,12 @@ def job(tmp_path):
 def write_json(path, obj):
     Path(path).write_text(json.dumps(obj, indent=1))
     return Path(path)
+
+
+def flip_byte(path, offset):
+    """Corrupts one byte of a file in place (between a kernel's write and read runs)."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0xFF]))

@@ -19,6 +19,7 @@
 #ifndef IOTAME_KERNELS_OPTIONS_H
 #define IOTAME_KERNELS_OPTIONS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "run.h"
@@ -41,6 +42,27 @@ typedef struct iotame_option {
     const char *const *choices;  /* ENUM: NULL-terminated names */
     const char *help;            /* one line for --help */
 } iotame_option_t;
+
+/* The options every long-option kernel shares, so that scripts and tests drive them all alike:
+ *   --file PATH     the file (a prefix for kernels with several files; file per process appends ".%08d" rank)
+ *   --seed N        the data pattern's seed (set run->seed from it)
+ *   --keep          leave the files at the end (default: remove what this run wrote)
+ *   --skip-write    write nothing: read and verify files an earlier --keep run with the same options wrote
+ * Put IOTAME_STANDARD_OPTIONS(o, "iotame-foo.dat") in a kernel's table, with `iotame_standard_options_t o`. */
+typedef struct {
+    const char *file;
+    int64_t seed;
+    bool keep, skip_write;
+} iotame_standard_options_t;
+
+#define IOTAME_STANDARD_OPTIONS(o, default_file)                                                               \
+    {.name = "file", .type = IOTAME_OPT_STRING, .value = &(o).file, .def = default_file,                       \
+     .help = "file name (prefix when the kernel writes several files)"},                                       \
+    {.name = "seed", .type = IOTAME_OPT_INT, .value = &(o).seed, .def = "42", .min = "0",                      \
+     .help = "seed of the data pattern"},                                                                      \
+    {.name = "keep", .type = IOTAME_OPT_FLAG, .value = &(o).keep, .help = "keep the files at the end"},         \
+    {.name = "skip-write", .type = IOTAME_OPT_FLAG, .value = &(o).skip_write,                                  \
+     .help = "write nothing; read and verify the files of an earlier --keep run"}
 
 /* Parses argv[1..argc-1] (argv[0] is the kernel name) against a table ended by {0}. Returns 0, IOTAME_EXIT_HELP
  * after printing --help on rank 0, or IOTAME_EXIT_USAGE after printing the error on rank 0. */
