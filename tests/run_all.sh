@@ -16,8 +16,7 @@ layer() { # name, command...
   local rc=${PIPESTATUS[0]}
   local counts
   if [ "$name" = unit ]; then
-    counts=$(grep -Eo '[0-9]+ tests failed out of [0-9]+' "$log" | awk '{print $5-$1" passed, "$1" failed"}')
-    [ -n "$counts" ] || counts=$(grep -Eo '100% tests passed, 0 tests failed out of [0-9]+' "$log" | awk '{print $NF" passed"}')
+    counts=$(grep -Eo '[0-9]+ tests failed out of [0-9]+' "$log" | awk '{print $6-$1" passed, "$1" failed"}')
   else
     counts=$(tail -n 1 "$log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*$//')
   fi

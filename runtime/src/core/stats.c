@@ -17,11 +17,14 @@ typedef struct {
     uint64_t count;
 } reason_t;
 
+#define TIMES (IOTAME_OP_COUNT + IOTAME_CAT_COUNT)
+#define CAT_NS(cat) (IOTAME_OP_COUNT + (cat))
+
 /* The numbers of one record, reduced as one block of uint64_t. */
 typedef struct {
     uint64_t count[IOTAME_OP_COUNT];
     uint64_t bytes[IOTAME_OP_COUNT];
-    uint64_t ns[IOTAME_CAT_COUNT];
+    uint64_t ns[TIMES]; /* per operation, then per category (CAT_NS) */
     uint64_t hist[2][IOTAME_HIST_BUCKETS]; /* [0] reads, [1] writes */
 } numbers_t;
 
@@ -153,7 +156,8 @@ void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t 
 {
     if (!fs) return;
     ADD(fs->n.count[op], 1);
-    ADD(fs->n.ns[op_cat[op]], ns);
+    ADD(fs->n.ns[op], ns);
+    ADD(fs->n.ns[CAT_NS(op_cat[op])], ns);
 }
 
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns, uint64_t bytes)
@@ -250,7 +254,7 @@ typedef struct merged {
     const char *path, *rule, *hints;
     int ranks;
     numbers_t sum;
-    uint64_t ns_min[IOTAME_CAT_COUNT], ns_max[IOTAME_CAT_COUNT];
+    uint64_t ns_min[TIMES], ns_max[TIMES];
     json_t *reasons;
     struct merged *next;
 } merged_t;
@@ -278,7 +282,8 @@ static json_t *file_json(const merged_t *m)
     uint64_t bytes[2] = {0, 0};
     for (int op = 0; op < IOTAME_OP_COUNT; op++) {
         if (!m->sum.count[op]) continue;
-        json_t *o = json_pack("{s:I}", "count", (json_int_t)m->sum.count[op]);
+        json_t *o = json_pack("{s:I,s:o}", "count", (json_int_t)m->sum.count[op], "seconds",
+                              time_json(m->ns_min[op], m->sum.ns[op], m->ns_max[op], m->ranks));
         if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE) {
             json_object_set_new(o, "bytes", json_integer((json_int_t)m->sum.bytes[op]));
             bytes[op_cat[op] == IOTAME_CAT_WRITE] += m->sum.bytes[op];
@@ -286,7 +291,8 @@ static json_t *file_json(const merged_t *m)
         json_object_set_new(ops, op_name[op], o);
     }
     for (int c = 0; c < IOTAME_CAT_COUNT; c++)
-        json_object_set_new(time, cat_name[c], time_json(m->ns_min[c], m->sum.ns[c], m->ns_max[c], m->ranks));
+        json_object_set_new(time, cat_name[c], time_json(m->ns_min[CAT_NS(c)], m->sum.ns[CAT_NS(c)],
+                                                         m->ns_max[CAT_NS(c)], m->ranks));
     for (int d = 0; d < 2; d++) {
         json_t *h = json_object();
         for (unsigned b = 0; b < IOTAME_HIST_BUCKETS; b++) {
@@ -329,7 +335,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
                 if (!m) break; /* out of memory: this rank's remaining records are left out */
                 m->path = path;
                 m->reasons = json_object();
-                for (int c = 0; c < IOTAME_CAT_COUNT; c++) m->ns_min[c] = UINT64_MAX;
+                for (int t = 0; t < TIMES; t++) m->ns_min[t] = UINT64_MAX;
                 m->next = list;
                 list = m;
             }
@@ -340,11 +346,11 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
             m->ranks++;
             uint64_t *dst = (uint64_t *)&m->sum, *src = (uint64_t *)&n;
             for (size_t i = 0; i < sizeof n / sizeof(uint64_t); i++) dst[i] += src[i];
-            for (int c = 0; c < IOTAME_CAT_COUNT; c++) {
-                if (n.ns[c] < m->ns_min[c]) m->ns_min[c] = n.ns[c];
-                if (n.ns[c] > m->ns_max[c]) m->ns_max[c] = n.ns[c];
-                rank_ns[c] += n.ns[c];
+            for (int t = 0; t < TIMES; t++) {
+                if (n.ns[t] < m->ns_min[t]) m->ns_min[t] = n.ns[t];
+                if (n.ns[t] > m->ns_max[t]) m->ns_max[t] = n.ns[t];
             }
+            for (int c = 0; c < IOTAME_CAT_COUNT; c++) rank_ns[c] += n.ns[CAT_NS(c)];
             for (int op = 0; op < IOTAME_OP_COUNT; op++)
                 if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE)
                     bytes[op_cat[op] == IOTAME_CAT_WRITE] += n.bytes[op];
@@ -383,6 +389,8 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
     mpi[strcspn(mpi, "\n")] = '\0';
     for (char *c = mpi; *c; c++)
         if (*c == '\t') *c = ' ';
+    char *label = strstr(mpi, " Version: "); /* "MPICH Version: 4.0.2" -> "MPICH 4.0.2" */
+    if (label) memmove(label + 1, label + 10, strlen(label + 10) + 1);
     return json_pack("{s:i,s:s,s:s,s:i,s:s?,s:s?,s:f,s:o,s:o,s:o}", "version", IOTAME_STATS_VERSION, "iotame_version",
                      iotame_version(), "mpi", mpi, "nprocs", nprocs, "config", config_path, "config_error",
                      config_error, "wall_seconds", wall, "summary", summary, "files", files_json,

@@ -1,0 +1,6 @@
+"""`python -m iotame …` is the `iotame` command."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

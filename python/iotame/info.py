@@ -1,0 +1,89 @@
+"""What `iotame info` reports: where the built parts are, the MPI and HDF5 versions, the Python version."""
+from __future__ import annotations
+
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+
+from . import __version__
+from .paths import kernel_path, lib_path, repo_root, settings_path
+
+__all__ = ["gather_info", "mpi_info", "hdf5_info"]
+
+
+def _output(argv: list[str]) -> str | None:
+    """stdout+stderr of a short version query, or None when the program is missing or fails."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (p.stdout or "") + (p.stderr or "")
+
+
+def parse_mpi_version(text: str) -> dict:
+    """{"implementation", "version"} from `mpichversion` or `mpiexec --version` output (MPICH, Open MPI)."""
+    m = re.search(r"MPICH Version:\s*(\S+)", text)
+    if m:
+        return {"implementation": "MPICH", "version": m.group(1)}
+    m = re.search(r"\((?:Open MPI|OpenRTE)\)\s*(\S+)", text)
+    if m:
+        return {"implementation": "Open MPI", "version": m.group(1)}
+    m = re.search(r"HYDRA build details:.*?Version:\s*(\S+)", text, re.S)
+    if m:
+        return {"implementation": "MPICH", "version": m.group(1)}
+    m = re.search(r"Intel\(R\) MPI Library.*?Version\s+(\S+)", text)
+    if m:
+        return {"implementation": "Intel MPI", "version": m.group(1)}
+    return {"implementation": None, "version": None}
+
+
+@lru_cache(maxsize=None)
+def _mpi_info() -> tuple:
+    mpiexec = shutil.which("mpiexec")
+    for argv in (["mpichversion"], ["mpiexec", "--version"]):
+        text = _output(argv)
+        if text:
+            found = parse_mpi_version(text)
+            if found["implementation"]:
+                return mpiexec, found["implementation"], found["version"], " ".join(argv)
+    return mpiexec, None, None, None
+
+
+def mpi_info() -> dict:
+    """{"mpiexec": path or None, "implementation": "MPICH"/"Open MPI"/None, "version", "source"} (cached)."""
+    mpiexec, impl, version, source = _mpi_info()
+    return {"mpiexec": mpiexec, "implementation": impl, "version": version, "source": source}
+
+
+def hdf5_info() -> dict:
+    """{"version", "source"}: from the parallel compiler wrapper's -showconfig, else pkg-config."""
+    for argv in (["h5pcc", "-showconfig"], ["h5cc", "-showconfig"]):
+        text = _output(argv)
+        m = re.search(r"HDF5 Version:\s*(\S+)", text or "")
+        if m:
+            return {"version": m.group(1), "source": " ".join(argv)}
+    for module in ("hdf5-mpich", "hdf5-openmpi", "hdf5-mpi", "hdf5"):
+        text = _output(["pkg-config", "--modversion", module])
+        if text and re.match(r"\d", text.strip()):
+            return {"version": text.strip(), "source": f"pkg-config {module}"}
+    return {"version": None, "source": None}
+
+
+def gather_info() -> dict:
+    """Everything `iotame info --json` prints."""
+    lib, kernel, settings = lib_path(), kernel_path(), settings_path()
+    return {
+        "iotame_version": __version__,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "root": str(repo_root()),
+        "libiotame": {"path": str(lib), "exists": lib.is_file()},
+        "kernel": {"path": str(kernel), "exists": kernel.is_file()},
+        "settings": {"path": str(settings), "exists": settings.is_file()},
+        "mpi": mpi_info(),
+        "hdf5": hdf5_info(),
+    }

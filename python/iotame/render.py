@@ -1,0 +1,83 @@
+"""Rich tables for what the commands print (statistics summaries, benchmark phases)."""
+from __future__ import annotations
+
+import sys
+from typing import IO, Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_seconds", "fmt_mbs"]
+
+
+def console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+    """A console on the current sys.stdout/sys.stderr (looked up at call time, so tests can capture it)."""
+    return Console(file=file or (sys.stderr if stderr else sys.stdout), highlight=False, soft_wrap=False)
+
+
+def fmt_bytes(n: int | float) -> str:
+    return f"{int(n):,}"
+
+
+def fmt_seconds(s: float) -> str:
+    return f"{s:.4f}"
+
+
+def fmt_mbs(m: float) -> str:
+    return f"{m:.1f}"
+
+
+def stats_header(summary: dict, title: str = "iotame statistics") -> str:
+    """`TITLE: N ranks, MPI` (printed above the tables rather than as their title, which would wrap)."""
+    about = [f"{summary['nprocs']} ranks" if summary.get("nprocs") is not None else None, summary.get("mpi")]
+    about = ", ".join(str(a) for a in about if a)
+    return f"{title}: {about}" if about else title
+
+
+def stats_tables(summary: dict) -> list[Table]:
+    """Tables for stats.summarize(): the job summary, then one row per file (when there are files)."""
+    s = summary["summary"]
+    top = Table(title="summary", title_justify="left")
+    for col in ("bytes read", "bytes written", "I/O s", "read MB/s", "write MB/s", "I/O MB/s"):
+        top.add_column(col, justify="right")
+    top.add_row(fmt_bytes(s["bytes_read"]), fmt_bytes(s["bytes_written"]), fmt_seconds(s["io_seconds"]),
+                fmt_mbs(s["read_mbs"]), fmt_mbs(s["write_mbs"]), fmt_mbs(s["io_mbs"]))
+    tables = [top]
+    if summary["files"]:
+        files = Table(title="files (time: slowest rank, read+write+sync+meta)", title_justify="left")
+        files.add_column("path", overflow="fold")
+        for col in ("read", "written", "ops", "time s"):
+            files.add_column(col, justify="right")
+        for f in summary["files"]:
+            files.add_row(f["path"], fmt_bytes(f["bytes_read"]), fmt_bytes(f["bytes_written"]), str(f["ops"]),
+                          fmt_seconds(f["seconds"]))
+        tables.append(files)
+    return tables
+
+
+def print_stats(summary: dict, out: Console, title: str = "iotame statistics") -> None:
+    """Prints a header, stats_tables(), and the configuration error and pass-through reasons if any."""
+    out.print(stats_header(summary, title), markup=False)
+    for t in stats_tables(summary):
+        out.print(t)
+    if summary.get("config_error"):
+        out.print(f"configuration not applied: {summary['config_error']}", markup=False)
+    reasons = summary.get("passthrough_reasons") or {}
+    if reasons:
+        out.print("passed through: " + ", ".join(f"{k} ({v})" for k, v in reasons.items()), markup=False)
+
+
+def phase_table(title: str, rows: Iterable[dict]) -> Table:
+    """Benchmark phases: name, successful runs, median/min/max MB/s (rows from bench.summarize_phases)."""
+    rows = list(rows)
+    swept = any(r.get("point") for r in rows)
+    t = Table(title=title, title_justify="left")
+    if swept:
+        t.add_column("settings")
+    t.add_column("phase")
+    for col in ("runs", "median MB/s", "min MB/s", "max MB/s"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        point = [" ".join(f"{k}={v}" for k, v in r.get("point", {}).items())] if swept else []
+        t.add_row(*point, r["name"], str(r["runs"]), fmt_mbs(r["median"]), fmt_mbs(r["min"]), fmt_mbs(r["max"]))
+    return t

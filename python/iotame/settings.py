@@ -1,0 +1,116 @@
+"""The settings schema, read from runtime/settings.json (the one description of every runtime setting).
+
+The C runtime embeds the same file, so `iotame config check`, the runtime and the tuner's built-in spaces agree.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .errors import IotameError
+from .paths import require_settings
+
+__all__ = ["Setting", "Section", "Schema", "load_schema", "schema_from_dict", "TYPES"]
+
+TYPES = ("integer", "enum", "string", "boolean")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One typed setting: `integer` (min/max), `enum` (values), `string` or `boolean`."""
+
+    name: str
+    type: str
+    min: int | None = None
+    max: int | None = None
+    values: tuple[str, ...] = ()
+    default: Any = None
+    doc: str = ""
+    tune: dict | None = None
+    fs: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of a rule (`mpiio_hints`, ...). `free`: any key, values unchecked but strings or integers.
+    A section that is neither free nor has settings is reserved: only an empty object is accepted."""
+
+    name: str
+    doc: str = ""
+    settings: dict[str, Setting] = field(default_factory=dict)
+    free: bool = False
+
+    @property
+    def reserved(self) -> bool:
+        return not self.free and not self.settings
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The whole description: the configuration version, the keys of a rule and the sections, in file order."""
+
+    config_version: int
+    rule_keys: dict[str, Setting]
+    sections: dict[str, Section]
+    path: Path | None = None
+
+    def all_settings(self) -> list[tuple[str, Setting]]:
+        """(section name, setting) for every typed setting, in file order (the tuner's built-in spaces)."""
+        return [(s.name, st) for s in self.sections.values() for st in s.settings.values()]
+
+
+def _bad(path, what: str) -> IotameError:
+    return IotameError(f"settings {path}: {what}")
+
+
+def _setting(path, where: str, name: str, d: Any) -> Setting:
+    if not isinstance(d, dict):
+        raise _bad(path, f"{where}.{name}: expected an object")
+    typ = d.get("type")
+    if typ not in TYPES:
+        raise _bad(path, f"{where}.{name}.type: expected one of {', '.join(TYPES)}, got {json.dumps(typ)}")
+    values = d.get("values", [])
+    if typ == "enum" and (not isinstance(values, list) or not values or
+                          not all(isinstance(v, str) for v in values)):
+        raise _bad(path, f"{where}.{name}.values: an enum needs a non-empty list of strings")
+    fs = d.get("fs")
+    return Setting(name=name, type=typ, min=d.get("min"), max=d.get("max"), values=tuple(values),
+                   default=d.get("default"), doc=d.get("doc", ""), tune=d.get("tune"),
+                   fs=tuple(fs) if fs is not None else None)
+
+
+def schema_from_dict(d: dict, path: Path | None = None) -> Schema:
+    """Builds a Schema from the parsed settings.json (raises IotameError if it is malformed)."""
+    if not isinstance(d, dict) or not isinstance(d.get("sections"), dict):
+        raise _bad(path, "expected an object with \"sections\"")
+    version = d.get("config_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _bad(path, "config_version: expected an integer")
+    rule_keys = {k: _setting(path, "rule_keys", k, v) for k, v in d.get("rule_keys", {}).items()}
+    sections = {}
+    for name, sd in d["sections"].items():
+        if not isinstance(sd, dict):
+            raise _bad(path, f"sections.{name}: expected an object")
+        settings = {k: _setting(path, f"sections.{name}.settings", k, v)
+                    for k, v in sd.get("settings", {}).items()}
+        sections[name] = Section(name=name, doc=sd.get("doc", ""), settings=settings, free=bool(sd.get("free")))
+    return Schema(config_version=version, rule_keys=rule_keys, sections=sections, path=path)
+
+
+@lru_cache(maxsize=None)
+def _load(path: Path) -> Schema:
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise _bad(path, f"cannot read: {e.strerror}") from None
+    except ValueError as e:
+        raise _bad(path, f"invalid JSON ({e})") from None
+    return schema_from_dict(d, path)
+
+
+def load_schema(path: str | Path | None = None) -> Schema:
+    """The schema from `path`, by default runtime/settings.json of this checkout (cached)."""
+    return _load(Path(path).resolve() if path is not None else require_settings())

@@ -1,0 +1,160 @@
+"""Configuration validation: the messages of docs/formats.md, the same as the C runtime prints.
+
+config_cases.json is a corpus of configurations with the exact messages the C runtime (runtime/src/core/
+config.c) printed for them, without the `iotame: config FILE: ` prefix; syntax errors compare only up to the
+parenthesis, where the JSON parsers' own words start.
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+from iotame import ConfigError, check_config, load_config, load_schema, save_config, validate
+from iotame.cli import main
+from iotame.config import format_error, json_type, render_value
+from iotame.paths import settings_path
+
+HERE = Path(__file__).resolve().parent
+CASES = json.loads((HERE / "config_cases.json").read_text(encoding="utf-8"))
+
+
+def write(tmp_path, text, name="c.json"):
+    p = tmp_path / name
+    p.write_text(text if isinstance(text, str) else json.dumps(text), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_corpus_gives_the_runtimes_messages(tmp_path, case):
+    p = write(tmp_path, case["text"])
+    got = check_config(p)
+    prefix = f"iotame: config {p}: "
+    assert all(line.startswith(prefix) for line in got), got
+    got = [line[len(prefix):] for line in got]
+    if "errors" in case:
+        assert got == case["errors"]
+    else:
+        assert [g[:len(e)] for g, e in zip(got, case["errors_prefix"])] == case["errors_prefix"]
+        assert len(got) == len(case["errors_prefix"])
+
+
+def test_corpus_covers_every_kind_of_error():
+    names = {c["name"] for c in CASES}
+    for kind in ("valid", "unknown-top-level-key", "unknown-section", "unknown-hint", "integer-as-string",
+                 "enum-value", "integer-below-min", "boolean-for-integer", "rule-without-match",
+                 "match-in-defaults", "reserved-section-with-key", "version-2", "extra-hint-list",
+                 "syntax-missing-comma", "duplicate-key"):
+        assert kind in names
+
+
+def test_documented_examples(tmp_path):
+    doc = {
+        "version": 1,
+        "defaults": {"mpiio_hints": {"romio_cb_write": "disable", "cb_buffer_size": 16777216}, "override": False},
+        "files": [{"match": "*.h5", "mpiio_hints": {"cb_nodes": 2}, "override": True},
+                  {"match": "/scratch/run*/chk_*", "mpiio_hints_extra": {"my_vendor_hint": "1"}}],
+    }
+    assert validate(doc, "F") == []
+    bad = {"version": 2, "defaults": {"mpiio_hints": {"romio_cb_write": "on"}, "colective": {}},
+           "files": [{"match": "*", "mpiio_hints": {"cb_nodes": "four"}}]}
+    errors = validate(bad, "F")
+    assert errors[0] == "iotame: config F: version: expected 1, got 2"
+    assert errors[1] == ("iotame: config F: defaults.mpiio_hints.romio_cb_write: "
+                         "expected one of enable, disable, automatic, got \"on\"")
+    assert errors[2].startswith("iotame: config F: defaults.colective: unknown key (expected one of: ")
+    assert errors[3] == 'iotame: config F: files[0].mpiio_hints.cb_nodes: expected an integer >= 1, got "four"'
+
+
+def test_invalid_json_reports_line_and_column(tmp_path):
+    p = write(tmp_path, '{\n  "version": 1,\n  "defaults": {\n    "override": tru\n  }\n}\n')
+    (line,) = check_config(p)
+    assert line.startswith(f"iotame: config {p}: line 4, column 19: invalid JSON (")
+
+
+def test_missing_file(tmp_path):
+    p = tmp_path / "nope.json"
+    assert check_config(p) == [f"iotame: config {p}: cannot read: No such file or directory"]
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert e.value.errors == [f"iotame: config {p}: cannot read: No such file or directory"]
+
+
+def test_load_config_returns_the_object_or_raises_with_every_error(tmp_path):
+    assert load_config(write(tmp_path, {"version": 1, "meta": {"x": 1}})) == {"version": 1, "meta": {"x": 1}}
+    with pytest.raises(ConfigError) as e:
+        load_config(write(tmp_path, {"defaults": {"override": 0}, "x": 1}))
+    assert len(e.value.errors) == 3
+
+
+def test_save_config_validates_then_writes(tmp_path):
+    p = save_config({"version": 1, "defaults": {"mpiio_hints": {"cb_nodes": 4}}}, tmp_path / "t.json")
+    assert load_config(p)["defaults"]["mpiio_hints"]["cb_nodes"] == 4
+    with pytest.raises(ConfigError):
+        save_config({"version": 1, "defaults": {"mpiio_hints": {"cb_nodes": 0}}}, tmp_path / "u.json")
+    assert not (tmp_path / "u.json").exists()
+
+
+def test_schema_is_read_from_settings_json():
+    schema = load_schema()
+    raw = json.loads(settings_path().read_text())
+    assert schema.path == settings_path()
+    assert schema.config_version == raw["config_version"] == 1
+    assert list(schema.sections) == list(raw["sections"])
+    hints = schema.sections["mpiio_hints"]
+    assert list(hints.settings) == list(raw["sections"]["mpiio_hints"]["settings"])
+    assert hints.settings["cb_buffer_size"].type == "integer" and hints.settings["cb_buffer_size"].min == 1024
+    assert hints.settings["romio_cb_write"].values == ("enable", "disable", "automatic")
+    assert schema.sections["mpiio_hints_extra"].free
+    assert schema.sections["collective"].reserved
+    assert set(schema.rule_keys) == {"match", "override"}
+
+
+def test_validation_follows_the_schema(tmp_path):
+    """A setting added to settings.json is accepted and checked with no change to the Python code."""
+    raw = json.loads(settings_path().read_text())
+    raw["sections"]["collective"]["settings"]["window"] = {"type": "integer", "min": 2, "max": 8}
+    raw["sections"]["collective"]["settings"]["mode"] = {"type": "boolean"}
+    p = tmp_path / "settings.json"
+    p.write_text(json.dumps(raw))
+    schema = load_schema(p)
+    ok = {"version": 1, "defaults": {"collective": {"window": 4, "mode": True}}}
+    assert validate(ok, "F", schema) == []
+    bad = {"version": 1, "defaults": {"collective": {"window": 9, "mode": 1, "x": 1}}}
+    assert validate(bad, "F", schema) == [
+        "iotame: config F: defaults.collective.window: expected an integer from 2 to 8, got 9",
+        "iotame: config F: defaults.collective.mode: expected true or false, got 1",
+        "iotame: config F: defaults.collective.x: unknown key (expected one of: mode, window)",
+    ]
+
+
+def test_booleans_are_not_integers():
+    assert json_type(True) == "boolean" and json_type(1) == "integer" and json_type(1.0) == "number"
+    assert validate({"version": True}, "F") == ["iotame: config F: version: expected 1, got true"]
+    errors = validate({"version": 1, "defaults": {"mpiio_hints_extra": {"h": True}}}, "F")
+    assert errors == ["iotame: config F: defaults.mpiio_hints_extra.h: expected a string or an integer, got true"]
+
+
+def test_rendering_of_got_values():
+    assert render_value("four") == '"four"'
+    assert render_value([1, 2]) == "array" and render_value({}) == "object"
+    assert render_value(None) == "null" and render_value(False) == "false"
+    assert render_value(2.5) == "2.5" and render_value(1e300) == "1.0000000000000001e300"
+    assert format_error("F", "", "cannot read: x") == "iotame: config F: cannot read: x"
+
+
+def test_config_check_cli(tmp_path, capsys):
+    good = write(tmp_path, {"version": 1}, "good.json")
+    bad = write(tmp_path, {"version": 1, "defaults": {"mpiio_hints": {"cb_nodes": 0, "romio_cb_read": "x"}}},
+                "bad.json")
+    assert main(["config", "check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: ok\n"
+    assert main(["config", "check", str(bad), str(good)]) == 1
+    out = capsys.readouterr()
+    assert out.out == f"{good}: ok\n"
+    assert out.err.splitlines() == [
+        f"iotame: config {bad}: defaults.mpiio_hints.cb_nodes: expected an integer >= 1, got 0",
+        f"iotame: config {bad}: defaults.mpiio_hints.romio_cb_read: expected one of enable, disable, automatic, "
+        f"got \"x\"",
+    ]
+    assert main(["config", "check", str(tmp_path / "missing.json")]) == 1
+    assert "cannot read: No such file or directory" in capsys.readouterr().err

@@ -1,0 +1,71 @@
+"""Statistics files: loading, objectives, and `iotame stats show`."""
+import json
+
+import pytest
+
+from iotame import StatsError, load_stats, objective, objectives, summarize
+from iotame.cli import main
+from .fakes import make_stats
+
+
+def write(tmp_path, obj, name="stats.json"):
+    p = tmp_path / name
+    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return p
+
+
+def test_objectives_are_summary_values(stats_obj):
+    assert objectives(stats_obj) == {"io-bandwidth": stats_obj["summary"]["io_mbs"], "io-time": 0.5}
+    assert objective(stats_obj, "io-time") == 0.5
+    with pytest.raises(KeyError):
+        objective(stats_obj, "speed")
+
+
+def test_io_mbs_computed_when_absent(stats_obj):
+    del stats_obj["summary"]["io_mbs"]
+    assert objectives(stats_obj)["io-bandwidth"] == pytest.approx(3145728 / 0.5 / 1e6)
+
+
+def test_summarize(stats_obj):
+    s = summarize(stats_obj)
+    assert s["summary"]["bytes"] == 3145728
+    (f,) = s["files"]
+    assert f == {"path": "/tmp/x.dat", "bytes_read": 1048576, "bytes_written": 2097152, "ops": 11,
+                 "seconds": pytest.approx(0.5)}
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(StatsError, match="cannot read: No such file or directory"):
+        load_stats(tmp_path / "none.json")
+    with pytest.raises(StatsError, match="empty file"):
+        load_stats(write(tmp_path, ""))
+    with pytest.raises(StatsError, match=r"line 1, column \d+: invalid JSON"):
+        load_stats(write(tmp_path, "{oops"))
+    with pytest.raises(StatsError, match="not a statistics file"):
+        load_stats(write(tmp_path, {"version": 1}))
+    with pytest.raises(StatsError, match="summary.io_seconds is not a number"):
+        load_stats(write(tmp_path, {"summary": {"bytes_read": 0, "bytes_written": 0}}))
+
+
+def test_stats_show_renders_the_numbers(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    p = write(tmp_path, make_stats(bytes_written=8388608, bytes_read=0, io_seconds=0.016, path="/tmp/x.dat"))
+    assert main(["stats", "show", str(p)]) == 0
+    out = capsys.readouterr().out
+    for text in ("8,388,608", "0.0160", "524.3", "/tmp/x.dat", "2 ranks", "MPICH 4.0.2"):
+        assert text in out, text
+
+
+def test_stats_show_json(tmp_path, capsys, stats_obj):
+    p = write(tmp_path, stats_obj)
+    assert main(["stats", "show", str(p), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["objectives"]["io-time"] == 0.5
+    assert data["files"][0]["bytes_written"] == 2097152
+
+
+def test_stats_show_bad_files(tmp_path, capsys):
+    assert main(["stats", "show", str(tmp_path / "none.json")]) == 1
+    assert capsys.readouterr().err.startswith(f"iotame: statistics {tmp_path / 'none.json'}: cannot read")
+    assert main(["stats", "show", str(write(tmp_path, "[1"))]) == 1
+    assert "invalid JSON" in capsys.readouterr().err
