@@ -158,6 +158,33 @@ static void print_help(const iotame_run_t *run, const iotame_option_t *opts)
     fflush(stdout);
 }
 
+/* --describe: the option table as JSON, so `iotame bench` and the tuner know each kernel's options (flags,
+ * types, defaults, bounds) from the kernel itself. */
+static void print_description(const iotame_run_t *run, const iotame_option_t *opts)
+{
+    static const char *const type_name[] = {[IOTAME_OPT_FLAG] = "flag", [IOTAME_OPT_INT] = "integer",
+                                            [IOTAME_OPT_SIZE] = "size", [IOTAME_OPT_DOUBLE] = "number",
+                                            [IOTAME_OPT_STRING] = "string", [IOTAME_OPT_ENUM] = "enum"};
+    if (run->rank != 0) return;
+    json_t *list = json_array();
+    for (const iotame_option_t *o = opts; o->name; o++) {
+        json_t *d = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:s?}", "name", o->name, "type", type_name[o->type], "default",
+                              o->def, "min", o->min, "max", o->max, "help", o->help);
+        if (o->choices) {
+            json_t *c = json_array();
+            for (const char *const *ch = o->choices; *ch; ch++) json_array_append_new(c, json_string(*ch));
+            json_object_set_new(d, "choices", c);
+        }
+        json_array_append_new(list, d);
+    }
+    json_t *out = json_pack("{s:s,s:s?,s:o}", "kernel", run->kernel, "summary", run->summary, "options", list);
+    char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("%s\n", text);
+    free(text);
+    json_decref(out);
+    fflush(stdout);
+}
+
 int iotame_options_parse(iotame_run_t *run, const iotame_option_t *opts, int argc, char **argv)
 {
     char what[512];
@@ -170,6 +197,10 @@ int iotame_options_parse(iotame_run_t *run, const iotame_option_t *opts, int arg
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             print_help(run, opts);
+            return IOTAME_EXIT_HELP;
+        }
+        if (strcmp(arg, "--describe") == 0) {
+            print_description(run, opts);
             return IOTAME_EXIT_HELP;
         }
         if (strncmp(arg, "--", 2) != 0 || !arg[2])

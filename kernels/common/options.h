@@ -65,7 +65,7 @@ typedef struct {
      .help = "write nothing; read and verify the files of an earlier --keep run"}
 
 /* Parses argv[1..argc-1] (argv[0] is the kernel name) against a table ended by {0}. Returns 0, IOTAME_EXIT_HELP
- * after printing --help on rank 0, or IOTAME_EXIT_USAGE after printing the error on rank 0. */
+ * after printing --help (or --describe: the table as JSON, for `iotame bench` and the tuner) on rank 0, or IOTAME_EXIT_USAGE after printing the error on rank 0. */
 int iotame_options_parse(iotame_run_t *run, const iotame_option_t *opts, int argc, char **argv);
 
 /* Value parsers, for kernels with their own syntax (ior's short options). Return 0, or -1 when s is not a
