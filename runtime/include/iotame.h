@@ -16,6 +16,6 @@
 #define IOTAME_EXIT_BAD_CONFIG 3
 
 /* The runtime's version string, e.g. "0.1.0". */
-const char *iotame_version(void);
+__attribute__((visibility("default"))) const char *iotame_version(void);
 
 #endif

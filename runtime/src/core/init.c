@@ -3,18 +3,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "core.h"
 #include "iotame.h"
 
 int iotame__active;
+int iotame__tsc;
+int iotame__builtin_sizes;
 int iotame__threaded;
 _Thread_local int iotame__depth;
 
 static struct {
     MPI_Comm comm; /* our own duplicate of MPI_COMM_WORLD: our messages never meet the application's */
     int rank;
-    uint64_t start_ns;
+    uint64_t start_ns, start_tick;
     iotame_config_t *config;
     char *config_path;
     char *config_error; /* why the configuration was ignored (IOTAME_ON_ERROR=passthrough) */
@@ -103,10 +108,52 @@ static void load_config(void)
     exit(IOTAME_EXIT_BAD_CONFIG);
 }
 
+/* Checks that MPICH's builtin handles carry their size in bits 8-15 before the wrappers rely on it. */
+static int builtin_sizes_encoded(void)
+{
+#if defined(MPICH)
+    const MPI_Datatype types[] = {MPI_BYTE, MPI_CHAR, MPI_SHORT, MPI_INT, MPI_LONG, MPI_FLOAT, MPI_DOUBLE,
+                                  MPI_LONG_DOUBLE, MPI_INT64_T, MPI_UINT8_T, MPI_C_DOUBLE_COMPLEX};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        unsigned h = (unsigned)types[i];
+        MPI_Count size;
+        if ((h >> 30) != 1u || PMPI_Type_size_x(types[i], &size) != MPI_SUCCESS || size != (MPI_Count)((h >> 8) & 0xffu))
+            return 0;
+    }
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* An invariant TSC ticks at a constant rate on every core, in every power state. */
+static int invariant_tsc(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+#else
+    return 0;
+#endif
+}
+
+double iotame_ns_per_tick(void)
+{
+    if (!iotame__tsc) return 1.0;
+    /* The longer the interval, the better the rate: the whole job, but at least 20 ms. */
+    uint64_t ns;
+    while ((ns = iotame_monotonic_ns() - rt.start_ns) < 20000000u) {}
+    uint64_t ticks = iotame_now() - rt.start_tick;
+    return ticks ? (double)ns / (double)ticks : 1.0;
+}
+
 void iotame_core_init(int thread_level)
 {
     if (env_is(IOTAME_ENV_DISABLE, "1")) return;
-    rt.start_ns = iotame_now_ns();
+    iotame__tsc = invariant_tsc();
+    iotame__builtin_sizes = builtin_sizes_encoded();
+    rt.start_ns = iotame_monotonic_ns();
+    rt.start_tick = iotame_now();
     iotame__threaded = thread_level == MPI_THREAD_MULTIPLE;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &rt.comm) != MPI_SUCCESS) return; /* stay a pass-through */
     PMPI_Comm_rank(rt.comm, &rt.rank);
@@ -119,7 +166,7 @@ void iotame_core_finalize(void)
 {
     if (!iotame__active) return;
     iotame__active = 0; /* the reductions below must not count themselves */
-    double wall = (double)(iotame_now_ns() - rt.start_ns) * 1e-9;
+    double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
     if (rt.stats_path) iotame_stats_write(rt.comm, rt.stats_path, wall, rt.config_path, rt.config_error);
     PMPI_Comm_free(&rt.comm);
     iotame_config_free(rt.config);

@@ -24,7 +24,7 @@ typedef struct {
 typedef struct {
     uint64_t count[IOTAME_OP_COUNT];
     uint64_t bytes[IOTAME_OP_COUNT];
-    uint64_t ns[TIMES]; /* per operation, then per category (CAT_NS) */
+    uint64_t ns[TIMES]; /* per operation, then per category (CAT_NS); iotame_now() ticks until packed */
     uint64_t hist[2][IOTAME_HIST_BUCKETS]; /* [0] reads, [1] writes */
 } numbers_t;
 
@@ -53,6 +53,10 @@ static struct {
     iotame_file_stats_t *fs;
 } *handles;
 static size_t nhandles, handles_cap;
+/* Bumped at every bind and unbind: a thread's cached lookup is valid only within one generation, since a closed
+ * handle's value can come back for another file. */
+static unsigned handles_generation = 1;
+
 
 static void lock_if_threaded(void)
 {
@@ -63,11 +67,6 @@ static void unlock_if_threaded(void)
     if (iotame__threaded) pthread_mutex_unlock(&lock);
 }
 
-#define ADD(var, v)                                                                                            \
-    do {                                                                                                       \
-        if (iotame__threaded) __atomic_fetch_add(&(var), (v), __ATOMIC_RELAXED);                               \
-        else (var) += (v);                                                                                     \
-    } while (0)
 
 /* ---- records ---- */
 
@@ -121,6 +120,7 @@ void iotame_stats_bind(MPI_File fh, iotame_file_stats_t *fs)
     handles[nhandles].fh = fh;
     handles[nhandles].fs = fs;
     nhandles++;
+    __atomic_add_fetch(&handles_generation, 1, __ATOMIC_RELEASE);
 out:
     unlock_if_threaded();
 }
@@ -131,12 +131,13 @@ void iotame_stats_unbind(MPI_File fh)
     for (size_t i = nhandles; i-- > 0;)
         if (handles[i].fh == fh) {
             handles[i] = handles[--nhandles];
+            __atomic_add_fetch(&handles_generation, 1, __ATOMIC_RELEASE);
             break;
         }
     unlock_if_threaded();
 }
 
-iotame_file_stats_t *iotame_stats_lookup(MPI_File fh)
+static iotame_file_stats_t *lookup_slow(MPI_File fh)
 {
     iotame_file_stats_t *fs = NULL;
     lock_if_threaded();
@@ -150,22 +151,57 @@ iotame_file_stats_t *iotame_stats_lookup(MPI_File fh)
     return fs;
 }
 
-static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
-
-void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns)
+iotame_file_stats_t *iotame_stats_lookup(MPI_File fh)
 {
-    if (!fs) return;
-    ADD(fs->n.count[op], 1);
-    ADD(fs->n.ns[op], ns);
-    ADD(fs->n.ns[CAT_NS(op_cat[op])], ns);
+    static _Thread_local struct {
+        unsigned generation;
+        MPI_File fh;
+        iotame_file_stats_t *fs;
+    } last __attribute__((tls_model("initial-exec")));
+    unsigned generation = __atomic_load_n(&handles_generation, __ATOMIC_ACQUIRE);
+    if (last.generation == generation && last.fh == fh) return last.fs;
+    iotame_file_stats_t *fs = lookup_slow(fh);
+    last.generation = generation;
+    last.fh = fh;
+    last.fs = fs;
+    return fs;
 }
 
-void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ns, uint64_t bytes)
+
+static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
+
+/* One update of a record. RATIONALE: the threaded test is taken once per call, not once per counter, since
+ * these few additions are most of what a wrapper costs. */
+static inline void update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data, uint64_t bytes)
 {
-    if (!fs) return;
-    iotame_stats_record_time(fs, op, ns);
-    ADD(fs->n.bytes[op], bytes);
-    ADD(fs->n.hist[op_cat[op] == IOTAME_CAT_WRITE][bucket(bytes)], 1);
+    unsigned cat = op_cat[op], b = bucket(bytes), w = cat == IOTAME_CAT_WRITE;
+    if (!iotame__threaded) {
+        n->count[op]++;
+        n->ns[op] += ticks;
+        n->ns[CAT_NS(cat)] += ticks;
+        if (data) {
+            n->bytes[op] += bytes;
+            n->hist[w][b]++;
+        }
+        return;
+    }
+    __atomic_fetch_add(&n->count[op], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&n->ns[op], ticks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&n->ns[CAT_NS(cat)], ticks, __ATOMIC_RELAXED);
+    if (data) {
+        __atomic_fetch_add(&n->bytes[op], bytes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n->hist[w][b], 1, __ATOMIC_RELAXED);
+    }
+}
+
+void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
+{
+    if (fs) update(&fs->n, op, ticks, 0, 0);
+}
+
+void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes)
+{
+    if (fs) update(&fs->n, op, ticks, 1, bytes);
 }
 
 const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
@@ -404,13 +440,16 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     buf_t b = {0};
+    double ns_per_tick = iotame_ns_per_tick();
     put_reasons(&b, job_reasons);
     for (iotame_file_stats_t *fs = files; fs; fs = fs->next) {
         put_str(&b, fs->path);
         put_str(&b, fs->rule);
         put_str(&b, fs->hints);
         put_reasons(&b, fs->reasons);
-        put(&b, &fs->n, sizeof fs->n);
+        numbers_t n = fs->n; /* every rank sends nanoseconds */
+        for (int t = 0; t < TIMES; t++) n.ns[t] = (uint64_t)((double)n.ns[t] * ns_per_tick);
+        put(&b, &n, sizeof n);
     }
     if (b.failed) b.len = 0;
     int size = (int)b.len, *sizes = NULL, *displs = NULL;

@@ -4,44 +4,42 @@
  * One macro per signature shape keeps the ~80 wrappers identical in behaviour. */
 #include "intercept.h"
 
-/* A blocking call with a status: time it and count the bytes the status reports. A caller's
- * MPI_STATUS_IGNORE is replaced by our own status, which changes nothing for the caller. */
+/* A blocking call: time it and count the bytes it moved. */
 #define BLOCKING(NAME, OP, PARAMS, ARGS)                                                                       \
-    int MPI_File_##NAME PARAMS                                                                                 \
+    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        MPI_Status own;                                                                                        \
-        if (status == MPI_STATUS_IGNORE) status = &own;                                                        \
-        uint64_t t0 = iotame_now_ns();                                                                         \
+        uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        uint64_t ns = iotame_now_ns() - t0;                                                                    \
-        iotame_stats_record(iotame_stats_lookup(fh), IOTAME_OP_##OP, ns, iotame__status_bytes(status, rc));    \
+        uint64_t ticks = iotame_now() - t0;                                                                    \
+        iotame_stats_record(iotame_stats_lookup(fh), IOTAME_OP_##OP, ticks,                                    \
+                            iotame__moved_bytes(status, rc, count, datatype));                                 \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
 
 /* A call that starts an operation (nonblocking or split-collective begin): count the bytes requested. */
 #define STARTING(NAME, OP, PARAMS, ARGS)                                                                       \
-    int MPI_File_##NAME PARAMS                                                                                 \
+    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                                 \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        uint64_t t0 = iotame_now_ns();                                                                         \
+        uint64_t t0 = iotame_now();                                                                         \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        uint64_t ns = iotame_now_ns() - t0;                                                                    \
+        uint64_t ticks = iotame_now() - t0;                                                                    \
         uint64_t bytes = rc == MPI_SUCCESS ? iotame__request_bytes(count, datatype) : 0;                       \
-        iotame_stats_record(iotame_stats_lookup(fh), IOTAME_OP_##OP, ns, bytes);                               \
+        iotame_stats_record(iotame_stats_lookup(fh), IOTAME_OP_##OP, ticks, bytes);                               \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
 
 /* The end of a split collective: its bytes were counted at the begin. */
 #define ENDING(NAME, CONST)                                                                                    \
-    int MPI_File_##NAME(MPI_File fh, CONST void *buf, MPI_Status *status)                                      \
+    IOTAME_WRAPPER int MPI_File_##NAME(MPI_File fh, CONST void *buf, MPI_Status *status)                                      \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME(fh, buf, status);                                        \
-        uint64_t t0 = iotame_now_ns();                                                                         \
+        uint64_t t0 = iotame_now();                                                                         \
         int rc = PMPI_File_##NAME(fh, buf, status);                                                            \
-        iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now_ns() - t0);             \
+        iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);             \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }

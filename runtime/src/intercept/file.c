@@ -4,12 +4,12 @@
 
 /* A metadata call on an open handle: time it, count it. */
 #define META(NAME, OP, PARAMS, ARGS)                                                                           \
-    int MPI_File_##NAME PARAMS                                                                                 \
+    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                                 \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        uint64_t t0 = iotame_now_ns();                                                                         \
+        uint64_t t0 = iotame_now();                                                                         \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_##OP, iotame_now_ns() - t0);               \
+        iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_##OP, iotame_now() - t0);               \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
@@ -23,10 +23,10 @@ META(seek, seek, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, when
 META(seek_shared, seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
 META(set_atomicity, set_atomicity, (MPI_File fh, int flag), (fh, flag))
 
-int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
 {
     if (!iotame__enter()) return PMPI_File_open(comm, filename, amode, info, fh);
-    uint64_t t0 = iotame_now_ns();
+    uint64_t t0 = iotame_now();
     iotame_file_stats_t *fs = iotame_stats_file(filename);
     /* Every rank holds the same configuration and the collective open names the same file, so every rank
      * merges the same hints. */
@@ -41,30 +41,30 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
     int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) iotame_stats_bind(*fh, fs);
-    iotame_stats_record_time(fs, IOTAME_OP_open, iotame_now_ns() - t0);
+    iotame_stats_record_time(fs, IOTAME_OP_open, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
 
-int MPI_File_close(MPI_File *fh)
+IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
 {
     if (!iotame__enter()) return PMPI_File_close(fh);
     MPI_File handle = *fh; /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = iotame_stats_lookup(handle);
-    uint64_t t0 = iotame_now_ns();
+    uint64_t t0 = iotame_now();
     int rc = PMPI_File_close(fh);
-    iotame_stats_record_time(fs, IOTAME_OP_close, iotame_now_ns() - t0);
+    iotame_stats_record_time(fs, IOTAME_OP_close, iotame_now() - t0);
     if (rc == MPI_SUCCESS) iotame_stats_unbind(handle);
     iotame__leave();
     return rc;
 }
 
-int MPI_File_delete(const char *filename, MPI_Info info)
+IOTAME_WRAPPER int MPI_File_delete(const char *filename, MPI_Info info)
 {
     if (!iotame__enter()) return PMPI_File_delete(filename, info);
-    uint64_t t0 = iotame_now_ns();
+    uint64_t t0 = iotame_now();
     int rc = PMPI_File_delete(filename, info);
-    iotame_stats_record_time(iotame_stats_file(filename), IOTAME_OP_delete, iotame_now_ns() - t0);
+    iotame_stats_record_time(iotame_stats_file(filename), IOTAME_OP_delete, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
@@ -81,29 +81,29 @@ static MPI_Info override_hints(MPI_File fh, MPI_Info info, iotame_file_stats_t *
     return merged;
 }
 
-int MPI_File_set_info(MPI_File fh, MPI_Info info)
+IOTAME_WRAPPER int MPI_File_set_info(MPI_File fh, MPI_Info info)
 {
     if (!iotame__enter()) return PMPI_File_set_info(fh, info);
-    uint64_t t0 = iotame_now_ns();
+    uint64_t t0 = iotame_now();
     iotame_file_stats_t *fs = iotame_stats_lookup(fh);
     MPI_Info merged = override_hints(fh, info, fs);
     int rc = PMPI_File_set_info(fh, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    iotame_stats_record_time(fs, IOTAME_OP_set_info, iotame_now_ns() - t0);
+    iotame_stats_record_time(fs, IOTAME_OP_set_info, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
 
-int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+IOTAME_WRAPPER int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                       const char *datarep, MPI_Info info)
 {
     if (!iotame__enter()) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
-    uint64_t t0 = iotame_now_ns();
+    uint64_t t0 = iotame_now();
     iotame_file_stats_t *fs = iotame_stats_lookup(fh);
     MPI_Info merged = override_hints(fh, info, fs);
     int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    iotame_stats_record_time(fs, IOTAME_OP_set_view, iotame_now_ns() - t0);
+    iotame_stats_record_time(fs, IOTAME_OP_set_view, iotame_now() - t0);
     iotame__leave();
     return rc;
 }

@@ -12,21 +12,21 @@ static void start(void)
     iotame_core_init(provided);
 }
 
-int MPI_Init(int *argc, char ***argv)
+IOTAME_WRAPPER int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) start();
     return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+IOTAME_WRAPPER int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) start();
     return rc;
 }
 
-int MPI_Finalize(void)
+IOTAME_WRAPPER int MPI_Finalize(void)
 {
     iotame_core_finalize();
     return PMPI_Finalize();
