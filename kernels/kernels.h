@@ -17,5 +17,17 @@ typedef struct iotame_kernel {
 } iotame_kernel_t;
 
 extern const iotame_kernel_t iotame_kernel_ior;
+extern const iotame_kernel_t iotame_kernel_vpicio;
+extern const iotame_kernel_t iotame_kernel_flashio;
+extern const iotame_kernel_t iotame_kernel_vorpalio;
+extern const iotame_kernel_t iotame_kernel_gcrmio;
+extern const iotame_kernel_t iotame_kernel_matrix;
+extern const iotame_kernel_t iotame_kernel_noncontig;
+extern const iotame_kernel_t iotame_kernel_tileio;
+extern const iotame_kernel_t iotame_kernel_btio;
+extern const iotame_kernel_t iotame_kernel_madbench;
+extern const iotame_kernel_t iotame_kernel_iobench;
+extern const iotame_kernel_t iotame_kernel_spio;
+extern const iotame_kernel_t iotame_kernel_beffio;
 
 #endif

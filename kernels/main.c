@@ -8,6 +8,18 @@
 
 static const iotame_kernel_t *const kernels[] = {
     &iotame_kernel_ior,
+    &iotame_kernel_vpicio,
+    &iotame_kernel_flashio,
+    &iotame_kernel_vorpalio,
+    &iotame_kernel_gcrmio,
+    &iotame_kernel_matrix,
+    &iotame_kernel_noncontig,
+    &iotame_kernel_tileio,
+    &iotame_kernel_btio,
+    &iotame_kernel_madbench,
+    &iotame_kernel_iobench,
+    &iotame_kernel_spio,
+    &iotame_kernel_beffio,
 };
 #define NKERNELS (sizeof kernels / sizeof kernels[0])
 

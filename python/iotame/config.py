@@ -98,18 +98,28 @@ def _reserved_key(section: str) -> str:
     return f"unknown key (section {section} has no settings yet)"
 
 
+def _bound(x) -> str:
+    """A bound as C's %g prints it."""
+    return f"{x:g}"
+
+
 def _describe(setting: Setting) -> str:
     """What a typed setting accepts: `an integer >= 1`, `one of enable, disable, automatic`, ..."""
-    if setting.type == "integer":
+    if setting.type in ("integer", "number"):
+        what = "an integer" if setting.type == "integer" else "a number"
         if setting.min is not None and setting.max is not None:
-            return f"an integer from {setting.min} to {setting.max}"
+            return f"{what} from {_bound(setting.min)} to {_bound(setting.max)}"
         if setting.min is not None:
-            return f"an integer >= {setting.min}"
+            return f"{what} >= {_bound(setting.min)}"
         if setting.max is not None:
-            return f"an integer <= {setting.max}"
-        return "an integer"
+            return f"{what} <= {_bound(setting.max)}"
+        return what
     if setting.type == "enum":
         return "one of " + ", ".join(setting.values)
+    if setting.type == "list":
+        return "a list of " + _describe(setting.items)
+    if setting.type == "rules":
+        return 'a list of rules (objects with "match")'
     return {"string": "a string", "boolean": "true or false"}[setting.type]
 
 
@@ -259,10 +269,15 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _value_ok(setting: Setting, v: Any) -> bool:
-    if setting.type == "integer":
-        return (_is_int(v) and (setting.min is None or v >= setting.min)
-                and (setting.max is None or v <= setting.max))
+    """Whether a scalar value fits its setting."""
+    if setting.type in ("integer", "number"):
+        return ((_is_int(v) if setting.type == "integer" else _is_number(v))
+                and (setting.min is None or v >= setting.min) and (setting.max is None or v <= setting.max))
     if setting.type == "enum":
         return isinstance(v, str) and v in setting.values
     if setting.type == "string":
@@ -278,8 +293,38 @@ class _Validator:
         self.errors.append(format_error(self.filename, where, message))
 
     def value(self, where: str, setting: Setting, v: Any) -> None:
-        if not _value_ok(setting, v):
+        if setting.type not in ("list", "rules"):
+            if not _value_ok(setting, v):
+                self.error(where, _expected_value(_describe(setting), v))
+            return
+        if not isinstance(v, list):
             self.error(where, _expected_value(_describe(setting), v))
+            return
+        lo, hi = setting.min_items, setting.max_items
+        if (lo is not None and len(v) < lo) or (hi is not None and len(v) > hi):
+            self.error(where, f"expected {lo or 0} to {hi if hi is not None else len(v)} items, got {len(v)}")
+        for i, item in enumerate(v):
+            if setting.type == "rules":
+                self.settings_object(f"{where}[{i}]", setting.settings, item, with_match=True)
+            elif not _value_ok(setting.items, item):
+                self.error(f"{where}[{i}]", _expected_value(_describe(setting.items), item))
+
+    def settings_object(self, path: str, settings: dict, obj: Any, with_match: bool) -> None:
+        """An object whose keys are `settings` (and "match" for a rule of a `rules` setting)."""
+        if not isinstance(obj, dict):
+            self.error(path, _expected_type("an object", obj))
+            return
+        for key, v in obj.items():
+            where = f"{path}.{key}"
+            if with_match and key == MATCH_KEY:
+                if not (isinstance(v, str) and v):
+                    self.error(where, _expected_value(MATCH_VALUE, v))
+            elif key in settings:
+                self.value(where, settings[key], v)
+            else:
+                self.error(where, _unknown_key(list(settings) + ([MATCH_KEY] if with_match else [])))
+        if with_match and MATCH_KEY not in obj:
+            self.error(f"{path}.{MATCH_KEY}", MISSING)
 
     def top(self, obj: Any) -> None:
         if not isinstance(obj, dict):
@@ -327,18 +372,15 @@ class _Validator:
     def section(self, path: str, section: Section, obj: Any) -> None:
         if not isinstance(obj, dict):
             self.error(path, _expected_type("an object", obj))
-            return
-        for key, v in obj.items():
-            where = f"{path}.{key}"
-            if section.free:
+        elif section.free:
+            for key, v in obj.items():
                 if not (_is_int(v) or isinstance(v, str)):
-                    self.error(where, _expected_value(FREE_VALUE, v))
-            elif section.reserved:
-                self.error(where, _reserved_key(section.name))
-            elif key in section.settings:
-                self.value(where, section.settings[key], v)
-            else:
-                self.error(where, _unknown_key(section.settings))
+                    self.error(f"{path}.{key}", _expected_value(FREE_VALUE, v))
+        elif section.reserved:
+            for key in obj:
+                self.error(f"{path}.{key}", _reserved_key(section.name))
+        else:
+            self.settings_object(path, section.settings, obj, with_match=False)
 
 
 def validate(obj: Any, filename: str, schema: Schema | None = None) -> list[str]:

@@ -15,22 +15,27 @@ from .paths import require_settings
 
 __all__ = ["Setting", "Section", "Schema", "load_schema", "schema_from_dict", "TYPES"]
 
-TYPES = ("integer", "enum", "string", "boolean")
+TYPES = ("integer", "number", "enum", "string", "boolean", "list", "rules")
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One typed setting: `integer` (min/max), `enum` (values), `string` or `boolean`."""
+    """One typed setting: `integer` or `number` (min/max), `enum` (values), `string`, `boolean`, `list` (of
+    `items`, a Setting, with min_items/max_items) or `rules` (objects with "match" and the nested `settings`)."""
 
     name: str
     type: str
-    min: int | None = None
-    max: int | None = None
+    min: float | None = None
+    max: float | None = None
     values: tuple[str, ...] = ()
     default: Any = None
     doc: str = ""
     tune: dict | None = None
     fs: tuple[str, ...] | None = None
+    items: "Setting | None" = None
+    min_items: int | None = None
+    max_items: int | None = None
+    settings: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,13 @@ def _setting(path, where: str, name: str, d: Any) -> Setting:
                           not all(isinstance(v, str) for v in values)):
         raise _bad(path, f"{where}.{name}.values: an enum needs a non-empty list of strings")
     fs = d.get("fs")
+    items = _setting(path, f"{where}.{name}", "items", d.get("items")) if typ == "list" else None
+    nested = ({k: _setting(path, f"{where}.{name}.settings", k, v) for k, v in d.get("settings", {}).items()}
+              if typ == "rules" else {})
     return Setting(name=name, type=typ, min=d.get("min"), max=d.get("max"), values=tuple(values),
                    default=d.get("default"), doc=d.get("doc", ""), tune=d.get("tune"),
-                   fs=tuple(fs) if fs is not None else None)
+                   fs=tuple(fs) if fs is not None else None, items=items, min_items=d.get("min_items"),
+                   max_items=d.get("max_items"), settings=nested)
 
 
 def schema_from_dict(d: dict, path: Path | None = None) -> Schema:

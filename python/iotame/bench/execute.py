@@ -1,7 +1,15 @@
-"""Running the trials of a benchmark: one `mpiexec -n N iotame-kernel KERNEL …` each, under the runtime."""
+"""Running the trials of a benchmark: one `mpiexec -n N iotame-kernel KERNEL …` each, under the runtime.
+
+With `drop_caches` a trial that writes and reads runs as two jobs in a temporary working directory on the same
+file system: the writes, keeping their files; `sync` and the page cache dropped; the reads on those files. The
+result has the write phases of the first job and the read phases of the second; the directory is removed after.
+"""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -9,16 +17,21 @@ from typing import Callable
 
 from ..paths import require_kernel, require_lib
 from ..runner import RUNTIME_VARS, get_launcher, run_command
-from .kernels import get_kernel
+from . import caches
+from .kernels import Kernel, Settings, get_kernel, is_read_phase
 from .plan import BenchSpec, Trial, plan
 
-__all__ = ["BenchRun", "parse_kernel_output", "run_trial", "run_bench"]
+__all__ = ["BenchRun", "parse_kernel_output", "merge_results", "run_trial", "run_bench"]
 
 
 @dataclass
 class BenchRun:
     """The outcome of one trial. `ok` is False for a non-zero exit, no result, a failed verification or a
-    timeout; `error` then says which, and `stderr` holds what the job printed there."""
+    timeout; `error` then says which, and `stderr` holds what the job printed there.
+
+    A trial is one job (`argv`, its statistics `stats`), or with --drop-caches two: `argv` (the writes, files
+    kept; absent for a read-only trial) and `read_argv` with `read_stats` (the reads, after the caches were
+    dropped). `caches_dropped` is None when not asked, else whether the page cache was dropped before the reads."""
 
     kernel: str
     number: int
@@ -39,6 +52,10 @@ class BenchRun:
     stats_error: str | None = None
     stats_path: str | None = None
     stderr: str = ""
+    caches_dropped: bool | None = None
+    read_argv: list | None = None
+    read_stats: dict | None = None
+    read_stats_path: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -61,6 +78,18 @@ def parse_kernel_output(stdout: str) -> dict:
     raise ValueError("no JSON result with \"phases\" on stdout")
 
 
+def merge_results(write: dict, read: dict) -> dict:
+    """One result from a write job and a read job: the write job's phases that are not reads, then the read
+    job's read phases; verified false if either is, true if either is and none false; errors of both."""
+    merged = dict(write)
+    merged["phases"] = [p for p in write.get("phases", []) if not is_read_phase(p.get("name", ""))] + \
+                       [p for p in read.get("phases", []) if is_read_phase(p.get("name", ""))]
+    verdicts = [write.get("verified"), read.get("verified")]
+    merged["verified"] = False if False in verdicts else True if True in verdicts else None
+    merged["errors"] = list(write.get("errors") or []) + list(read.get("errors") or [])
+    return merged
+
+
 def _verdict(returncode: int, timed_out: bool, timeout, result, parse_error) -> str | None:
     if timed_out:
         return f"timed out after {timeout:g} s"
@@ -72,52 +101,153 @@ def _verdict(returncode: int, timed_out: bool, timeout, result, parse_error) -> 
     return parse_error if result is None else None
 
 
-def run_trial(spec: BenchSpec, trial: Trial, program: Path, stats_path: Path | None = None) -> BenchRun:
-    """Runs one trial and returns its outcome (never raises for a failing job)."""
-    kernel = get_kernel(spec.kernel)
+@dataclass
+class _Job:
+    argv: list
+    returncode: int = 127
+    seconds: float = 0.0
+    result: dict | None = None
+    error: str | None = None
+    stderr: str = ""
+    stats: dict | None = None
+    stats_error: str | None = None
+    stats_path: str | None = None
+
+
+def _job(spec: BenchSpec, kernel: Kernel, program: Path, settings: Settings, stats_path: Path | None,
+         cwd: Path | str | None) -> _Job:
+    """Runs one job of a trial (never raises for a failing job)."""
     launcher = get_launcher(spec.launcher)
-    argv = launcher.command(spec.nprocs, kernel.argv(str(program), trial.settings),
-                            env_names=RUNTIME_VARS if spec.preload else ())
-    run = BenchRun(kernel=spec.kernel, number=trial.number, point=trial.point, repeat=trial.repeat,
-                   settings=dict(trial.settings), swept=dict(trial.swept), nprocs=spec.nprocs, argv=argv,
-                   preload=spec.preload, config=str(spec.config) if spec.config else None)
+    job = _Job(launcher.command(spec.nprocs, kernel.argv(str(program), settings),
+                                env_names=RUNTIME_VARS if spec.preload else ()))
     try:
-        r = run_command(argv, config=spec.config, stats_path=stats_path, preload=spec.preload, capture=True,
-                        cwd=spec.cwd, timeout=spec.timeout)
+        r = run_command(job.argv, config=spec.config, stats_path=stats_path, preload=spec.preload, capture=True,
+                        cwd=cwd, timeout=spec.timeout)
     except OSError as e:
-        run.returncode, run.error = 127, f"cannot start {argv[0]}: {e.strerror or e}"
-        return run
+        job.error = f"cannot start {job.argv[0]}: {e.strerror or e}"
+        return job
+    parse_error = None
     try:
-        run.result = parse_kernel_output(r.stdout)
-        parse_error = None
+        job.result = parse_kernel_output(r.stdout)
     except ValueError as e:
         parse_error = str(e)
-    run.returncode, run.wall_seconds, run.stderr = r.exit_status, r.seconds, r.stderr or ""
-    run.stats, run.stats_error, run.stats_path = r.stats, r.stats_error, r.stats_path
-    run.error = _verdict(r.returncode, r.timed_out, spec.timeout, run.result, parse_error)
+    job.returncode, job.seconds, job.stderr = r.exit_status, r.seconds, r.stderr or ""
+    job.stats, job.stats_error, job.stats_path = r.stats, r.stats_error, r.stats_path
+    job.error = _verdict(r.returncode, r.timed_out, spec.timeout, job.result, parse_error)
+    return job
+
+
+def _workdir(spec: BenchSpec, kernel: Kernel, settings: Settings) -> Path:
+    """A new directory for a trial's files, on their file system: beside the file the settings name, else in
+    the working directory."""
+    base = Path(spec.cwd or os.getcwd())
+    file = dict(settings).get(kernel.file_option)
+    if file:
+        base = (base / file).parent
+    return Path(tempfile.mkdtemp(prefix=".iotame-bench-", dir=base))
+
+
+def _move_files(kernel: Kernel, settings: Settings | None, workdir: Path) -> Settings | None:
+    """The settings with the kernel's file option, when set, moved into `workdir` (relative names land there
+    anyway: the jobs run in it)."""
+    if settings is None:
+        return None
+    return [(k, str(workdir / Path(v).name) if k == kernel.file_option else v) for k, v in settings]
+
+
+def _split_trial(spec: BenchSpec, kernel: Kernel, program: Path, run: BenchRun, settings: Settings,
+                 stats_path: Path | None, drop: Callable[[], bool]) -> None:
+    """Runs a --drop-caches trial as write job, cache drop, read job; fills `run`."""
+    split = kernel.split(settings)
+    if split is None:         # nothing is read: one job, nothing to drop
+        _fill(run, _job(spec, kernel, program, settings, stats_path, spec.cwd))
+        return
+    try:
+        workdir = _workdir(spec, kernel, settings)
+    except OSError as e:
+        run.returncode, run.error = 1, f"cannot create a working directory: {e.strerror or e}"
+        return
+    read_stats = stats_path.with_name(stats_path.name.replace(".stats.json", "-read.stats.json")) \
+        if stats_path else None
+    write = None
+    try:
+        if split.write is not None:
+            write = _job(spec, kernel, program, _move_files(kernel, split.write, workdir), stats_path, workdir)
+            reads = write.result and any(is_read_phase(p.get("name", "")) for p in write.result["phases"])
+            if write.error or (split.write_reads and not reads):
+                _fill(run, write, "write job: ")     # failed, or the kernel reads nothing
+                return
+        run.caches_dropped = drop()
+        read = _job(spec, kernel, program, _move_files(kernel, split.read, workdir), read_stats, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if write is None:
+        _fill(run, read, "read job: ")
+        return
+    _fill(run, write)
+    run.read_argv, run.read_stats, run.read_stats_path = read.argv, read.stats, read.stats_path
+    run.returncode, run.wall_seconds = read.returncode, write.seconds + read.seconds
+    run.stderr = write.stderr + read.stderr
+    run.stats_error = run.stats_error or read.stats_error
+    run.error = f"read job: {read.error}" if read.error else None
+    run.result = merge_results(write.result, read.result) if read.result else write.result
     run.ok = run.error is None
+
+
+def _fill(run: BenchRun, job: _Job, prefix: str = "") -> None:
+    run.argv, run.returncode, run.wall_seconds, run.stderr = job.argv, job.returncode, job.seconds, job.stderr
+    run.result, run.stats, run.stats_error, run.stats_path = job.result, job.stats, job.stats_error, job.stats_path
+    run.error = prefix + job.error if job.error else None
+    run.ok = run.error is None
+
+
+def run_trial(spec: BenchSpec, trial: Trial, program: Path, stats_path: Path | None = None,
+              drop: Callable[[], bool] | None = None) -> BenchRun:
+    """Runs one trial and returns its outcome (never raises for a failing job). `drop` drops the page cache
+    and says whether it could (default: caches.drop_caches)."""
+    kernel = get_kernel(spec.kernel, program)
+    run = BenchRun(kernel=spec.kernel, number=trial.number, point=trial.point, repeat=trial.repeat,
+                   settings=dict(trial.settings), swept=dict(trial.swept), nprocs=spec.nprocs, argv=[],
+                   preload=spec.preload, config=str(spec.config) if spec.config else None)
+    if spec.drop_caches:
+        _split_trial(spec, kernel, program, run, list(trial.settings), stats_path,
+                     drop or (lambda: caches.drop_caches() is None))
+    else:
+        _fill(run, _job(spec, kernel, program, list(trial.settings), stats_path, spec.cwd))
     return run
 
 
 def run_bench(spec: BenchSpec, on_start: Callable[[Trial], None] | None = None,
-              on_done: Callable[[BenchRun], None] | None = None) -> list[BenchRun]:
-    """Runs every trial of `spec` in order. With `spec.out`, each run is appended to
-    `OUT/KERNEL-YYYYmmdd-HHMMSS.jsonl` as it finishes and statistics files are kept beside it."""
+              on_done: Callable[[BenchRun], None] | None = None,
+              on_warning: Callable[[str], None] | None = None, stem: str | None = None) -> list[BenchRun]:
+    """Runs every trial of `spec` in order. With `spec.out`, each run is appended to `OUT/STEM.jsonl` as it
+    finishes (STEM defaults to KERNEL-YYYYmmdd-HHMMSS) and statistics files are kept beside it. `on_warning`
+    hears, once, that the page cache could not be dropped."""
     program = require_kernel()
-    get_kernel(spec.kernel)  # unknown kernel or missing library: fail before running anything
+    get_kernel(spec.kernel, program)  # unknown kernel or missing library: fail before running anything
     if spec.preload:
         require_lib()
-    jsonl, stem = None, None
+    jsonl = None
     if spec.out is not None:
         spec.out.mkdir(parents=True, exist_ok=True)
-        stem = f"{spec.kernel}-{time.strftime('%Y%m%d-%H%M%S')}"
+        stem = stem or f"{spec.kernel}-{time.strftime('%Y%m%d-%H%M%S')}"
         jsonl = spec.out / f"{stem}.jsonl"
+    warned = []
+
+    def drop() -> bool:
+        why = caches.drop_caches()
+        if why and not warned:
+            warned.append(why)
+            if on_warning:
+                on_warning(f"cannot drop the page cache ({why}): read figures may come from memory")
+        return why is None
+
     runs = []
     for trial in plan(spec):
         if on_start:
             on_start(trial)
         stats_path = (spec.out / f"{stem}-run{trial.number}.stats.json") if jsonl and spec.preload else None
-        run = run_trial(spec, trial, program, stats_path)
+        run = run_trial(spec, trial, program, stats_path, drop)
         runs.append(run)
         if jsonl:
             with jsonl.open("a", encoding="utf-8") as f:

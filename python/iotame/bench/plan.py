@@ -14,7 +14,8 @@ __all__ = ["BenchSpec", "Trial", "plan"]
 @dataclass
 class BenchSpec:
     """A benchmark: `kernel` on `nprocs` ranks with `settings` (K, V) pairs, each combination of `sweep`
-    values (K, [V1, V2, ...]) repeated `repeat` times, under the runtime unless `preload` is False."""
+    values (K, [V1, V2, ...]) repeated `repeat` times, under the runtime unless `preload` is False. With
+    `drop_caches`, each trial runs its writes and its reads as two jobs and drops the page cache in between."""
 
     kernel: str
     nprocs: int = 2
@@ -27,6 +28,7 @@ class BenchSpec:
     cwd: Path | None = None
     timeout: float | None = None
     launcher: str = "mpiexec"
+    drop_caches: bool = False
 
 
 @dataclass

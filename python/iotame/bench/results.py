@@ -8,7 +8,7 @@ from ..stats import objectives
 from .execute import BenchRun
 from .plan import BenchSpec
 
-__all__ = ["phase_mbs", "summarize_phases", "bench_json", "RUNTIME_ROW"]
+__all__ = ["phase_mbs", "summarize_phases", "bench_json", "caches_dropped", "RUNTIME_ROW"]
 
 RUNTIME_ROW = "all I/O (runtime stats)"   # the runtime's summary.io_mbs, next to the kernel's own phases
 
@@ -23,7 +23,7 @@ def phase_mbs(phase: dict) -> float:
 
 def summarize_phases(runs: Iterable[BenchRun]) -> list[dict]:
     """Rows {"point": swept values, "name", "runs", "median", "min", "max"} in order of first appearance;
-    the runtime's io_mbs appears as phase RUNTIME_ROW when the runs have statistics."""
+    the runtime's io_mbs appears as phase RUNTIME_ROW when the runs have statistics (of one job each)."""
     groups: dict[tuple, list[float]] = {}
     points: dict[tuple, dict] = {}
     for run in runs:
@@ -31,7 +31,7 @@ def summarize_phases(runs: Iterable[BenchRun]) -> list[dict]:
             continue
         pkey = tuple(sorted(run.swept.items()))
         values = [(p.get("name", "?"), phase_mbs(p)) for p in run.result.get("phases", [])]
-        if run.stats:
+        if run.stats and not run.read_argv:      # two jobs (--drop-caches): no one runtime figure
             values.append((RUNTIME_ROW, objectives(run.stats)["io-bandwidth"]))
         for name, mbs in values:
             groups.setdefault((pkey, name), []).append(mbs)
@@ -45,6 +45,13 @@ def bench_json(spec: BenchSpec, runs: list[BenchRun]) -> dict:
     return {
         "kernel": spec.kernel, "nprocs": spec.nprocs, "repeat": spec.repeat, "settings": dict(spec.settings),
         "sweep": dict(spec.sweep), "preload": spec.preload, "config": str(spec.config) if spec.config else None,
+        "drop_caches": spec.drop_caches, "caches_dropped": caches_dropped(runs),
         "runs": [r.to_json() for r in runs], "phases": summarize_phases(runs),
         "failed": sum(not r.ok for r in runs),
     }
+
+
+def caches_dropped(runs: Iterable[BenchRun]) -> bool | None:
+    """None when no run asked for it, else whether every run that asked could drop the page cache."""
+    asked = [r.caches_dropped for r in runs if r.caches_dropped is not None]
+    return all(asked) if asked else None

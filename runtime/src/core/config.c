@@ -100,41 +100,62 @@ static void key_list(const json_t *obj, const char *const *extra, size_t nextra,
 
 /* ---- validation of one setting ---- */
 
-static int check_integer(errors_t *e, const char *key, const json_t *desc, const json_t *v)
+/* What a setting accepts, as messages say it: "an integer >= 1", "one of enable, disable", "a list of ...". */
+static void describe(const json_t *desc, char *buf, size_t n)
 {
+    const char *type = json_string_value(json_object_get(desc, "type"));
     json_t *min = json_object_get(desc, "min"), *max = json_object_get(desc, "max");
-    int ok = json_is_integer(v) && (!min || json_integer_value(v) >= json_integer_value(min)) &&
-             (!max || json_integer_value(v) <= json_integer_value(max));
-    if (ok) return 0;
-    char got[256], want[128];
-    render(v, got, sizeof got);
-    if (min && max)
-        snprintf(want, sizeof want, "an integer from %lld to %lld", (long long)json_integer_value(min),
-                 (long long)json_integer_value(max));
-    else if (min)
-        snprintf(want, sizeof want, "an integer >= %lld", (long long)json_integer_value(min));
-    else if (max)
-        snprintf(want, sizeof want, "an integer <= %lld", (long long)json_integer_value(max));
-    else
-        snprintf(want, sizeof want, "an integer");
-    add_error(e, key, "expected %s, got %s", want, got);
-    return -1;
+    int is_int = strcmp(type, "integer") == 0;
+    if (is_int || strcmp(type, "number") == 0) {
+        const char *what = is_int ? "an integer" : "a number";
+        if (min && max) snprintf(buf, n, "%s from %g to %g", what, json_number_value(min), json_number_value(max));
+        else if (min) snprintf(buf, n, "%s >= %g", what, json_number_value(min));
+        else if (max) snprintf(buf, n, "%s <= %g", what, json_number_value(max));
+        else snprintf(buf, n, "%s", what);
+    } else if (strcmp(type, "enum") == 0) {
+        size_t i, used = (size_t)snprintf(buf, n, "one of ");
+        json_t *allowed;
+        json_array_foreach(json_object_get(desc, "values"), i, allowed) if (used < n) used +=
+            (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", json_string_value(allowed));
+    } else if (strcmp(type, "list") == 0) {
+        char item[256];
+        describe(json_object_get(desc, "items"), item, sizeof item);
+        snprintf(buf, n, "a list of %s", item);
+    } else if (strcmp(type, "rules") == 0) {
+        snprintf(buf, n, "a list of rules (objects with \"match\")");
+    } else if (strcmp(type, "string") == 0) {
+        snprintf(buf, n, "a string");
+    } else {
+        snprintf(buf, n, "true or false");
+    }
 }
 
-static int check_enum(errors_t *e, const char *key, const json_t *desc, const json_t *v)
+/* Whether a scalar value fits its description. */
+static int scalar_ok(const json_t *desc, const json_t *v)
 {
-    json_t *values = json_object_get(desc, "values");
-    size_t i;
-    json_t *allowed;
-    if (json_is_string(v))
-        json_array_foreach(values, i, allowed) if (json_equal(allowed, (json_t *)v)) return 0;
-    char list[512] = "", got[256];
-    size_t used = 0;
-    json_array_foreach(values, i, allowed) used +=
-        (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", json_string_value(allowed));
+    const char *type = json_string_value(json_object_get(desc, "type"));
+    json_t *min = json_object_get(desc, "min"), *max = json_object_get(desc, "max");
+    if (strcmp(type, "integer") == 0 || strcmp(type, "number") == 0) {
+        if (strcmp(type, "integer") == 0 ? !json_is_integer(v) : !json_is_number(v)) return 0;
+        return (!min || json_number_value(v) >= json_number_value(min)) &&
+               (!max || json_number_value(v) <= json_number_value(max));
+    }
+    if (strcmp(type, "enum") == 0) {
+        size_t i;
+        json_t *allowed;
+        json_array_foreach(json_object_get(desc, "values"), i, allowed) if (json_equal(allowed, (json_t *)v)) return 1;
+        return 0;
+    }
+    if (strcmp(type, "string") == 0) return json_is_string(v);
+    return json_is_boolean(v);
+}
+
+static void expected(errors_t *e, const char *key, const json_t *desc, const json_t *v)
+{
+    char want[512], got[256];
+    describe(desc, want, sizeof want);
     render(v, got, sizeof got);
-    add_error(e, key, "expected one of %s, got %s", list, got);
-    return -1;
+    add_error(e, key, "expected %s, got %s", want, got);
 }
 
 /* A hint value as MPI expects it (a new string): integers in decimal, booleans as true/false. */
@@ -149,26 +170,79 @@ static char *mpi_string(const json_t *v)
     return strdup(json_string_value(v));
 }
 
+static void check_object(errors_t *e, const char *where, const json_t *settings, const json_t *obj,
+                         const char *section_name, int with_match);
+
 /* Validates `v` against the setting description `desc`; on success stores the MPI string form in *out. */
 static int check_setting(errors_t *e, const char *key, const json_t *desc, const json_t *v, char **out)
 {
     const char *type = json_string_value(json_object_get(desc, "type"));
-    char got[256];
-    int rc = 0;
-    if (strcmp(type, "integer") == 0) rc = check_integer(e, key, desc, v);
-    else if (strcmp(type, "enum") == 0) rc = check_enum(e, key, desc, v);
-    else if (strcmp(type, "string") == 0 && !json_is_string(v)) {
-        render(v, got, sizeof got);
-        add_error(e, key, "expected a string, got %s", got);
-        rc = -1;
-    } else if (strcmp(type, "boolean") == 0 && !json_is_boolean(v)) {
-        render(v, got, sizeof got);
-        add_error(e, key, "expected true or false, got %s", got);
-        rc = -1;
+    int before = e->count;
+    if (strcmp(type, "list") == 0 || strcmp(type, "rules") == 0) {
+        if (!json_is_array(v)) {
+            expected(e, key, desc, v);
+            return -1;
+        }
+        json_t *min = json_object_get(desc, "min_items"), *max = json_object_get(desc, "max_items");
+        size_t count = json_array_size(v), i;
+        if ((min && (json_int_t)count < json_integer_value(min)) || (max && (json_int_t)count > json_integer_value(max)))
+            add_error(e, key, "expected %lld to %lld items, got %zu", min ? (long long)json_integer_value(min) : 0LL,
+                      max ? (long long)json_integer_value(max) : (long long)count, count);
+        json_t *item;
+        json_array_foreach(v, i, item) {
+            char sub[1024];
+            snprintf(sub, sizeof sub, "%.900s[%zu]", key, i);
+            if (strcmp(type, "rules") == 0) check_object(e, sub, json_object_get(desc, "settings"), item, NULL, 1);
+            else if (!scalar_ok(json_object_get(desc, "items"), item)) expected(e, sub, json_object_get(desc, "items"), item);
+        }
+        return e->count == before ? 0 : -1;
     }
-    if (rc || !out) return rc;
+    if (!scalar_ok(desc, v)) {
+        expected(e, key, desc, v);
+        return -1;
+    }
+    if (!out) return 0;
     *out = mpi_string(v);
     return *out ? 0 : -1;
+}
+
+/* The keys of an object checked against `settings`; with_match: a rule of a "rules" setting, which needs
+ * "match". section_name names a section for the "no settings yet" message. */
+static void check_object(errors_t *e, const char *where, const json_t *settings, const json_t *obj,
+                         const char *section_name, int with_match)
+{
+    if (!json_is_object(obj)) {
+        add_error(e, where, "expected an object, got %s", type_name(obj));
+        return;
+    }
+    const char *k;
+    json_t *item;
+    json_object_foreach((json_t *)obj, k, item) {
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%.900s.%s", where, k);
+        json_t *desc = json_object_get(settings, k);
+        if (with_match && strcmp(k, "match") == 0) {
+            if (!json_is_string(item) || json_string_length(item) == 0) {
+                char got[256];
+                render(item, got, sizeof got);
+                add_error(e, sub, "expected a non-empty string (a glob), got %s", got);
+            }
+        } else if (desc) {
+            check_setting(e, sub, desc, item, NULL);
+        } else if (json_object_size(settings) == 0 && section_name) {
+            add_error(e, sub, "unknown key (section %s has no settings yet)", section_name);
+        } else {
+            static const char *const match[] = {"match"};
+            char list[1024];
+            key_list(settings, match, with_match ? 1 : 0, list, sizeof list);
+            add_error(e, sub, "unknown key (expected one of: %s)", list);
+        }
+    }
+    if (with_match && !json_object_get(obj, "match")) {
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%.900s.match", where);
+        add_error(e, sub, "missing required key");
+    }
 }
 
 static void add_hint(iotame_rule_t *r, const char *key, char *value)
@@ -190,40 +264,26 @@ static void add_hint(iotame_rule_t *r, const char *key, char *value)
 static void check_section(errors_t *e, const char *where, const char *name, const json_t *section,
                           const json_t *v, iotame_rule_t *rule)
 {
-    char key[512], got[256];
+    char key[512];
     snprintf(key, sizeof key, "%s.%s", where, name);
-    if (!json_is_object(v)) {
-        add_error(e, key, "expected an object, got %s", type_name(v));
-        return;
-    }
-    int free_form = json_is_true(json_object_get(section, "free"));
-    int is_hints = strncmp(name, "mpiio_hints", 11) == 0;
     json_t *settings = json_object_get(section, "settings");
+    int free_form = json_is_true(json_object_get(section, "free"));
+    if (!free_form) check_object(e, key, settings, v, name, 0);
+    else if (!json_is_object(v)) add_error(e, key, "expected an object, got %s", type_name(v));
+    if (strncmp(name, "mpiio_hints", 11) != 0 || !json_is_object(v)) return;
+    /* Hints, typed or free, also become the strings merged into MPI_Info. */
     const char *k;
     json_t *item;
     json_object_foreach((json_t *)v, k, item) {
-        char sub[768];
-        snprintf(sub, sizeof sub, "%s.%s", key, k);
-        if (free_form) {
-            if (json_is_string(item) || json_is_integer(item)) add_hint(rule, k, mpi_string(item));
-            else {
-                render(item, got, sizeof got);
-                add_error(e, sub, "expected a string or an integer, got %s", got);
-            }
+        if (free_form && !json_is_string(item) && !json_is_integer(item)) {
+            char sub[1024], got[256];
+            snprintf(sub, sizeof sub, "%.900s.%s", key, k);
+            render(item, got, sizeof got);
+            add_error(e, sub, "expected a string or an integer, got %s", got);
             continue;
         }
-        json_t *desc = json_object_get(settings, k);
-        if (!desc) {
-            char list[1024];
-            key_list(settings, NULL, 0, list, sizeof list);
-            if (json_object_size(settings) == 0)
-                add_error(e, sub, "unknown key (section %s has no settings yet)", name);
-            else
-                add_error(e, sub, "unknown key (expected one of: %s)", list);
-            continue;
-        }
-        char *value = NULL;
-        if (check_setting(e, sub, desc, item, is_hints ? &value : NULL) == 0 && value) add_hint(rule, k, value);
+        const json_t *desc = json_object_get(settings, k);
+        if (free_form || (desc && scalar_ok(desc, item))) add_hint(rule, k, mpi_string(item));
     }
 }
 

@@ -1,0 +1,253 @@
+"""`iotame tune [options] -- CMD…`: search the configuration space with real runs of CMD under the runtime."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..errors import UsageError
+from ..paths import require_lib
+from ..render import console
+from ..stats import OBJECTIVES
+from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, TrialRecord,
+                    TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
+                    resolve_job, run_tune, study_name)
+from .run import command_args
+
+NAME = "tune"
+OBJECTIVE_NAMES = (*OBJECTIVES, "wall-time")
+DEFAULT_TRIALS = 30
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not s > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return s
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        NAME, help="search the configuration space with real runs; write the best configuration",
+        usage="iotame tune [--space SPACE.toml] [--sampler ga|tpe|random|grid] [--trials N] [--repeat R] "
+              "[--timeout S] [--jobs J] [--storage URL] [--study NAME] [--objective OBJ] [--out DIR] "
+              "[options] -- CMD...",
+        description="Run CMD (usually `mpiexec -n N app ...`) under the runtime again and again with the "
+                    "configurations a sampler proposes, and keep the best. The first trial is always the system "
+                    "default (the empty configuration). The best few are re-run beside the default at the end; "
+                    "DIR gets best.json (a configuration for `iotame run --config`), summary.json (default, best, "
+                    "speedup) and every trial's configuration, statistics and output. Interrupted studies resume "
+                    "with the same --storage and --study. See docs/tuning.md.")
+    p.add_argument("--space", metavar="SPACE.toml", help="search space (default: the built-in space of the file "
+                                                         "system, every setting the runtime can tune)")
+    p.add_argument("--sampler", choices=tuple(SAMPLERS), default=DEFAULT_SAMPLER,
+                   help=f"search strategy (default {DEFAULT_SAMPLER}): " +
+                        "; ".join(f"{n}: {c.summary}" for n, c in SAMPLERS.items()))
+    p.add_argument("--trials", type=_positive, default=DEFAULT_TRIALS, metavar="N",
+                   help=f"trials in the study, the default trial included (default {DEFAULT_TRIALS})")
+    p.add_argument("--repeat", type=_positive, default=1, metavar="R",
+                   help="runs per configuration, the median is its value (default 1)")
+    p.add_argument("--final-top", type=_count, default=3, metavar="K",
+                   help="configurations re-run beside the default at the end (default 3)")
+    p.add_argument("--final-repeat", type=_count, default=3, metavar="R",
+                   help="rounds of the final re-run (default 3; 0: declare the best trial best)")
+    p.add_argument("--timeout", type=_seconds, metavar="S",
+                   help="stop a run after S seconds, the trial fails (default: 10 x the default's run, >= 60 s)")
+    p.add_argument("--jobs", type=_positive, default=1, metavar="J",
+                   help="trials at once (default 1; concurrent trials disturb each other's measurements)")
+    p.add_argument("--storage", metavar="URL", help="optuna storage (default: sqlite:///DIR/study.sqlite; a "
+                                                    "postgresql:// URL lets tuners on several nodes share a study)")
+    p.add_argument("--study", metavar="NAME", help="study name (default: from the command)")
+    p.add_argument("--objective", choices=OBJECTIVE_NAMES, default="io-bandwidth",
+                   help="io-bandwidth (MB/s, maximize; default), io-time (s, minimize) from the statistics, or "
+                        "wall-time (s, minimize) measured by the tuner")
+    p.add_argument("--out", metavar="DIR", type=Path, help="output directory (default: iotame-tune-STUDY)")
+    p.add_argument("--np", type=_positive, metavar="N", help="process count, when CMD does not say it")
+    p.add_argument("--launcher", choices=TEMPLATES, help="start CMD with this launcher (`mpiexec -n N CMD` or "
+                                                         "`srun -n N CMD`) when CMD has none")
+    p.add_argument("--fs", choices=FILE_SYSTEMS, help="file system of the built-in space (default: detected "
+                                                      "from --dir)")
+    p.add_argument("--dir", metavar="DIR", type=Path, default=Path("."),
+                   help="where the job does its I/O, for --fs detection (default: the current directory)")
+    p.add_argument("--seed", type=int, metavar="N", help="sampler seed (default: random)")
+    p.add_argument("--knowledge", metavar="PATH", type=Path,
+                   help="knowledge base (default: $IOTAME_KNOWLEDGE, else ~/.cache/iotame/knowledge.sqlite)")
+    p.add_argument("--no-knowledge", action="store_true", help="neither use nor update the knowledge base")
+    p.add_argument("--no-drop-caches", action="store_true",
+                   help="do not drop the page cache before each run (dropped by default when root)")
+    p.add_argument("--dry-run", action="store_true", help="print the job and the search space, run nothing")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the result")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD", help="the command and its arguments")
+    p.set_defaults(func=run)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f} {unit}" if unit == "MB/s" else f"{value:.4f} {unit}"
+
+
+def _hints(params: dict) -> str:
+    shown = [f"{k.split('.', 1)[-1]}={v}" for k, v in params.items() if v != UNSET]
+    return " ".join(shown) or "(system default)"
+
+
+class ConsoleEvents(TuneEvents):
+    """Progress on stderr: a bar with the best so far on a terminal, one line per trial otherwise."""
+
+    def __init__(self, unit: str, quiet: bool):
+        self.err = console(stderr=True)
+        self.unit, self.quiet = unit, quiet
+        self.bar = self.err.is_terminal and not quiet
+        self.progress: Progress | None = None
+        self.task = None
+
+    def note(self, text: str) -> None:
+        out = self.progress.console if self.progress else self.err
+        out.print(f"iotame: tune: {text}", markup=False, highlight=False)
+
+    def _start(self, description: str, total: int, done: int = 0) -> None:
+        self.stop()
+        if not self.bar:
+            return
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=self.err)
+        self.progress.start()
+        self.task = self.progress.add_task(description, total=total, completed=done, best="")
+
+    def stop(self) -> None:
+        if self.progress:
+            self.progress.stop()
+            self.progress = None
+
+    def search_started(self, done: int, total: int) -> None:
+        self._start("trials", total, done)
+
+    def trial_done(self, record: TrialRecord, best: TrialRecord | None, done: int, total: int) -> None:
+        best_text = f"best {_fmt(best.value, self.unit)} (trial {best.number})" if best else ""
+        if self.progress:
+            self.progress.update(self.task, completed=done, best=best_text)
+        if self.quiet:
+            return
+        what = "default" if record.default else _hints(record.params)
+        if record.ok:
+            result = _fmt(record.value, self.unit) + (f" (as trial {record.reused_from})"
+                                                      if record.reused_from is not None else "")
+        else:
+            result = f"FAILED: {record.error}"
+        line = f"trial {record.number} [{done}/{total}] {result}  {what}"
+        if self.progress:
+            self.progress.console.print(line, markup=False, highlight=False)
+        else:
+            self.err.print(f"{line}  | {best_text}", markup=False, highlight=False, soft_wrap=True)
+
+    def final_started(self, runs: int) -> None:
+        self._start("final re-run", runs)
+        if not self.quiet and not self.bar:
+            self.err.print(f"final re-run: {runs} runs, the default and the best alternately", markup=False)
+
+    def final_run(self, label: str, round_: int, value: float | None, error: str | None) -> None:
+        if self.progress:
+            self.progress.advance(self.task)
+        elif not self.quiet:
+            self.err.print(f"  round {round_ + 1} {label}: {_fmt(value, self.unit) if error is None else error}",
+                           markup=False, highlight=False)
+
+
+def _space(args, fs: str, nprocs: int):
+    if args.space:
+        return load_space(args.space, fs=fs, nprocs=nprocs), f"{args.space}"
+    return builtin_space(fs, nprocs), f"built-in ({fs})"
+
+
+def print_result(summary: dict, out_dir: Path) -> None:
+    unit = summary["unit"]
+    out = console()
+    t = Table(title=f"iotame tune: {summary['study']} ({summary['objective']}, {summary['measured']})",
+              title_justify="left")
+    t.add_column("")
+    t.add_column(summary["objective"], justify="right")
+    t.add_column("trial", justify="right")
+    t.add_column("configuration", overflow="fold")
+    d, b = summary["default"], summary["best"]
+    t.add_row("default", _fmt(d["objective"], unit), str(d["trial"]), "(system default)")
+    t.add_row("best", _fmt(b["objective"], unit), str(b["trial"]),
+              "(system default)" if b["is_default"] else _hints(b["params"]))
+    out.print(t)
+    speedup = summary.get("speedup")
+    trials = summary["trials"]
+    out.print(f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -", markup=False)
+    out.print(f"trials: {trials['total']} ({trials['complete']} complete, {trials['failed']} failed, "
+              f"{trials['reused']} reused); page cache {summary['page_cache']}", markup=False)
+    out.print(f"best configuration: {summary['best_json']}\nsummary: {out_dir / 'summary.json'}\n"
+              f"report: iotame report {out_dir}", markup=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    cmd = command_args(args.cmd)
+    job = resolve_job(cmd, args.np, args.launcher)
+    fs = args.fs or detect_fs(args.dir)
+    space, source = _space(args, fs, job.nprocs)
+    name = args.study or study_name(job)
+    out_dir = args.out or Path(f"iotame-tune-{name}")
+    err = console(stderr=True)
+    if args.dry_run:
+        print(f"command: {' '.join(job.argv)}\nprocesses: {job.nprocs}\nfile system: {fs}\nstudy: {name}\n"
+              f"out: {out_dir}\nspace: {source}, {len(space)} parameters, {space.size()} configurations")
+        for line in space.describe():
+            print(f"  {line}")
+        for note in space.notes:
+            print(f"  ({note})")
+        return 0
+    require_lib()
+    if args.jobs > 1:
+        err.print(f"iotame: tune: warning: {args.jobs} trials at once on one node disturb each other's "
+                  "measurements", markup=False)
+    knowledge = None if args.no_knowledge else (args.knowledge or default_knowledge_path())
+    spec = TuneSpec(argv=job.argv, nprocs=job.nprocs, fs=fs, space=space, out=out_dir, study=name,
+                    storage=args.storage, objective=args.objective, sampler=args.sampler, trials=args.trials,
+                    repeat=args.repeat, timeout=args.timeout, jobs=args.jobs, final_top=args.final_top,
+                    final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
+                    knowledge=knowledge, space_source=source)
+    events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
+    if not args.quiet:
+        err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "
+                  f"`{' '.join(job.argv)}` ({job.nprocs} process{'es' if job.nprocs > 1 else ''}, {fs}), "
+                  f"space {source}: {len(space)} parameters, sampler {args.sampler}", markup=False)
+        for note in space.notes:
+            events.note(note)
+    try:
+        result = run_tune(spec, events)
+    finally:
+        events.stop()
+    print_result(result.summary, out_dir)
+    return 0
+
+
+__all__ = ["NAME", "add_parser", "run", "print_result", "ConsoleEvents"]

@@ -1,0 +1,471 @@
+"""The tuning loop: measure the default, search the space with real runs, re-run the best few beside the default,
+and write the best configuration and a summary.
+
+    1. the default trial (every parameter unset: the empty configuration) runs first in every study; its
+       statistics describe the workload, which prunes the space and finds similar workloads in the knowledge base
+    2. up to 3 best configurations of similar workloads are enqueued as the next trials
+    3. the sampler proposes the rest; a configuration measured before is not run again (its value is reused)
+    4. the best few and the default are re-run alternately; the best median wins (iotame.tune.final)
+    5. best.json, summary.json, and the workload's best configuration in the knowledge base
+
+A failed or timed-out trial is told to optuna as FAIL and so can never be best. An interrupted study resumes
+where it stopped (same storage and study name): trials a killed tuner left running are marked failed and do not
+count against --trials, and the default is run again only if the study has none.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from ..config import save_config
+from ..errors import IotameError, UsageError
+from .final import Candidate, FinalResult, run_final
+from .knowledge import KnowledgeBase
+from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, Measurement, better, measure, ratio
+from .page_cache import PageCache
+from .samplers import DEFAULT_SAMPLER, get_sampler
+from .space import UNSET, Space
+from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_SEED, Heartbeat, claim, counted_trials,
+                    fail_interrupted, interrupted_numbers, is_default, open_study, sqlite_url)
+from .workload import Workload, prune, signature, workload_from_stats
+
+__all__ = ["TuneSpec", "TuneEvents", "TrialRecord", "TuneResult", "TuneError", "Tuner", "run_tune",
+           "TIMEOUT_FACTOR", "TIMEOUT_MIN"]
+
+TIMEOUT_FACTOR = 10      # without --timeout, a run may take this many times the default's slowest run …
+TIMEOUT_MIN = 60.0       # … and at least this many seconds
+SUMMARY_VERSION = 1
+
+
+class TuneError(IotameError):
+    """The study cannot go on (the default configuration fails, the command does no I/O, …)."""
+
+
+@dataclass
+class TuneSpec:
+    """Everything a study needs. `argv` is the command as run (launcher included); `space` is the space before
+    the workload prunes it."""
+
+    argv: tuple[str, ...]
+    nprocs: int
+    fs: str
+    space: Space
+    out: Path
+    study: str
+    storage: str | None = None              # None: sqlite in out/study.sqlite
+    objective: str = "io-bandwidth"
+    sampler: str = DEFAULT_SAMPLER
+    trials: int = 30
+    repeat: int = 1
+    timeout: float | None = None            # None: TIMEOUT_FACTOR x the default's slowest run
+    jobs: int = 1
+    final_top: int = 3
+    final_repeat: int = 3
+    seed: int | None = None
+    drop_caches: bool = True
+    knowledge: Path | None = None           # None: no knowledge base
+    cwd: Path | None = None
+    space_source: str = "built-in"
+
+    @property
+    def direction(self) -> str:
+        return OBJECTIVE_DIRECTIONS[self.objective]
+
+    @property
+    def storage_url(self) -> str:
+        return self.storage or sqlite_url(self.out / "study.sqlite")
+
+
+@dataclass
+class TrialRecord:
+    """A finished trial as the tuner reports it."""
+
+    number: int
+    params: dict
+    value: float | None
+    error: str | None = None
+    default: bool = False
+    seed: str | None = None
+    reused_from: int | None = None
+    runs: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+    @classmethod
+    def from_frozen(cls, t: FrozenTrial) -> "TrialRecord":
+        return cls(t.number, dict(t.params), t.value if t.state == TrialState.COMPLETE else None,
+                   t.user_attrs.get(ATTR_ERROR), is_default(t), t.user_attrs.get(ATTR_SEED),
+                   t.user_attrs.get(ATTR_REUSED), t.user_attrs.get("runs", []))
+
+
+class TuneEvents:
+    """What the tuner tells its user interface; every method does nothing by default."""
+
+    def note(self, text: str) -> None: ...
+
+    def search_started(self, done: int, total: int) -> None: ...
+
+    def trial_done(self, record: TrialRecord, best: TrialRecord | None, done: int, total: int) -> None: ...
+
+    def final_started(self, runs: int) -> None: ...
+
+    def final_run(self, label: str, round_: int, value: float | None, error: str | None) -> None: ...
+
+
+@dataclass
+class TuneResult:
+    summary: dict
+    best_path: Path
+    summary_path: Path
+
+
+def _config_key(config: dict) -> str:
+    return json.dumps(config.get("defaults") or {}, sort_keys=True)
+
+
+class Tuner:
+    def __init__(self, spec: TuneSpec, events: TuneEvents | None = None):
+        self.spec = spec
+        self.events = events or TuneEvents()
+        self.direction = spec.direction
+        self.page_cache = PageCache(spec.drop_caches, self.events.note)
+        self.lock = threading.Lock()
+        self.measured: dict[str, tuple[int, float | None]] = {}    # config key -> (trial, value or None: failed)
+        self.best: TrialRecord | None = None
+        self.timeout = spec.timeout
+        self.stop = threading.Event()
+        self.full_space = spec.space
+        self.space = spec.space
+        self.study: optuna.Study | None = None
+        self.sampler_plugin = get_sampler(spec.sampler)
+
+    # --- the study -----------------------------------------------------------------------------------------
+
+    def open(self) -> optuna.Study:
+        spec = self.spec
+        spec.out.mkdir(parents=True, exist_ok=True)
+        study = open_study(spec.storage_url, spec.study, self.direction, spec.objective)
+        stored = study.user_attrs.get("space_full")
+        if stored is None:
+            study.set_user_attr("space_full", self.full_space.to_json())
+            study.set_user_attr("command", list(spec.argv))
+        elif Space.from_json(stored).to_json() != self.full_space.to_json():
+            raise UsageError(f"tune: study {spec.study} was started with another search space (or file system, "
+                             f"or process count); give a new --study, or the same options as before")
+        lost = fail_interrupted(study)
+        if lost:
+            self.events.note(f"resuming study {spec.study}: trial{'s' if len(lost) > 1 else ''} "
+                             f"{', '.join(map(str, lost))} of a stopped tuner marked failed")
+        (spec.out / "study.json").write_text(json.dumps({
+            "storage": spec.storage_url, "study": spec.study, "objective": spec.objective,
+            "direction": self.direction, "unit": OBJECTIVE_UNITS[spec.objective], "command": list(spec.argv),
+            "nprocs": spec.nprocs, "fs": spec.fs}, indent=1) + "\n")
+        skip = set(interrupted_numbers(study))
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+            if t.number not in skip:
+                self._remember(t)
+        self.study = study
+        return study
+
+    def _remember(self, t: FrozenTrial) -> None:
+        config = t.user_attrs.get("config")
+        if config is None:
+            return
+        value = t.value if t.state == TrialState.COMPLETE else None
+        self.measured.setdefault(_config_key(config), (t.number, value))
+        rec = TrialRecord.from_frozen(t)
+        if rec.ok and (self.best is None or better(rec.value, self.best.value, self.direction)):
+            self.best = rec
+
+    def _default_trial(self) -> FrozenTrial | None:
+        done = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if is_default(t)]
+        return done[-1] if done else None
+
+    def _default_pending(self) -> bool:
+        return any(is_default(t) for t in self.study.get_trials(deepcopy=False,
+                                                               states=(TrialState.WAITING, TrialState.RUNNING)))
+
+    # --- one trial -----------------------------------------------------------------------------------------
+
+    def _reserve(self) -> optuna.Trial | None:
+        """Asks for the next trial if the budget allows (under the lock: parallel workers must not overshoot)."""
+        with self.lock:
+            if self.stop.is_set() or counted_trials(self.study) >= self.spec.trials:
+                return None
+            if self.sampler_plugin.exhausted(self.study.sampler, self.study):
+                return None
+            trial = self.study.ask()
+            claim(trial)
+            return trial
+
+    def _run(self, trial: optuna.Trial) -> TrialRecord:
+        spec = self.spec
+        default = bool(trial.user_attrs.get(ATTR_DEFAULT))
+        space = self.full_space if default else self.space
+        point = {p.key: trial.suggest_categorical(p.key, p.choices) for p in space}
+        config = space.config(point, meta={"tool": "iotame tune", "study": spec.study, "trial": trial.number})
+        trial_dir = spec.out / "trials" / f"{trial.number:04d}"
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        config_path = save_config(config, trial_dir / "config.json")
+        trial.set_user_attr("config", config)
+        key = _config_key(config)
+        with self.lock:
+            earlier = self.measured.get(key)
+        if earlier is not None and not default:
+            number, value = earlier
+            trial.set_user_attr(ATTR_REUSED, number)
+            return self._finish(trial, point, value, None if value is not None else f"failed before, as trial {number}", [])
+        with Heartbeat(trial):
+            m = measure(spec.argv, config_path, trial_dir, spec.objective, spec.repeat, timeout=self.timeout,
+                        cwd=spec.cwd, page_cache=self.page_cache)
+        runs = [{"value": r.value, "error": r.error, "seconds": r.seconds, "dir": r.dir} for r in m.runs]
+        trial.set_user_attr("runs", runs)
+        if m.spread is not None:
+            trial.set_user_attr("spread", m.spread)
+        stats_file = Path(m.runs[0].dir) / "stats.json" if m.runs else None
+        if default and m.ok and stats_file is not None and stats_file.exists():
+            w = workload_from_stats(json.loads(stats_file.read_text()))
+            trial.set_user_attr("workload", w.to_json())
+        with self.lock:
+            self.measured.setdefault(key, (trial.number, m.value))
+        return self._finish(trial, point, m.value, m.error, runs)
+
+    def _finish(self, trial: optuna.Trial, point: dict, value: float | None, error: str | None,
+                runs: list) -> TrialRecord:
+        if value is None:
+            trial.set_user_attr(ATTR_ERROR, error or "failed")
+            self.study.tell(trial, state=TrialState.FAIL)
+        else:
+            self.study.tell(trial, value)
+        rec = TrialRecord(trial.number, point, value, error if value is None else None,
+                          bool(trial.user_attrs.get(ATTR_DEFAULT)), trial.user_attrs.get(ATTR_SEED),
+                          trial.user_attrs.get(ATTR_REUSED), runs)
+        with self.lock:
+            if rec.ok and (self.best is None or better(rec.value, self.best.value, self.direction)):
+                self.best = rec
+            done = counted_trials(self.study)
+        self.events.trial_done(rec, self.best, done, self.spec.trials)
+        return rec
+
+    def _run_reserved(self, trial: optuna.Trial) -> TrialRecord:
+        try:
+            return self._run(trial)
+        except BaseException:
+            # interrupted (Ctrl-C) or broken: the trial must not stay RUNNING, nor count against the budget
+            try:
+                self.study.set_user_attr("interrupted_trials",
+                                         sorted(set(interrupted_numbers(self.study)) | {trial.number}))
+                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            except Exception:
+                pass
+            raise
+
+    # --- the phases ----------------------------------------------------------------------------------------
+
+    def run_default(self) -> FrozenTrial:
+        """Runs the default trial unless the study has one; raises TuneError when the default fails."""
+        done = self._default_trial()
+        if done is not None:
+            return done
+        if not self._default_pending():
+            self.study.enqueue_trial(self.full_space.default_point(), user_attrs={ATTR_DEFAULT: True})
+        while True:
+            trial = self._reserve_default()
+            rec = self._run_reserved(trial)
+            if rec.default:
+                if not rec.ok:
+                    raise TuneError(f"tune: the default configuration failed ({rec.error}); see "
+                                    f"{self.spec.out / 'trials' / f'{rec.number:04d}'}; nothing to compare with")
+                return self._default_trial()
+
+    def _reserve_default(self) -> optuna.Trial:
+        with self.lock:
+            trial = self.study.ask()
+            claim(trial)
+            return trial
+
+    def workload(self, default: FrozenTrial) -> Workload | None:
+        w = default.user_attrs.get("workload")
+        return Workload.from_json(w) if w else None
+
+    def prepare(self, default: FrozenTrial) -> None:
+        """Timeout, pruned space, knowledge-base seeds and the sampler, once the default is known."""
+        spec, study = self.spec, self.study
+        w = self.workload(default)
+        if spec.objective != "wall-time" and (w is None or w.data_ops == 0):
+            raise TuneError("tune: the command made no MPI-IO data calls under the runtime, so there is nothing "
+                            "to tune for " + spec.objective + " (--objective wall-time tunes its run time)")
+        if self.timeout is None:
+            slowest = max((r.get("seconds") or 0) for r in default.user_attrs.get("runs", [{}]))
+            self.timeout = max(TIMEOUT_MIN, TIMEOUT_FACTOR * slowest)
+        stored = study.user_attrs.get("space")
+        if stored is not None:
+            self.space = Space.from_json(stored)
+        else:
+            self.space = prune(self.full_space, w) if w is not None else self.full_space
+            study.set_user_attr("space", self.space.to_json())
+            for n in self.space.notes[len(self.full_space.notes):]:
+                self.events.note(n)
+        if spec.knowledge is not None and w is not None and not study.user_attrs.get("seeded"):
+            self._seed(signature(w, spec.fs))
+            study.set_user_attr("seeded", True)
+        study.sampler = self.sampler_plugin.create(self.space, spec.seed)
+
+    def _seed(self, sig: dict) -> None:
+        try:
+            known = KnowledgeBase(self.spec.knowledge).lookup(sig, 3, exclude_study=self.spec.study)
+        except Exception as e:       # a broken knowledge base must not stop a study
+            self.events.note(f"knowledge base {self.spec.knowledge} not used: {e}")
+            return
+        seen = {_config_key({})}
+        for k in known:
+            point = self.space.point_from_config(k.config)
+            key = _config_key(self.space.config(point))
+            if key in seen:
+                continue
+            seen.add(key)
+            speed = f", {k.speedup:.2f}x" if k.speedup else ""
+            self.study.enqueue_trial(point, user_attrs={ATTR_SEED: f"knowledge base: study {k.study}{speed}"})
+            self.events.note(f"trying first the best configuration of a similar workload (study {k.study}{speed})")
+
+    def search(self) -> None:
+        total = self.spec.trials
+        self.events.search_started(counted_trials(self.study), total)
+        if not len(self.space):
+            self.events.note("the space is empty for this workload: nothing to search")
+            return
+
+        def worker() -> None:
+            while not self.stop.is_set():
+                trial = self._reserve()
+                if trial is None:
+                    return
+                self._run_reserved(trial)
+
+        if self.spec.jobs <= 1:
+            worker()
+            return
+        with ThreadPoolExecutor(self.spec.jobs) as pool:
+            futures = [pool.submit(worker) for _ in range(self.spec.jobs)]
+            try:
+                for f in futures:
+                    f.result()
+            except BaseException:
+                self.stop.set()
+                raise
+
+    def final(self, default: FrozenTrial) -> FinalResult | None:
+        spec = self.spec
+        complete = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                    if not is_default(t)]
+        complete.sort(key=lambda t: t.value, reverse=self.direction == "maximize")
+        default_key = _config_key(default.user_attrs.get("config") or {})
+        picked, seen = [], {default_key}
+        for t in complete:
+            key = _config_key(t.user_attrs.get("config") or {})
+            if key not in seen:
+                seen.add(key)
+                picked.append(t)
+            if len(picked) >= spec.final_top:
+                break
+        if not picked or spec.final_repeat < 1:
+            return None
+        final_dir = spec.out / "final"
+        base = Candidate("default", default.number, save_config({"version": 1, "meta": {"default": True}},
+                                                                _mkdir(final_dir) / "default.json"),
+                         dict(default.params))
+        cands = [Candidate(f"trial-{t.number:04d}", t.number,
+                           spec.out / "trials" / f"{t.number:04d}" / "config.json", dict(t.params)) for t in picked]
+        self.events.final_started(spec.final_repeat * (1 + len(cands)))
+
+        def on_run(c: Candidate, r: int, outcome) -> None:
+            self.events.final_run(c.label, r, outcome.value, outcome.error)
+
+        return run_final(spec.argv, base, cands, final_dir, spec.objective, self.direction, spec.final_repeat,
+                         on_run=on_run, timeout=self.timeout, cwd=spec.cwd, page_cache=self.page_cache)
+
+    # --- results -------------------------------------------------------------------------------------------
+
+    def results(self, default: FrozenTrial, final: FinalResult | None) -> TuneResult:
+        spec, study = self.spec, self.study
+        trials = study.get_trials(deepcopy=False)
+        skip = set(interrupted_numbers(study))
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        best_trial = study.best_trial if complete else default
+        if final is not None and final.default.ok and final.best.ok:
+            best_number, best_value, default_value = final.best.trial, final.best.median, final.default.median
+            measured = f"final re-run: default and the best {len(final.candidates)} alternately, " \
+                       f"{final.rounds} rounds, medians"
+        else:
+            best_number, best_value, default_value = best_trial.number, best_trial.value, default.value
+            measured = "search trials (no final re-run)" if final is None else \
+                "search trials (the default failed in the final re-run)"
+        chosen = next(t for t in trials if t.number == best_number)
+        is_def = is_default(chosen)
+        speedup = 1.0 if is_def else ratio(best_value, default_value, self.direction)
+        config = dict(chosen.user_attrs.get("config") or {"version": 1})
+        config["meta"] = {"tool": "iotame tune", "study": spec.study, "trial": best_number,
+                          "objective": spec.objective, "value": best_value, "default_value": default_value,
+                          "speedup": speedup, "command": list(spec.argv), "default": is_def,
+                          "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        best_path = save_config(config, spec.out / "best.json")
+        w = self.workload(default)
+        summary: dict[str, Any] = {
+            "version": SUMMARY_VERSION, "study": spec.study, "storage": spec.storage_url,
+            "objective": spec.objective, "direction": self.direction, "unit": OBJECTIVE_UNITS[spec.objective],
+            "command": list(spec.argv), "nprocs": spec.nprocs, "fs": spec.fs, "sampler": spec.sampler,
+            "space": {"source": spec.space_source, "size": self.space.size(), "params": self.space.describe(),
+                      "notes": list(self.space.notes)},
+            "trials": {"total": len([t for t in trials if t.number not in skip]),
+                       "complete": len(complete),
+                       "failed": len([t for t in trials if t.state == TrialState.FAIL and t.number not in skip]),
+                       "interrupted": len(skip), "reused": len([t for t in trials if ATTR_REUSED in t.user_attrs]),
+                       "repeat": spec.repeat},
+            "default": {"trial": default.number, "objective": default_value, "search_objective": default.value},
+            "best": {"trial": best_number, "objective": best_value, "search_objective": chosen.value,
+                     "params": {k: v for k, v in chosen.params.items() if v != UNSET},
+                     "config": {k: v for k, v in config.items() if k != "meta"}, "is_default": is_def},
+            "speedup": speedup, "measured": measured,
+            "final": [c.to_json() for c in ([final.default, *final.candidates] if final else [])],
+            "page_cache": self.page_cache.status, "timeout": self.timeout,
+            "workload": w.to_json() if w else None,
+            "best_json": str(best_path),
+        }
+        summary_path = spec.out / "summary.json"
+        summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+        if spec.knowledge is not None and w is not None:
+            try:
+                KnowledgeBase(spec.knowledge).record(
+                    signature(w, spec.fs), config, study=spec.study, objective=spec.objective,
+                    command=spec.argv, default_value=default_value, best_value=best_value, speedup=speedup)
+            except Exception as e:
+                self.events.note(f"knowledge base {spec.knowledge} not updated: {e}")
+        return TuneResult(summary, best_path, summary_path)
+
+    def run(self) -> TuneResult:
+        self.open()
+        default = self.run_default()
+        self.prepare(default)
+        self.search()
+        final = self.final(default)
+        return self.results(default, final)
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def run_tune(spec: TuneSpec, events: TuneEvents | None = None) -> TuneResult:
+    """Runs (or resumes) a study and returns its summary."""
+    return Tuner(spec, events).run()

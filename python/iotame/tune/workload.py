@@ -1,0 +1,155 @@
+"""What a job's statistics say about its I/O (the workload), the signature the knowledge base matches workloads
+by, and the parameters a workload makes pointless (left out of the search rather than tried).
+
+Statistics count the MPI-IO calls the application made, which no hint changes, so the default trial's statistics
+describe the workload of every trial.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from .space import Space
+
+__all__ = ["Workload", "workload_from_stats", "size_bucket", "signature", "similar", "distance", "prune",
+           "READ_SIDE", "WRITE_SIDE", "COLLECTIVE_ONLY"]
+
+# Hints that only matter for one direction, or only for collective calls (MPI-IO hint names).
+READ_SIDE = frozenset({"romio_cb_read", "romio_ds_read", "ind_rd_buffer_size"})
+WRITE_SIDE = frozenset({"romio_cb_write", "romio_ds_write", "ind_wr_buffer_size",
+                        "striping_factor", "striping_unit", "start_iodevice"})   # striping: new files only
+COLLECTIVE_ONLY = frozenset({"cb_nodes", "cb_buffer_size", "cb_config_list", "romio_cb_read", "romio_cb_write",
+                             "romio_cb_alltoall", "romio_cb_pfr", "romio_no_indep_rw"})
+
+
+def size_bucket(n: int | float) -> int:
+    """The power-of-two bucket of a size: its lower bound (0 for 0), as in the statistics' histograms."""
+    n = int(n)
+    return 0 if n <= 0 else 1 << (n.bit_length() - 1)
+
+
+def _direction(op: str) -> str | None:
+    if op.startswith(("read", "iread")):
+        return "read"
+    if op.startswith(("write", "iwrite")):
+        return "write"
+    return None
+
+
+def _collective(op: str) -> bool:
+    return "_all" in op or "ordered" in op
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Counts over every file of a job: bytes, data calls by kind, files, and the most frequent request-size
+    bucket per direction (None: no requests that way)."""
+
+    nprocs: int
+    bytes_read: int
+    bytes_written: int
+    files: int
+    read_ops: int
+    write_ops: int
+    collective_ops: int
+    independent_ops: int
+    read_size: int | None
+    write_size: int | None
+
+    @property
+    def data_ops(self) -> int:
+        return self.read_ops + self.write_ops
+
+    @property
+    def collective_fraction(self) -> float:
+        return self.collective_ops / self.data_ops if self.data_ops else 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Workload":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+def _dominant(counts: dict[int, int]) -> int | None:
+    if not counts:
+        return None
+    return max(counts, key=lambda b: (counts[b], b))
+
+
+def workload_from_stats(stats: Mapping[str, Any]) -> Workload:
+    """The workload in a statistics object (docs/formats.md)."""
+    reads = writes = coll = indep = 0
+    hist: dict[str, dict[int, int]] = {"read": {}, "write": {}}
+    files = stats.get("files") or []
+    for f in files:
+        for op, o in (f.get("ops") or {}).items():
+            d = _direction(op)
+            if d is None or not isinstance(o, dict):
+                continue
+            n = int(o.get("count", 0) or 0)
+            if d == "read":
+                reads += n
+            else:
+                writes += n
+            if _collective(op):
+                coll += n
+            else:
+                indep += n
+        for d in ("read", "write"):
+            for bucket, n in ((f.get("histogram") or {}).get(d) or {}).items():
+                hist[d][int(bucket)] = hist[d].get(int(bucket), 0) + int(n)
+    s = stats.get("summary") or {}
+    return Workload(nprocs=int(stats.get("nprocs") or 0), bytes_read=int(s.get("bytes_read", 0) or 0),
+                    bytes_written=int(s.get("bytes_written", 0) or 0), files=len(files), read_ops=reads,
+                    write_ops=writes, collective_ops=coll, independent_ops=indep,
+                    read_size=_dominant(hist["read"]), write_size=_dominant(hist["write"]))
+
+
+def signature(w: Workload, fs: str) -> dict:
+    """What the knowledge base stores and matches: process count, file system, bytes read and written (power-of-
+    two buckets), the most frequent request size per direction (bucket), the fraction of collective calls
+    (tenths) and the number of files."""
+    return {"nprocs": w.nprocs, "fs": fs, "read_bytes": size_bucket(w.bytes_read),
+            "write_bytes": size_bucket(w.bytes_written), "read_size": w.read_size, "write_size": w.write_size,
+            "collective": round(w.collective_fraction, 1), "files": w.files}
+
+
+_SAME = ("nprocs", "fs", "read_bytes", "write_bytes", "read_size", "write_size")
+
+
+def similar(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two signatures are similar when process count, file system, byte buckets and request-size buckets agree."""
+    return all(a.get(k) == b.get(k) for k in _SAME)
+
+
+def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """How far apart two similar signatures are: the difference in collective fraction plus the relative
+    difference in file count (0: the same workload as far as the statistics tell)."""
+    fa, fb = int(a.get("files") or 0), int(b.get("files") or 0)
+    files = abs(fa - fb) / max(fa, fb, 1)
+    return abs(float(a.get("collective") or 0) - float(b.get("collective") or 0)) + files
+
+
+def prune(space: Space, w: Workload) -> Space:
+    """The space without the MPI-IO hints this workload cannot feel: read-side hints when it reads nothing,
+    write-side and striping hints when it writes nothing, collective-buffering hints when it makes no collective
+    call. A workload with no data calls at all keeps every parameter."""
+    if w.data_ops == 0:
+        return space
+    reasons: dict[str, str] = {}
+    for p in space:
+        if p.section != "mpiio_hints":
+            continue
+        if p.name in READ_SIDE and w.read_ops == 0:
+            reasons[p.key] = "no reads"
+        elif p.name in WRITE_SIDE and w.write_ops == 0:
+            reasons[p.key] = "no writes"
+        elif p.name in COLLECTIVE_ONLY and w.collective_ops == 0:
+            reasons[p.key] = "no collective calls"
+    for why in sorted(set(reasons.values())):
+        names = [k.split(".")[-1] for k, r in reasons.items() if r == why]
+        space = space.without([k for k, r in reasons.items() if r == why],
+                              f"{', '.join(names)} left out: the workload makes {why}")
+    return space
