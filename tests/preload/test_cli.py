@@ -75,7 +75,7 @@ def test_bench_ior_json(tmp_path):
 
 
 def test_bench_reports_a_failed_run(tmp_path):
-    p = iotame(tmp_path, "bench", "ior", "--repeat", "1", "--set", "x=1")
+    p = iotame(tmp_path, "bench", "ior", "--repeat", "1", "--set", "b=3k", "--set", "t=2k")  # kernel rejects
     assert p.returncode == 1
     assert "run 1 of 1 failed: exit status 2" in p.stderr
 

@@ -2,7 +2,9 @@
 
 With `drop_caches` a trial that writes and reads runs as two jobs in a temporary working directory on the same
 file system: the writes, keeping their files; `sync` and the page cache dropped; the reads on those files. The
-result has the write phases of the first job and the read phases of the second; the directory is removed after.
+result has the phases of the second job (the reads) replacing those of the same name in the first; the directory
+is removed after.
+A read-only trial drops the cache and runs where it is asked to, on files an earlier `--keep` run left.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Callable
 from ..paths import require_kernel, require_lib
 from ..runner import RUNTIME_VARS, get_launcher, run_command
 from . import caches
-from .kernels import Kernel, Settings, get_kernel, is_read_phase
+from .kernels import Kernel, Settings, get_kernel
 from .plan import BenchSpec, Trial, plan
 
 __all__ = ["BenchRun", "parse_kernel_output", "merge_results", "run_trial", "run_bench"]
@@ -29,9 +31,9 @@ class BenchRun:
     """The outcome of one trial. `ok` is False for a non-zero exit, no result, a failed verification or a
     timeout; `error` then says which, and `stderr` holds what the job printed there.
 
-    A trial is one job (`argv`, its statistics `stats`), or with --drop-caches two: `argv` (the writes, files
-    kept; absent for a read-only trial) and `read_argv` with `read_stats` (the reads, after the caches were
-    dropped). `caches_dropped` is None when not asked, else whether the page cache was dropped before the reads."""
+    A trial is one job (`argv`, its statistics `stats`), or with --drop-caches, when it writes and reads, two:
+    `argv` (the writes, files kept) and `read_argv` with `read_stats` (the reads, after the caches were dropped).
+    `caches_dropped` is None when not asked, else whether the page cache was dropped before the reads."""
 
     kernel: str
     number: int
@@ -79,11 +81,13 @@ def parse_kernel_output(stdout: str) -> dict:
 
 
 def merge_results(write: dict, read: dict) -> dict:
-    """One result from a write job and a read job: the write job's phases that are not reads, then the read
-    job's read phases; verified false if either is, true if either is and none false; errors of both."""
+    """One result from a write job and a read job: the write job's phases that the read job does not have (its
+    warm-cache reads are replaced), then the read job's phases; verified false if either is, true if either is
+    and none false; errors of both. Other keys (params) are the write job's."""
+    names = {p.get("name") for p in read.get("phases", [])}
     merged = dict(write)
-    merged["phases"] = [p for p in write.get("phases", []) if not is_read_phase(p.get("name", ""))] + \
-                       [p for p in read.get("phases", []) if is_read_phase(p.get("name", ""))]
+    merged["phases"] = [p for p in write.get("phases", []) if p.get("name") not in names] + \
+        list(read.get("phases", []))
     verdicts = [write.get("verified"), read.get("verified")]
     merged["verified"] = False if False in verdicts else True if True in verdicts else None
     merged["errors"] = list(write.get("errors") or []) + list(read.get("errors") or [])
@@ -147,11 +151,9 @@ def _workdir(spec: BenchSpec, kernel: Kernel, settings: Settings) -> Path:
     return Path(tempfile.mkdtemp(prefix=".iotame-bench-", dir=base))
 
 
-def _move_files(kernel: Kernel, settings: Settings | None, workdir: Path) -> Settings | None:
+def _move_files(kernel: Kernel, settings: Settings, workdir: Path) -> Settings:
     """The settings with the kernel's file option, when set, moved into `workdir` (relative names land there
     anyway: the jobs run in it)."""
-    if settings is None:
-        return None
     return [(k, str(workdir / Path(v).name) if k == kernel.file_option else v) for k, v in settings]
 
 
@@ -162,6 +164,10 @@ def _split_trial(spec: BenchSpec, kernel: Kernel, program: Path, run: BenchRun, 
     if split is None:         # nothing is read: one job, nothing to drop
         _fill(run, _job(spec, kernel, program, settings, stats_path, spec.cwd))
         return
+    if split.write is None:   # read only, on the user's files where they are
+        run.caches_dropped = drop()
+        _fill(run, _job(spec, kernel, program, split.read, stats_path, spec.cwd))
+        return
     try:
         workdir = _workdir(spec, kernel, settings)
     except OSError as e:
@@ -169,21 +175,15 @@ def _split_trial(spec: BenchSpec, kernel: Kernel, program: Path, run: BenchRun, 
         return
     read_stats = stats_path.with_name(stats_path.name.replace(".stats.json", "-read.stats.json")) \
         if stats_path else None
-    write = None
     try:
-        if split.write is not None:
-            write = _job(spec, kernel, program, _move_files(kernel, split.write, workdir), stats_path, workdir)
-            reads = write.result and any(is_read_phase(p.get("name", "")) for p in write.result["phases"])
-            if write.error or (split.write_reads and not reads):
-                _fill(run, write, "write job: ")     # failed, or the kernel reads nothing
-                return
+        write = _job(spec, kernel, program, _move_files(kernel, split.write, workdir), stats_path, workdir)
+        if write.error:
+            _fill(run, write, "write job: ")
+            return
         run.caches_dropped = drop()
         read = _job(spec, kernel, program, _move_files(kernel, split.read, workdir), read_stats, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if write is None:
-        _fill(run, read, "read job: ")
-        return
     _fill(run, write)
     run.read_argv, run.read_stats, run.read_stats_path = read.argv, read.stats, read.stats_path
     run.returncode, run.wall_seconds = read.returncode, write.seconds + read.seconds

@@ -24,7 +24,7 @@ from ..runner import runtime_env
 from .options import FALSE, TRUE, Option, parse_description
 
 __all__ = ["Kernel", "Ior", "LongKernel", "CacheSplit", "KERNELS", "get_kernel", "kernel_names", "list_kernels",
-           "describe_kernel", "parse_set", "parse_sweep", "is_read_phase", "TRUE", "FALSE"]
+           "describe_kernel", "parse_set", "parse_sweep", "TRUE", "FALSE"]
 
 QUERY_TIMEOUT = 60     # seconds for `--list` and `--describe`
 
@@ -54,20 +54,14 @@ def parse_sweep(items: Sequence[str]) -> list[tuple[str, list[str]]]:
     return sweep
 
 
-def is_read_phase(name: str) -> bool:
-    """Read phases are named "read" or contain "read" (read_all, reread, ...)."""
-    return "read" in str(name).lower()
-
-
 @dataclass
 class CacheSplit:
     """How to run one trial with the page cache dropped before its reads: `write` (None: no write job, the
-    reads use files that already exist), then drop the caches, then `read`. `write_reads`: the write job also
-    runs the read phases (on a warm cache); when it has none, the kernel reads nothing and `read` is skipped."""
+    reads use files that already exist), then drop the caches, then `read`. The phases of the read job replace
+    those of the same name in the write job (a long-option kernel's `--keep` job reads too, from a warm cache)."""
 
     write: Settings | None
     read: Settings
-    write_reads: bool = False
 
 
 class Kernel:
@@ -107,10 +101,8 @@ class Kernel:
 
     def option_args(self, key: str, value: str) -> list[str]:
         """The kernel arguments for one `--set key=value` (checked: see check())."""
-        o = self.option(key)
-        problem = o.check(value)
-        if problem:
-            raise UsageError(f"--set {key}={value}: {self.dash(key)} of {self.name} expects {problem}")
+        self.check([(key, value)])
+        o = self.table[key]
         if o.type == "flag":
             return [self.dash(key)] if o.is_on(value) else []
         return [self.dash(key), str(value)]
@@ -157,7 +149,7 @@ class LongKernel(Kernel):
         if self.on(settings, "skip-write"):
             return CacheSplit(None, list(settings))
         return CacheSplit(self._replace(settings, {"keep", "skip-write"}, [("keep", "1")]),
-                          self._replace(settings, {"keep", "skip-write"}, [("skip-write", "1")]), write_reads=True)
+                          self._replace(settings, {"keep", "skip-write"}, [("skip-write", "1")]))
 
 
 def _ior_table() -> dict[str, Option]:

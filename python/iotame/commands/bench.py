@@ -62,7 +62,8 @@ def add_parser(sub) -> None:
                    help="run writes and reads as two jobs and drop the page cache in between (root)")
     p.add_argument("--json", action="store_true", help="print every result as JSON")
     p.add_argument("--out", metavar="DIR", type=Path,
-                   help="save results (JSON lines, summary, statistics, plot; fio.json for fio) in DIR")
+                   help="where results go (JSON lines, summary, statistics, plot; default "
+                        "iotame-bench-KERNEL-DATE-TIME); fio: where fio.json goes (default: not stored)")
     p.add_argument("--timeout", type=float, metavar="S", help="stop a job after S seconds (counted as failed)")
     p.add_argument("--dir", metavar="D", type=Path, help="fio: directory of the test file (default: here)")
     p.add_argument("--size", metavar="S", help=f"fio: test file size (default {FIO_SIZE})")
@@ -97,7 +98,7 @@ def _report_failure(run, total: int) -> None:
         print(f"  | {line}", file=sys.stderr)
 
 
-def _spec(args: argparse.Namespace) -> BenchSpec:
+def _spec(args: argparse.Namespace, stem: str) -> BenchSpec:
     """The benchmark asked for, checked against the kernel's option table (UsageError before anything runs)."""
     if args.config and args.no_preload:
         raise UsageError("bench: --config needs the runtime; drop --no-preload")
@@ -107,7 +108,8 @@ def _spec(args: argparse.Namespace) -> BenchSpec:
     for key, values in sweep:
         kernel.check([(key, v) for v in values], "--sweep")
     spec = BenchSpec(kernel=kernel.name, nprocs=args.np or DEFAULT_NP, settings=settings, sweep=sweep,
-                     repeat=args.repeat or DEFAULT_REPEAT, preload=not args.no_preload, out=args.out,
+                     repeat=args.repeat or DEFAULT_REPEAT, preload=not args.no_preload,
+                     out=args.out or Path(f"iotame-bench-{stem}"),
                      timeout=args.timeout, drop_caches=args.drop_caches,
                      config=Path(args.config).resolve() if args.config else None)
     for trial in plan(spec):          # every combination makes a valid command line
@@ -130,9 +132,9 @@ def _title(spec: BenchSpec, runs) -> str:
 
 
 def run_kernel_bench(args: argparse.Namespace) -> int:
-    spec = _spec(args)
+    stem = f"{args.kernel}-{time.strftime('%Y%m%d-%H%M%S')}"
+    spec = _spec(args, stem)
     total = len(plan(spec))
-    stem = f"{spec.kernel}-{time.strftime('%Y%m%d-%H%M%S')}"
     err = console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as progress:
@@ -160,15 +162,12 @@ def run_kernel_bench(args: argparse.Namespace) -> int:
         out.print(phase_table("", rows))
     else:
         print(f"{_title(spec, runs)}: no successful run")
-    if spec.out is not None:
-        del summary["runs"]
-        (spec.out / f"{stem}.summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    del summary["runs"]
+    (spec.out / f"{stem}.summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if spec.sweep and rows:
-        png = (spec.out or Path(os.getcwd())) / f"{stem}.png"
-        plot_sweep(rows, spec.sweep, png, fio=load_fio(spec.out), title=_title(spec, runs))
+        png = plot_sweep(rows, spec.sweep, spec.out / f"{stem}.png", fio=load_fio(spec.out), title=_title(spec, runs))
         print(f"plot: {png}", file=sys.stderr)
-    if spec.out is not None:
-        print(f"results in {spec.out}", file=sys.stderr)
+    print(f"results in {spec.out}", file=sys.stderr)
     return 1 if any(not r.ok for r in runs) else 0
 
 
