@@ -187,20 +187,15 @@ static hid_t unk_space(const flash_t *fl, int v, const char *where)
 /* Writes or reads (and checks) one file. Returns IOTAME_EXIT_IO on every rank when an input cannot be opened. */
 static int flash_pass(iotame_run_t *run, flash_t *fl, const ffile_t *f, bool write)
 {
-    hid_t file = write ? iotame_h5_create(f->path, run->comm) : iotame_h5_open(f->path, run->comm);
-    if (!iotame_all_ok(run, file >= 0)) {
-        if (file >= 0) iotame_h5_close(file, f->path);
-        return IOTAME_EXIT_IO;
-    }
+    hid_t file = iotame_h5_file_begin(run, f->path, write);
+    if (file < 0) return IOTAME_EXIT_IO;
     char where[PATH_MAX + 64];
     int rc = IOTAME_EXIT_OK;
     for (int i = 0; i < f->n; i++) {
         const dset_t *d = &f->d[i];
         snprintf(where, sizeof where, "%s:/%s", f->path, d->name);
-        hid_t dset = write ? iotame_h5_dataset_create(file, d->name, d->type, d->ndims, d->dims, NULL, f->path)
-                           : iotame_h5_dataset_open(file, d->name, d->type, d->ndims, d->dims, f->path);
-        if (!iotame_all_ok(run, dset >= 0)) {
-            if (dset >= 0) iotame_h5_close(dset, where);
+        hid_t dset = iotame_h5_dataset_begin(run, file, write, d->name, d->type, d->ndims, d->dims, NULL, f->path);
+        if (dset < 0) {
             rc = IOTAME_EXIT_IO;
             break;
         }
@@ -225,8 +220,7 @@ static int flash_pass(iotame_run_t *run, flash_t *fl, const ffile_t *f, bool wri
         iotame_h5_close(fspace, where);
         iotame_h5_close(dset, where);
     }
-    if (write) iotame_h5_flush_close(file, f->path);
-    else iotame_h5_close(file, f->path);
+    iotame_h5_file_end(file, f->path, write);
     return rc;
 }
 

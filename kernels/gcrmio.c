@@ -40,16 +40,21 @@ static int64_t count_of(const gcrm_opts_t *o, int kind)
     return kind == 0 ? o->variables : kind == 1 ? o->edge_variables : o->corner_variables;
 }
 
-/* Writes, or reads and checks, every variable. Returns IOTAME_EXIT_IO on every rank when an input cannot be
- * opened. */
-static int gcrm_pass(iotame_run_t *run, const gcrm_opts_t *o, bool write, float *buf)
+typedef struct {
+    const gcrm_opts_t *o;
+    float *buf; /* my rows of the largest kind of variable */
+} gcrm_ctx_t;
+
+/* Writes, or reads and checks, every variable (an iotame_pass_fn). Returns IOTAME_EXIT_IO on every rank when an
+ * input cannot be opened. */
+static int gcrm_pass(iotame_run_t *run, void *ctx, bool write)
 {
+    const gcrm_ctx_t *c = ctx;
+    const gcrm_opts_t *o = c->o;
+    float *buf = c->buf;
     const char *path = o->std.file;
-    hid_t file = write ? iotame_h5_create(path, run->comm) : iotame_h5_open(path, run->comm);
-    if (!iotame_all_ok(run, file >= 0)) {
-        if (file >= 0) iotame_h5_close(file, path);
-        return IOTAME_EXIT_IO;
-    }
+    hid_t file = iotame_h5_file_begin(run, path, write);
+    if (file < 0) return IOTAME_EXIT_IO;
     hid_t dxpl = iotame_h5_dxpl(o->collective);
     uint64_t cells = (uint64_t)o->cells, levels = (uint64_t)o->levels, base = 0;
     hsize_t chunk[2] = {(hsize_t)o->chunk_cells, o->chunk_levels ? (hsize_t)o->chunk_levels : levels};
@@ -63,11 +68,9 @@ static int gcrm_pass(iotame_run_t *run, const gcrm_opts_t *o, bool write, float 
         for (int64_t i = 0; i < count_of(o, k); i++) {
             snprintf(name, sizeof name, "%s_%lld", kinds[k].prefix, (long long)i);
             snprintf(where, sizeof where, "%s:/%s", path, name);
-            hid_t dset = write ? iotame_h5_dataset_create(file, name, H5T_NATIVE_FLOAT, 2, dims,
-                                                          o->chunk_cells ? chunk : NULL, path)
-                               : iotame_h5_dataset_open(file, name, H5T_NATIVE_FLOAT, 2, dims, path);
-            if (!iotame_all_ok(run, dset >= 0)) {
-                if (dset >= 0) iotame_h5_close(dset, where);
+            hid_t dset = iotame_h5_dataset_begin(run, file, write, name, H5T_NATIVE_FLOAT, 2, dims,
+                                                 o->chunk_cells ? chunk : NULL, path);
+            if (dset < 0) {
                 rc = IOTAME_EXIT_IO;
                 break;
             }
@@ -83,8 +86,7 @@ static int gcrm_pass(iotame_run_t *run, const gcrm_opts_t *o, bool write, float 
         }
     }
     iotame_h5_close(dxpl, path);
-    if (write) iotame_h5_flush_close(file, path);
-    else iotame_h5_close(file, path);
+    iotame_h5_file_end(file, path, write);
     return rc;
 }
 
@@ -137,21 +139,9 @@ static int gcrm_run(iotame_run_t *run, int argc, char **argv)
     float *buf = iotame_alloc((size_t)(3 * o.cells * o.levels * ELEM));
     uint64_t my_bytes = (uint64_t)(o.variables + 3 * o.edge_variables + 2 * o.corner_variables) *
                         (uint64_t)o.cells * (uint64_t)o.levels * ELEM;
-    if (!o.std.skip_write) {
-        iotame_phase_begin(run, "write");
-        rc = gcrm_pass(run, &o, true, buf);
-        iotame_phase_end(run, my_bytes);
-    }
-    if (rc == IOTAME_EXIT_OK) {
-        iotame_phase_begin(run, "read");
-        rc = gcrm_pass(run, &o, false, buf);
-        if (rc == IOTAME_EXIT_OK) iotame_phase_end(run, my_bytes);
-    }
+    gcrm_ctx_t c = {.o = &o, .buf = buf};
+    rc = iotame_write_then_read(run, &o.std, my_bytes, gcrm_pass, &c);
     free(buf);
-    /* RATIONALE: remove only what this run wrote; a --skip-write run leaves its input in place. */
-    MPI_Barrier(run->comm);
-    if (!o.std.skip_write && !o.std.keep && run->rank == 0 && iotame_file_remove(IOTAME_API_POSIX, o.std.file))
-        rc = IOTAME_EXIT_IO;
     return rc;
 }
 

@@ -93,8 +93,7 @@ static int iob_phase(iotame_run_t *run, iob_t *b, const char *name, int kind, bo
 
 static int iob_remove(iotame_run_t *run, const iob_t *b)
 {
-    int rc = iotame_file_remove((iotame_api_t)b->o.api, b->path);
-    return iotame_all_ok(run, rc == 0) ? IOTAME_EXIT_OK : IOTAME_EXIT_IO;
+    return iotame_file_remove_agreed(run, (iotame_api_t)b->o.api, b->path, true);
 }
 
 static int iob_run(iotame_run_t *run, int argc, char **argv)

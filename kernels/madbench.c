@@ -235,10 +235,8 @@ static int mad_phase(iotame_run_t *run, mad_t *m, const char *name, bool write, 
 /* Removes this run's file(s): the shared file by rank 0, each task its own. */
 static int mad_remove(iotame_run_t *run, const mad_t *m)
 {
-    int rc = 0;
-    MPI_Barrier(run->comm); /* nobody still has it open */
-    if (m->o.filetype == FILE_UNIQUE || run->rank == 0) rc = iotame_file_remove((iotame_api_t)m->o.api, m->path);
-    return iotame_all_ok(run, rc == 0) ? IOTAME_EXIT_OK : IOTAME_EXIT_IO;
+    return iotame_file_remove_agreed(run, (iotame_api_t)m->o.api, m->path,
+                                     m->o.filetype == FILE_UNIQUE || run->rank == 0);
 }
 
 static int mad_run(iotame_run_t *run, int argc, char **argv)

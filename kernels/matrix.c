@@ -113,26 +113,35 @@ static uint64_t block_offset(const matrix_opts_t *o, int r, int64_t row)
     return ((uint64_t)row * (uint64_t)o->cols * (uint64_t)o->element) + (uint64_t)r * (uint64_t)o->block_size;
 }
 
-/* One phase: every call writes (fills) or reads (checks) `depth` blocks of this rank's band. */
-static int matrix_pass(iotame_run_t *run, const matrix_opts_t *o, bool write, MPI_Datatype etype,
-                       MPI_Datatype band, unsigned char *buf)
+/* What a pass needs: the options, the view's types and the buffer of one call. */
+typedef struct {
+    const matrix_opts_t *o;
+    MPI_Datatype etype, band;
+    unsigned char *buf;
+} matrix_ctx_t;
+
+/* One phase (an iotame_pass_fn): every call writes (fills) or reads (checks) `depth` blocks of this rank's band. */
+static int matrix_pass(iotame_run_t *run, void *ctx, bool write)
 {
+    const matrix_ctx_t *c = ctx;
+    const matrix_opts_t *o = c->o;
     const char *path = o->std.file;
     const size_t bs = (size_t)o->block_size;
     const int count = (int)(o->depth * (o->block_size / o->element)); /* etypes per call */
+    unsigned char *buf = c->buf;
     iotame_file_t f;
     int rc = iotame_view_open(run, &f, path, write);
     if (rc) return rc;
-    iotame_view_set(&f, 0, etype, band);
+    iotame_view_set(&f, 0, c->etype, c->band);
     for (int64_t it = 0; it < o->iterations; it++) {
         int64_t row0 = it * o->depth;
         if (write) {
             for (int64_t k = 0; k < o->depth; k++)
                 iotame_data_fill(run, buf + k * bs, bs, 0, block_offset(o, run->rank, row0 + k));
-            iotame_view_write(&f, (MPI_Offset)it * count, buf, count, etype, true);
+            iotame_view_write(&f, (MPI_Offset)it * count, buf, count, c->etype, true);
         } else {
             iotame_view_clear(run, buf, bs * (size_t)o->depth, 0); /* no stale data can pass the check */
-            iotame_view_read(&f, (MPI_Offset)it * count, buf, count, etype, true);
+            iotame_view_read(&f, (MPI_Offset)it * count, buf, count, c->etype, true);
             for (int64_t k = 0; k < o->depth; k++)
                 iotame_data_check(run, path, buf + k * bs, bs, 0, block_offset(o, run->rank, row0 + k));
         }
@@ -159,20 +168,8 @@ static int matrix_run(iotame_run_t *run, int argc, char **argv)
     unsigned char *buf = iotame_alloc((size_t)(o.depth * o.block_size));
     uint64_t my_bytes = (uint64_t)o.rows * (uint64_t)o.block_size;
 
-    if (!o.std.skip_write) {
-        rc = iotame_view_remove(run, o.std.file); /* the file's size is this run's only */
-        if (rc == 0) {
-            iotame_phase_begin(run, "write");
-            rc = matrix_pass(run, &o, true, etype, band, buf);
-            if (rc == 0) iotame_phase_end(run, my_bytes);
-        }
-    }
-    if (rc == 0) {
-        iotame_phase_begin(run, "read");
-        rc = matrix_pass(run, &o, false, etype, band, buf);
-        if (rc == 0) iotame_phase_end(run, my_bytes);
-    }
-    if (rc == 0 && !o.std.keep && !o.std.skip_write) rc = iotame_view_remove(run, o.std.file);
+    matrix_ctx_t c = {.o = &o, .etype = etype, .band = band, .buf = buf};
+    rc = iotame_write_then_read(run, &o.std, my_bytes, matrix_pass, &c);
 
     free(buf);
     MPI_Type_free(&band);

@@ -63,26 +63,37 @@ static uint64_t chunk_offset(const noncontig_opts_t *o, int nprocs, int r, int64
            chunk;
 }
 
-/* One phase: every loop writes (fills) or reads (checks) this rank's veclen chunks. mem is the memory datatype
- * (count 1) and stride the distance between chunks in the buffer. */
-static int noncontig_pass(iotame_run_t *run, const noncontig_opts_t *o, bool write, MPI_Datatype filetype,
-                          MPI_Datatype mem, unsigned char *buf, size_t buflen)
+/* What a pass needs: the options, the file view's type, the memory datatype (count 1) and its buffer. */
+typedef struct {
+    const noncontig_opts_t *o;
+    MPI_Datatype filetype, mem;
+    unsigned char *buf;
+    size_t buflen;
+} noncontig_ctx_t;
+
+/* One phase (an iotame_pass_fn): every loop writes (fills) or reads (checks) this rank's veclen chunks; stride is
+ * the distance between chunks in the buffer. */
+static int noncontig_pass(iotame_run_t *run, void *ctx, bool write)
 {
+    const noncontig_ctx_t *c = ctx;
+    const noncontig_opts_t *o = c->o;
+    unsigned char *buf = c->buf;
+    const size_t buflen = c->buflen;
     const char *path = o->std.file;
     const size_t chunk = (size_t)o->elmtcount * INT_BYTES, stride = o->mem_noncontig ? 2 * chunk : chunk;
     const int64_t per_call = o->veclen * o->elmtcount; /* ints: the view offset of the next loop */
     iotame_file_t f;
     int rc = iotame_view_open(run, &f, path, write);
     if (rc) return rc;
-    iotame_view_set(&f, (MPI_Offset)(run->rank * chunk), MPI_INT, filetype);
+    iotame_view_set(&f, (MPI_Offset)(run->rank * chunk), MPI_INT, c->filetype);
     for (int64_t l = 0; l < o->loops; l++) {
         if (write) {
             for (int64_t j = 0; j < o->veclen; j++)
                 iotame_data_fill(run, buf + j * stride, chunk, 0, chunk_offset(o, run->nprocs, run->rank, l, j));
-            iotame_view_write(&f, (MPI_Offset)(l * per_call), buf, 1, mem, o->collective);
+            iotame_view_write(&f, (MPI_Offset)(l * per_call), buf, 1, c->mem, o->collective);
         } else {
             iotame_view_clear(run, buf, buflen, IOTAME_VIEW_HOLE); /* no stale data can pass */
-            iotame_view_read(&f, (MPI_Offset)(l * per_call), buf, 1, mem, o->collective);
+            iotame_view_read(&f, (MPI_Offset)(l * per_call), buf, 1, c->mem, o->collective);
             for (int64_t j = 0; j < o->veclen; j++) {
                 iotame_data_check(run, path, buf + j * stride, chunk, 0,
                                   chunk_offset(o, run->nprocs, run->rank, l, j));
@@ -121,20 +132,8 @@ static int noncontig_run(iotame_run_t *run, int argc, char **argv)
     memset(buf, IOTAME_VIEW_HOLE, buflen);
     uint64_t my_bytes = (uint64_t)o.loops * (uint64_t)v * (uint64_t)e * INT_BYTES;
 
-    if (!o.std.skip_write) {
-        rc = iotame_view_remove(run, o.std.file);
-        if (rc == 0) {
-            iotame_phase_begin(run, "write");
-            rc = noncontig_pass(run, &o, true, filetype, mem, buf, buflen);
-            if (rc == 0) iotame_phase_end(run, my_bytes);
-        }
-    }
-    if (rc == 0) {
-        iotame_phase_begin(run, "read");
-        rc = noncontig_pass(run, &o, false, filetype, mem, buf, buflen);
-        if (rc == 0) iotame_phase_end(run, my_bytes);
-    }
-    if (rc == 0 && !o.std.keep && !o.std.skip_write) rc = iotame_view_remove(run, o.std.file);
+    noncontig_ctx_t c = {.o = &o, .filetype = filetype, .mem = mem, .buf = buf, .buflen = buflen};
+    rc = iotame_write_then_read(run, &o.std, my_bytes, noncontig_pass, &c);
 
     free(buf);
     MPI_Type_free(&mem);

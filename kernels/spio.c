@@ -79,8 +79,7 @@ static int spio_phase(iotame_run_t *run, spio_t *s, const char *name, bool write
 
 static int spio_remove(iotame_run_t *run, const spio_t *s)
 {
-    int rc = iotame_file_remove((iotame_api_t)s->o.api, s->path);
-    return iotame_all_ok(run, rc == 0) ? IOTAME_EXIT_OK : IOTAME_EXIT_IO;
+    return iotame_file_remove_agreed(run, (iotame_api_t)s->o.api, s->path, true);
 }
 
 static int spio_run(iotame_run_t *run, int argc, char **argv)

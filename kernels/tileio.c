@@ -106,24 +106,34 @@ static uint64_t row_offset(const tileio_opts_t *o, int r, int64_t y)
     return (uint64_t)o->header + ((uint64_t)row * (uint64_t)width + (uint64_t)col) * (uint64_t)o->elem;
 }
 
-static int tileio_pass(iotame_run_t *run, const tileio_opts_t *o, bool write, MPI_Datatype etype,
-                       MPI_Datatype tile, unsigned char *buf)
+/* What a pass needs: the options, the view's types and the tile's buffer. */
+typedef struct {
+    const tileio_opts_t *o;
+    MPI_Datatype etype, tile;
+    unsigned char *buf;
+} tileio_ctx_t;
+
+/* One phase (an iotame_pass_fn): this rank's tile in one call. */
+static int tileio_pass(iotame_run_t *run, void *ctx, bool write)
 {
+    const tileio_ctx_t *c = ctx;
+    const tileio_opts_t *o = c->o;
+    unsigned char *buf = c->buf;
     const char *path = o->std.file;
     const size_t rowlen = (size_t)(o->sx * o->elem);
     const int count = (int)(o->sx * o->sy);
     iotame_file_t f;
     int rc = iotame_view_open(run, &f, path, write);
     if (rc) return rc;
-    iotame_view_set(&f, (MPI_Offset)o->header, etype, tile);
+    iotame_view_set(&f, (MPI_Offset)o->header, c->etype, c->tile);
     if (write) {
         for (int64_t y = 0; y < o->sy; y++)
             iotame_data_fill(run, buf + y * rowlen, rowlen, 0, row_offset(o, run->rank, y));
-        iotame_view_write(&f, 0, buf, count, etype, !o->independent);
+        iotame_view_write(&f, 0, buf, count, c->etype, !o->independent);
         iotame_file_sync(&f);
     } else {
         iotame_view_clear(run, buf, rowlen * (size_t)o->sy, 0); /* no stale data can pass the check */
-        iotame_view_read(&f, 0, buf, count, etype, !o->independent);
+        iotame_view_read(&f, 0, buf, count, c->etype, !o->independent);
         for (int64_t y = 0; y < o->sy; y++)
             iotame_data_check(run, path, buf + y * rowlen, rowlen, 0, row_offset(o, run->rank, y));
     }
@@ -150,20 +160,8 @@ static int tileio_run(iotame_run_t *run, int argc, char **argv)
     uint64_t my_bytes = (uint64_t)(o.sx * o.sy * o.elem);
     unsigned char *buf = iotame_alloc((size_t)my_bytes);
 
-    if (!o.std.skip_write) {
-        rc = iotame_view_remove(run, o.std.file);
-        if (rc == 0) {
-            iotame_phase_begin(run, "write");
-            rc = tileio_pass(run, &o, true, etype, tile, buf);
-            if (rc == 0) iotame_phase_end(run, my_bytes);
-        }
-    }
-    if (rc == 0) {
-        iotame_phase_begin(run, "read");
-        rc = tileio_pass(run, &o, false, etype, tile, buf);
-        if (rc == 0) iotame_phase_end(run, my_bytes);
-    }
-    if (rc == 0 && !o.std.keep && !o.std.skip_write) rc = iotame_view_remove(run, o.std.file);
+    tileio_ctx_t c = {.o = &o, .etype = etype, .tile = tile, .buf = buf};
+    rc = iotame_write_then_read(run, &o.std, my_bytes, tileio_pass, &c);
 
     free(buf);
     MPI_Type_free(&tile);

@@ -70,15 +70,23 @@ static void rows(iotame_run_t *run, const vorpal_t *v, int64_t s, double *buf, b
     }
 }
 
-/* Writes, or reads and checks, every step. Returns IOTAME_EXIT_IO on every rank when an input cannot be opened. */
-static int vorpal_pass(iotame_run_t *run, const vorpal_opts_t *o, const vorpal_t *v, bool write, double *buf)
+typedef struct {
+    const vorpal_opts_t *o;
+    const vorpal_t *v;
+    double *buf; /* my block */
+} vorpal_ctx_t;
+
+/* Writes, or reads and checks, every step (an iotame_pass_fn). Returns IOTAME_EXIT_IO on every rank when an input
+ * cannot be opened. */
+static int vorpal_pass(iotame_run_t *run, void *ctx, bool write)
 {
+    const vorpal_ctx_t *c = ctx;
+    const vorpal_opts_t *o = c->o;
+    const vorpal_t *v = c->v;
+    double *buf = c->buf;
     const char *path = o->std.file;
-    hid_t file = write ? iotame_h5_create(path, run->comm) : iotame_h5_open(path, run->comm);
-    if (!iotame_all_ok(run, file >= 0)) {
-        if (file >= 0) iotame_h5_close(file, path);
-        return IOTAME_EXIT_IO;
-    }
+    hid_t file = iotame_h5_file_begin(run, path, write);
+    if (file < 0) return IOTAME_EXIT_IO;
     hid_t dxpl = iotame_h5_dxpl(o->collective);
     const hsize_t *d = v->dims;
     size_t len = (size_t)(v->count[0] * v->count[1] * v->count[2] * v->count[3]) * ELEM;
@@ -89,10 +97,8 @@ static int vorpal_pass(iotame_run_t *run, const vorpal_opts_t *o, const vorpal_t
         if (write) iotame_h5_close(iotame_h5_group_create(file, name, path), path);
         snprintf(name, sizeof name, "Step#%lld/field", (long long)s);
         snprintf(where, sizeof where, "%s:/%s", path, name);
-        hid_t dset = write ? iotame_h5_dataset_create(file, name, H5T_NATIVE_DOUBLE, 4, d, NULL, path)
-                           : iotame_h5_dataset_open(file, name, H5T_NATIVE_DOUBLE, 4, d, path);
-        if (!iotame_all_ok(run, dset >= 0)) {
-            if (dset >= 0) iotame_h5_close(dset, where);
+        hid_t dset = iotame_h5_dataset_begin(run, file, write, name, H5T_NATIVE_DOUBLE, 4, d, NULL, path);
+        if (dset < 0) {
             rc = IOTAME_EXIT_IO;
             break;
         }
@@ -105,8 +111,7 @@ static int vorpal_pass(iotame_run_t *run, const vorpal_opts_t *o, const vorpal_t
         iotame_h5_close(dset, where);
     }
     iotame_h5_close(dxpl, path);
-    if (write) iotame_h5_flush_close(file, path);
-    else iotame_h5_close(file, path);
+    iotame_h5_file_end(file, path, write);
     return rc;
 }
 
@@ -152,21 +157,9 @@ static int vorpal_run(iotame_run_t *run, int argc, char **argv)
 
     double *buf = iotame_alloc((size_t)block_bytes);
     uint64_t my_bytes = (uint64_t)block_bytes * (uint64_t)o.steps;
-    if (!o.std.skip_write) {
-        iotame_phase_begin(run, "write");
-        rc = vorpal_pass(run, &o, &v, true, buf);
-        iotame_phase_end(run, my_bytes);
-    }
-    if (rc == IOTAME_EXIT_OK) {
-        iotame_phase_begin(run, "read");
-        rc = vorpal_pass(run, &o, &v, false, buf);
-        if (rc == IOTAME_EXIT_OK) iotame_phase_end(run, my_bytes);
-    }
+    vorpal_ctx_t c = {.o = &o, .v = &v, .buf = buf};
+    rc = iotame_write_then_read(run, &o.std, my_bytes, vorpal_pass, &c);
     free(buf);
-    /* RATIONALE: remove only what this run wrote; a --skip-write run leaves its input in place. */
-    MPI_Barrier(run->comm);
-    if (!o.std.skip_write && !o.std.keep && run->rank == 0 && iotame_file_remove(IOTAME_API_POSIX, o.std.file))
-        rc = IOTAME_EXIT_IO;
     return rc;
 }
 

@@ -32,16 +32,21 @@ typedef struct {
     bool collective;
 } vpic_opts_t;
 
-/* One pass over every step and variable: create and write (write) or open, read and check. Returns
- * IOTAME_EXIT_IO on every rank when the file or a dataset could not be opened for reading. */
-static int vpic_pass(iotame_run_t *run, const vpic_opts_t *o, bool write, void *buf)
+typedef struct {
+    const vpic_opts_t *o;
+    void *buf; /* one variable of my particles */
+} vpic_ctx_t;
+
+/* One pass (an iotame_pass_fn) over every step and variable: create and write (write) or open, read and check.
+ * Returns IOTAME_EXIT_IO on every rank when the file or a dataset could not be opened for reading. */
+static int vpic_pass(iotame_run_t *run, void *ctx, bool write)
 {
+    const vpic_ctx_t *c = ctx;
+    const vpic_opts_t *o = c->o;
+    void *buf = c->buf;
     const char *path = o->std.file;
-    hid_t file = write ? iotame_h5_create(path, run->comm) : iotame_h5_open(path, run->comm);
-    if (!iotame_all_ok(run, file >= 0)) {
-        if (file >= 0) iotame_h5_close(file, path);
-        return IOTAME_EXIT_IO;
-    }
+    hid_t file = iotame_h5_file_begin(run, path, write);
+    if (file < 0) return IOTAME_EXIT_IO;
     hid_t dxpl = iotame_h5_dxpl(o->collective);
     hsize_t total = (hsize_t)o->particles * (hsize_t)run->nprocs;
     hsize_t start = (hsize_t)o->particles * (hsize_t)run->rank, count = (hsize_t)o->particles;
@@ -56,10 +61,8 @@ static int vpic_pass(iotame_run_t *run, const vpic_opts_t *o, bool write, void *
             uint64_t logical = ((uint64_t)s * NVARS + (uint64_t)v) * total * ELEM + start * ELEM;
             snprintf(name, sizeof name, "Step#%lld/%s", (long long)s, vars[v].name);
             snprintf(where, sizeof where, "%s:/%s", path, name);
-            hid_t dset = write ? iotame_h5_dataset_create(file, name, type, 1, &total, NULL, path)
-                               : iotame_h5_dataset_open(file, name, type, 1, &total, path);
-            if (!iotame_all_ok(run, dset >= 0)) {
-                if (dset >= 0) iotame_h5_close(dset, where);
+            hid_t dset = iotame_h5_dataset_begin(run, file, write, name, type, 1, &total, NULL, path);
+            if (dset < 0) {
                 rc = IOTAME_EXIT_IO;
                 break;
             }
@@ -73,8 +76,7 @@ static int vpic_pass(iotame_run_t *run, const vpic_opts_t *o, bool write, void *
         }
     }
     iotame_h5_close(dxpl, path);
-    if (write) iotame_h5_flush_close(file, path);
-    else iotame_h5_close(file, path);
+    iotame_h5_file_end(file, path, write);
     return rc;
 }
 
@@ -100,21 +102,9 @@ static int vpic_run(iotame_run_t *run, int argc, char **argv)
 
     void *buf = iotame_alloc((size_t)o.particles * ELEM);
     uint64_t my_bytes = (uint64_t)o.steps * NVARS * ELEM * (uint64_t)o.particles;
-    if (!o.std.skip_write) {
-        iotame_phase_begin(run, "write");
-        rc = vpic_pass(run, &o, true, buf);
-        iotame_phase_end(run, my_bytes);
-    }
-    if (rc == IOTAME_EXIT_OK) {
-        iotame_phase_begin(run, "read");
-        rc = vpic_pass(run, &o, false, buf);
-        if (rc == IOTAME_EXIT_OK) iotame_phase_end(run, my_bytes);
-    }
+    vpic_ctx_t c = {.o = &o, .buf = buf};
+    rc = iotame_write_then_read(run, &o.std, my_bytes, vpic_pass, &c);
     free(buf);
-    /* RATIONALE: remove only what this run wrote; a --skip-write run leaves its input in place. */
-    MPI_Barrier(run->comm);
-    if (!o.std.skip_write && !o.std.keep && run->rank == 0 && iotame_file_remove(IOTAME_API_POSIX, o.std.file))
-        rc = IOTAME_EXIT_IO;
     return rc;
 }
 

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# tests/mpi/kernel_helpers.py holds the kernel tests' shared checks: rewrite its asserts as in test modules.
+pytest.register_assert_rewrite("kernel_helpers")
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 LIBIOTAME = BUILD / "runtime" / "libiotame.so"

@@ -66,6 +66,20 @@ void iotame_h5_flush_close(hid_t file, const char *path)
     iotame_h5_close(file, path);
 }
 
+hid_t iotame_h5_file_begin(iotame_run_t *run, const char *path, bool write)
+{
+    hid_t file = write ? iotame_h5_create(path, run->comm) : iotame_h5_open(path, run->comm);
+    if (iotame_all_ok(run, file >= 0)) return file;
+    if (file >= 0) iotame_h5_close(file, path);
+    return -1;
+}
+
+void iotame_h5_file_end(hid_t file, const char *path, bool write)
+{
+    if (write) iotame_h5_flush_close(file, path);
+    else iotame_h5_close(file, path);
+}
+
 hid_t iotame_h5_group_create(hid_t loc, const char *name, const char *path)
 {
     hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -130,6 +144,16 @@ hid_t iotame_h5_dataset_open(hid_t loc, const char *name, hid_t type, int ndims,
         iotame_error("dataset \"%s\" in %s has shape %s, expected %s (written with other options or process "
                      "count?)", name, path, got, want);
     iotame_h5_close(dset, path);
+    return -1;
+}
+
+hid_t iotame_h5_dataset_begin(iotame_run_t *run, hid_t loc, bool write, const char *name, hid_t type, int ndims,
+                              const hsize_t *dims, const hsize_t *chunk, const char *path)
+{
+    hid_t dset = write ? iotame_h5_dataset_create(loc, name, type, ndims, dims, chunk, path)
+                       : iotame_h5_dataset_open(loc, name, type, ndims, dims, path);
+    if (iotame_all_ok(run, dset >= 0)) return dset;
+    if (dset >= 0) iotame_h5_close(dset, path);
     return -1;
 }
 

@@ -13,7 +13,16 @@
  *
  * Calls that must not fail abort the job through iotame_h5_check (HDF5 prints its error stack first). Opening an
  * input (iotame_h5_open, iotame_h5_dataset_open) may fail: those print why and return a negative id, and the
- * kernel agrees across ranks with iotame_all_ok() before going on.
+ * kernel agrees across ranks with iotame_all_ok() before going on; the *_begin functions do both for a pass that
+ * writes or reads a file:
+ *
+ *   hid_t file = iotame_h5_file_begin(run, path, write);
+ *   if (file < 0) return IOTAME_EXIT_IO;                            the same on every rank
+ *   for each dataset:
+ *       hid_t dset = iotame_h5_dataset_begin(run, file, write, name, type, ndims, dims, chunk, path);
+ *       if (dset < 0) { rc = IOTAME_EXIT_IO; break; }
+ *       ... iotame_h5_select, fill or clear, iotame_h5_io, check, close ...
+ *   iotame_h5_file_end(file, path, write);
  */
 #ifndef IOTAME_KERNELS_H5_H
 #define IOTAME_KERNELS_H5_H
@@ -22,6 +31,8 @@
 
 #include <hdf5.h>
 #include <mpi.h>
+
+#include "run.h"
 
 /* The pattern "writer" of every HDF5 dataset element: see above. */
 #define IOTAME_H5_WRITER 0
@@ -49,6 +60,12 @@ hid_t iotame_h5_open(const char *path, MPI_Comm comm);
 /* Collective. H5Fflush (MPI_File_sync underneath) and H5Fclose: ends a timed write phase. */
 void iotame_h5_flush_close(hid_t file, const char *path);
 
+/* Collective. The file of one pass: created (truncated) when write, else opened read-only. A negative id on every
+ * rank when any rank could not open it (the reason is on stderr). */
+hid_t iotame_h5_file_begin(iotame_run_t *run, const char *path, bool write);
+/* Collective. Ends the pass: iotame_h5_flush_close after a write, H5Fclose after a read. */
+void iotame_h5_file_end(hid_t file, const char *path, bool write);
+
 /* Collective. Creates group `name` under loc; aborts on failure. */
 hid_t iotame_h5_group_create(hid_t loc, const char *name, const char *path);
 
@@ -60,6 +77,11 @@ hid_t iotame_h5_dataset_create(hid_t loc, const char *name, hid_t type, int ndim
  * and the logical offsets are those of this run); a negative id after printing what differs. */
 hid_t iotame_h5_dataset_open(hid_t loc, const char *name, hid_t type, int ndims, const hsize_t *dims,
                              const char *path);
+
+/* Collective. The dataset of one pass: iotame_h5_dataset_create when write, else iotame_h5_dataset_open (chunk is
+ * then unused). A negative id on every rank when any rank could not open it. */
+hid_t iotame_h5_dataset_begin(iotame_run_t *run, hid_t loc, bool write, const char *name, hid_t type, int ndims,
+                              const hsize_t *dims, const hsize_t *chunk, const char *path);
 
 /* The dataset's file space with a hyperslab selected (H5Sselect_hyperslab's arguments; stride and block may be
  * NULL for ones); nothing selected when a count or block is 0. Close with iotame_h5_close. */

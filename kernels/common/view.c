@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lifecycle.h"
 #include "view.h"
 
 int iotame_view_open(iotame_run_t *run, iotame_file_t *f, const char *path, bool write)
@@ -15,9 +16,7 @@ int iotame_view_open(iotame_run_t *run, iotame_file_t *f, const char *path, bool
 
 int iotame_view_remove(iotame_run_t *run, const char *path)
 {
-    MPI_Barrier(run->comm); /* nobody still has it open */
-    int rc = run->rank == 0 ? iotame_file_remove(IOTAME_API_MPIIO, path) : 0;
-    return iotame_all_ok(run, rc == 0) ? IOTAME_EXIT_OK : IOTAME_EXIT_IO;
+    return iotame_file_remove_agreed(run, IOTAME_API_MPIIO, path, run->rank == 0);
 }
 
 void iotame_view_set(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype)

@@ -4,65 +4,24 @@ import math
 
 import pytest
 
-from conftest import KERNEL, flip_byte
+from conftest import KERNEL
+from kernel_helpers import check_phases, mismatch, pattern, rank_file, reread_corrupted, usage_error
 
 KiB = 1024
-
-# The data pattern contract of kernels/common/pattern.h, re-implemented so the files are checked independently of
-# the kernels' own verification.
-_M = (1 << 64) - 1
-_G = 0x9E3779B97F4A7C15
-
-
-def _mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-    return z ^ (z >> 31)
-
-
-def pattern(rank, offset, length, seed=42):
-    base = _mix(seed) ^ _mix(((rank + 1) * _G) & _M)
-    first, last = offset // 8, (offset + length + 7) // 8
-    words = b"".join(_mix((base + (i + 1) * _G) & _M).to_bytes(8, "little") for i in range(first, last))
-    start = offset - first * 8
-    return words[start:start + length]
-
-
-def rank_file(name, rank):
-    return f"{name}.{rank:08d}"
-
-
-def check_phases(res, names, nbytes):
-    assert [ph["name"] for ph in res["phases"]] == names
-    for ph in res["phases"]:
-        assert ph["bytes"] == (nbytes[ph["name"]] if isinstance(nbytes, dict) else nbytes), ph
-        assert ph["seconds"] >= 0
-        if ph["seconds"] > 0:
-            assert ph["mbs"] == pytest.approx(ph["bytes"] / ph["seconds"] / 1e6, rel=1e-6)
 
 
 def corrupt_and_reread(job, n, kernel, args, name, offset, finder):
     """--keep run, one flipped byte, --skip-write run: exit 1 and exactly that byte reported by `finder`."""
     job.kernel(n, kernel, *args, "--keep")
-    path = job.tmp / name
-    original = path.read_bytes()[offset]
-    flip_byte(path, offset)
-    res, p = job.kernel(n, kernel, *args, "--skip-write", "--keep", check=False)
-    assert p.returncode == 1, p.stderr
-    assert res["verified"] is False
-    assert res["errors"] == [{"rank": finder, "file": name, "offset": offset, "expected": original,
-                              "got": original ^ 0xFF}]
+    res, p, original = reread_corrupted(job, n, kernel, args, job.tmp / name, offset, ("--skip-write", "--keep"))
+    assert res["errors"] == mismatch([finder], name, offset, original)
     assert f"offset {offset}" in p.stderr
     return res
 
 
 def check_bad_option(job, kernel, args, option, n=1):
-    p = job.run(n, [KERNEL, kernel, *args], check=False)
-    assert p.returncode == 2, p.stderr
-    assert p.stdout == ""
-    lines = [line for line in p.stderr.splitlines() if line.startswith(f"iotame-kernel {kernel}:")]
-    assert len(lines) == 1, p.stderr  # rank 0 only
-    assert f"option --{option}" in lines[0]
+    line, _ = usage_error(job, n, kernel, args)
+    assert f"option --{option}" in line
 
 
 # ---- madbench ----
@@ -128,7 +87,7 @@ def test_madbench(job, n, args, npix):
             off = ((rank * nbin + b) * slot) if shared else b * shares[rank]
             size = shares[rank]
             for o, length in ((off, 40), (off + size - 24, 24)):
-                assert data[o:o + length] == pattern(rank, o, length), (rank, b)
+                assert data[o:o + length] == pattern(o, length, rank=rank), (rank, b)
 
 
 def test_madbench_defaults_remove_files(job):
@@ -178,7 +137,7 @@ def test_iobench(job, n, api):
     assert sorted(f.name for f in job.tmp.iterdir()) == [rank_file(IOB, r) for r in range(n)]
     for rank in range(n):
         data = (job.tmp / rank_file(IOB, rank)).read_bytes()
-        assert len(data) == size and data == pattern(rank, 0, size)
+        assert len(data) == size and data == pattern(0, size, rank=rank)
 
 
 def test_iobench_corruption(job):
@@ -210,7 +169,7 @@ def test_spio(job, n, api):
     check_phases(res, SPIO_PHASES, total)  # the aggregate stays fixed whatever n
     for rank in range(n):
         data = (job.tmp / rank_file(SPIO, rank)).read_bytes()
-        assert len(data) == total // n and data == pattern(rank, 0, total // n)
+        assert len(data) == total // n and data == pattern(0, total // n, rank=rank)
 
 
 def test_spio_corruption(job):
@@ -251,16 +210,16 @@ def beff_expected_files(n, reps, per_rank_type2=True):
             for g in range(count):
                 for r in range(n):
                     off = base + (g * n + r) * l
-                    region[(g * n + r) * l:(g * n + r + 1) * l] = pattern(r, off, l)
+                    region[(g * n + r) * l:(g * n + r + 1) * l] = pattern(off, l, rank=r)
             out += region
             base += len(region)
         files[f"{BEFF}.type{t}"] = bytes(out)
     for r in range(n):
         size = sum(reps[2][c] * l for c, l in enumerate(lens))
-        files[rank_file(f"{BEFF}.type2", r)] = pattern(r, 0, size)
+        files[rank_file(f"{BEFF}.type2", r)] = pattern(0, size, rank=r)
     segment = sum(reps[3][c] * l for c, l in enumerate(lens))
     for t in (3, 4):
-        files[f"{BEFF}.type{t}"] = b"".join(pattern(r, r * segment, segment) for r in range(n))
+        files[f"{BEFF}.type{t}"] = b"".join(pattern(r * segment, segment, rank=r) for r in range(n))
     return files
 
 

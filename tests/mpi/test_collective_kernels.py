@@ -4,29 +4,11 @@ import math
 
 import pytest
 
-from conftest import KERNEL, flip_byte
+from conftest import KERNEL
+from kernel_helpers import SEED, check_phases, mismatch, pattern, reread_corrupted, usage_error
 
-SEED = 42
 NAMES = {k: f"iotame-{k}.dat" for k in ("matrix", "noncontig", "tileio", "btio")}
-
-# The data pattern contract of kernels/common/pattern.h, re-implemented so that the files are checked independently
-# of the C verification. These kernels write the pattern of writer rank 0 everywhere.
-_M = (1 << 64) - 1
-_G = 0x9E3779B97F4A7C15
-
-
-def _mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-    return z ^ (z >> 31)
-
-
-def pattern(offset, length, seed=SEED, rank=0):
-    base = _mix(seed) ^ _mix(((rank + 1) * _G) & _M)
-    first, last = offset // 8, (offset + length + 7) // 8
-    words = b"".join(_mix((base + (i + 1) * _G) & _M).to_bytes(8, "little") for i in range(first, last))
-    start = offset - first * 8
-    return words[start:start + length]
+# These kernels write the pattern of writer rank 0 everywhere (kernel_helpers.pattern's default).
 
 
 # ---- each kernel's layout: file size, bytes per phase, and which rank reads a file offset ----
@@ -92,12 +74,7 @@ LAYOUTS = {"matrix": matrix_layout, "noncontig": noncontig_layout, "tileio": til
 def check_run(res, kernel, n, phase_bytes, phases=("write", "read")):
     assert res["kernel"] == kernel and res["nprocs"] == n
     assert res["verified"] is True and res["errors"] == []
-    assert [ph["name"] for ph in res["phases"]] == list(phases)
-    for ph in res["phases"]:
-        assert ph["bytes"] == phase_bytes
-        assert ph["seconds"] >= 0
-        if ph["seconds"] > 0:
-            assert ph["mbs"] == pytest.approx(ph["bytes"] / ph["seconds"] / 1e6, rel=1e-6)
+    check_phases(res, phases, phase_bytes)
 
 
 def check_file(path, size, header=0):
@@ -211,18 +188,12 @@ CORRUPT = [
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRUPT)])
 def test_corruption_is_reported(job, kernel, n, args, offset):
     job.kernel(n, kernel, *args, "--keep")
-    path = job.tmp / NAMES[kernel]
-    original = path.read_bytes()[offset]
-    flip_byte(path, offset)
     _, _, owners = LAYOUTS[kernel](n, args)
     finders = owners(offset)
     assert finders  # the offset is inside written data
 
-    res, p = job.kernel(n, kernel, *args, "--skip-write", check=False)
-    assert p.returncode == 1, p.stderr
-    assert res["verified"] is False
-    assert res["errors"] == [{"rank": r, "file": NAMES[kernel], "offset": offset,
-                              "expected": original, "got": original ^ 0xFF} for r in finders]
+    res, p, original = reread_corrupted(job, n, kernel, args, job.tmp / NAMES[kernel], offset)
+    assert res["errors"] == mismatch(finders, NAMES[kernel], offset, original)
     assert f"offset {offset}" in p.stderr
     assert [ph["name"] for ph in res["phases"]] == ["read"]
 
@@ -253,13 +224,9 @@ BAD = [
 
 @pytest.mark.parametrize("kernel,n,args,words", BAD, ids=[f"{b[0]}{''.join(b[2])}-{b[1]}" for b in BAD])
 def test_bad_parameters(job, kernel, n, args, words):
-    p = job.run(n, [KERNEL, kernel, *args], check=False)
-    assert p.returncode == 2, p.stderr
-    assert p.stdout == ""
-    lines = [line for line in p.stderr.splitlines() if line.startswith(f"iotame-kernel {kernel}:")]
-    assert len(lines) == 1, p.stderr
-    assert words in lines[0]
-    assert list(p.stderr.splitlines()) == lines  # nothing else: no MPI error, no abort
+    line, p = usage_error(job, n, kernel, args)
+    assert words in line
+    assert p.stderr.splitlines() == [line]  # nothing else: no MPI error, no abort
 
 
 def test_listed_with_help(job):

@@ -10,27 +10,8 @@ from math import prod
 
 import pytest
 
-from conftest import KERNEL, flip_byte
-
-# ---- the data contract ----
-
-_M = (1 << 64) - 1
-_G = 0x9E3779B97F4A7C15
-
-
-def _mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-    return z ^ (z >> 31)
-
-
-def pattern(seed, offset, length, writer=0):
-    base = _mix(seed) ^ _mix(((writer + 1) * _G) & _M)
-    first, last = offset // 8, (offset + length + 7) // 8
-    words = b"".join(_mix((base + (i + 1) * _G) & _M).to_bytes(8, "little") for i in range(first, last))
-    start = offset - first * 8
-    return words[start:start + length]
-
+from conftest import KERNEL
+from kernel_helpers import check_phases, mismatch, pattern, reread_corrupted, usage_error
 
 # ---- the expected layouts: [(file, dataset, shape, element size)] in logical order, and phase bytes ----
 
@@ -142,7 +123,7 @@ def check_files(tmp, kernel, n, args, seed=42):
         for d, shape, size in {mine[0], mine[-1]}:
             data = h5_raw(tmp, tmp / f, d)
             assert len(data) == prod(shape) * size
-            assert data == pattern(seed, logical_base(ds, f, d), len(data)), (f, d)
+            assert data == pattern(logical_base(ds, f, d), len(data), seed=seed), (f, d)
     return files
 
 
@@ -172,12 +153,7 @@ def test_write_read_verified(job, kernel, n, extra):
     assert res["kernel"] == kernel and res["nprocs"] == n
     assert res["verified"] is True and res["errors"] == [], p.stderr
     _, phases = layout(kernel, n, args)
-    assert [ph["name"] for ph in res["phases"]] == list(phases)
-    for ph in res["phases"]:
-        assert ph["bytes"] == phases[ph["name"]], ph["name"]
-        assert ph["seconds"] >= 0
-        if ph["seconds"] > 0:
-            assert ph["mbs"] == pytest.approx(ph["bytes"] / ph["seconds"] / 1e6, rel=1e-6)
+    check_phases(res, phases, phases)
     prm = res["params"]
     assert prm["collective"] == ("--collective" in extra)
     assert (prm["file"], prm["seed"], prm["keep"], prm["skip-write"]) == (f"iotame-{kernel}.h5", 42, keep, False)
@@ -223,16 +199,12 @@ def test_corruption_is_reported(job, kernel, name, dataset, element, byte, finde
     ds, _ = layout(kernel, 2, args)
     size = next(s for f, d, _, s in ds if (f, d) == (name, dataset))
     logical = logical_base(ds, name, dataset) + element * size + byte
-    original = pattern(42, logical, 1)[0]
+    original = pattern(logical, 1)[0]
     offset = h5_offset(job.tmp / name, dataset) + element * size + byte
     assert (job.tmp / name).read_bytes()[offset] == original  # the element is where HDF5 says
-    flip_byte(job.tmp / name, offset)
 
-    res, p = job.kernel(2, kernel, *args, "--skip-write", check=False)
-    assert p.returncode == 1, p.stderr
-    assert res["verified"] is False
-    assert res["errors"] == [{"rank": finder, "file": f"{name}:{dataset}", "offset": logical,
-                              "expected": original, "got": original ^ 0xFF}]
+    res, p, _ = reread_corrupted(job, 2, kernel, args, job.tmp / name, offset)
+    assert res["errors"] == mismatch([finder], f"{name}:{dataset}", logical, original)
     assert f"{name}:{dataset} at offset {logical}" in p.stderr
 
 
@@ -264,12 +236,8 @@ def test_skip_write_with_other_options_fails(job):
     ("gcrmio", ["--chunk-cells", "8", "--chunk-levels", "26"], "--chunk-levels"),
 ], ids=lambda v: "".join(v) if isinstance(v, list) else None)
 def test_bad_options(job, kernel, args, option):
-    p = job.run(2 if option == "--particles" else 1, [KERNEL, kernel, *args], check=False)
-    assert p.returncode == 2
-    assert p.stdout == ""
-    lines = [line for line in p.stderr.splitlines() if line.startswith(f"iotame-kernel {kernel}:")]
-    assert len(lines) == 1, p.stderr  # rank 0 only
-    assert f"option {option}" in lines[0] or f"options {option}" in lines[0]
+    line, _ = usage_error(job, 2 if option == "--particles" else 1, kernel, args)
+    assert f"option {option}" in line or f"options {option}" in line
     assert list(job.tmp.iterdir()) == []
 
 

@@ -1,49 +1,25 @@
 """The ior kernel: IOR's layout and options, data verification, error reporting (real mpiexec, 1 to 4 ranks)."""
-from pathlib import Path
-
 import pytest
 
 from conftest import KERNEL
+from kernel_helpers import check_phases, mismatch, pattern, rank_file, reread_corrupted, usage_error
 
 KiB = 1024
 BLOCK, TRANSFER, SEGMENTS = 256 * KiB, 64 * KiB, 2
 SIZES = ["-b", "256k", "-t", "64k", "-s", str(SEGMENTS)]
 NAME = "iotame-ior.dat"
 
-# The data pattern contract of kernels/common/pattern.h, re-implemented to check the files independently of the C
-# verification (a fill and a check that were wrong the same way would pass each other).
-_M = (1 << 64) - 1
-_G = 0x9E3779B97F4A7C15
-
-
-def _mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-    return z ^ (z >> 31)
-
-
-def pattern(seed, rank, offset, length):
-    base = _mix(seed) ^ _mix(((rank + 1) * _G) & _M)
-    first, last = offset // 8, (offset + length + 7) // 8
-    words = b"".join(_mix((base + (i + 1) * _G) & _M).to_bytes(8, "little") for i in range(first, last))
-    start = offset - first * 8
-    return words[start:start + length]
-
-
-def fpp_name(rank, name=NAME):
-    return f"{name}.{rank:08d}"
-
 
 def check_layout(tmp, n, fpp, seed=42):
     """Files have IOR's sizes, and each rank's blocks hold its pattern where IOR puts them."""
     for rank in range(n):
-        path = tmp / (fpp_name(rank) if fpp else NAME)
+        path = tmp / (rank_file(NAME, rank) if fpp else NAME)
         data = path.read_bytes()
         assert len(data) == (BLOCK * SEGMENTS if fpp else n * BLOCK * SEGMENTS)
         for seg in range(SEGMENTS):
             start = seg * BLOCK if fpp else seg * n * BLOCK + rank * BLOCK
             for off, length in ((start, 64), (start + BLOCK // 2 + 3, 29), (start + BLOCK - 13, 13)):
-                assert data[off:off + length] == pattern(seed, rank, off, length), (path.name, rank, seg, off)
+                assert data[off:off + length] == pattern(off, length, rank=rank, seed=seed), (path.name, rank, seg, off)
     if fpp:
         assert not (tmp / NAME).exists()
 
@@ -65,12 +41,7 @@ def test_write_read_verified(job, n, args):
     res, p = job.kernel(n, "ior", *args, *SIZES, "-W", "-R", "-k")
     assert res["kernel"] == "ior" and res["nprocs"] == n
     assert res["verified"] is True and res["errors"] == []
-    assert [ph["name"] for ph in res["phases"]] == ["write", "read"]
-    for ph in res["phases"]:
-        assert ph["bytes"] == n * BLOCK * SEGMENTS
-        assert ph["seconds"] >= 0
-        if ph["seconds"] > 0:
-            assert ph["mbs"] == pytest.approx(ph["bytes"] / ph["seconds"] / 1e6, rel=1e-6)
+    check_phases(res, ["write", "read"], n * BLOCK * SEGMENTS)
     prm = res["params"]
     assert prm["api"] == args[1]
     assert (prm["block"], prm["transfer"], prm["segments"]) == (BLOCK, TRANSFER, SEGMENTS)
@@ -127,8 +98,8 @@ CORRUPT = [
     # (extra args, file flipped, offset flipped, rank expected to find it)
     ([], NAME, 1 * 2 * BLOCK + 1 * BLOCK + 12345, 1),  # segment 1 of rank 1
     (["-C"], NAME, 1 * 2 * BLOCK + 1 * BLOCK + 12345, 0),  # rank 0 reads rank 1's data
-    (["-F", "-z"], fpp_name(1), BLOCK + 7, 1),
-    (["-a", "POSIX", "-F", "-C"], fpp_name(0), 3, 1),  # rank 1 reads rank 0's file
+    (["-F", "-z"], rank_file(NAME, 1), BLOCK + 7, 1),
+    (["-a", "POSIX", "-F", "-C"], rank_file(NAME, 0), 3, 1),  # rank 1 reads rank 0's file
 ]
 
 
@@ -136,17 +107,8 @@ CORRUPT = [
                          ids=["shared", "reorder", "fpp-random", "posix-fpp-reorder"])
 def test_corruption_is_reported(job, extra, name, offset, finder):
     job.kernel(2, "ior", *extra, *SIZES, "-w", "-k")
-    path = job.tmp / name
-    data = bytearray(path.read_bytes())
-    original = data[offset]
-    data[offset] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-    res, p = job.kernel(2, "ior", *extra, *SIZES, "-r", "-R", "-k", check=False)
-    assert p.returncode == 1, p.stderr
-    assert res["verified"] is False
-    assert res["errors"] == [{"rank": finder, "file": name, "offset": offset,
-                              "expected": original, "got": original ^ 0xFF}]
+    res, p, original = reread_corrupted(job, 2, "ior", [*extra, *SIZES], job.tmp / name, offset, ("-r", "-R", "-k"))
+    assert res["errors"] == mismatch([finder], name, offset, original)
     assert f"offset {offset}" in p.stderr
 
 
@@ -164,12 +126,8 @@ def test_corruption_is_reported(job, extra, name, offset, finder):
     (["-r", "-W"], "-W"),
 ], ids=lambda v: "".join(v) if isinstance(v, list) else None)
 def test_bad_options(job, args, option):
-    p = job.run(2, [KERNEL, "ior", *args], check=False)
-    assert p.returncode == 2
-    assert p.stdout == ""
-    lines = [line for line in p.stderr.splitlines() if line.startswith("iotame-kernel ior:")]
-    assert len(lines) == 1, p.stderr  # rank 0 only
-    assert f"option {option}" in lines[0]
+    line, _ = usage_error(job, 2, "ior", args)
+    assert f"option {option}" in line
 
 
 @pytest.mark.parametrize("args", [["-a", "POSIX"], ["-a", "MPIIO"], ["-a", "POSIX", "-F"], ["-a", "MPIIO", "-F"]],
