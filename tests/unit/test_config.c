@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "core/config.h"
 
 static int failures;
@@ -66,8 +68,8 @@ static void test_messages(void)
     parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": {\"cb_config_list\": 4}}}",
                 "defaults.mpiio_hints.cb_config_list: expected a string, got 4");
     parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": []}}", "defaults.mpiio_hints: expected an object, got array");
-    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"alignment\": 1}}}",
-                "defaults.hdf5.alignment: unknown key (section hdf5 has no settings yet)");
+    parse_fails("{\"version\": 1, \"defaults\": {\"throttle\": {\"level\": 1}}}",
+                "defaults.throttle.level: unknown key (section throttle has no settings yet)");
     parse_fails("{\"version\": 1, \"meta\": 3}", "meta: expected an object, got integer");
     parse_fails("{\"version\": 1, \"version\": 1}", "line 1, column");
     /* Every problem is reported, not only the first. */
@@ -121,6 +123,50 @@ static void test_rules(void)
     iotame_config_free(cfg);
 }
 
+static void test_hdf5(void)
+{
+    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"alignment\": 0}}}",
+                "defaults.hdf5.alignment: expected an integer >= 1, got 0");
+    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"chunk\": []}}}",
+                "defaults.hdf5.chunk: expected 1 to 32 items, got 0");
+    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"transfer\": \"coll\"}}}",
+                "defaults.hdf5.transfer: expected one of collective, independent, got \"coll\"");
+    parse_fails("{\"version\": 1, \"files\": [{\"match\": \"*\", \"hdf5\": {\"datasets\": [{\"chunk\": [4, 0]}]}}]}",
+                "files[0].hdf5.datasets[0].chunk[1]: expected an integer >= 1, got 0");
+    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"datasets\": [{\"match\": \"x\", \"alignment\": 1}]}}}",
+                "defaults.hdf5.datasets[0].alignment: unknown key (expected one of: alloc_time, chunk, chunk_bytes, "
+                "match, transfer)");
+    parse_fails("{\"version\": 1, \"defaults\": {\"hdf5\": {\"datasets\": [{\"chunk_bytes\": 1}]}}}",
+                "defaults.hdf5.datasets[0].match: missing required key");
+
+    /* iotame_config_value: the matching rule's value, else the defaults', else NULL. */
+    iotame_config_t *cfg = parse_ok(
+        "{\"version\": 1, \"defaults\": {\"hdf5\": {\"alignment\": 4096, \"chunk_bytes\": 1048576}},"
+        " \"files\": [{\"match\": \"*.h5\", \"hdf5\": {\"alignment\": 65536, \"datasets\": [{\"match\": \"/a\"}]}},"
+        "            {\"match\": \"*.dat\", \"mpiio_hints\": {\"cb_nodes\": 1}}]}");
+    if (!cfg) return;
+    iotame_file_config_t fc;
+    CHECK(iotame_config_for_file(cfg, "/x/run.h5", &fc) == 0);
+    CHECK(json_integer_value(iotame_config_value(&fc, "hdf5", "alignment")) == 65536);
+    CHECK(json_integer_value(iotame_config_value(&fc, "hdf5", "chunk_bytes")) == 1048576);
+    CHECK(json_array_size(iotame_config_value(&fc, "hdf5", "datasets")) == 1);
+    CHECK(iotame_config_value(&fc, "hdf5", "transfer") == NULL);
+    CHECK(iotame_config_value(&fc, "collective", "strategy") == NULL);
+    iotame_config_file_release(&fc);
+    CHECK(iotame_config_for_file(cfg, "/x/run.dat", &fc) == 0); /* a rule without an hdf5 section */
+    CHECK(json_integer_value(iotame_config_value(&fc, "hdf5", "alignment")) == 4096);
+    iotame_config_file_release(&fc);
+    iotame_config_free(cfg);
+    cfg = parse_ok("{\"version\": 1, \"files\": [{\"match\": \"*.h5\", \"hdf5\": {\"alignment\": 8}}]}");
+    CHECK(iotame_config_for_file(cfg, "a.dat", &fc) == 0); /* no rule, no defaults */
+    CHECK(iotame_config_value(&fc, "hdf5", "alignment") == NULL);
+    iotame_config_file_release(&fc);
+    iotame_config_free(cfg);
+    CHECK(iotame_config_for_file(NULL, "a.h5", &fc) == 0); /* no configuration */
+    CHECK(iotame_config_value(&fc, "hdf5", "alignment") == NULL);
+    iotame_config_file_release(&fc);
+}
+
 static void test_read_file(void)
 {
     char *text, *errors;
@@ -134,6 +180,7 @@ int main(void)
 {
     test_messages();
     test_rules();
+    test_hdf5();
     test_read_file();
     if (failures) fprintf(stderr, "test_config: %d check(s) failed\n", failures);
     else printf("test_config: ok\n");

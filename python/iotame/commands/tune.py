@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import UsageError
 from ..paths import require_lib
 from ..render import console
 from ..stats import OBJECTIVES
@@ -68,7 +66,7 @@ def add_parser(sub) -> None:
                                                          "system, every setting the runtime can tune)")
     p.add_argument("--sampler", choices=tuple(SAMPLERS), default=DEFAULT_SAMPLER,
                    help=f"search strategy (default {DEFAULT_SAMPLER}): " +
-                        "; ".join(f"{n}: {c.summary}" for n, c in SAMPLERS.items()))
+                        "; ".join(f"{n}: {c.summary}" for n, c in SAMPLERS.items()).replace("%", "%%"))
     p.add_argument("--trials", type=_positive, default=DEFAULT_TRIALS, metavar="N",
                    help=f"trials in the study, the default trial included (default {DEFAULT_TRIALS})")
     p.add_argument("--repeat", type=_positive, default=1, metavar="R",
@@ -189,8 +187,7 @@ def _space(args, fs: str, nprocs: int):
 def print_result(summary: dict, out_dir: Path) -> None:
     unit = summary["unit"]
     out = console()
-    t = Table(title=f"iotame tune: {summary['study']} ({summary['objective']}, {summary['measured']})",
-              title_justify="left")
+    t = Table(title=f"iotame tune: {summary['study']}", title_justify="left")
     t.add_column("")
     t.add_column(summary["objective"], justify="right")
     t.add_column("trial", justify="right")
@@ -202,7 +199,8 @@ def print_result(summary: dict, out_dir: Path) -> None:
     out.print(t)
     speedup = summary.get("speedup")
     trials = summary["trials"]
-    out.print(f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -", markup=False)
+    out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -") + f" ({summary['measured']})",
+              markup=False)
     out.print(f"trials: {trials['total']} ({trials['complete']} complete, {trials['failed']} failed, "
               f"{trials['reused']} reused); page cache {summary['page_cache']}", markup=False)
     out.print(f"best configuration: {summary['best_json']}\nsummary: {out_dir / 'summary.json'}\n"

@@ -16,7 +16,7 @@ class PageCache:
 
     def __init__(self, enabled: bool = True, on_note: Callable[[str], None] | None = None, path: str = DROP_CACHES):
         self.enabled, self.on_note, self.path = enabled, on_note, path
-        self.reason: str | None = None if enabled else "not asked (--no-drop-caches)"
+        self.reason: str | None = None if enabled else "--no-drop-caches"
         self._lock = threading.Lock()
         self.dropped = 0
 

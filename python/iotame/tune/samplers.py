@@ -7,20 +7,22 @@
             probability 0.15.
     tpe     Tree-structured Parzen estimator (multivariate, few random start-up trials).
     random  Uniform random sampling.
-    grid    Every configuration of the space, in a random order; the study stops when the grid is exhausted.
+    grid    Every configuration of the space once, in a seeded random order; the study stops when all are done.
 
 The default is the one that reached a good configuration in the fewest trials in bench/tuners.py (docs/tuning.md).
 """
 from __future__ import annotations
 
+import math
+import random
 import warnings
 
 import optuna
 
 from .space import Space
 
-__all__ = ["Sampler", "GeneticAlgorithm", "Tpe", "Random", "Grid", "SAMPLERS", "DEFAULT_SAMPLER", "get_sampler",
-           "GA_POPULATION", "GA_MUTATION", "GA_CROSSOVER", "TPE_STARTUP"]
+__all__ = ["Sampler", "GeneticAlgorithm", "Tpe", "Random", "Grid", "ShuffledGrid", "SAMPLERS", "DEFAULT_SAMPLER",
+           "get_sampler", "GA_POPULATION", "GA_MUTATION", "GA_CROSSOVER", "TPE_STARTUP"]
 
 GA_POPULATION = 15       # H5Evolve's population size
 GA_MUTATION = 0.15       # H5Evolve's mutation rate
@@ -73,23 +75,81 @@ class Random(Sampler):
         return optuna.samplers.RandomSampler(seed=seed)
 
 
-class _AskTellGrid(optuna.samplers.GridSampler):
-    """optuna's GridSampler stops a study from inside optimize() when the grid is done, which the ask-and-tell
-    loop of the tuner cannot take; the tuner asks Grid.exhausted() instead."""
+class ShuffledGrid(optuna.samplers.BaseSampler):
+    """Every point of a categorical space once, in a seeded random order.
 
-    def after_trial(self, study, trial, state, values):
-        return None
+    RATIONALE: optuna's GridSampler builds the whole grid in memory (the built-in space has millions of points,
+    billions with HDF5 properties) and stops the study from inside optimize(), which the tuner's ask-and-tell
+    loop cannot take. This one draws an unvisited point's index and decodes it (mixed radix); the points of every
+    trial of the study, enqueued ones included, count as visited.
+    """
+
+    def __init__(self, space: dict, seed: int | None = None):
+        self._keys = list(space)
+        self._choices = [list(v) for v in space.values()]
+        self._size = math.prod(len(c) for c in self._choices)
+        self._rng = random.Random(seed)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def _index(self, params: dict) -> int | None:
+        index = 0
+        for key, choices in zip(self._keys, self._choices):
+            if key not in params or params[key] not in choices:
+                return None
+            index = index * len(choices) + choices.index(params[key])
+        return index
+
+    def _point(self, index: int) -> dict:
+        point = {}
+        for key, choices in reversed(list(zip(self._keys, self._choices))):
+            index, i = divmod(index, len(choices))
+            point[key] = choices[i]
+        return point
+
+    def visited(self, study: optuna.Study) -> set[int]:
+        seen = set()
+        for t in study.get_trials(deepcopy=False):
+            params = t.params or t.system_attrs.get("fixed_params") or {}
+            i = self._index(params)
+            if i is not None:
+                seen.add(i)
+        return seen
+
+    def infer_relative_search_space(self, study, trial):
+        return {k: optuna.distributions.CategoricalDistribution(c) for k, c in zip(self._keys, self._choices)}
+
+    def sample_relative(self, study, trial, search_space):
+        if not search_space:
+            return {}
+        seen = self.visited(study)
+        if len(seen) >= self._size:
+            return self._point(self._rng.randrange(self._size))
+        if len(seen) < self._size // 2:
+            while True:
+                i = self._rng.randrange(self._size)
+                if i not in seen:
+                    return self._point(i)
+        return self._point(self._rng.choice([i for i in range(self._size) if i not in seen]))
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self._rng.choice(list(param_distribution.choices))
+
+    def is_exhausted(self, study: optuna.Study) -> bool:
+        return len(self.visited(study)) >= self._size
 
 
 class Grid(Sampler):
     name = "grid"
-    summary = "every configuration of the space, in random order"
+    summary = "every configuration of the space once, in random order"
 
     def create(self, space, seed=None):
-        return _AskTellGrid({p.key: p.choices for p in space}, seed=seed)
+        return ShuffledGrid({p.key: p.choices for p in space}, seed=seed)
 
     def exhausted(self, sampler, study):
-        return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
+        return isinstance(sampler, ShuffledGrid) and sampler.is_exhausted(study)
 
 
 SAMPLERS: dict[str, type[Sampler]] = {s.name: s for s in (GeneticAlgorithm, Tpe, Random, Grid)}

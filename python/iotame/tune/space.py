@@ -2,15 +2,32 @@
 system default), and the runtime configuration a point of the space stands for."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .layers import param_key
 
-__all__ = ["UNSET", "Param", "Space", "pow2_values", "config_for", "is_pow2", "CONFIG_VERSION"]
+__all__ = ["UNSET", "Param", "Space", "pow2_values", "config_for", "is_pow2", "encode", "decode",
+           "CONFIG_VERSION", "JSON_PREFIX"]
 
 UNSET = "unset"            # a parameter's value meaning: do not set it (the system default)
 CONFIG_VERSION = 1
+JSON_PREFIX = "json:"      # how a list or object value travels through optuna, which takes scalars only
+
+
+def encode(value: Any) -> Any:
+    """A value as a sampler's choice: scalars as they are, lists and objects as `json:` + compact JSON."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return JSON_PREFIX + json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def decode(choice: Any) -> Any:
+    """The value a sampler's choice stands for (the inverse of encode)."""
+    if isinstance(choice, str) and choice.startswith(JSON_PREFIX):
+        return json.loads(choice[len(JSON_PREFIX):])
+    return choice
 
 
 @dataclass(frozen=True)
@@ -28,8 +45,8 @@ class Param:
 
     @property
     def choices(self) -> list:
-        """What a sampler chooses from: UNSET first, then the values."""
-        return [UNSET, *self.values]
+        """What a sampler chooses from: UNSET first, then the values (encoded: see encode())."""
+        return [UNSET, *map(encode, self.values)]
 
     def to_json(self) -> dict:
         return {"layer": self.layer, "section": self.section, "name": self.name, "values": list(self.values)}
@@ -79,8 +96,8 @@ class Space:
         defaults = config.get("defaults") or {}
         point = {}
         for p in self.params:
-            v = (defaults.get(p.section) or {}).get(p.name, UNSET)
-            point[p.key] = v if v in p.values else UNSET
+            v = encode((defaults.get(p.section) or {}).get(p.name, UNSET))
+            point[p.key] = v if v in p.choices else UNSET
         return point
 
     def without(self, keys: Iterable[str], note: str | None = None) -> "Space":
@@ -101,12 +118,12 @@ class Space:
 
 
 def config_for(items: Iterable[tuple[Param, Any]], meta: Mapping[str, Any] | None = None) -> dict:
-    """A runtime configuration (`{"version": 1, "defaults": {section: {name: value}}}`) from (param, value)
-    pairs; UNSET values are left out, so all-UNSET gives the empty configuration."""
+    """A runtime configuration (`{"version": 1, "defaults": {section: {name: value}}}`) from (param, value or
+    choice) pairs; UNSET values are left out, so all-UNSET gives the empty configuration."""
     defaults: dict[str, dict] = {}
     for p, v in items:
         if v != UNSET:
-            defaults.setdefault(p.section, {})[p.name] = v
+            defaults.setdefault(p.section, {})[p.name] = decode(v)
     config: dict[str, Any] = {"version": CONFIG_VERSION}
     if defaults:
         config["defaults"] = defaults

@@ -11,8 +11,9 @@
     [iotame.collective]                      # the iotame layer has one sub-table per section
 
 Every parameter also gets the value "unset" (leave the setting to the system default); "unset" or "default" in a
-list mean the same. Errors name the file, the table and the key, one per line, like configuration errors, and
-every value must be one the runtime accepts (checked with the runtime's own rules, iotame.config.validate).
+list mean the same (unless the setting has a value of that name, as HDF5's alloc_time has "default"). Errors
+name the file, the table and the key, one per line, like configuration errors, and every value must be one the
+runtime accepts (checked with the runtime's own rules, iotame.config.validate).
 """
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ class _Parser:
                 else:
                     params.append(p)
         params.extend(p for p in chosen.values() if p is not None)
-        return Space(tuple(params), tuple(self.notes))
+        notes = dict.fromkeys(self.notes)        # the built-in space may say the same
+        return Space(tuple(params), tuple(notes))
 
     def iotame(self, table: dict, chosen: dict) -> None:
         sections = LAYERS["iotame"]
@@ -159,7 +161,7 @@ class _Parser:
             return
         if setting.fs is not None and self.fs not in setting.fs:
             self.notes.append(f"{name} left out: it matters on {', '.join(setting.fs)} only, and this is "
-                              f"{self.fs} (see --fs)")
+                              f"{self.fs}")
             chosen[param.key] = None
             return
         chosen[param.key] = Param(layer, section, name, tuple(values))
@@ -181,11 +183,13 @@ class _Parser:
             self.error(where, "empty list of values")
             return None
         out: list = []
+        structured = setting.type in ("list", "rules")        # values are arrays or tables themselves
         for v in spec:
-            if not isinstance(v, (str, int, float, bool)):
-                self.error(where, f"values must be strings, integers or booleans, got {_type(v)}")
+            if not isinstance(v, (str, int, float, bool, list, dict)) or (isinstance(v, (list, dict))
+                                                                         and not structured):
+                self.error(where, f"values must be strings, numbers or booleans, got {_type(v)}")
                 return None
-            if isinstance(v, str) and v in UNSET_WORDS:
+            if isinstance(v, str) and v in UNSET_WORDS and v not in setting.values:   # hdf5 alloc_time has "default"
                 continue
             if v not in out:
                 out.append(v)

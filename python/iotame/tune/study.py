@@ -17,8 +17,8 @@ from optuna.trial import FrozenTrial, TrialState
 from ..errors import UsageError
 
 __all__ = ["ATTR_DEFAULT", "ATTR_SEED", "ATTR_REUSED", "ATTR_ERROR", "HEARTBEAT_SECONDS", "STALE_SECONDS",
-           "sqlite_url", "open_study", "claim", "Heartbeat", "fail_interrupted", "interrupted_numbers",
-           "is_default", "counted_trials", "quiet_optuna"]
+           "CLAIM_GRACE_SECONDS", "sqlite_url", "open_study", "register", "claim", "Heartbeat", "fail_interrupted",
+           "mark_interrupted", "interrupted_numbers", "is_default", "counted_trials", "quiet_optuna"]
 
 ATTR_DEFAULT = "default"          # user attribute: the trial measures the system default
 ATTR_SEED = "seed"                # user attribute: where an enqueued configuration came from
@@ -26,8 +26,10 @@ ATTR_REUSED = "reused_from"       # user attribute: the configuration was measur
 ATTR_ERROR = "error"
 _HOST, _PID, _BEAT = "host", "pid", "heartbeat"
 _INTERRUPTED = "interrupted_trials"   # study user attribute: numbers of trials a killed tuner left
+_TUNER = "tuner:"                     # study user attributes tuner:HOST:PID, one per tuner that ran the study
 HEARTBEAT_SECONDS = 30
-STALE_SECONDS = 300
+STALE_SECONDS = 300                   # a claimed trial with no heartbeat for this long is abandoned
+CLAIM_GRACE_SECONDS = 30              # an unclaimed RUNNING trial this old is abandoned
 
 
 def quiet_optuna() -> None:
@@ -102,26 +104,58 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _abandoned(t: FrozenTrial, now: float) -> bool:
+def register(study: optuna.Study) -> None:
+    """Records this tuner (host and process) in the study, so that later tuners know who may hold its trials."""
+    study.set_user_attr(f"{_TUNER}{socket.gethostname()}:{os.getpid()}", time.time())
+
+
+def _other_tuner_alive(study: optuna.Study) -> bool:
+    """Whether a tuner other than this one may still be running the study: one on this host whose process
+    exists, or one on another host (which this tuner cannot check)."""
+    here, me = socket.gethostname(), os.getpid()
+    for key in study.user_attrs:
+        if not key.startswith(_TUNER):
+            continue
+        host, _, pid = key[len(_TUNER):].rpartition(":")
+        if host != here:
+            return True
+        if pid.isdigit() and int(pid) != me and _alive(int(pid)):
+            return True
+    return False
+
+
+def _abandoned(t: FrozenTrial, now: float, others: bool) -> bool:
     host, pid, beat = t.user_attrs.get(_HOST), t.user_attrs.get(_PID), t.user_attrs.get(_BEAT)
+    started = t.datetime_start.timestamp() if t.datetime_start else now
+    if host is None:
+        # asked but never claimed: its tuner died in between, unless another live tuner is about to claim it
+        return not others or now - started > CLAIM_GRACE_SECONDS
     if host == socket.gethostname() and isinstance(pid, int) and pid != os.getpid() and not _alive(pid):
         return True
-    last = beat if isinstance(beat, (int, float)) else (t.datetime_start.timestamp() if t.datetime_start else now)
+    last = beat if isinstance(beat, (int, float)) else started
     return now - last > STALE_SECONDS
 
 
 def fail_interrupted(study: optuna.Study) -> list[int]:
     """Marks failed the RUNNING trials whose tuner is gone, records them as interrupted, returns their numbers."""
     now = time.time()
-    stale = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if _abandoned(t, now)]
+    others = _other_tuner_alive(study)
+    stale = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+             if _abandoned(t, now, others)]
     for t in stale:
         study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
     if stale:
-        study.set_user_attr(_INTERRUPTED, sorted(set(interrupted_numbers(study)) | {t.number for t in stale}))
+        mark_interrupted(study, [t.number for t in stale])
     return [t.number for t in stale]
 
 
+def mark_interrupted(study: optuna.Study, numbers: list[int]) -> None:
+    """Records trials as interrupted: failed, but not counted against the budget."""
+    study.set_user_attr(_INTERRUPTED, sorted(set(interrupted_numbers(study)) | set(numbers)))
+
+
 def interrupted_numbers(study: optuna.Study) -> list[int]:
+    """The trials a stopped tuner left (see fail_interrupted)."""
     return list(study.user_attrs.get(_INTERRUPTED, []))
 
 

@@ -29,12 +29,13 @@ from ..config import save_config
 from ..errors import IotameError, UsageError
 from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
-from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, Measurement, better, measure, ratio
+from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
 from .page_cache import PageCache
 from .samplers import DEFAULT_SAMPLER, get_sampler
 from .space import UNSET, Space
 from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_SEED, Heartbeat, claim, counted_trials,
-                    fail_interrupted, interrupted_numbers, is_default, open_study, sqlite_url)
+                    fail_interrupted, interrupted_numbers, is_default, mark_interrupted, open_study, register,
+                    sqlite_url)
 from .workload import Workload, prune, signature, workload_from_stats
 
 __all__ = ["TuneSpec", "TuneEvents", "TrialRecord", "TuneResult", "TuneError", "Tuner", "run_tune",
@@ -43,6 +44,7 @@ __all__ = ["TuneSpec", "TuneEvents", "TrialRecord", "TuneResult", "TuneError", "
 TIMEOUT_FACTOR = 10      # without --timeout, a run may take this many times the default's slowest run …
 TIMEOUT_MIN = 60.0       # … and at least this many seconds
 SUMMARY_VERSION = 1
+DEFAULT_WAIT_SECONDS = 5  # how often to look whether another tuner's default trial is done
 
 
 class TuneError(IotameError):
@@ -147,6 +149,7 @@ class Tuner:
         self.full_space = spec.space
         self.space = spec.space
         self.study: optuna.Study | None = None
+        self.default: FrozenTrial | None = None
         self.sampler_plugin = get_sampler(spec.sampler)
 
     # --- the study -----------------------------------------------------------------------------------------
@@ -163,6 +166,7 @@ class Tuner:
             raise UsageError(f"tune: study {spec.study} was started with another search space (or file system, "
                              f"or process count); give a new --study, or the same options as before")
         lost = fail_interrupted(study)
+        register(study)
         if lost:
             self.events.note(f"resuming study {spec.study}: trial{'s' if len(lost) > 1 else ''} "
                              f"{', '.join(map(str, lost))} of a stopped tuner marked failed")
@@ -190,10 +194,6 @@ class Tuner:
     def _default_trial(self) -> FrozenTrial | None:
         done = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if is_default(t)]
         return done[-1] if done else None
-
-    def _default_pending(self) -> bool:
-        return any(is_default(t) for t in self.study.get_trials(deepcopy=False,
-                                                               states=(TrialState.WAITING, TrialState.RUNNING)))
 
     # --- one trial -----------------------------------------------------------------------------------------
 
@@ -224,7 +224,8 @@ class Tuner:
         if earlier is not None and not default:
             number, value = earlier
             trial.set_user_attr(ATTR_REUSED, number)
-            return self._finish(trial, point, value, None if value is not None else f"failed before, as trial {number}", [])
+            error = None if value is not None else f"failed before, as trial {number}"
+            return self._finish(trial, point, value, error, [])
         with Heartbeat(trial):
             m = measure(spec.argv, config_path, trial_dir, spec.objective, spec.repeat, timeout=self.timeout,
                         cwd=spec.cwd, page_cache=self.page_cache)
@@ -263,8 +264,7 @@ class Tuner:
         except BaseException:
             # interrupted (Ctrl-C) or broken: the trial must not stay RUNNING, nor count against the budget
             try:
-                self.study.set_user_attr("interrupted_trials",
-                                         sorted(set(interrupted_numbers(self.study)) | {trial.number}))
+                mark_interrupted(self.study, [trial.number])
                 self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             except Exception:
                 pass
@@ -273,20 +273,29 @@ class Tuner:
     # --- the phases ----------------------------------------------------------------------------------------
 
     def run_default(self) -> FrozenTrial:
-        """Runs the default trial unless the study has one; raises TuneError when the default fails."""
-        done = self._default_trial()
-        if done is not None:
-            return done
-        if not self._default_pending():
-            self.study.enqueue_trial(self.full_space.default_point(), user_attrs={ATTR_DEFAULT: True})
+        """Runs the default trial unless the study has one; raises TuneError when the default fails. When another
+        live tuner of a shared study is running it, waits for it."""
+        waited = False
         while True:
-            trial = self._reserve_default()
-            rec = self._run_reserved(trial)
-            if rec.default:
-                if not rec.ok:
-                    raise TuneError(f"tune: the default configuration failed ({rec.error}); see "
-                                    f"{self.spec.out / 'trials' / f'{rec.number:04d}'}; nothing to compare with")
-                return self._default_trial()
+            done = self._default_trial()
+            if done is not None:
+                return done
+            pending = [t for t in self.study.get_trials(deepcopy=False,
+                                                        states=(TrialState.WAITING, TrialState.RUNNING))
+                       if is_default(t)]
+            if any(t.state == TrialState.RUNNING for t in pending):
+                if not waited:
+                    self.events.note("another tuner is running the default trial: waiting for it")
+                    waited = True
+                time.sleep(DEFAULT_WAIT_SECONDS)
+                fail_interrupted(self.study)
+                continue
+            if not pending:
+                self.study.enqueue_trial(self.full_space.default_point(), user_attrs={ATTR_DEFAULT: True})
+            rec = self._run_reserved(self._reserve_default())
+            if rec.default and not rec.ok:
+                raise TuneError(f"tune: the default configuration failed ({rec.error}); see "
+                                f"{self.spec.out / 'trials' / f'{rec.number:04d}'}; nothing to compare with")
 
     def _reserve_default(self) -> optuna.Trial:
         with self.lock:
@@ -323,7 +332,7 @@ class Tuner:
 
     def _seed(self, sig: dict) -> None:
         try:
-            known = KnowledgeBase(self.spec.knowledge).lookup(sig, 3, exclude_study=self.spec.study)
+            known = KnowledgeBase(self.spec.knowledge).lookup(sig, 3)
         except Exception as e:       # a broken knowledge base must not stop a study
             self.events.note(f"knowledge base {self.spec.knowledge} not used: {e}")
             return
@@ -346,11 +355,8 @@ class Tuner:
             return
 
         def worker() -> None:
-            while not self.stop.is_set():
-                trial = self._reserve()
-                if trial is None:
-                    return
-                self._run_reserved(trial)
+            while not self.stop.is_set() and self.step() is not None:
+                pass
 
         if self.spec.jobs <= 1:
             worker()
@@ -404,8 +410,9 @@ class Tuner:
         best_trial = study.best_trial if complete else default
         if final is not None and final.default.ok and final.best.ok:
             best_number, best_value, default_value = final.best.trial, final.best.median, final.default.median
-            measured = f"final re-run: default and the best {len(final.candidates)} alternately, " \
-                       f"{final.rounds} rounds, medians"
+            n, r = len(final.candidates), final.rounds
+            measured = f"final re-run: the default and the best {n} configuration{'s' if n > 1 else ''} " \
+                       f"alternately, {r} round{'s' if r > 1 else ''}, medians"
         else:
             best_number, best_value, default_value = best_trial.number, best_trial.value, default.value
             measured = "search trials (no final re-run)" if final is None else \
@@ -452,13 +459,28 @@ class Tuner:
                 self.events.note(f"knowledge base {spec.knowledge} not updated: {e}")
         return TuneResult(summary, best_path, summary_path)
 
-    def run(self) -> TuneResult:
+    def start(self) -> FrozenTrial:
+        """Opens (or resumes) the study, runs the default trial and prepares the search; returns the default."""
         self.open()
-        default = self.run_default()
-        self.prepare(default)
+        self.default = self.run_default()
+        self.prepare(self.default)
+        return self.default
+
+    def step(self) -> TrialRecord | None:
+        """Runs one more trial of the search; None when the budget is spent or the sampler has nothing new."""
+        if not len(self.space):
+            return None
+        trial = self._reserve()
+        return None if trial is None else self._run_reserved(trial)
+
+    def finish(self) -> TuneResult:
+        """The final re-run, best.json, summary.json and the knowledge base."""
+        return self.results(self.default, self.final(self.default))
+
+    def run(self) -> TuneResult:
+        self.start()
         self.search()
-        final = self.final(default)
-        return self.results(default, final)
+        return self.finish()
 
 
 def _mkdir(p: Path) -> Path:

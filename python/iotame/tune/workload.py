@@ -55,6 +55,7 @@ class Workload:
     independent_ops: int
     read_size: int | None
     write_size: int | None
+    hdf5_files: int = 0          # files the runtime saw opened through HDF5 (a per-file "hdf5" object)
 
     @property
     def data_ops(self) -> int:
@@ -69,7 +70,7 @@ class Workload:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Workload":
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def _dominant(counts: dict[int, int]) -> int | None:
@@ -104,7 +105,8 @@ def workload_from_stats(stats: Mapping[str, Any]) -> Workload:
     return Workload(nprocs=int(stats.get("nprocs") or 0), bytes_read=int(s.get("bytes_read", 0) or 0),
                     bytes_written=int(s.get("bytes_written", 0) or 0), files=len(files), read_ops=reads,
                     write_ops=writes, collective_ops=coll, independent_ops=indep,
-                    read_size=_dominant(hist["read"]), write_size=_dominant(hist["write"]))
+                    read_size=_dominant(hist["read"]), write_size=_dominant(hist["write"]),
+                    hdf5_files=sum(1 for f in files if isinstance(f.get("hdf5"), dict)))
 
 
 def signature(w: Workload, fs: str) -> dict:
@@ -133,23 +135,33 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
 
 
 def prune(space: Space, w: Workload) -> Space:
-    """The space without the MPI-IO hints this workload cannot feel: read-side hints when it reads nothing,
-    write-side and striping hints when it writes nothing, collective-buffering hints when it makes no collective
-    call. A workload with no data calls at all keeps every parameter."""
+    """The space without the settings this workload cannot feel: read-side hints when it reads nothing,
+    write-side and striping hints when it writes nothing, collective-buffering hints and iotame's collective
+    settings when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5 properties
+    when the statistics show no file opened through HDF5 (the runtime adds an "hdf5" object to such files).
+    A workload with no data calls keeps everything."""
     if w.data_ops == 0:
         return space
     reasons: dict[str, str] = {}
+    # a setting of the space that can turn the job's independent calls into collective ones keeps the
+    # collective-buffering hints in (HDF5's transfer mode)
+    collective = w.collective_ops > 0 or (w.hdf5_files > 0 and any(
+        p.key == "hdf5.transfer" and "collective" in p.values for p in space))
     for p in space:
+        if p.layer == "hdf5" and w.hdf5_files == 0:
+            reasons[p.key] = "opens no file through HDF5"
+        if p.section == "collective" and not collective:           # iotame's collective strategies
+            reasons[p.key] = "makes no collective calls"
         if p.section != "mpiio_hints":
             continue
         if p.name in READ_SIDE and w.read_ops == 0:
-            reasons[p.key] = "no reads"
+            reasons[p.key] = "makes no reads"
         elif p.name in WRITE_SIDE and w.write_ops == 0:
-            reasons[p.key] = "no writes"
-        elif p.name in COLLECTIVE_ONLY and w.collective_ops == 0:
-            reasons[p.key] = "no collective calls"
+            reasons[p.key] = "makes no writes"
+        elif p.name in COLLECTIVE_ONLY and not collective:
+            reasons[p.key] = "makes no collective calls"
     for why in sorted(set(reasons.values())):
         names = [k.split(".")[-1] for k, r in reasons.items() if r == why]
         space = space.without([k for k, r in reasons.items() if r == why],
-                              f"{', '.join(names)} left out: the workload makes {why}")
+                              f"{', '.join(names)} left out: the workload {why}")
     return space

@@ -504,6 +504,7 @@ int iotame_config_for_file(const iotame_config_t *cfg, const char *path, iotame_
     path = strip_fs_prefix(path);
     for (size_t i = 0; i < cfg->nrules && !out->rule; i++)
         if (rule_matches(&cfg->rules[i], path)) out->rule = &cfg->rules[i];
+    out->defaults = &cfg->defaults;
     out->override = cfg->defaults.override > 0;
     if (out->rule && out->rule->override >= 0) out->override = out->rule->override;
     int rc = merge_hints(out, &cfg->defaults);
@@ -516,4 +517,15 @@ void iotame_config_file_release(iotame_file_config_t *fc)
 {
     free(fc->hints);
     memset(fc, 0, sizeof *fc);
+}
+
+static const json_t *rule_value(const iotame_rule_t *r, const char *section, const char *key)
+{
+    return r && r->json ? json_object_get(json_object_get(r->json, section), key) : NULL;
+}
+
+const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *section, const char *key)
+{
+    const json_t *v = rule_value(fc->rule, section, key);
+    return v ? v : rule_value(fc->defaults, section, key);
 }

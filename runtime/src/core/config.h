@@ -31,7 +31,8 @@ typedef struct {
 
 /* What applies to one file: defaults overlaid with the first matching rule. */
 typedef struct {
-    const iotame_rule_t *rule; /* NULL when no rule matched */
+    const iotame_rule_t *rule;     /* NULL when no rule matched */
+    const iotame_rule_t *defaults; /* the configuration's defaults; NULL without a configuration */
     int override;
     const iotame_kv_t **hints; /* pointers into the config; later keys already replaced earlier ones */
     size_t nhints;
@@ -50,5 +51,9 @@ void iotame_config_free(iotame_config_t *cfg);
  * Returns 0 or -ENOMEM; free with iotame_config_file_release(). */
 int iotame_config_for_file(const iotame_config_t *cfg, const char *path, iotame_file_config_t *out);
 void iotame_config_file_release(iotame_file_config_t *fc);
+
+/* The JSON value of `key` in section `section` for a file: the matching rule's, else the defaults', else NULL
+ * (borrowed from the configuration). */
+const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *section, const char *key);
 
 #endif

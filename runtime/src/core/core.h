@@ -110,6 +110,13 @@ void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks
 void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks);
 /* The path a record was created for. */
 const char *iotame_stats_path(const iotame_file_stats_t *fs);
+/* The record's "hdf5" object (created on first use; NULL when fs is NULL or on ENOMEM), which the HDF5 wrappers
+ * fill with what they applied. The caller serializes its own updates; the object is written as it stands at
+ * MPI_Finalize, from the first rank that has one. */
+json_t *iotame_stats_hdf5(iotame_file_stats_t *fs);
+/* The record's "collective" object (created on first use; NULL when fs is NULL or on ENOMEM): the selector's
+ * "decisions" and the "strategies" that served collective calls, written from the first rank that has one. */
+json_t *iotame_stats_collective(iotame_file_stats_t *fs);
 /* Counts a reason for passing a call through (per file when fs is given, else for the job). */
 void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason);
 /* Reduces every rank's records to rank 0 and writes the JSON statistics there. Collective. */

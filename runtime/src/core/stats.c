@@ -32,6 +32,8 @@ struct iotame_file_stats {
     char *path;
     char *rule;  /* glob of the rule that matched, or NULL */
     char *hints; /* JSON object of the configured hints, or NULL */
+    json_t *hdf5; /* what the HDF5 wrappers applied (runtime/src/hdf5), or NULL */
+    json_t *collective; /* the selector's decisions and the strategies' calls (runtime/src/collective), or NULL */
     numbers_t n;
     reason_t reasons[MAX_REASONS];
     iotame_file_stats_t *next;
@@ -206,6 +208,26 @@ void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks
 
 const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
 
+json_t *iotame_stats_hdf5(iotame_file_stats_t *fs)
+{
+    if (!fs) return NULL;
+    lock_if_threaded();
+    if (!fs->hdf5) fs->hdf5 = json_object();
+    json_t *h = fs->hdf5;
+    unlock_if_threaded();
+    return h;
+}
+
+json_t *iotame_stats_collective(iotame_file_stats_t *fs)
+{
+    if (!fs) return NULL;
+    lock_if_threaded();
+    if (!fs->collective) fs->collective = json_object();
+    json_t *c = fs->collective;
+    unlock_if_threaded();
+    return c;
+}
+
 static void add_reason(reason_t *reasons, const char *reason, uint64_t count)
 {
     for (int i = 0; i < MAX_REASONS; i++) {
@@ -287,7 +309,7 @@ static const char *get_str(reader_t *r)
 
 /* Merged view of one file over the ranks that used it. */
 typedef struct merged {
-    const char *path, *rule, *hints;
+    const char *path, *rule, *hints, *hdf5, *collective;
     int ranks;
     numbers_t sum;
     uint64_t ns_min[TIMES], ns_max[TIMES];
@@ -340,10 +362,20 @@ static json_t *file_json(const merged_t *m)
         json_object_set_new(hist, d ? "write" : "read", h);
     }
     json_t *hints = m->hints ? json_loads(m->hints, 0, NULL) : NULL;
-    return json_pack("{s:s,s:i,s:I,s:I,s:I,s:s?,s:o,s:o,s:o,s:o,s:[],s:O}", "path", m->path, "ranks", m->ranks,
+    json_t *hdf5 = m->hdf5 ? json_loads(m->hdf5, 0, NULL) : NULL;
+    json_t *file = json_pack("{s:s,s:i,s:I,s:I,s:I,s:s?,s:o,s:o,s:o,s:o,s:[],s:O}", "path", m->path, "ranks", m->ranks,
                      "opens", (json_int_t)m->sum.count[IOTAME_OP_open], "bytes_read", (json_int_t)bytes[0],
                      "bytes_written", (json_int_t)bytes[1], "rule", m->rule, "hints", hints ? hints : json_object(),
                      "ops", ops, "time", time, "histogram", hist, "decisions", "passthrough_reasons", m->reasons);
+    if (hdf5) json_object_set_new(file, "hdf5", hdf5);
+    json_t *coll = m->collective ? json_loads(m->collective, 0, NULL) : NULL;
+    if (coll) { /* decisions replace the empty list; strategies: collective calls served by each strategy */
+        json_t *d = json_object_get(coll, "decisions"), *st = json_object_get(coll, "strategies");
+        if (d) json_object_set(file, "decisions", d);
+        if (st) json_object_set(file, "strategies", st);
+        json_decref(coll);
+    }
+    return file;
 }
 
 static double mbs(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0.0; }
@@ -362,7 +394,8 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         uint64_t rank_ns[IOTAME_CAT_COUNT] = {0};
         merge_reasons(&r, job_reasons_json);
         while (r.p < r.end) {
-            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r);
+            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r), *hdf5 = get_str(&r),
+                       *collective = get_str(&r);
             numbers_t n;
             merged_t *m;
             for (m = list; m && strcmp(m->path, path) != 0; m = m->next) {}
@@ -377,6 +410,8 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
             }
             if (!m->rule) m->rule = rule;
             if (!m->hints) m->hints = hints;
+            if (!m->hdf5) m->hdf5 = hdf5; /* the first rank's view: every rank applies the same */
+            if (!m->collective) m->collective = collective; /* the selector decides alike on every rank */
             merge_reasons(&r, m->reasons);
             get(&r, &n, sizeof n);
             m->ranks++;
@@ -446,6 +481,12 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
         put_str(&b, fs->path);
         put_str(&b, fs->rule);
         put_str(&b, fs->hints);
+        char *hdf5 = fs->hdf5 ? json_dumps(fs->hdf5, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        put_str(&b, hdf5);
+        free(hdf5);
+        char *coll = fs->collective ? json_dumps(fs->collective, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        put_str(&b, coll);
+        free(coll);
         put_reasons(&b, fs->reasons);
         numbers_t n = fs->n; /* every rank sends nanoseconds */
         for (int t = 0; t < TIMES; t++) n.ns[t] = (uint64_t)((double)n.ns[t] * ns_per_tick);

@@ -1,5 +1,6 @@
 /* Wrappers of the MPI-IO functions that open, close and describe files. MPI_File_open is where the
  * configuration meets a file: the matching rule's hints are merged into the application's MPI_Info. */
+#include "collective/strategy.h"
 #include "intercept.h"
 
 /* A metadata call on an open handle: time it, count it. */
@@ -14,14 +15,35 @@
         return rc;                                                                                             \
     }
 
-META(sync, sync, (MPI_File fh), (fh))
 META(set_size, set_size, (MPI_File fh, MPI_Offset size), (fh, size))
 META(preallocate, preallocate, (MPI_File fh, MPI_Offset size), (fh, size))
 META(get_size, get_size, (MPI_File fh, MPI_Offset *size), (fh, size))
 META(get_info, get_info, (MPI_File fh, MPI_Info *info_used), (fh, info_used))
 META(seek, seek, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
 META(seek_shared, seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
-META(set_atomicity, set_atomicity, (MPI_File fh, int flag), (fh, flag))
+
+IOTAME_WRAPPER int MPI_File_set_atomicity(MPI_File fh, int flag)
+{
+    if (!iotame__enter()) return PMPI_File_set_atomicity(fh, flag);
+    uint64_t t0 = iotame_now();
+    int rc = PMPI_File_set_atomicity(fh, flag);
+    if (rc == MPI_SUCCESS && iotame_collective_any()) iotame_collective_set_atomicity(fh, flag);
+    iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_set_atomicity, iotame_now() - t0);
+    iotame__leave();
+    return rc;
+}
+
+/* Collective writes may have gone through the collective engine's shadow handle: it is flushed too. */
+IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
+{
+    if (!iotame__enter()) return PMPI_File_sync(fh);
+    uint64_t t0 = iotame_now();
+    int rc = PMPI_File_sync(fh);
+    if (rc == MPI_SUCCESS && iotame_collective_any()) rc = iotame_collective_sync(fh);
+    iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_sync, iotame_now() - t0);
+    iotame__leave();
+    return rc;
+}
 
 IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
 {
@@ -32,15 +54,18 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
      * merges the same hints. */
     MPI_Info merged = MPI_INFO_NULL;
     iotame_file_config_t fc;
-    if (iotame_config_for_file(iotame_core_config(), filename, &fc) == 0) {
+    int have_fc = iotame_config_for_file(iotame_core_config(), filename, &fc) == 0;
+    if (have_fc) {
         if (fc.nhints && iotame_hints_merge(info, &fc, &merged) != MPI_SUCCESS)
             iotame_stats_passthrough(fs, "configured hints could not be merged into the MPI_Info");
         if (iotame_core_config()) iotame_stats_set_config(fs, &fc);
-        iotame_config_file_release(&fc);
     }
     int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) iotame_stats_bind(*fh, fs);
+    /* Routing of collective calls when the file's collective.strategy asks for it (collective, like the open). */
+    if (rc == MPI_SUCCESS && have_fc && iotame_core_config()) iotame_collective_open(*fh, comm, amode, fs, &fc);
+    if (have_fc) iotame_config_file_release(&fc);
     iotame_stats_record_time(fs, IOTAME_OP_open, iotame_now() - t0);
     iotame__leave();
     return rc;
@@ -52,6 +77,7 @@ IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
     MPI_File handle = *fh; /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = iotame_stats_lookup(handle);
     uint64_t t0 = iotame_now();
+    if (iotame_collective_any()) iotame_collective_close(handle); /* collective, like the close */
     int rc = PMPI_File_close(fh);
     iotame_stats_record_time(fs, IOTAME_OP_close, iotame_now() - t0);
     if (rc == MPI_SUCCESS) iotame_stats_unbind(handle);
@@ -89,6 +115,7 @@ IOTAME_WRAPPER int MPI_File_set_info(MPI_File fh, MPI_Info info)
     MPI_Info merged = override_hints(fh, info, fs);
     int rc = PMPI_File_set_info(fh, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
+    if (rc == MPI_SUCCESS && iotame_collective_any()) iotame_collective_set_info(fh);
     iotame_stats_record_time(fs, IOTAME_OP_set_info, iotame_now() - t0);
     iotame__leave();
     return rc;
@@ -103,6 +130,7 @@ IOTAME_WRAPPER int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype 
     MPI_Info merged = override_hints(fh, info, fs);
     int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
+    if (rc == MPI_SUCCESS && iotame_collective_any()) iotame_collective_set_view(fh, disp, etype, filetype, datarep);
     iotame_stats_record_time(fs, IOTAME_OP_set_view, iotame_now() - t0);
     iotame__leave();
     return rc;

@@ -1,0 +1,614 @@
+/* Routing of the blocking collective data calls (MPI_File_write_all, read_all, write_at_all, read_at_all and their
+ * _c forms) through the strategies, with MPI-IO's semantics kept: the data stream is the application's buffer
+ * packed with its datatype (PMPI_Pack; a contiguous buffer is used as it is), the file side is the handle's view
+ * flattened (flatten/), strategies do their I/O through a shadow handle (the same file opened MPI_MODE_RDWR on a
+ * duplicate of the communicator, default view), the individual file pointer is advanced with PMPI_File_seek, the
+ * status carries the bytes moved, and an error on any rank is returned on every rank through the file's error
+ * handler. Whatever the engine cannot take goes to the library unchanged, with its reason counted.
+ *
+ * Only handles whose "collective.strategy" is not passthrough are tracked (iotame_collective_open); the other
+ * handles, and every independent call, never reach this file. */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "select/select.h"
+#include "strategy.h"
+
+#define AUTO (-1)
+
+int iotame__collective_handles;
+
+struct iotame_coll_file {
+    MPI_File fh;
+    iotame_file_stats_t *fs;
+    char *path;
+    int amode, atomic;
+    /* the view, types owned (duplicated at set_view) unless named */
+    MPI_Offset disp;
+    MPI_Datatype etype, filetype;
+    int64_t etype_size;
+    int native_rep;
+    iotame_flat_t *flat;
+    int flat_rc; /* 1: not flattened yet, else iotame_flatten_type's result */
+    /* configuration */
+    int strategy; /* registry index, or AUTO */
+    int cand[IOTAME_STRATEGY_MAX], ncand;
+    int exam_calls;
+    double threshold;
+    char *knowledge_path;
+    int64_t virtual_node_size, targets, target_unit;
+    /* set up at the first routed call */
+    int setup;               /* 0: not yet, 1: done, -1: failed (then every call passes through) */
+    const char *setup_error; /* why */
+    iotame_coll_env_t env;
+    int *node_of, *spread;
+    int hints_stale, written;
+    iotame_extents_t ext;
+    char *pack;
+    size_t pack_cap;
+    int64_t *info;
+    json_t *knowledge;
+    iotame_selector_t *sel;
+};
+
+/* ---- the handles we route ---- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static iotame_coll_file_t **files;
+static size_t nfiles, files_cap;
+
+static iotame_coll_file_t *find(MPI_File fh)
+{
+    iotame_coll_file_t *f = NULL;
+    if (iotame__threaded) pthread_mutex_lock(&lock);
+    for (size_t i = nfiles; i-- > 0;)
+        if (files[i]->fh == fh) {
+            f = files[i];
+            break;
+        }
+    if (iotame__threaded) pthread_mutex_unlock(&lock);
+    return f;
+}
+
+int iotame_collective_routed(MPI_File fh) { return find(fh) != NULL; }
+
+static int add_file(iotame_coll_file_t *f)
+{
+    int rc = 0;
+    if (iotame__threaded) pthread_mutex_lock(&lock);
+    if (nfiles == files_cap) {
+        size_t cap = files_cap ? 2 * files_cap : 8;
+        iotame_coll_file_t **grown = realloc(files, cap * sizeof *grown);
+        if (grown) {
+            files = grown;
+            files_cap = cap;
+        } else
+            rc = -ENOMEM;
+    }
+    if (!rc) {
+        files[nfiles++] = f;
+        __atomic_add_fetch(&iotame__collective_handles, 1, __ATOMIC_RELAXED);
+    }
+    if (iotame__threaded) pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static void remove_file(iotame_coll_file_t *f)
+{
+    if (iotame__threaded) pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nfiles; i++)
+        if (files[i] == f) {
+            files[i] = files[--nfiles];
+            __atomic_sub_fetch(&iotame__collective_handles, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    if (iotame__threaded) pthread_mutex_unlock(&lock);
+}
+
+/* ---- statistics: calls, bytes and seconds per strategy ---- */
+
+static void count_strategy(iotame_coll_file_t *f, int s, int64_t bytes, double seconds)
+{
+    json_t *coll = iotame_stats_collective(f->fs);
+    if (!coll) return;
+    json_t *all = json_object_get(coll, "strategies");
+    if (!all) json_object_set_new(coll, "strategies", all = json_object());
+    const char *name = iotame_strategies[s]->name;
+    json_t *o = json_object_get(all, name);
+    if (!o) json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0, "seconds", 0.0));
+    json_object_set_new(o, "calls", json_integer(json_integer_value(json_object_get(o, "calls")) + 1));
+    json_object_set_new(o, "bytes", json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
+    json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
+}
+
+/* ---- the view ---- */
+
+static int is_named(MPI_Datatype t)
+{
+    int ni, na, nd, combiner;
+    return PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
+}
+
+static void release_type(MPI_Datatype *t)
+{
+    if (*t != MPI_DATATYPE_NULL && !is_named(*t)) PMPI_Type_free(t);
+    *t = MPI_DATATYPE_NULL;
+}
+
+static MPI_Datatype keep_type(MPI_Datatype t)
+{
+    if (is_named(t)) return t;
+    MPI_Datatype copy = MPI_DATATYPE_NULL;
+    return PMPI_Type_dup(t, &copy) == MPI_SUCCESS ? copy : MPI_DATATYPE_NULL;
+}
+
+static void set_view(iotame_coll_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, int native)
+{
+    release_type(&f->etype);
+    release_type(&f->filetype);
+    iotame_flatten_free(f->flat);
+    f->flat = NULL;
+    f->flat_rc = 1;
+    f->disp = disp;
+    f->etype = keep_type(etype);
+    f->filetype = keep_type(filetype);
+    MPI_Count size = 0;
+    PMPI_Type_size_x(etype, &size);
+    f->etype_size = (int64_t)size;
+    f->native_rep = native;
+}
+
+void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                                const char *datarep)
+{
+    iotame_coll_file_t *f = find(fh);
+    if (f) set_view(f, disp, etype, filetype, datarep && strcmp(datarep, "native") == 0);
+}
+
+void iotame_collective_set_atomicity(MPI_File fh, int flag)
+{
+    iotame_coll_file_t *f = find(fh);
+    if (f) f->atomic = flag;
+}
+
+void iotame_collective_set_info(MPI_File fh)
+{
+    iotame_coll_file_t *f = find(fh);
+    if (f) f->hints_stale = 1;
+}
+
+/* ---- open: the configuration of the file ---- */
+
+static const json_t *setting(const iotame_file_config_t *fc, const char *key)
+{
+    return fc ? iotame_config_value(fc, "collective", key) : NULL;
+}
+
+static int strategy_of(const iotame_file_config_t *fc)
+{
+    const char *name = json_string_value(setting(fc, "strategy"));
+    if (!name) return 0; /* passthrough */
+    return strcmp(name, "auto") == 0 ? AUTO : iotame_strategy_find(name);
+}
+
+void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
+                            const iotame_file_config_t *fc)
+{
+    int strategy = strategy_of(fc);
+    if (strategy == 0 || strategy < AUTO || !fs) return; /* the library's own collective I/O: nothing to track */
+    iotame_coll_file_t *f = calloc(1, sizeof *f);
+    if (!f) {
+        iotame_stats_passthrough(fs, "out of memory (collective routing)");
+        return;
+    }
+    f->fh = fh;
+    f->fs = fs;
+    f->path = strdup(iotame_stats_path(fs));
+    f->amode = amode;
+    f->strategy = strategy;
+    f->etype = f->filetype = MPI_DATATYPE_NULL;
+    set_view(f, 0, MPI_BYTE, MPI_BYTE, 1);
+    const json_t *cands = setting(fc, "candidates");
+    size_t i;
+    json_t *item;
+    json_array_foreach((json_t *)cands, i, item) {
+        int s = iotame_strategy_find(json_string_value(item));
+        int dup = 0;
+        for (int k = 0; k < f->ncand; k++) dup |= f->cand[k] == s;
+        if (s >= 0 && !dup && f->ncand < IOTAME_STRATEGY_MAX) f->cand[f->ncand++] = s;
+    }
+    if (f->ncand == 0)
+        for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) f->cand[f->ncand++] = s;
+    const json_t *v;
+    f->exam_calls = (v = setting(fc, "exam_calls")) ? (int)json_integer_value(v) : 3;
+    f->threshold = (v = setting(fc, "threshold")) ? json_number_value(v) : 0.15;
+    f->virtual_node_size = (v = setting(fc, "virtual_node_size")) ? json_integer_value(v) : 0;
+    f->targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
+    f->target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
+    const char *k = json_string_value(setting(fc, "knowledge"));
+    if (k && *k) f->knowledge_path = strdup(k);
+    f->env.comm = MPI_COMM_NULL;
+    f->env.shadow = MPI_FILE_NULL;
+    /* RATIONALE: our own communicator, duplicated now because the application may free its own after the open;
+     * every rank has the same configuration and opens the same path, so every rank gets here. */
+    if (PMPI_Comm_dup(comm, &f->env.comm) != MPI_SUCCESS || add_file(f) != 0) {
+        iotame_stats_passthrough(fs, "cannot duplicate the communicator (collective routing off)");
+        if (f->env.comm != MPI_COMM_NULL) PMPI_Comm_free(&f->env.comm);
+        release_type(&f->etype);
+        release_type(&f->filetype);
+        free(f->path);
+        free(f->knowledge_path);
+        free(f);
+    }
+}
+
+/* ---- set-up at the first routed call (collective) ---- */
+
+static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
+{
+    char value[64];
+    int flag = 0;
+    if (info == MPI_INFO_NULL || PMPI_Info_get(info, key, sizeof value - 1, value, &flag) != MPI_SUCCESS || !flag)
+        return dflt;
+    char *end;
+    long long v = strtoll(value, &end, 10);
+    return end != value && v > 0 ? (int64_t)v : dflt;
+}
+
+/* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open);
+ * ROMIO's defaults when the library does not say. */
+static void read_hints(iotame_coll_file_t *f)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    PMPI_File_get_info(f->fh, &info);
+    iotame_coll_env_t *e = &f->env;
+    e->cb_buffer_size = info_int(info, "cb_buffer_size", 16777216);
+    e->cb_nodes = info_int(info, "cb_nodes", e->nnodes);
+    e->striping_unit = info_int(info, "striping_unit", 0);
+    e->striping_factor = info_int(info, "striping_factor", 0);
+    e->targets = f->targets > 0 ? f->targets : e->striping_factor > 0 ? e->striping_factor : 1;
+    e->target_unit = f->target_unit > 0 ? f->target_unit : e->striping_unit > 0 ? e->striping_unit : 1048576;
+    if (info != MPI_INFO_NULL) PMPI_Info_free(&info);
+    f->hints_stale = 0;
+}
+
+/* Nodes (MPI_COMM_TYPE_SHARED, or virtual nodes of virtual_node_size ranks), numbered by their first rank, and
+ * the aggregator order: the first rank of every node, then the second, ... */
+static int setup_nodes(iotame_coll_file_t *f)
+{
+    iotame_coll_env_t *e = &f->env;
+    MPI_Comm node;
+    int rc = f->virtual_node_size > 0
+                 ? PMPI_Comm_split(e->comm, (int)(e->rank / f->virtual_node_size), e->rank, &node)
+                 : PMPI_Comm_split_type(e->comm, MPI_COMM_TYPE_SHARED, e->rank, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS) return -EIO;
+    int leader = e->rank, *leaders = malloc((size_t)e->nprocs * sizeof *leaders);
+    PMPI_Allreduce(&e->rank, &leader, 1, MPI_INT, MPI_MIN, node);
+    PMPI_Comm_free(&node);
+    int ok = leaders != NULL, all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    if (!all) {
+        free(leaders);
+        return -ENOMEM;
+    }
+    PMPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, e->comm);
+    f->node_of = malloc((size_t)e->nprocs * sizeof *f->node_of);
+    f->spread = malloc((size_t)e->nprocs * sizeof *f->spread);
+    int *local = calloc((size_t)e->nprocs, sizeof *local), *count = calloc((size_t)e->nprocs, sizeof *count);
+    if (!f->node_of || !f->spread || !local || !count) {
+        free(leaders), free(local), free(count);
+        return -ENOMEM; /* every rank allocates alike; a failure here is agreed below */
+    }
+    e->nnodes = 0;
+    for (int r = 0; r < e->nprocs; r++) {
+        if (leaders[r] == r) f->node_of[r] = e->nnodes++;
+        else f->node_of[r] = f->node_of[leaders[r]];
+        local[r] = count[f->node_of[r]]++;
+    }
+    int k = 0;
+    for (int i = 0; k < e->nprocs; i++)
+        for (int n = 0; n < e->nnodes; n++)
+            for (int r = 0; r < e->nprocs; r++)
+                if (f->node_of[r] == n && local[r] == i) f->spread[k++] = r;
+    e->node_of = f->node_of;
+    e->spread = f->spread;
+    free(leaders), free(local), free(count);
+    return 0;
+}
+
+static void load_knowledge(iotame_coll_file_t *f)
+{
+    char *text = NULL;
+    long long n = -1;
+    if (f->env.rank == 0) {
+        FILE *in = fopen(f->knowledge_path, "rb");
+        if (in) {
+            size_t cap = 0, len = 0, got;
+            do {
+                if (len + 4096 > cap) {
+                    char *grown = realloc(text, cap = 2 * cap + 8192);
+                    if (!grown) break;
+                    text = grown;
+                }
+                got = fread(text + len, 1, cap - len, in);
+                len += got;
+            } while (got > 0);
+            fclose(in);
+            n = text ? (long long)len : -1;
+        }
+    }
+    PMPI_Bcast(&n, 1, MPI_LONG_LONG, 0, f->env.comm);
+    if (n < 0) {
+        free(text);
+        return; /* no knowledge yet: it is written at close */
+    }
+    if (f->env.rank != 0) text = malloc((size_t)n + 1);
+    char scratch;
+    PMPI_Bcast(text ? text : &scratch, text ? (int)n : 0, MPI_CHAR, 0, f->env.comm);
+    if (text) f->knowledge = iotame_knowledge_parse(text, (size_t)n);
+    free(text);
+    /* RATIONALE: a rank whose copy failed must not decide differently: the selector's digest check catches it. */
+}
+
+static int setup(iotame_coll_file_t *f)
+{
+    iotame_coll_env_t *e = &f->env;
+    PMPI_Comm_rank(e->comm, &e->rank);
+    PMPI_Comm_size(e->comm, &e->nprocs);
+    int rc = setup_nodes(f), ok, all = 0;
+    f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info);
+    f->sel = iotame_select_for(f->fs);
+    ok = rc == 0 && f->info && f->sel;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    if (!all) {
+        f->setup_error = "out of memory (collective routing)";
+        return -ENOMEM;
+    }
+    read_hints(f);
+    /* The shadow handle: read-modify-write needs reading, so RDWR even when the application writes only. */
+    int amode = (f->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
+    rc = PMPI_File_open(e->comm, f->path, amode, MPI_INFO_NULL, &e->shadow);
+    ok = rc == MPI_SUCCESS;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    if (!all) {
+        /* RATIONALE: a handle opened on some ranks only is left open: closing it is collective. */
+        f->setup_error = "the file cannot be opened for reading and writing (shadow handle)";
+        return -EACCES;
+    }
+    if (f->knowledge_path) load_knowledge(f);
+    return 0;
+}
+
+/* ---- the call ---- */
+
+static int is_write(iotame_coll_op_t op) { return op == IOTAME_COLL_WRITE_ALL || op == IOTAME_COLL_WRITE_AT_ALL; }
+static int is_at(iotame_coll_op_t op) { return op == IOTAME_COLL_WRITE_AT_ALL || op == IOTAME_COLL_READ_AT_ALL; }
+
+static int library(const iotame_coll_args_t *a)
+{
+    iotame_coll_call_t c = {.args = a};
+    iotame_strategy_passthrough.write_all(&c);
+    return c.mpi_error;
+}
+
+static int pass(iotame_coll_file_t *f, const iotame_coll_args_t *a, const char *reason)
+{
+    iotame_stats_passthrough(f->fs, reason);
+    return library(a);
+}
+
+/* Why this rank cannot route the call (NULL: it can); fills the call's extents and stream position. */
+static const char *prepare(iotame_coll_file_t *f, const iotame_coll_args_t *a, int64_t *pos, int64_t *nbytes)
+{
+    MPI_Count tsize = 0;
+    if (PMPI_Type_size_x(a->datatype, &tsize) != MPI_SUCCESS || tsize < 0 || a->count < 0) return "invalid datatype";
+    *nbytes = (int64_t)tsize * (int64_t)a->count;
+    if (f->etype_size <= 0 || *nbytes % f->etype_size) return "request not a whole number of etypes";
+    if (f->flat_rc == 1) f->flat_rc = f->filetype == MPI_DATATYPE_NULL ? -ENOMEM : iotame_flatten_type(f->filetype, &f->flat);
+    if (f->flat_rc != 0) return "filetype cannot be flattened";
+    iotame_view_t view = {.disp = f->disp, .etype_size = f->etype_size, .filetype = f->flat};
+    if (!iotame_flatten_view_ok(&view)) return "file view not monotonic";
+    MPI_Offset etypes = a->offset;
+    if (!is_at(a->op) && PMPI_File_get_position(a->fh, &etypes) != MPI_SUCCESS) return "no file pointer";
+    *pos = (int64_t)etypes;
+    if (iotame_flatten_view_map(&view, (int64_t)etypes * f->etype_size, *nbytes, &f->ext) != 0)
+        return "file view cannot be mapped";
+    return NULL;
+}
+
+/* The bytes of a read that lie before the end of the file, in stream order. */
+static int64_t bytes_before_eof(const iotame_coll_file_t *f, int64_t nbytes)
+{
+    if (!f->ext.n || f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len <= 0) return nbytes;
+    MPI_Offset size = 0;
+    if (PMPI_File_get_size(f->env.shadow, &size) != MPI_SUCCESS) return nbytes;
+    int64_t done = 0;
+    for (size_t i = 0; i < f->ext.n; i++) {
+        const iotame_extent_t *x = &f->ext.v[i];
+        if (x->off + x->len <= size) done += x->len;
+        else {
+            if (x->off < size) done += size - x->off;
+            break;
+        }
+    }
+    return done;
+}
+
+static int grow_pack(iotame_coll_file_t *f, int64_t n)
+{
+    if ((size_t)n <= f->pack_cap) return 0;
+    char *p = malloc((size_t)n);
+    if (!p) return -ENOMEM;
+    free(f->pack);
+    f->pack = p;
+    f->pack_cap = (size_t)n;
+    return 0;
+}
+
+enum { FLAG_CANNOT = 1, FLAG_NOMEM = 2 };
+
+int iotame_collective_call(const iotame_coll_args_t *a)
+{
+    iotame_coll_file_t *f = find(a->fh);
+    if (!f) return library(a);
+    const int write = is_write(a->op);
+    /* Reasons every rank sees alike (they follow collective calls), so no rank needs to ask the others. */
+    if (f->setup < 0) return pass(f, a, f->setup_error);
+    if (f->atomic) return pass(f, a, "atomic mode");
+    if (f->amode & MPI_MODE_SEQUENTIAL) return pass(f, a, "MPI_MODE_SEQUENTIAL");
+    if (!f->native_rep) return pass(f, a, "data representation other than native");
+    if (write && (f->amode & MPI_MODE_RDONLY)) return pass(f, a, "write to a file opened read-only");
+    if (!write && (f->amode & MPI_MODE_WRONLY)) return pass(f, a, "read from a file opened write-only");
+    if (f->setup == 0) {
+        f->setup = setup(f) == 0 ? 1 : -1;
+        if (f->setup < 0) return pass(f, a, f->setup_error);
+    }
+    if (f->hints_stale) read_hints(f);
+    iotame_coll_env_t *e = &f->env;
+
+    /* This rank's request; then what every rank asks for, gathered everywhere. */
+    int64_t pos = 0, nbytes = 0;
+    const char *why = prepare(f, a, &pos, &nbytes);
+    int64_t row[IOTAME_INFO_FIELDS] = {INT64_MAX, INT64_MIN, 0, 0, 0, (int64_t)iotame_select_digest(f->sel)};
+    if (why) row[IOTAME_INFO_FLAGS] = FLAG_CANNOT;
+    else if (f->ext.n) {
+        row[IOTAME_INFO_START] = f->ext.v[0].off;
+        row[IOTAME_INFO_END] = f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len;
+        row[IOTAME_INFO_BYTES] = nbytes;
+        row[IOTAME_INFO_EXTENTS] = (int64_t)f->ext.n;
+    }
+    PMPI_Allgather(row, IOTAME_INFO_FIELDS, MPI_INT64_T, f->info, IOTAME_INFO_FIELDS, MPI_INT64_T, e->comm);
+    int64_t gmin = INT64_MAX, gmax = INT64_MIN, gbytes = 0, greq = 0, flags = 0;
+    uint64_t dmin = UINT64_MAX, dmax = 0;
+    for (int r = 0; r < e->nprocs; r++) {
+        const int64_t *x = f->info + (size_t)r * IOTAME_INFO_FIELDS;
+        if (x[IOTAME_INFO_START] < gmin) gmin = x[IOTAME_INFO_START];
+        if (x[IOTAME_INFO_END] > gmax) gmax = x[IOTAME_INFO_END];
+        gbytes += x[IOTAME_INFO_BYTES];
+        greq += x[IOTAME_INFO_EXTENTS];
+        flags |= x[IOTAME_INFO_FLAGS];
+        uint64_t d = (uint64_t)x[IOTAME_INFO_DIGEST];
+        if (d < dmin) dmin = d;
+        if (d > dmax) dmax = d;
+    }
+    if (flags & FLAG_CANNOT) return pass(f, a, why ? why : "another rank's request cannot be represented");
+
+    /* The strategy: fixed, or the selector's choice for this signature. */
+    int s = f->strategy;
+    iotame_sel_entry_t *entry = NULL;
+    if (s == AUTO && gbytes > 0) {
+        if (dmin != dmax) {
+            iotame_stats_passthrough(f->fs, "selector state differed between ranks (reset)");
+            iotame_select_reset(f->sel);
+        }
+        int64_t gap = greq > 1 ? (gmax - gmin - gbytes) / (greq - 1) : 0;
+        iotame_sig_t sig = {write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
+        iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold};
+        entry = iotame_select_entry(f->sel, &sig, &conf, f->knowledge);
+        s = entry ? iotame_select_choose(entry) : 0;
+    } else if (s == AUTO) {
+        s = 0; /* nothing to move: the library's call is the cheapest collective no-op */
+    }
+    const iotame_strategy_t *st = iotame_strategies[s];
+    iotame_coll_fn fn = a->op == IOTAME_COLL_WRITE_ALL      ? st->write_all
+                        : a->op == IOTAME_COLL_READ_ALL     ? st->read_all
+                        : a->op == IOTAME_COLL_WRITE_AT_ALL ? st->write_at_all
+                                                            : st->read_at_all;
+    iotame_coll_call_t c = {.env = e, .args = a, .write = write, .ext = f->ext.v, .next = f->ext.n,
+                            .nbytes = nbytes, .info = f->info, .gmin = gmin, .gmax = gmax, .gbytes = gbytes};
+    int64_t first = 0;
+    int packed = 0, rc = 0;
+    uint64_t t0 = iotame_monotonic_ns();
+    if (st->native) {
+        rc = fn(&c);
+    } else if (gbytes > 0) {
+        /* The data stream: the buffer itself when the datatype is contiguous, else packed. */
+        if (iotame_flatten_is_contiguous(a->datatype, (int64_t)a->count, &first)) {
+            c.data = (char *)a->buf + first;
+        } else if (grow_pack(f, nbytes) == 0) {
+            c.data = f->pack;
+            packed = 1;
+            if (write) {
+                MPI_Count at = 0;
+                PMPI_Pack_c(a->buf, a->count, a->datatype, f->pack, (MPI_Count)nbytes, &at, MPI_COMM_SELF);
+            }
+        }
+        rc = c.data || nbytes == 0 ? fn(&c) : iotame_coll_engine(&c, NULL);
+    }
+    double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
+
+    /* Every rank learns whether any failed, and how long the slowest took. */
+    int64_t mine[2] = {rc == -EIO, (int64_t)(seconds * 1e9)}, worst[2] = {0, 0};
+    PMPI_Allreduce(mine, worst, 2, MPI_INT64_T, MPI_MAX, e->comm);
+    if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
+        return pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
+    double slowest = (double)worst[1] * 1e-9;
+    if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
+    count_strategy(f, s, gbytes, slowest);
+    if (st->native) return c.mpi_error;
+    if (worst[0]) {
+        int code = c.mpi_error != MPI_SUCCESS ? c.mpi_error : MPI_ERR_IO;
+        PMPI_File_call_errhandler(a->fh, code);
+        return code;
+    }
+    if (write && gbytes > 0) f->written = 1;
+    int64_t done = nbytes;
+    if (!write) {
+        done = bytes_before_eof(f, nbytes);
+        if (packed) {
+            MPI_Count at = 0;
+            PMPI_Unpack_c(f->pack, (MPI_Count)nbytes, &at, a->buf, a->count, a->datatype, MPI_COMM_SELF);
+        }
+    }
+    if (a->status != MPI_STATUS_IGNORE) {
+        PMPI_Status_set_elements_x(a->status, MPI_BYTE, (MPI_Count)done);
+        PMPI_Status_set_cancelled(a->status, 0);
+    }
+    if (!is_at(a->op) && nbytes > 0) PMPI_File_seek(a->fh, (MPI_Offset)(pos + nbytes / f->etype_size), MPI_SEEK_SET);
+    return MPI_SUCCESS;
+}
+
+void iotame_collective_note(MPI_File fh, const char *reason)
+{
+    iotame_coll_file_t *f = find(fh);
+    if (f) iotame_stats_passthrough(f->fs, reason);
+}
+
+/* ---- sync and close ---- */
+
+int iotame_collective_sync(MPI_File fh)
+{
+    iotame_coll_file_t *f = find(fh);
+    if (!f || f->setup != 1 || !f->written) return MPI_SUCCESS;
+    /* Writes went through the shadow handle: flushing the application's handle alone may not cover them. */
+    f->written = 0;
+    return PMPI_File_sync(f->env.shadow);
+}
+
+void iotame_collective_close(MPI_File fh)
+{
+    iotame_coll_file_t *f = find(fh);
+    if (!f) return;
+    remove_file(f);
+    if (f->setup == 1) {
+        if (f->knowledge_path && f->env.rank == 0 && iotame_knowledge_save(f->sel, f->knowledge_path) != 0)
+            iotame_log_warn("cannot write the knowledge file %s\n", f->knowledge_path);
+        PMPI_File_close(&f->env.shadow);
+    }
+    if (f->env.comm != MPI_COMM_NULL) PMPI_Comm_free(&f->env.comm);
+    release_type(&f->etype);
+    release_type(&f->filetype);
+    iotame_flatten_free(f->flat);
+    iotame_extents_free(&f->ext);
+    json_decref(f->knowledge);
+    free(f->node_of);
+    free(f->spread);
+    free(f->info);
+    free(f->pack);
+    free(f->path);
+    free(f->knowledge_path);
+    free(f);
+}

@@ -1,0 +1,140 @@
+/* collective: the collective-I/O engine. Strategies (one file each, one const table each), their registry, the
+ * shared aggregation engine they are built on, and the routing of MPI_File_{write,read}[_at]_all calls through
+ * them (per-handle state, shadow handle, file pointer, status, errors).
+ * The only interface of runtime/src/collective/ to the other parts. */
+#ifndef IOTAME_COLLECTIVE_STRATEGY_H
+#define IOTAME_COLLECTIVE_STRATEGY_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "flatten/flatten.h"
+
+/* ---- the routing entry points (intercept/) ---- */
+
+typedef enum {
+    IOTAME_COLL_WRITE_ALL,
+    IOTAME_COLL_READ_ALL,
+    IOTAME_COLL_WRITE_AT_ALL,
+    IOTAME_COLL_READ_AT_ALL,
+} iotame_coll_op_t;
+
+/* The arguments of one blocking collective data call, as the application made it. */
+typedef struct {
+    iotame_coll_op_t op;
+    int large; /* the MPI-4 _c form was called */
+    MPI_File fh;
+    MPI_Offset offset; /* explicit-offset forms */
+    void *buf;
+    MPI_Count count;
+    MPI_Datatype datatype;
+    MPI_Status *status;
+} iotame_coll_args_t;
+
+/* After a successful MPI_File_open: remembers the handle when its collective calls are to be routed (the file's
+ * "collective.strategy" is not passthrough). Collective over comm for such files (the communicator is duplicated). */
+void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
+                            const iotame_file_config_t *fc);
+/* Before MPI_File_close (collective): closes the shadow handles and forgets the handle. */
+void iotame_collective_close(MPI_File fh);
+/* After a successful MPI_File_set_view / set_atomicity / set_info / sync of a handle. */
+void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                                const char *datarep);
+void iotame_collective_set_atomicity(MPI_File fh, int flag);
+void iotame_collective_set_info(MPI_File fh);
+int iotame_collective_sync(MPI_File fh);
+
+/* Nonzero when at least one open handle is routed; iotame_collective_routed then tells which. */
+extern int iotame__collective_handles;
+int iotame_collective_routed(MPI_File fh);
+static inline int iotame_collective_any(void) { return __atomic_load_n(&iotame__collective_handles, __ATOMIC_RELAXED); }
+
+/* Does one routed call (through a strategy, or the library when the call must pass through) and returns its MPI
+ * return code. */
+int iotame_collective_call(const iotame_coll_args_t *args);
+/* Counts a reason for a collective call of a routed handle that the engine does not take (split, nonblocking,
+ * shared pointer). */
+void iotame_collective_note(MPI_File fh, const char *reason);
+
+/* ---- strategies ---- */
+
+typedef struct iotame_coll_file iotame_coll_file_t;
+
+/* Facts about the handle a strategy needs, stable between calls (set up at the first routed call). */
+typedef struct {
+    MPI_Comm comm;      /* our duplicate of the file's communicator */
+    int rank, nprocs;
+    MPI_File shadow;    /* the same file opened MPI_MODE_RDWR on comm, default view: strategies' I/O */
+    const int *node_of; /* node index of every rank (virtual nodes when configured) */
+    int nnodes;
+    const int *spread;  /* ranks in aggregator order: first rank of each node, then the second, ... */
+    int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
+    int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration or hints) */
+} iotame_coll_env_t;
+
+/* Per-rank facts of one call, gathered on every rank. */
+enum { IOTAME_INFO_START, IOTAME_INFO_END, IOTAME_INFO_BYTES, IOTAME_INFO_EXTENTS, IOTAME_INFO_FLAGS,
+       IOTAME_INFO_DIGEST, IOTAME_INFO_FIELDS };
+
+/* One call as a strategy sees it. */
+typedef struct {
+    const iotame_coll_env_t *env;
+    const iotame_coll_args_t *args; /* the application's call (passthrough) */
+    int write;
+    const iotame_extent_t *ext; /* this rank's file extents, sorted, disjoint */
+    size_t next;
+    char *data;                 /* this rank's data stream: the packed buffer (writes read it, reads fill it) */
+    int64_t nbytes;
+    const int64_t *info;        /* nprocs rows of IOTAME_INFO_FIELDS */
+    int64_t gmin, gmax, gbytes; /* over all ranks: first and end offset, bytes */
+    int mpi_error;              /* out: the first MPI error code of this rank's I/O, or MPI_SUCCESS */
+} iotame_coll_call_t;
+
+typedef int (*iotame_coll_fn)(iotame_coll_call_t *call);
+
+/* A strategy: functions return 0, or -errno when they could not run (nothing done: the call then passes
+ * through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies use the application's
+ * handle and arguments themselves (no packing, no file pointer or status handling by the router). */
+typedef struct {
+    const char *name;
+    const char *summary;
+    int native;
+    iotame_coll_fn write_all, read_all, write_at_all, read_at_all;
+} iotame_strategy_t;
+
+extern const iotame_strategy_t iotame_strategy_passthrough, iotame_strategy_two_phase, iotame_strategy_node_local,
+    iotame_strategy_target_aligned;
+
+#define IOTAME_STRATEGY_MAX 8
+/* Every strategy, in a fixed order (the registry index is the strategy's number everywhere). */
+extern const iotame_strategy_t *const iotame_strategies[];
+extern const int iotame_nstrategies;
+/* The registry index of a strategy name, or -1. */
+int iotame_strategy_find(const char *name);
+
+/* ---- the aggregation engine strategies are built on ---- */
+
+typedef enum {
+    IOTAME_DOMAINS_EVEN,      /* aggregator a owns file bytes [bounds[a], bounds[a+1]) */
+    IOTAME_DOMAINS_STRIPED,   /* aggregator a owns stripes a, a + nagg, ... of `unit` bytes */
+    IOTAME_DOMAINS_BY_SOURCE, /* aggregator agg_of_rank[r] takes every byte of rank r */
+} iotame_domains_t;
+
+typedef struct {
+    int nagg;
+    const int *agg_rank;    /* comm rank of aggregator a */
+    iotame_domains_t kind;
+    const int64_t *bounds;  /* EVEN: nagg + 1 offsets */
+    int64_t unit;           /* STRIPED */
+    const int *agg_of_rank; /* BY_SOURCE */
+    int64_t window;         /* bytes of an aggregator's domain handled per round */
+    int fill_holes;         /* writes may read-modify-write the holes between pieces (exclusive domains) */
+} iotame_plan_t;
+
+/* Runs one call through the plan: request lists to the aggregators, then rounds of data exchange and I/O.
+ * Collective over env->comm. Returns 0, -EIO (call->mpi_error set), or -errno before anything was done (then on
+ * every rank alike). A strategy that cannot make its plan on this rank passes NULL: the call fails everywhere. */
+int iotame_coll_engine(iotame_coll_call_t *call, const iotame_plan_t *plan);
+
+#endif

@@ -1,0 +1,77 @@
+/* File views: the byte range of one call's data stream mapped to the sorted file extents it covers (MPI-4.0
+ * section 14.3: the filetype tiled by its extent from the displacement; only its data bytes are accessed). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "flatten.h"
+
+void iotame_extents_free(iotame_extents_t *x)
+{
+    free(x->v);
+    x->v = NULL;
+    x->n = x->cap = 0;
+}
+
+static int add(iotame_extents_t *x, int64_t off, int64_t len)
+{
+    if (x->n && x->v[x->n - 1].off + x->v[x->n - 1].len == off) {
+        x->v[x->n - 1].len += len;
+        return 0;
+    }
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        iotame_extent_t *grown = realloc(x->v, cap * sizeof *grown);
+        if (!grown) return -ENOMEM;
+        x->v = grown;
+        x->cap = cap;
+    }
+    x->v[x->n++] = (iotame_extent_t){off, len};
+    return 0;
+}
+
+int iotame_flatten_view_ok(const iotame_view_t *v)
+{
+    const iotame_flat_t *f = v->filetype;
+    if (!f || !f->sorted || f->size <= 0 || f->nruns == 0 || f->extent <= 0 || v->disp < 0) return 0;
+    /* Data bytes must lie at non-negative offsets and each tile must end before the next begins. */
+    const iotame_run_t *first = &f->runs[0], *last = &f->runs[f->nruns - 1];
+    int64_t end = last->off + (last->count - 1) * last->stride + last->len;
+    return first->off >= 0 && end <= first->off + f->extent;
+}
+
+int iotame_flatten_view_map(const iotame_view_t *v, int64_t start, int64_t len, iotame_extents_t *out)
+{
+    out->n = 0;
+    if (len <= 0) return 0;
+    if (!iotame_flatten_view_ok(v) || start < 0) return -EINVAL;
+    const iotame_flat_t *f = v->filetype;
+    const int64_t S = f->size, E = f->extent;
+    int64_t tile = start / S, within = start % S;
+    if (f->nruns == 1 && f->runs[0].count == 1 && S == E) /* dense tiles: one extent */
+        return add(out, v->disp + f->runs[0].off + start, len);
+    /* The run holding byte `within` of a tile: the last run whose prefix is <= within. */
+    size_t lo = 0, hi = f->nruns;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (f->cum[mid] <= within) lo = mid;
+        else hi = mid;
+    }
+    size_t r = lo;
+    int64_t in_run = within - f->cum[r];
+    int64_t j = in_run / f->runs[r].len, b = in_run % f->runs[r].len;
+    while (len > 0) {
+        const iotame_run_t *run = &f->runs[r];
+        int64_t base = v->disp + tile * E + run->off;
+        for (; j < run->count && len > 0; j++, b = 0) {
+            int64_t n = run->len - b < len ? run->len - b : len;
+            if (add(out, base + j * run->stride + b, n)) return -ENOMEM;
+            len -= n;
+        }
+        j = 0;
+        if (++r == f->nruns) {
+            r = 0;
+            tile++;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,340 @@
+/* The Orthrus selector (Zhang, Ou, Davis and Jiang, "Orthrus: a framework for implementing efficient collective
+ * I/O in multi-core clusters", ISC 2014, section 2.1): performance examination instead of modelling. A new call
+ * signature starts an examination in which every candidate serves exam_calls calls; the best mean throughput
+ * wins and serves every later call of the signature while its throughput is monitored; a deviation beyond
+ * threshold starts a new examination.
+ *
+ * Beyond the paper: a candidate whose first examination call is below DROP x the best mean so far is clearly
+ * losing and is not given its remaining calls (a bad strategy can be ten times slower, and the examination would
+ * pay for it exam_calls times); a winner taken from the knowledge file serves at once, its reference throughput
+ * measured on its first calls; monitoring compares the mean of the last exam_calls calls, not one call, with the
+ * reference, so that one noisy call does not start an examination.
+ *
+ * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collective/strategy.h"
+#include "select.h"
+
+#define DROP 0.5   /* a first examination call below DROP x the best mean ends the candidate's examination */
+#define MAX_EXAM 64
+
+enum { EXAMINING, RUNNING };
+
+struct iotame_sel_entry {
+    iotame_sig_t sig;
+    int state;
+    int cand[IOTAME_STRATEGY_MAX], ncand;
+    int cur, served;                           /* EXAMINING: cand[cur] has served `served` calls */
+    double sum[IOTAME_STRATEGY_MAX];           /* this examination, by registry index */
+    int n[IOTAME_STRATEGY_MAX];
+    int winner;                                /* RUNNING */
+    double ref;                                /* the winner's reference MB/s; 0 until measured */
+    double recent[MAX_EXAM];
+    int nrecent, exam_calls;
+    double threshold;
+    uint64_t calls, reexams, examined;
+    int from_knowledge;
+    json_t *json; /* the decision in the statistics (borrowed from the file's "decisions" list) */
+    iotame_sel_entry_t *next;
+};
+
+struct iotame_selector {
+    iotame_file_stats_t *fs;
+    uint64_t digest;
+    iotame_sel_entry_t *entries;
+    iotame_selector_t *next;
+};
+
+static iotame_selector_t *selectors;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 29);
+}
+
+iotame_selector_t *iotame_select_for(iotame_file_stats_t *fs)
+{
+    pthread_mutex_lock(&lock);
+    iotame_selector_t *s;
+    for (s = selectors; s && s->fs != fs; s = s->next) {}
+    if (!s && (s = calloc(1, sizeof *s))) {
+        s->fs = fs;
+        s->digest = 1;
+        s->next = selectors;
+        selectors = s;
+    }
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+uint64_t iotame_select_digest(const iotame_selector_t *s) { return s->digest; }
+
+static json_t *decisions(const iotame_selector_t *s)
+{
+    json_t *coll = iotame_stats_collective(s->fs);
+    if (!coll) return NULL;
+    json_t *d = json_object_get(coll, "decisions");
+    if (!d) {
+        d = json_array();
+        json_object_set_new(coll, "decisions", d);
+    }
+    return d;
+}
+
+void iotame_select_reset(iotame_selector_t *s)
+{
+    while (s->entries) {
+        iotame_sel_entry_t *e = s->entries;
+        s->entries = e->next;
+        free(e);
+    }
+    json_t *d = decisions(s);
+    if (d) json_array_clear(d);
+    s->digest = 1;
+}
+
+static const char *sname(int i) { return i >= 0 && i < iotame_nstrategies ? iotame_strategies[i]->name : "?"; }
+
+static double mean(const iotame_sel_entry_t *e, int i) { return e->n[i] ? e->sum[i] / e->n[i] : 0.0; }
+
+/* The best examined strategy so far (-1: none). */
+static int best(const iotame_sel_entry_t *e)
+{
+    int b = -1;
+    for (int k = 0; k < e->ncand; k++) {
+        int i = e->cand[k];
+        if (e->n[i] && (b < 0 || mean(e, i) > mean(e, b))) b = i;
+    }
+    return b;
+}
+
+static json_t *sig_json(const iotame_sig_t *g)
+{
+    return json_pack("{s:s,s:I,s:I,s:I,s:I}", "op", g->write ? "write" : "read", "nprocs", (json_int_t)g->nprocs,
+                     "bytes", (json_int_t)g->bytes, "requests", (json_int_t)g->requests, "gap", (json_int_t)g->gap);
+}
+
+/* The decision as the statistics show it. */
+static void publish(iotame_sel_entry_t *e)
+{
+    if (!e->json) return;
+    int w = e->state == RUNNING ? e->winner : best(e);
+    json_t *tp = json_object();
+    for (int k = 0; k < e->ncand; k++) {
+        int i = e->cand[k];
+        if (e->n[i]) json_object_set_new(tp, sname(i), json_real(round(mean(e, i) * 10) / 10));
+    }
+    json_object_set_new(e->json, "strategy", w >= 0 ? json_string(sname(w)) : json_null());
+    json_object_set_new(e->json, "state", json_string(e->state == RUNNING ? "running" : "examining"));
+    json_object_set_new(e->json, "throughputs", tp);
+    json_object_set_new(e->json, "reference_mbs", json_real(round(e->ref * 10) / 10));
+    json_object_set_new(e->json, "calls", json_integer((json_int_t)e->calls));
+    json_object_set_new(e->json, "examination_calls", json_integer((json_int_t)e->examined));
+    json_object_set_new(e->json, "reexaminations", json_integer((json_int_t)e->reexams));
+    json_object_set_new(e->json, "from_knowledge", json_boolean(e->from_knowledge));
+}
+
+static int same_sig(const iotame_sig_t *a, const iotame_sig_t *b)
+{
+    return a->write == b->write && a->nprocs == b->nprocs && a->bytes == b->bytes && a->requests == b->requests &&
+           a->gap == b->gap;
+}
+
+/* The knowledge's winner for a signature (registry index, or -1). */
+static int known_winner(const json_t *knowledge, const iotame_sig_t *sig, const iotame_select_conf_t *conf)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(knowledge, "entries"), i, item) {
+        json_t *g = json_object_get(item, "signature");
+        const char *op = json_string_value(json_object_get(g, "op"));
+        iotame_sig_t k = {op && strcmp(op, "write") == 0,
+                          json_integer_value(json_object_get(g, "nprocs")),
+                          json_integer_value(json_object_get(g, "bytes")),
+                          json_integer_value(json_object_get(g, "requests")),
+                          json_integer_value(json_object_get(g, "gap"))};
+        if (!op || !same_sig(&k, sig)) continue;
+        int w = iotame_strategy_find(json_string_value(json_object_get(item, "strategy")));
+        for (int c = 0; c < conf->ncandidates; c++)
+            if (conf->candidates[c] == w) return w;
+        return -1;
+    }
+    return -1;
+}
+
+static void start_examination(iotame_sel_entry_t *e, int first)
+{
+    e->state = EXAMINING;
+    e->cur = e->served = 0;
+    memset(e->sum, 0, sizeof e->sum);
+    memset(e->n, 0, sizeof e->n);
+    /* The previous winner first: it is measured under the new conditions before the others. */
+    for (int k = 1; first >= 0 && k < e->ncand; k++)
+        if (e->cand[k] == first) {
+            memmove(&e->cand[1], &e->cand[0], (size_t)k * sizeof e->cand[0]);
+            e->cand[0] = first;
+        }
+}
+
+iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t *sig, const iotame_select_conf_t *conf,
+                                        const json_t *knowledge)
+{
+    iotame_sel_entry_t *e;
+    for (e = s->entries; e; e = e->next)
+        if (same_sig(&e->sig, sig)) return e;
+    if (!(e = calloc(1, sizeof *e))) return NULL;
+    e->sig = *sig;
+    e->exam_calls = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
+    e->threshold = conf->threshold;
+    for (int c = 0; c < conf->ncandidates && e->ncand < IOTAME_STRATEGY_MAX; c++)
+        if (conf->candidates[c] >= 0 && conf->candidates[c] < iotame_nstrategies) e->cand[e->ncand++] = conf->candidates[c];
+    if (e->ncand == 0) e->cand[e->ncand++] = 0;
+    int known = knowledge ? known_winner(knowledge, sig, conf) : -1;
+    if (known >= 0) {
+        e->state = RUNNING;
+        e->winner = known;
+        e->from_knowledge = 1;
+    } else {
+        start_examination(e, -1);
+    }
+    e->next = s->entries;
+    s->entries = e;
+    json_t *d = decisions(s);
+    if (d) {
+        e->json = json_pack("{s:o}", "signature", sig_json(sig));
+        json_array_append_new(d, e->json);
+        publish(e);
+    }
+    s->digest = mix(mix(mix(s->digest, (uint64_t)sig->bytes), (uint64_t)sig->requests), (uint64_t)known + 2);
+    return e;
+}
+
+int iotame_select_choose(const iotame_sel_entry_t *e) { return e->state == RUNNING ? e->winner : e->cand[e->cur]; }
+
+static void finish_examination(iotame_sel_entry_t *e)
+{
+    e->winner = best(e);
+    if (e->winner < 0) e->winner = e->cand[0];
+    e->ref = mean(e, e->winner);
+    e->state = RUNNING;
+    e->nrecent = 0;
+}
+
+void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs)
+{
+    e->calls++;
+    s->digest = mix(mix(s->digest, (uint64_t)strategy), e->calls);
+    if (e->state == EXAMINING) {
+        int b = best(e);
+        double b_mean = b >= 0 ? mean(e, b) : 0.0;
+        e->sum[strategy] += mbs;
+        e->n[strategy]++;
+        e->served++;
+        e->examined++;
+        int clearly_losing = e->served == 1 && b >= 0 && b != strategy && mbs < DROP * b_mean;
+        if (clearly_losing || e->served >= e->exam_calls) {
+            e->served = 0;
+            if (++e->cur >= e->ncand) finish_examination(e);
+        }
+    } else if (strategy == e->winner) {
+        e->recent[e->nrecent % e->exam_calls] = mbs;
+        e->nrecent++;
+        if (e->nrecent >= e->exam_calls) {
+            double m = 0;
+            for (int k = 0; k < e->exam_calls; k++) m += e->recent[k];
+            m /= e->exam_calls;
+            if (e->ref <= 0) { /* a winner from the knowledge file: its first calls set the reference */
+                e->ref = m;
+                e->nrecent = 0;
+            } else if (e->ncand > 1 && fabs(m - e->ref) > e->threshold * e->ref) {
+                e->reexams++;
+                start_examination(e, e->winner);
+            }
+        }
+    }
+    publish(e);
+}
+
+/* ---- the knowledge file ---- */
+
+json_t *iotame_knowledge_parse(const char *text, size_t len)
+{
+    json_t *k = json_loadb(text, len, 0, NULL);
+    if (k && (!json_is_object(k) || !json_is_array(json_object_get(k, "entries")))) {
+        json_decref(k);
+        k = NULL;
+    }
+    return k;
+}
+
+/* The knowledge entry of one learned signature. */
+static json_t *entry_json(const iotame_sel_entry_t *e)
+{
+    json_t *tp = json_object();
+    for (int k = 0; k < e->ncand; k++) {
+        int i = e->cand[k];
+        if (e->n[i]) json_object_set_new(tp, sname(i), json_real(round(mean(e, i) * 10) / 10));
+    }
+    return json_pack("{s:o,s:s,s:o}", "signature", sig_json(&e->sig), "strategy", sname(e->winner), "throughputs", tp);
+}
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
+{
+    int learned = 0;
+    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) learned |= e->state == RUNNING;
+    if (!learned) return 0;
+    /* RATIONALE: several jobs (or files of one job) may save at once: a lock file serializes read-merge-write, and
+     * the rename makes a reader see the old or the new file, never half of one. */
+    char lockpath[4096], tmp[4096];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    int fd = open(lockpath, O_CREAT | O_RDWR, 0644);
+    if (fd < 0) return -errno;
+    flock(fd, LOCK_EX);
+    json_t *k = json_load_file(path, 0, NULL);
+    if (!k || !json_is_object(k) || !json_is_array(json_object_get(k, "entries"))) {
+        json_decref(k);
+        k = json_pack("{s:i,s:[]}", "version", 1, "entries");
+    }
+    json_t *entries = json_object_get(k, "entries");
+    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) {
+        if (e->state != RUNNING) continue;
+        json_t *fresh = entry_json(e), *g = json_object_get(fresh, "signature");
+        size_t i;
+        json_t *item;
+        int replaced = 0;
+        json_array_foreach(entries, i, item) {
+            if (json_equal(json_object_get(item, "signature"), g)) {
+                json_array_set(entries, i, fresh);
+                replaced = 1;
+                break;
+            }
+        }
+        if (!replaced) json_array_append(entries, fresh);
+        json_decref(fresh);
+    }
+    int rc = 0;
+    if (json_dump_file(k, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || rename(tmp, path) != 0) {
+        rc = -EIO;
+        remove(tmp);
+    }
+    json_decref(k);
+    flock(fd, LOCK_UN);
+    close(fd);
+    return rc;
+}

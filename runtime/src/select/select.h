@@ -1,0 +1,55 @@
+/* select: the online selector of collective strategies (Orthrus, Zhang et al., ISC 2014, section 2.1) and the
+ * knowledge file that carries what it learned into the next run. The only interface of runtime/src/select/.
+ *
+ * Every input is a value reduced over the file's communicator (signature, throughput), and every rank makes the
+ * same sequence of calls, so every rank holds the same state and takes the same decision without talking. */
+#ifndef IOTAME_SELECT_H
+#define IOTAME_SELECT_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+
+typedef struct json_t json_t;
+
+/* A call's signature: Orthrus' characterization of one collective call. gap is the mean distance between
+ * consecutive requests in file order (the paper's relative offset), from the reduced first and end offsets. */
+typedef struct {
+    int write;
+    int64_t nprocs, bytes, requests, gap;
+} iotame_sig_t;
+
+typedef struct {
+    const int *candidates; /* registry indices, in examination order */
+    int ncandidates;
+    int exam_calls;   /* calls each candidate serves in an examination */
+    double threshold; /* relative deviation of the winner's throughput that starts a new examination */
+} iotame_select_conf_t;
+
+typedef struct iotame_selector iotame_selector_t;
+typedef struct iotame_sel_entry iotame_sel_entry_t;
+
+/* The selector of a file (one per path, shared by its handles; created on first use). NULL on ENOMEM. */
+iotame_selector_t *iotame_select_for(iotame_file_stats_t *fs);
+/* A digest of everything the selector saw: ranks whose digests differ have diverged (the path was used by
+ * different communicators) and must reset. */
+uint64_t iotame_select_digest(const iotame_selector_t *s);
+void iotame_select_reset(iotame_selector_t *s);
+
+/* The entry of a signature: created on first sight, from the knowledge (a parsed knowledge file, or NULL) when it
+ * knows the signature. NULL on ENOMEM. */
+iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t *sig, const iotame_select_conf_t *conf,
+                                        const json_t *knowledge);
+/* The strategy (registry index) of the entry's next call. */
+int iotame_select_choose(const iotame_sel_entry_t *e);
+/* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
+void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
+
+/* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]}.
+ * Parses text (NULL when it is not a knowledge file). */
+json_t *iotame_knowledge_parse(const char *text, size_t len);
+/* Merges the winners of s into the file at path (created if missing; entries of other signatures kept; locked
+ * against concurrent writers, replaced atomically). Returns 0 or -errno. */
+int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
+
+#endif

@@ -1,0 +1,212 @@
+"""`iotame tune` end to end with a stand-in job (no MPI, no build): a Python program whose bandwidth depends on the
+hints of its configuration, which fails on one hint value while claiming the highest bandwidth, and sleeps on
+another. Its values are exact, so the best configuration and the speedup are known in advance."""
+import json
+import socket
+import subprocess
+import sys
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from iotame.cli import main
+from iotame.config import check_config
+from iotame.report import make_report
+from iotame.tune.study import interrupted_numbers
+
+from .fakes import make_stats
+
+FAKE_JOB = r'''#!{python}
+"""Bandwidth: 100 MB/s x3 with romio_cb_write=disable (x0.5 enable) x1.5 with cb_buffer_size=4194304.
+romio_ds_write=enable: exit status 1 after writing statistics that claim 1e6 MB/s. cb_buffer_size=2097152 with
+romio_cb_write=automatic: sleeps 30 s. Every run is logged (hints, configuration path) to log.jsonl."""
+import json, os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+cfg = json.load(open(os.environ["IOTAME_CONFIG"])) if os.environ.get("IOTAME_CONFIG") else None
+hints = ((cfg or {{}}).get("defaults") or {{}}).get("mpiio_hints", {{}})
+with open(os.path.join(here, "log.jsonl"), "a") as log:
+    log.write(json.dumps({{"hints": hints, "config": os.environ.get("IOTAME_CONFIG"),
+                          "meta": (cfg or {{}}).get("meta")}}) + "\n")
+if os.path.exists(os.path.join(here, "always-fail")):
+    sys.exit(7)
+if hints.get("cb_buffer_size") == 2097152 and hints.get("romio_cb_write") == "automatic":
+    time.sleep(30)
+mbs = 100.0 * {{"disable": 3.0, "enable": 0.5}}.get(hints.get("romio_cb_write"), 1.0)
+mbs *= 1.5 if hints.get("cb_buffer_size") == 4194304 else 1.0
+fail = hints.get("romio_ds_write") == "enable"
+if fail:
+    mbs = 1e6
+stats = json.load(open(os.path.join(here, "stats-template.json")))
+total = stats["summary"]["bytes_read"] + stats["summary"]["bytes_written"]
+stats["summary"]["io_seconds"] = total / mbs / 1e6
+stats["summary"]["io_mbs"] = mbs
+json.dump(stats, open(os.environ["IOTAME_STATS"], "w"))
+print(json.dumps({{"kernel": "fake", "nprocs": 1, "params": {{}}, "verified": True,
+                  "phases": [{{"name": "write", "bytes": total, "seconds": total / mbs / 1e6, "mbs": mbs}}]}}))
+sys.exit(1 if fail else 0)
+'''
+
+SPACE = """
+[mpiio]
+romio_cb_write = ["enable", "disable"]
+romio_ds_write = ["enable"]
+cb_buffer_size = {pow2 = [2097152, 4194304]}
+"""
+
+
+@pytest.fixture(autouse=True)
+def knowledge_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOTAME_KNOWLEDGE", str(tmp_path / "kb.sqlite"))
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture
+def job(tmp_path, fake_lib):
+    d = tmp_path / "job"
+    d.mkdir()
+    prog = d / "fake-job"
+    prog.write_text(FAKE_JOB.format(python=sys.executable))
+    prog.chmod(0o755)
+    (d / "stats-template.json").write_text(json.dumps(make_stats()))
+    return prog
+
+
+def log(job):
+    return [json.loads(line) for line in (job.parent / "log.jsonl").read_text().splitlines()]
+
+
+def tune(tmp_path, job, *options, space=SPACE):
+    (tmp_path / "space.toml").write_text(space)
+    return main(["tune", "--space", str(tmp_path / "space.toml"), "--no-drop-caches", "--out",
+                 str(tmp_path / "out"), "--study", "s", *options, "--", str(job)])
+
+
+def load(tmp_path):
+    return optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'out' / 'study.sqlite'}")
+
+
+def test_grid_study_end_to_end(tmp_path, job, capsys):
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "40", "--final-repeat", "2") == 0
+    out = tmp_path / "out"
+    study = load(tmp_path)
+    trials = study.get_trials()
+    # the default first, with the empty configuration
+    assert trials[0].user_attrs["default"] is True
+    assert json.loads((out / "trials" / "0000" / "config.json").read_text()).get("defaults") is None
+    assert log(job)[0]["hints"] == {}
+    # the grid: 3 x 2 x 3 = 18 configurations, the default's (all unset) among them, then it stops
+    assert len(trials) == 18
+    assert len({tuple(sorted(t.params.items())) for t in trials}) == 18
+    # failed trials are FAIL in the study and never best, though their statistics claimed 1e6 MB/s
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(failed) == 9 and all(t.params["mpiio.romio_ds_write"] == "enable" for t in failed)
+    assert failed[0].user_attrs["error"] == "run 1: exit status 1"
+    assert study.best_trial.params == {"mpiio.romio_cb_write": "disable", "mpiio.romio_ds_write": "unset",
+                                       "mpiio.cb_buffer_size": 4194304}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["speedup"] == pytest.approx(4.5)
+    assert summary["default"]["objective"] == pytest.approx(100.0)
+    assert summary["best"]["objective"] == pytest.approx(450.0)
+    assert summary["best"]["params"] == {"mpiio.romio_cb_write": "disable", "mpiio.cb_buffer_size": 4194304}
+    assert summary["trials"]["failed"] == 9 and summary["trials"]["complete"] == 9
+    assert summary["measured"].startswith("final re-run")
+    assert [c["label"] for c in summary["final"]][0] == "default" and len(summary["final"]) == 4
+    assert all(len(c["values"]) == 2 for c in summary["final"])
+    # best.json: a configuration the runtime accepts, with where it came from
+    assert check_config(out / "best.json") == []
+    assert main(["config", "check", str(out / "best.json")]) == 0
+    best = json.loads((out / "best.json").read_text())
+    assert best["defaults"] == {"mpiio_hints": {"romio_cb_write": "disable", "cb_buffer_size": 4194304}}
+    assert best["meta"]["speedup"] == pytest.approx(4.5) and best["meta"]["study"] == "s"
+    printed = capsys.readouterr().out
+    assert "speedup: 4.50x" in printed and "450.0 MB/s" in printed
+    # the report
+    page = make_report(out)
+    assert page == out / "index.html" and "speedup 4.50x" in page.read_text()
+    for png in ("trials.png", "params.png", "phases.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_resume_after_a_killed_tuner(tmp_path, job):
+    assert tune(tmp_path, job, "--sampler", "random", "--seed", "1", "--trials", "4", "--final-repeat", "0") == 0
+    study = load(tmp_path)
+    assert len(study.trials) == 4
+    # a tuner killed in the middle of a trial leaves it RUNNING, with a process that no longer exists
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    t = study.ask()
+    t.set_user_attr("host", socket.gethostname())
+    t.set_user_attr("pid", gone.pid)
+    study.ask()                   # killed between asking for a trial and claiming it
+    assert tune(tmp_path, job, "--sampler", "random", "--seed", "1", "--trials", "7", "--final-repeat", "0") == 0
+    study = load(tmp_path)
+    trials = study.get_trials()
+    assert trials[4].state == trials[5].state == TrialState.FAIL and interrupted_numbers(study) == [4, 5]
+    assert len(trials) == 9                                  # 7 counted, and the 2 interrupted ones
+    assert [t.number for t in trials if t.user_attrs.get("default")] == [0]
+    assert all(t.state != TrialState.RUNNING for t in trials)
+    assert sum(1 for e in log(job) if e["hints"] == {}) == 1   # the default ran once
+
+
+def test_a_failing_default_stops_the_study(tmp_path, job, capsys):
+    (job.parent / "always-fail").write_text("")
+    assert tune(tmp_path, job, "--trials", "5") == 1
+    err = capsys.readouterr().err
+    assert "iotame: tune: the default configuration failed (run 1: exit status 7)" in err
+    assert len(log(job)) == 1
+
+
+def test_timed_out_trial_fails(tmp_path, job):
+    space = '[mpiio]\ncb_buffer_size = [2097152]\nromio_cb_write = ["automatic"]\n'
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "10", "--timeout", "1", space=space) == 0
+    study = load(tmp_path)
+    slow = [t for t in study.trials if t.params.get("mpiio.cb_buffer_size") == 2097152
+            and t.params.get("mpiio.romio_cb_write") == "automatic"]
+    assert len(slow) == 1 and slow[0].state == TrialState.FAIL
+    assert slow[0].user_attrs["error"] == "run 1: timed out after 1 s"
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["best"]["trial"] != slow[0].number
+
+
+def test_default_wins_when_nothing_beats_it(tmp_path, job):
+    space = '[mpiio]\nromio_cb_write = ["enable"]\n'
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "5", "--final-repeat", "1", space=space) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["best"]["is_default"] is True and summary["speedup"] == 1.0
+    best = json.loads((tmp_path / "out" / "best.json").read_text())
+    assert "defaults" not in best and best["meta"]["default"] is True
+    assert check_config(tmp_path / "out" / "best.json") == []
+
+
+def test_knowledge_base_seeds_a_similar_study(tmp_path, job):
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "40", "--final-repeat", "1") == 0
+    out2 = tmp_path / "out2"
+    rc = main(["tune", "--space", str(tmp_path / "space.toml"), "--no-drop-caches", "--out", str(out2),
+               "--study", "s2", "--sampler", "random", "--trials", "2", "--final-repeat", "0", "--", str(job)])
+    assert rc == 0
+    study = optuna.load_study(study_name="s2", storage=f"sqlite:///{out2 / 'study.sqlite'}")
+    first = study.trials[1]
+    assert first.user_attrs["seed"].startswith("knowledge base: study s, 4.50x")
+    assert first.params == {"mpiio.romio_cb_write": "disable", "mpiio.romio_ds_write": "unset",
+                            "mpiio.cb_buffer_size": 4194304}
+    assert tune(tmp_path, job, "--no-knowledge", "--trials", "2", "--final-repeat", "0") == 0   # resumes s
+
+
+def test_resume_with_another_objective_is_refused(tmp_path, job, capsys):
+    assert tune(tmp_path, job, "--trials", "1", "--no-knowledge") == 0
+    assert tune(tmp_path, job, "--trials", "2", "--objective", "io-time", "--no-knowledge") == 2
+    assert "optimizes io-bandwidth, not io-time" in capsys.readouterr().err
+
+
+def test_dry_run_prints_the_space(tmp_path, job, capsys):
+    assert tune(tmp_path, job, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "mpiio.romio_cb_write: unset, enable, disable" in out and "processes: 1" in out
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_space_launches_nothing(tmp_path, job, capsys):
+    assert tune(tmp_path, job, space="[mpiio]\ncb_nodes = []\n") == 2
+    assert capsys.readouterr().err == f"iotame: space {tmp_path / 'space.toml'}: mpiio.cb_nodes: empty list of values\n"
+    assert not (job.parent / "log.jsonl").exists()
