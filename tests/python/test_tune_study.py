@@ -180,9 +180,11 @@ def test_default_wins_when_nothing_beats_it(tmp_path, job):
 
 
 def test_knowledge_base_seeds_a_similar_study(tmp_path, job):
-    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "40", "--final-repeat", "1") == 0
+    small = '[mpiio]\nromio_cb_write = ["disable"]\ncb_buffer_size = [4194304]\n'
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "10", "--final-repeat", "1", space=small) == 0
+    (tmp_path / "space2.toml").write_text(SPACE)
     out2 = tmp_path / "out2"
-    rc = main(["tune", "--space", str(tmp_path / "space.toml"), "--no-drop-caches", "--out", str(out2),
+    rc = main(["tune", "--space", str(tmp_path / "space2.toml"), "--no-drop-caches", "--out", str(out2),
                "--study", "s2", "--sampler", "random", "--trials", "2", "--final-repeat", "0", "--", str(job)])
     assert rc == 0
     study = optuna.load_study(study_name="s2", storage=f"sqlite:///{out2 / 'study.sqlite'}")
@@ -190,7 +192,8 @@ def test_knowledge_base_seeds_a_similar_study(tmp_path, job):
     assert first.user_attrs["seed"].startswith("knowledge base: study s, 4.50x")
     assert first.params == {"mpiio.romio_cb_write": "disable", "mpiio.romio_ds_write": "unset",
                             "mpiio.cb_buffer_size": 4194304}
-    assert tune(tmp_path, job, "--no-knowledge", "--trials", "2", "--final-repeat", "0") == 0   # resumes s
+    assert tune(tmp_path, job, "--no-knowledge", "--trials", "5", "--final-repeat", "0", space=small) == 0  # resumes
+    assert len(load(tmp_path).trials) == 5
 
 
 def test_resume_with_another_objective_is_refused(tmp_path, job, capsys):
