@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: `iotame tune` on a built-in kernel on the local file system for a minute or two, then the default
 # against the tuned result. The kernel is ROMIO's noncontig pattern (2 ranks, collective, 64-byte elements),
-# whose MPI-IO hints alone move bandwidth by several times; ior with 64-byte transfers when it is missing.
+# whose MPI-IO hints alone move bandwidth by several times.
 # The tuning directory (best.json, summary.json, report) stays in build/demo-tune.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,12 +10,7 @@ out=build/demo-tune
 data=$(mktemp -d "${TMPDIR:-/tmp}/iotame-demo.XXXXXX")
 trap 'rm -rf "$data"' EXIT
 rm -rf "$out"                     # a fresh study each time (the knowledge base remembers the last one)
-kernel=build/kernels/iotame-kernel
-if "$kernel" --list | grep -qx noncontig; then
-  job=("$kernel" noncontig --elmtcount 16 --veclen 16384 --collective --file "$data/noncontig.dat")
-else
-  job=("$kernel" ior -a MPIIO -c -w -r -b 64 -t 64 -s 4096 -o "$data/ior.dat")
-fi
+job=(build/kernels/iotame-kernel noncontig --elmtcount 16 --veclen 16384 --collective --file "$data/noncontig.dat")
 echo "iotame demo: iotame tune --trials $TRIALS -- mpiexec -n 2 ${job[*]}"
 echo "  (the first trial is the system default; the best 3 are re-run beside it at the end)"
 .venv/bin/iotame tune --trials "$TRIALS" --study demo --out "$out" --dir "$data" -- mpiexec -n 2 "${job[@]}"
