@@ -102,7 +102,7 @@ def test_resume_after_kill(tmp_path):
     after = trials(tmp_path)
     left_running = [n for n, s, _ in before if s == "RUNNING"]
     assert [n for n, _, d in after if d] == [0]                       # one default, the first trial
-    assert all(s in ("COMPLETE", "FAIL") for _, s, _ in after)
+    assert all(s in ("COMPLETE", "FAIL") for _, s, _ in after), (before, after, p.stderr)
     assert [n for n, _, _ in after] == list(range(len(after)))        # numbering continues
     assert len(after) == target + len(left_running)                    # interrupted trials do not count
     for n in left_running:

@@ -64,7 +64,8 @@ def open_study(storage: str, name: str, direction: str, objective: str,
 
 
 def claim(trial: optuna.Trial) -> None:
-    """Marks a trial as run by this process on this host."""
+    """Marks a trial as run by this process on this host. Three writes: a tuner killed between them leaves a
+    trial that `_abandoned` treats as unclaimed."""
     trial.set_user_attr(_HOST, socket.gethostname())
     trial.set_user_attr(_PID, os.getpid())
     trial.set_user_attr(_BEAT, time.time())
@@ -127,10 +128,10 @@ def _other_tuner_alive(study: optuna.Study) -> bool:
 def _abandoned(t: FrozenTrial, now: float, others: bool) -> bool:
     host, pid, beat = t.user_attrs.get(_HOST), t.user_attrs.get(_PID), t.user_attrs.get(_BEAT)
     started = t.datetime_start.timestamp() if t.datetime_start else now
-    if host is None:
-        # asked but never claimed: its tuner died in between, unless another live tuner is about to claim it
+    if host is None or not isinstance(pid, int):
+        # asked but never (fully) claimed: its tuner died in between, unless another live tuner is about to claim it
         return not others or now - started > CLAIM_GRACE_SECONDS
-    if host == socket.gethostname() and isinstance(pid, int) and pid != os.getpid() and not _alive(pid):
+    if host == socket.gethostname() and pid != os.getpid() and not _alive(pid):
         return True
     last = beat if isinstance(beat, (int, float)) else started
     return now - last > STALE_SECONDS
