@@ -18,7 +18,6 @@
  * at once. Every allocation happens before a point where all ranks agree (MPI_Allreduce) to go on, so a rank that
  * runs out of memory makes the whole call pass through instead of leaving the others waiting. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,21 +54,6 @@ typedef struct {
     size_t first, end; /* apieces of the window */
     int64_t lo, hi;    /* positions covered in the aggregator's domain */
 } win_t;
-
-static MPI_Datatype pair_dt = MPI_DATATYPE_NULL;
-
-static void make_pair_type(void)
-{
-    PMPI_Type_contiguous(2, MPI_INT64_T, &pair_dt);
-    PMPI_Type_commit(&pair_dt);
-}
-
-static MPI_Datatype pair_type(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, make_pair_type);
-    return pair_dt;
-}
 
 /* ---- domains ---- */
 
@@ -299,25 +283,27 @@ static int exchange_requests(ctx_t *x)
     PMPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, comm);
     int64_t total = 0;
     for (int s = 0; s < np; s++) {
-        if (scount[s] > INT32_MAX || rcount[s] > INT32_MAX || total > INT32_MAX) ok = 0;
-        sc[s] = (int)scount[s];
-        rc[s] = (int)rcount[s];
-        rd[s] = (int)total;
+        /* pairs travel as two MPI_INT64_T each: counts and displacements in int64 units must fit an int */
+        if (2 * scount[s] > INT32_MAX || 2 * rcount[s] > INT32_MAX || 2 * total > INT32_MAX) ok = 0;
+        sc[s] = (int)(2 * scount[s]);
+        rc[s] = (int)(2 * rcount[s]);
+        rd[s] = (int)(2 * total);
+        sd[s] *= 2;
         total += rcount[s];
     }
-    if (ok && total > INT32_MAX) ok = 0;
+    if (ok && 2 * total > INT32_MAX) ok = 0;
     if (ok) {
         rmeta = malloc((size_t)(total ? total : 1) * sizeof *rmeta);
         x->ap = malloc((size_t)(total ? total : 1) * sizeof *x->ap);
         if (!rmeta || !x->ap) ok = 0;
     }
     if (!agree(comm, ok)) goto fail;
-    PMPI_Alltoallv(smeta, sc, sd, pair_type(), rmeta, rc, rd, pair_type(), comm);
+    PMPI_Alltoallv(smeta, sc, sd, MPI_INT64_T, rmeta, rc, rd, MPI_INT64_T, comm);
     x->nap = (size_t)total;
     for (int s = 0; s < np; s++)
         for (int64_t i = 0; i < rcount[s]; i++) {
-            pair_t m = rmeta[rd[s] + i];
-            x->ap[rd[s] + i] = (apiece_t){m.off, m.len, pos_of(x->p, x->my_agg, m.off) / x->p->window, s};
+            pair_t m = rmeta[rd[s] / 2 + i];
+            x->ap[rd[s] / 2 + i] = (apiece_t){m.off, m.len, pos_of(x->p, x->my_agg, m.off) / x->p->window, s};
         }
     free(scount);
     free(rcount);
