@@ -39,6 +39,7 @@ struct iotame_coll_file {
     int exam_calls;
     double threshold;
     char *knowledge_path;
+    int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
     int64_t virtual_node_size, targets, target_unit;
     /* set up at the first routed call */
     int setup;               /* 0: not yet, 1: done, -1: failed (then every call passes through) */
@@ -349,6 +350,11 @@ static void load_knowledge(iotame_coll_file_t *f)
     char scratch;
     PMPI_Bcast(text ? text : &scratch, text ? (int)n : 0, MPI_CHAR, 0, f->env.comm);
     if (text) f->knowledge = iotame_knowledge_parse(text, (size_t)n);
+    if (f->env.rank == 0 && !f->knowledge) {
+        iotame_log_warn("knowledge file %s is not a knowledge file (expected {\"version\": 1, \"entries\": [...]}): "
+                        "not used, and left as it is\n", f->knowledge_path);
+        f->knowledge_broken = 1;
+    }
     free(text);
     /* RATIONALE: a rank whose copy failed must not decide differently: the selector's digest check catches it. */
 }
@@ -594,7 +600,8 @@ void iotame_collective_close(MPI_File fh)
     if (!f) return;
     remove_file(f);
     if (f->setup == 1) {
-        if (f->knowledge_path && f->env.rank == 0 && iotame_knowledge_save(f->sel, f->knowledge_path) != 0)
+        if (f->knowledge_path && f->env.rank == 0 && !f->knowledge_broken &&
+            iotame_knowledge_save(f->sel, f->knowledge_path) != 0)
             iotame_log_warn("cannot write the knowledge file %s\n", f->knowledge_path);
         PMPI_File_close(&f->env.shadow);
     }

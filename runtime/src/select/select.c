@@ -33,7 +33,8 @@ struct iotame_sel_entry {
     int cur, served;                           /* EXAMINING: cand[cur] has served `served` calls */
     double sum[IOTAME_STRATEGY_MAX];           /* this examination, by registry index */
     int n[IOTAME_STRATEGY_MAX];
-    int winner;                                /* RUNNING */
+    int winner;                                /* RUNNING; during a re-examination, the last winner */
+    int decided;                               /* a winner is known (examined, or from the knowledge file) */
     double ref;                                /* the winner's reference MB/s; 0 until measured */
     double recent[MAX_EXAM];
     int nrecent, exam_calls;
@@ -203,6 +204,7 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     if (known >= 0) {
         e->state = RUNNING;
         e->winner = known;
+        e->decided = 1;
         e->from_knowledge = 1;
     } else {
         start_examination(e, -1);
@@ -227,6 +229,7 @@ static void finish_examination(iotame_sel_entry_t *e)
     if (e->winner < 0) e->winner = e->cand[0];
     e->ref = mean(e, e->winner);
     e->state = RUNNING;
+    e->decided = 1;
     e->nrecent = 0;
 }
 
@@ -277,7 +280,7 @@ json_t *iotame_knowledge_parse(const char *text, size_t len)
     return k;
 }
 
-/* The knowledge entry of one learned signature. */
+/* The knowledge entry of one learned signature: its winner (the last one while a re-examination runs). */
 static json_t *entry_json(const iotame_sel_entry_t *e)
 {
     json_t *tp = json_object();
@@ -296,7 +299,7 @@ static json_t *entry_json(const iotame_sel_entry_t *e)
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
 {
     int learned = 0;
-    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) learned |= e->state == RUNNING;
+    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) learned |= e->decided;
     if (!learned) return 0;
     /* RATIONALE: several jobs (or files of one job) may save at once: a lock file serializes read-merge-write, and
      * the rename makes a reader see the old or the new file, never half of one. */
@@ -307,13 +310,19 @@ int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
     if (fd < 0) return -errno;
     flock(fd, LOCK_EX);
     json_t *k = json_load_file(path, 0, NULL);
-    if (!k || !json_is_object(k) || !json_is_array(json_object_get(k, "entries"))) {
+    if (k && (!json_is_object(k) || !json_is_array(json_object_get(k, "entries")))) {
         json_decref(k);
-        k = json_pack("{s:i,s:[]}", "version", 1, "entries");
+        k = NULL;
     }
+    if (!k && access(path, F_OK) == 0) { /* someone else's file, or a broken one: never overwritten */
+        flock(fd, LOCK_UN);
+        close(fd);
+        return -EEXIST;
+    }
+    if (!k) k = json_pack("{s:i,s:[]}", "version", 1, "entries");
     json_t *entries = json_object_get(k, "entries");
     for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) {
-        if (e->state != RUNNING) continue;
+        if (!e->decided) continue;
         json_t *fresh = entry_json(e), *g = json_object_get(fresh, "signature");
         size_t i;
         json_t *item;

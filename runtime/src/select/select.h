@@ -49,7 +49,8 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
  * Parses text (NULL when it is not a knowledge file). */
 json_t *iotame_knowledge_parse(const char *text, size_t len);
 /* Merges the winners of s into the file at path (created if missing; entries of other signatures kept; locked
- * against concurrent writers, replaced atomically). Returns 0 or -errno. */
+ * against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left alone:
+ * -EEXIST). Returns 0 or -errno. */
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
 
 #endif

@@ -1,0 +1,179 @@
+"""The collective-I/O engine end to end: every strategy against the MPI library as the oracle (random datatypes and
+views, the collective kernels), the Orthrus selector (strategy auto), its decisions in the statistics, and the
+knowledge file that carries them into the next run. Real mpiexec jobs with libiotame.so preloaded."""
+import json
+import sys
+
+import pytest
+
+from conftest import KERNEL, TEST_PROGRAMS, write_json
+
+sys.path.insert(0, str(KERNEL.parent.parent.parent / "tests" / "mpi"))
+from test_collective_kernels import (BTIO, LAYOUTS, MATRIX, NAMES, NONCONTIG, TILE,  # noqa: E402
+                                     check_file, check_run, opt)
+
+RANDOM = TEST_PROGRAMS / "random_collective"
+EVERY_CALL = TEST_PROGRAMS / "every_call"
+STRATEGIES = ["two_phase", "node_local", "target_aligned"]
+
+# Random cases per strategy: (ranks, cases, first case). 250 + 250 + 30 + 15 = 545 per strategy; 3 and 4 ranks
+# oversubscribe the 2 cores (MPICH busy-polls), so they get fewer cases.
+RANDOM_RUNS = [(1, 250, 0), (2, 250, 250), (3, 30, 500), (4, 15, 530)]
+SEED = 20261122
+
+
+def collective_config(path, match="*", **collective):
+    """A configuration whose rule for `match` sets the collective section (virtual nodes of one rank by default,
+    so that node_local has several nodes on this one machine)."""
+    collective.setdefault("virtual_node_size", 1)
+    return write_json(path, {"version": 1, "files": [{"match": match, "collective": collective}]})
+
+
+def file_stats(stats_path, name):
+    (f,) = [f for f in json.loads(stats_path.read_text())["files"] if f["path"].endswith(name)]
+    return f
+
+
+def served(f):
+    """Calls per strategy that served the file's collective calls."""
+    return {k: v["calls"] for k, v in f.get("strategies", {}).items()}
+
+
+def random_run(job, n, cases, first, config, extra_env=None):
+    stats = job.tmp / f"stats-{n}.json"
+    p = job.run(n, [RANDOM, job.tmp, SEED, cases, first], preload=True, config=config, stats=stats,
+                extra_env=extra_env, check=False, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout) == {"cases": cases, "calls": 4 * n * cases, "mismatches": 0}
+    return file_stats(stats, "test.dat")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("n,cases,first", RANDOM_RUNS)
+def test_random_datatypes_match_the_library(job, strategy, n, cases, first):
+    """Random nested file and memory datatypes, displacements and counts, write then read: test.dat through the
+    strategy, ref.dat through the library; read buffers, statuses, file pointers and both files identical."""
+    config = collective_config(job.tmp / "c.json", "*/test.dat", strategy=strategy)
+    f = random_run(job, n, cases, first, config)
+    calls = served(f)
+    assert set(calls) == {strategy} and calls[strategy] > cases      # the strategy served them (not passed through)
+    assert f["passthrough_reasons"] == {}
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_random_datatypes_under_the_selector(job, n):
+    """Strategy auto switches between the library and our strategies on one file: files and buffers stay
+    identical. The byte-stream mode keeps the library's calls away from ROMIO's own memory-datatype bugs."""
+    config = collective_config(job.tmp / "c.json", "*/test.dat", strategy="auto", exam_calls=1,
+                               candidates=["two_phase", "passthrough", "node_local", "target_aligned"])
+    f = random_run(job, n, 200, 1000 * n, config, extra_env={"RANDOM_COLLECTIVE_BYTES": "1"})
+    assert len(served(f)) >= 2 and f["decisions"]
+
+
+# ---- the collective kernels verify under every strategy and under the selector ----
+
+KERNELS = [("matrix", MATRIX), ("noncontig", NONCONTIG + ["--collective"]),
+           ("tileio", TILE + ["--nr-tiles-x", "1", "--nr-tiles-y", "2"]), ("btio", BTIO)]
+
+
+def run_kernel(job, n, kernel, args, config):
+    stats = job.tmp / "stats.json"
+    res, _ = job.kernel(n, kernel, *args, "--keep", preload=True, config=config, stats=stats)
+    size, phase_bytes, _ = LAYOUTS[kernel](n, args)
+    check_run(res, kernel, n, phase_bytes)
+    check_file(job.tmp / NAMES[kernel], size, opt(args, "--header-bytes", 0))
+    return file_stats(stats, NAMES[kernel])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES + ["auto"])
+@pytest.mark.parametrize("kernel,args", KERNELS, ids=[k for k, _ in KERNELS])
+def test_kernels_verify(job, kernel, args, strategy):
+    n = 1 if kernel == "btio" else 2         # btio needs a square number of ranks; 4 runs below
+    f = run_kernel(job, n, kernel, args, collective_config(job.tmp / "c.json", strategy=strategy))
+    assert f["passthrough_reasons"] == {}
+    if strategy != "auto":
+        assert set(served(f)) == {strategy}
+    else:
+        assert sum(served(f).values()) > 0 and f["decisions"]
+
+
+@pytest.mark.parametrize("strategy,vnode", [("node_local", 2), ("two_phase", 1), ("auto", 2)])
+@pytest.mark.parametrize("kernel,args", [KERNELS[0], KERNELS[3]], ids=["matrix", "btio"])
+def test_kernels_verify_on_four_ranks(job, kernel, args, strategy, vnode):
+    """Two virtual nodes of two ranks: node_local gathers within each node."""
+    f = run_kernel(job, 4, kernel, args,
+                   collective_config(job.tmp / "c.json", strategy=strategy, virtual_node_size=vnode))
+    assert f["passthrough_reasons"] == {} and sum(served(f).values()) > 0
+
+
+# ---- the selector: decisions, and the knowledge file ----
+
+MATRIX_LONG = ["--rows", "64", "--cols", "512", "--depth", "4"]   # 16 write and 16 read calls of one signature
+
+
+ALL = {"passthrough", "two_phase", "node_local", "target_aligned"}
+
+
+def test_selector_examines_then_keeps_a_winner(job):
+    """Which strategy wins depends on timing; what must hold does not: every candidate is examined, every call is
+    served and counted, and the decisions say what was measured. (A small call's throughput is noisy, so a later
+    re-examination may be running at the end.)"""
+    f = run_kernel(job, 2, "matrix", MATRIX_LONG, collective_config(job.tmp / "c.json", strategy="auto"))
+    by_op = {d["signature"]["op"]: d for d in f["decisions"]}
+    assert set(by_op) == {"write", "read"}
+    for d in by_op.values():
+        assert d["signature"] == {**d["signature"], "nprocs": 2, "bytes": 2 * 4 * 2048, "requests": 2 * 4}
+        assert d["state"] in ("running", "examining") and d["calls"] == 16 and not d["from_knowledge"]
+        assert 4 <= d["examination_calls"] <= 16
+        assert set(d["throughputs"]) <= ALL and (d["strategy"] in ALL or d["state"] == "examining")
+    assert set(served(f)) == ALL                                  # the first examination tries every candidate
+    assert sum(served(f).values()) == 32                          # 16 writes and 16 reads (calls, not ranks)
+
+
+def test_knowledge_file_starts_the_next_run_with_the_winner(job):
+    knowledge = job.tmp / "knowledge.json"
+    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge))
+    first = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
+    saved = json.loads(knowledge.read_text())
+    assert saved["version"] == 1
+    assert sorted(e["signature"]["op"] for e in saved["entries"]) == ["read", "write"]
+    assert all(e["strategy"] in ALL for e in saved["entries"])
+    assert sorted(json.dumps(e["signature"]) for e in saved["entries"]) == \
+        sorted(json.dumps(d["signature"]) for d in first["decisions"])
+
+    second = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
+    winners = {e["signature"]["op"]: e["strategy"] for e in saved["entries"]}
+    for d in second["decisions"]:
+        assert d["from_knowledge"] is True
+        assert d["examination_calls"] == 0 or d["reexaminations"] > 0, d   # no examination unless it deviated
+        if d["reexaminations"] == 0:
+            assert d["strategy"] == winners[d["signature"]["op"]]
+            assert set(served(second)) >= {d["strategy"]}
+
+
+def test_a_broken_knowledge_file_is_reported_and_kept(job):
+    knowledge = job.tmp / "knowledge.json"
+    knowledge.write_text("{not json")
+    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge))
+    stats = job.tmp / "stats.json"
+    res, p = job.kernel(2, "matrix", *MATRIX_LONG, preload=True, config=config, stats=stats)
+    assert res["verified"] is True
+    assert all(not d["from_knowledge"] for d in file_stats(stats, NAMES["matrix"])["decisions"])
+    assert knowledge.read_text() == "{not json"                              # nothing of the user's is lost
+    assert f"knowledge file {knowledge}" in p.stderr and "not a knowledge file" in p.stderr
+
+
+# ---- what the engine does not take passes through, counted; every call stays byte-identical ----
+
+@pytest.mark.parametrize("strategy", ["two_phase", "auto"])
+def test_every_call_under_a_strategy_is_byte_identical(job, strategy):
+    plain, routed, stats = job.tmp / "plain.dat", job.tmp / "routed.dat", job.tmp / "stats.json"
+    job.run(2, [EVERY_CALL, plain, 1024])
+    out = job.run(2, [EVERY_CALL, routed, 1024], preload=True, stats=stats,
+                  config=collective_config(job.tmp / "c.json", strategy=strategy))
+    assert json.loads(out.stdout)["errors"] == 0
+    assert plain.read_bytes() == routed.read_bytes()
+    f = file_stats(stats, "routed.dat")
+    assert sum(served(f).values()) > 0
+    reasons = f["passthrough_reasons"]
+    assert any("split" in r for r in reasons) and any("nonblocking" in r for r in reasons), reasons
