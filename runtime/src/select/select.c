@@ -7,8 +7,9 @@
  * Beyond the paper: a candidate whose first examination call is below DROP x the best mean so far is clearly
  * losing and is not given its remaining calls (a bad strategy can be ten times slower, and the examination would
  * pay for it exam_calls times); a winner taken from the knowledge file serves at once, its reference throughput
- * measured on its first calls; monitoring compares the mean of the last exam_calls calls, not one call, with the
- * reference, so that one noisy call does not start an examination.
+ * measured on its first calls; monitoring compares the means of windows of exam_calls calls, not single calls,
+ * with the reference, and only two deviating windows in a row start an examination: small calls' throughputs are
+ * noisy (measured here: matrix calls of 16 KB re-examined every few calls under the paper's rule).
  *
  * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
 #include <errno.h>
@@ -38,6 +39,7 @@ struct iotame_sel_entry {
     double ref;                                /* the winner's reference MB/s; 0 until measured */
     double recent[MAX_EXAM];
     int nrecent, exam_calls;
+    int deviated; /* the last window deviated from the reference */
     double threshold;
     uint64_t calls, reexams, examined;
     int from_knowledge;
@@ -230,7 +232,7 @@ static void finish_examination(iotame_sel_entry_t *e)
     e->ref = mean(e, e->winner);
     e->state = RUNNING;
     e->decided = 1;
-    e->nrecent = 0;
+    e->nrecent = e->deviated = 0;
 }
 
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs)
@@ -250,16 +252,19 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
             if (++e->cur >= e->ncand) finish_examination(e);
         }
     } else if (strategy == e->winner) {
-        e->recent[e->nrecent % e->exam_calls] = mbs;
-        e->nrecent++;
-        if (e->nrecent >= e->exam_calls) {
+        e->recent[e->nrecent++] = mbs;
+        if (e->nrecent == e->exam_calls) { /* a full window */
             double m = 0;
             for (int k = 0; k < e->exam_calls; k++) m += e->recent[k];
             m /= e->exam_calls;
-            if (e->ref <= 0) { /* a winner from the knowledge file: its first calls set the reference */
+            e->nrecent = 0;
+            if (e->ref <= 0) { /* a winner from the knowledge file: its first window sets the reference */
                 e->ref = m;
-                e->nrecent = 0;
-            } else if (e->ncand > 1 && fabs(m - e->ref) > e->threshold * e->ref) {
+            } else if (fabs(m - e->ref) <= e->threshold * e->ref || e->ncand < 2) {
+                e->deviated = 0;
+            } else if (!e->deviated) {
+                e->deviated = 1;
+            } else {
                 e->reexams++;
                 start_examination(e, e->winner);
             }

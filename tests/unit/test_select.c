@@ -1,0 +1,232 @@
+/* Unit tests of the Orthrus selector (runtime/src/select) with made-up throughputs: the examination order, the
+ * winner, dropping a clearly losing candidate, monitoring (one noisy window is tolerated, two deviating windows
+ * start a re-examination with the last winner first), the knowledge file (parse, start from it, save and merge,
+ * never overwrite a file that is not ours), and the digest that tells ranks apart when they diverge.
+ * The selector needs the file's statistics object and the strategy registry: both are stand-ins here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "collective/strategy.h"
+#include "select/select.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                            \
+    do {                                                                                                       \
+        if (!(cond)) {                                                                                         \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                           \
+            failures++;                                                                                        \
+        }                                                                                                      \
+    } while (0)
+
+/* ---- stand-ins: four named strategies, and one statistics object per fake file record ---- */
+
+const iotame_strategy_t iotame_strategy_passthrough = {.name = "passthrough"},
+                        iotame_strategy_two_phase = {.name = "two_phase"},
+                        iotame_strategy_node_local = {.name = "node_local"},
+                        iotame_strategy_target_aligned = {.name = "target_aligned"};
+const iotame_strategy_t *const iotame_strategies[] = {&iotame_strategy_passthrough, &iotame_strategy_two_phase,
+                                                      &iotame_strategy_node_local, &iotame_strategy_target_aligned};
+const int iotame_nstrategies = 4;
+enum { PT, TP, NL, TA };
+
+int iotame_strategy_find(const char *name)
+{
+    for (int i = 0; name && i < iotame_nstrategies; i++)
+        if (strcmp(iotame_strategies[i]->name, name) == 0) return i;
+    return -1;
+}
+
+struct iotame_file_stats {
+    json_t *collective;
+};
+
+json_t *iotame_stats_collective(iotame_file_stats_t *fs)
+{
+    if (!fs->collective) fs->collective = json_object();
+    return fs->collective;
+}
+
+/* ---- helpers ---- */
+
+static const int ALL[] = {PT, TP, NL, TA};
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15};
+
+/* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
+static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
+{
+    int k = iotame_select_choose(e);
+    iotame_select_update(s, e, k, mbs[k]);
+    return k;
+}
+
+static const json_t *decision(iotame_file_stats_t *fs, size_t i)
+{
+    return json_array_get(json_object_get(fs->collective, "decisions"), i);
+}
+
+static const char *dstr(const json_t *d, const char *key) { return json_string_value(json_object_get(d, key)); }
+static long long dint(const json_t *d, const char *key) { return json_integer_value(json_object_get(d, key)); }
+
+/* ---- tests ---- */
+
+static void test_examination_picks_the_fastest(void)
+{
+    iotame_file_stats_t fs = {0};
+    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_sig_t sig = {1, 2, 1 << 20, 64, 4096};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
+    const double mbs[4] = {160, 170, 300, 200};
+    int order[12], n = 0;
+    while (n < 12 && strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    /* Every candidate serves exam_calls calls in the configured order (none is below half the best so far). */
+    const int expect[12] = {PT, PT, PT, TP, TP, TP, NL, NL, NL, TA, TA, TA};
+    CHECK(n == 12 && memcmp(order, expect, sizeof expect) == 0);
+    const json_t *d = decision(&fs, 0);
+    CHECK(strcmp(dstr(d, "strategy"), "node_local") == 0 && strcmp(dstr(d, "state"), "running") == 0);
+    CHECK(dint(d, "examination_calls") == 12 && dint(d, "calls") == 12 && dint(d, "reexaminations") == 0);
+    CHECK(json_real_value(json_object_get(json_object_get(d, "throughputs"), "two_phase")) == 170.0);
+    for (int i = 0; i < 30; i++) CHECK(serve(s, e, mbs) == NL);
+    CHECK(dint(decision(&fs, 0), "reexaminations") == 0);
+    /* Another signature is examined on its own. */
+    iotame_sig_t other = sig;
+    other.write = 0;
+    CHECK(iotame_select_entry(s, &other, &CONF, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL) == e);
+    CHECK(json_array_size(json_object_get(fs.collective, "decisions")) == 2);
+}
+
+static void test_a_clearly_losing_candidate_gets_one_call(void)
+{
+    iotame_file_stats_t fs = {0};
+    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_sig_t sig = {1, 2, 4096, 8, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
+    const double mbs[4] = {400, 10, 390, 150};
+    int order[12], n = 0;
+    while (n < 12 && strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    const int expect[8] = {PT, PT, PT, TP, NL, NL, NL, TA};
+    CHECK(n == 8 && memcmp(order, expect, sizeof expect) == 0);
+    CHECK(strcmp(dstr(decision(&fs, 0), "strategy"), "passthrough") == 0);
+}
+
+static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
+{
+    iotame_file_stats_t fs = {0};
+    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_sig_t sig = {0, 1, 65536, 16, 128};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
+    double mbs[4] = {100, 200, 150, 120};
+    for (int i = 0; i < 12; i++) serve(s, e, mbs);
+    CHECK(iotame_select_choose(e) == TP);
+    mbs[TP] = 100; /* one slow window (3 calls), then back to normal: no re-examination */
+    for (int i = 0; i < 3; i++) CHECK(serve(s, e, mbs) == TP);
+    mbs[TP] = 210; /* within the threshold */
+    for (int i = 0; i < 9; i++) CHECK(serve(s, e, mbs) == TP);
+    CHECK(dint(decision(&fs, 0), "reexaminations") == 0);
+    mbs[TP] = 60; /* two slow windows in a row: a re-examination, the last winner measured first */
+    for (int i = 0; i < 6; i++) CHECK(serve(s, e, mbs) == TP);
+    CHECK(dint(decision(&fs, 0), "reexaminations") == 1);
+    CHECK(strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0);
+    int order[12], n = 0;
+    while (n < 12 && strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    /* two_phase first (60), passthrough (100), node_local (150), target_aligned (120): none below half the best */
+    const int expect[12] = {TP, TP, TP, PT, PT, PT, NL, NL, NL, TA, TA, TA};
+    CHECK(n == 12 && memcmp(order, expect, sizeof expect) == 0);
+    CHECK(iotame_select_choose(e) == NL);
+}
+
+static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
+{
+    char path[] = "/tmp/iotame-test-select-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    const char *text = "{\"version\": 1, \"entries\": ["
+                       "{\"signature\": {\"op\": \"write\", \"nprocs\": 2, \"bytes\": 100, \"requests\": 4, \"gap\": 0},"
+                       " \"strategy\": \"target_aligned\", \"throughputs\": {}},"
+                       "{\"signature\": {\"op\": \"read\", \"nprocs\": 9, \"bytes\": 1, \"requests\": 1, \"gap\": 0},"
+                       " \"strategy\": \"two_phase\", \"throughputs\": {}}]}";
+    CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    json_t *k = iotame_knowledge_parse(text, strlen(text));
+    CHECK(k != NULL);
+    CHECK(iotame_knowledge_parse("{\"entries\": 3}", 14) == NULL && iotame_knowledge_parse("[1", 2) == NULL);
+
+    iotame_file_stats_t fs = {0};
+    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_sig_t known = {1, 2, 100, 4, 0}, fresh = {0, 2, 100, 4, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
+    CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(&fs, 0), "from_knowledge")));
+    const int no_ta[] = {PT, TP};
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15};
+    iotame_selector_t *s2 = iotame_select_for(&(iotame_file_stats_t){0});
+    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
+
+    /* The first window of a known winner sets its reference; a later window far from it counts. */
+    const double mbs[4] = {50, 50, 50, 80};
+    for (int i = 0; i < 9; i++) CHECK(serve(s, e, mbs) == TA);
+    iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, k);
+    const double fast_pt[4] = {300, 100, 100, 100};
+    for (int i = 0; i < 12; i++) serve(s, f, fast_pt);
+    CHECK(iotame_knowledge_save(s, path) == 0);
+
+    json_t *saved = json_load_file(path, 0, NULL);
+    json_t *entries = json_object_get(saved, "entries");
+    CHECK(json_array_size(entries) == 3); /* the other job's entry is kept, ours replaced or added */
+    int seen = 0;
+    size_t i;
+    json_t *item;
+    json_array_foreach(entries, i, item) {
+        const json_t *g = json_object_get(item, "signature");
+        const char *op = json_string_value(json_object_get(g, "op"));
+        long long np = json_integer_value(json_object_get(g, "nprocs"));
+        const char *st = json_string_value(json_object_get(item, "strategy"));
+        if (np == 9) seen += strcmp(st, "two_phase") == 0;
+        else if (strcmp(op, "write") == 0) seen += strcmp(st, "target_aligned") == 0;
+        else seen += strcmp(st, "passthrough") == 0;
+    }
+    CHECK(seen == 3);
+    json_decref(saved);
+
+    /* A file that is not a knowledge file is never overwritten. */
+    FILE *out = fopen(path, "w");
+    fputs("not json", out);
+    fclose(out);
+    CHECK(iotame_knowledge_save(s, path) == -EEXIST);
+    char buf[32] = {0};
+    FILE *in = fopen(path, "r");
+    CHECK(fread(buf, 1, sizeof buf - 1, in) == 8 && strcmp(buf, "not json") == 0);
+    fclose(in);
+    unlink(path);
+    json_decref(k);
+}
+
+static void test_digests_agree_only_on_the_same_history(void)
+{
+    iotame_file_stats_t fa = {0}, fb = {0};
+    iotame_selector_t *a = iotame_select_for(&fa), *b = iotame_select_for(&fb);
+    iotame_sig_t sig = {1, 2, 1000, 10, 0};
+    const double mbs[4] = {1, 2, 3, 4};
+    iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL), *eb = iotame_select_entry(b, &sig, &CONF, NULL);
+    for (int i = 0; i < 5; i++) serve(a, ea, mbs), serve(b, eb, mbs);
+    CHECK(iotame_select_digest(a) == iotame_select_digest(b));
+    serve(a, ea, mbs);
+    CHECK(iotame_select_digest(a) != iotame_select_digest(b));
+    iotame_select_reset(a);
+    CHECK(json_array_size(json_object_get(fa.collective, "decisions")) == 0);
+}
+
+int main(void)
+{
+    test_examination_picks_the_fastest();
+    test_a_clearly_losing_candidate_gets_one_call();
+    test_monitoring_tolerates_one_window_and_reexamines_after_two();
+    test_knowledge_starts_with_the_winner_and_is_merged_on_save();
+    test_digests_agree_only_on_the_same_history();
+    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}
