@@ -52,6 +52,41 @@ def stats_tables(summary: dict) -> list[Table]:
             files.add_row(f["path"], fmt_bytes(f["bytes_read"]), fmt_bytes(f["bytes_written"]), str(f["ops"]),
                           fmt_seconds(f["seconds"]))
         tables.append(files)
+    coll = summary.get("collective") or {}
+    if coll.get("strategies"):
+        t = Table(title="collective strategies (time: slowest rank)", title_justify="left")
+        t.add_column("path", overflow="fold")
+        t.add_column("strategy")
+        for col in ("calls", "bytes", "MB/s"):
+            t.add_column(col, justify="right")
+        for r in coll["strategies"]:
+            t.add_row(r["path"], r["strategy"], str(r["calls"]), fmt_bytes(r["bytes"]), fmt_mbs(r["mbs"]))
+        tables.append(t)
+    if coll.get("decisions"):
+        t = Table(title="selector decisions (strategy auto; MB/s measured in the last examination)",
+                  title_justify="left")
+        t.add_column("path", overflow="fold")
+        t.add_column("call")
+        t.add_column("strategy")
+        for col in ("calls", "examined", "re-exams"):
+            t.add_column(col, justify="right")
+        t.add_column("MB/s per candidate")
+        for d in coll["decisions"]:
+            g = d.get("signature", {})
+            call = f"{g.get('op')} {g.get('bytes', 0):,} B in {g.get('requests')} pieces, gap {g.get('gap')}"
+            strategy = (d.get("strategy") or "-") + (" (knowledge)" if d.get("from_knowledge") else "") + \
+                ("" if d.get("state") == "running" else " [examining]")
+            measured = " ".join(f"{k} {v:.1f}" for k, v in (d.get("throughputs") or {}).items())
+            t.add_row(d["path"], call, strategy, str(d.get("calls", 0)), str(d.get("examination_calls", 0)),
+                      str(d.get("reexaminations", 0)), measured)
+        tables.append(t)
+    if summary.get("hdf5"):
+        t = Table(title="HDF5 properties", title_justify="left")
+        for col in ("path", "driver", "applied", "not applied"):
+            t.add_column(col, overflow="fold")
+        for r in summary["hdf5"]:
+            t.add_row(r["path"], str(r["driver"]), "\n".join(r["applied"]) or "-", "\n".join(r["not_applied"]) or "-")
+        tables.append(t)
     return tables
 
 

@@ -88,6 +88,42 @@ def _file_row(f: dict) -> dict:
             "bytes_written": int(f.get("bytes_written", 0) or 0), "ops": count, "seconds": seconds}
 
 
+def _collective_rows(files: list) -> tuple[list[dict], list[dict]]:
+    """Per file: the strategies that served collective calls, and the selector's decisions (strategy auto)."""
+    served, decided = [], []
+    for f in files:
+        for name, v in (f.get("strategies") or {}).items():
+            seconds = float(v.get("seconds", 0) or 0)
+            served.append({"path": str(f.get("path", "?")), "strategy": name, "calls": int(v.get("calls", 0)),
+                           "bytes": int(v.get("bytes", 0)),
+                           "mbs": int(v.get("bytes", 0)) / seconds / 1e6 if seconds > 0 else 0.0})
+        for d in f.get("decisions") or []:
+            decided.append({"path": str(f.get("path", "?")), **d})
+    return served, decided
+
+
+def _hdf5_rows(files: list) -> list[dict]:
+    """Per HDF5 file: what the runtime applied, and what it could not apply and why."""
+    rows = []
+    for f in files:
+        h = f.get("hdf5")
+        if not isinstance(h, dict):
+            continue
+        applied = [f"{k}={v}" for k, v in (h.get("applied") or {}).items()]
+        alike: dict[str, list[str]] = {}          # datasets with the same properties are shown on one line
+        for name, d in (h.get("datasets") or {}).items():
+            if isinstance(d, dict) and d:
+                alike.setdefault(" ".join(f"{k}={v}" for k, v in d.items()), []).append(name)
+        for props, names in alike.items():
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            applied.append(f"{names[0]}{more}: {props}")
+        missed = [f"{n.get('property')}" + (f" ({n['dataset']})" if n.get("dataset") else "") + f": {n.get('reason')}"
+                  for n in h.get("not_applied") or [] if isinstance(n, dict)]
+        rows.append({"path": str(f.get("path", "?")), "driver": h.get("driver"), "applied": applied,
+                     "not_applied": missed})
+    return rows
+
+
 def summarize(stats: dict) -> dict:
     """What `stats show` and `run` print: job summary, objectives and one row per file.
 
@@ -105,4 +141,6 @@ def summarize(stats: dict) -> dict:
         "config_error": stats.get("config_error"), "summary": summary, "objectives": objectives(stats),
         "files": [_file_row(f) for f in stats.get("files", [])],
         "passthrough_reasons": stats.get("passthrough_reasons") or {},
+        "collective": dict(zip(("strategies", "decisions"), _collective_rows(stats.get("files", [])))),
+        "hdf5": _hdf5_rows(stats.get("files", [])),
     }
