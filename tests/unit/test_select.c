@@ -46,6 +46,9 @@ struct iotame_file_stats {
     json_t *collective;
 };
 
+/* A new file record: the selector is found by its record's address, which the runtime never reuses. */
+static iotame_file_stats_t *new_fs(void) { return calloc(1, sizeof(iotame_file_stats_t)); }
+
 json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 {
     if (!fs->collective) fs->collective = json_object();
@@ -55,7 +58,7 @@ json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 /* ---- helpers ---- */
 
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15};
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0};
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -77,47 +80,47 @@ static long long dint(const json_t *d, const char *key) { return json_integer_va
 
 static void test_examination_picks_the_fastest(void)
 {
-    iotame_file_stats_t fs = {0};
-    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
     iotame_sig_t sig = {1, 2, 1 << 20, 64, 4096};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     const double mbs[4] = {160, 170, 300, 200};
     int order[12], n = 0;
-    while (n < 12 && strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    while (n < 12 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
     /* Every candidate serves exam_calls calls in the configured order (none is below half the best so far). */
     const int expect[12] = {PT, PT, PT, TP, TP, TP, NL, NL, NL, TA, TA, TA};
     CHECK(n == 12 && memcmp(order, expect, sizeof expect) == 0);
-    const json_t *d = decision(&fs, 0);
+    const json_t *d = decision(fs, 0);
     CHECK(strcmp(dstr(d, "strategy"), "node_local") == 0 && strcmp(dstr(d, "state"), "running") == 0);
     CHECK(dint(d, "examination_calls") == 12 && dint(d, "calls") == 12 && dint(d, "reexaminations") == 0);
     CHECK(json_real_value(json_object_get(json_object_get(d, "throughputs"), "two_phase")) == 170.0);
     for (int i = 0; i < 30; i++) CHECK(serve(s, e, mbs) == NL);
-    CHECK(dint(decision(&fs, 0), "reexaminations") == 0);
+    CHECK(dint(decision(fs, 0), "reexaminations") == 0);
     /* Another signature is examined on its own. */
     iotame_sig_t other = sig;
     other.write = 0;
     CHECK(iotame_select_entry(s, &other, &CONF, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL) == e);
-    CHECK(json_array_size(json_object_get(fs.collective, "decisions")) == 2);
+    CHECK(json_array_size(json_object_get(fs->collective, "decisions")) == 2);
 }
 
 static void test_a_clearly_losing_candidate_gets_one_call(void)
 {
-    iotame_file_stats_t fs = {0};
-    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
     iotame_sig_t sig = {1, 2, 4096, 8, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     const double mbs[4] = {400, 10, 390, 150};
     int order[12], n = 0;
-    while (n < 12 && strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    while (n < 12 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
     const int expect[8] = {PT, PT, PT, TP, NL, NL, NL, TA};
     CHECK(n == 8 && memcmp(order, expect, sizeof expect) == 0);
-    CHECK(strcmp(dstr(decision(&fs, 0), "strategy"), "passthrough") == 0);
+    CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "passthrough") == 0);
 }
 
 static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
 {
-    iotame_file_stats_t fs = {0};
-    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
     iotame_sig_t sig = {0, 1, 65536, 16, 128};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     double mbs[4] = {100, 200, 150, 120};
@@ -127,13 +130,13 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     for (int i = 0; i < 3; i++) CHECK(serve(s, e, mbs) == TP);
     mbs[TP] = 210; /* within the threshold */
     for (int i = 0; i < 9; i++) CHECK(serve(s, e, mbs) == TP);
-    CHECK(dint(decision(&fs, 0), "reexaminations") == 0);
+    CHECK(dint(decision(fs, 0), "reexaminations") == 0);
     mbs[TP] = 60; /* two slow windows in a row: a re-examination, the last winner measured first */
     for (int i = 0; i < 6; i++) CHECK(serve(s, e, mbs) == TP);
-    CHECK(dint(decision(&fs, 0), "reexaminations") == 1);
-    CHECK(strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0);
+    CHECK(dint(decision(fs, 0), "reexaminations") == 1);
+    CHECK(strcmp(dstr(decision(fs, 0), "state"), "examining") == 0);
     int order[12], n = 0;
-    while (n < 12 && strcmp(dstr(decision(&fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    while (n < 12 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
     /* two_phase first (60), passthrough (100), node_local (150), target_aligned (120): none below half the best */
     const int expect[12] = {TP, TP, TP, PT, PT, PT, NL, NL, NL, TA, TA, TA};
     CHECK(n == 12 && memcmp(order, expect, sizeof expect) == 0);
@@ -156,14 +159,14 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     CHECK(k != NULL);
     CHECK(iotame_knowledge_parse("{\"entries\": 3}", 14) == NULL && iotame_knowledge_parse("[1", 2) == NULL);
 
-    iotame_file_stats_t fs = {0};
-    iotame_selector_t *s = iotame_select_for(&fs);
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
     iotame_sig_t known = {1, 2, 100, 4, 0}, fresh = {0, 2, 100, 4, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
-    CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(&fs, 0), "from_knowledge")));
+    CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
-    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15};
-    iotame_selector_t *s2 = iotame_select_for(&(iotame_file_stats_t){0});
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0};
+    iotame_selector_t *s2 = iotame_select_for(new_fs());
     CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
 
     /* The first window of a known winner sets its reference; a later window far from it counts. */
@@ -205,10 +208,26 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     json_decref(k);
 }
 
+static void test_trace_records_the_first_calls(void)
+{
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
+    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3};
+    iotame_sig_t sig = {1, 1, 10, 1, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    const double mbs[4] = {100, 150.04, 90, 80};
+    for (int i = 0; i < 6; i++) serve(s, e, mbs);
+    const json_t *t = json_object_get(decision(fs, 0), "trace");
+    CHECK(json_array_size(t) == 3);
+    CHECK(strcmp(json_string_value(json_array_get(json_array_get(t, 1), 0)), "two_phase") == 0);
+    CHECK(json_real_value(json_array_get(json_array_get(t, 1), 1)) == 150.0);
+    CHECK(json_object_get(decision(fs, 0), "trace") != NULL);
+}
+
 static void test_digests_agree_only_on_the_same_history(void)
 {
-    iotame_file_stats_t fa = {0}, fb = {0};
-    iotame_selector_t *a = iotame_select_for(&fa), *b = iotame_select_for(&fb);
+    iotame_file_stats_t *fa = new_fs(), *fb = new_fs();
+    iotame_selector_t *a = iotame_select_for(fa), *b = iotame_select_for(fb);
     iotame_sig_t sig = {1, 2, 1000, 10, 0};
     const double mbs[4] = {1, 2, 3, 4};
     iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL), *eb = iotame_select_entry(b, &sig, &CONF, NULL);
@@ -217,7 +236,7 @@ static void test_digests_agree_only_on_the_same_history(void)
     serve(a, ea, mbs);
     CHECK(iotame_select_digest(a) != iotame_select_digest(b));
     iotame_select_reset(a);
-    CHECK(json_array_size(json_object_get(fa.collective, "decisions")) == 0);
+    CHECK(json_array_size(json_object_get(fa->collective, "decisions")) == 0);
 }
 
 int main(void)
@@ -226,6 +245,7 @@ int main(void)
     test_a_clearly_losing_candidate_gets_one_call();
     test_monitoring_tolerates_one_window_and_reexamines_after_two();
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();
+    test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;

@@ -37,6 +37,7 @@ struct iotame_coll_file {
     int strategy; /* registry index, or AUTO */
     int cand[IOTAME_STRATEGY_MAX], ncand;
     int exam_calls;
+    int64_t trace;
     double threshold;
     char *knowledge_path;
     int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
@@ -225,6 +226,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) f->cand[f->ncand++] = s;
     const json_t *v;
     f->exam_calls = (v = setting(fc, "exam_calls")) ? (int)json_integer_value(v) : 3;
+    f->trace = (v = setting(fc, "trace")) ? json_integer_value(v) : 0;
     f->threshold = (v = setting(fc, "threshold")) ? json_number_value(v) : 0.15;
     f->virtual_node_size = (v = setting(fc, "virtual_node_size")) ? json_integer_value(v) : 0;
     f->targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
@@ -512,7 +514,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         }
         int64_t gap = greq > 1 ? (gmax - gmin - gbytes) / (greq - 1) : 0;
         iotame_sig_t sig = {write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
-        iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold};
+        iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold, f->trace};
         entry = iotame_select_entry(f->sel, &sig, &conf, f->knowledge);
         s = entry ? iotame_select_choose(entry) : 0;
     } else if (s == AUTO) {

@@ -43,6 +43,7 @@ struct iotame_sel_entry {
     double threshold;
     uint64_t calls, reexams, examined;
     int from_knowledge;
+    int64_t trace; /* calls still to record in the decision's "trace" */
     json_t *json; /* the decision in the statistics (borrowed from the file's "decisions" list) */
     iotame_sel_entry_t *next;
 };
@@ -199,6 +200,7 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     e->sig = *sig;
     e->exam_calls = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
     e->threshold = conf->threshold;
+    e->trace = conf->trace;
     for (int c = 0; c < conf->ncandidates && e->ncand < IOTAME_STRATEGY_MAX; c++)
         if (conf->candidates[c] >= 0 && conf->candidates[c] < iotame_nstrategies) e->cand[e->ncand++] = conf->candidates[c];
     if (e->ncand == 0) e->cand[e->ncand++] = 0;
@@ -239,6 +241,12 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
 {
     e->calls++;
     s->digest = mix(mix(s->digest, (uint64_t)strategy), e->calls);
+    if (e->trace > 0 && e->json) {
+        e->trace--;
+        json_t *t = json_object_get(e->json, "trace");
+        if (!t) json_object_set_new(e->json, "trace", t = json_array());
+        json_array_append_new(t, json_pack("[s,f]", sname(strategy), round(mbs * 10) / 10));
+    }
     if (e->state == EXAMINING) {
         int b = best(e);
         double b_mean = b >= 0 ? mean(e, b) : 0.0;

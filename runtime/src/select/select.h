@@ -24,6 +24,7 @@ typedef struct {
     int ncandidates;
     int exam_calls;   /* calls each candidate serves in an examination */
     double threshold; /* relative deviation of the winner's throughput that starts a new examination */
+    int64_t trace;    /* calls per signature recorded in the decision's "trace" */
 } iotame_select_conf_t;
 
 typedef struct iotame_selector iotame_selector_t;
