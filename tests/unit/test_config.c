@@ -8,15 +8,7 @@
 
 #include "core/config.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                            \
-    do {                                                                                                       \
-        if (!(cond)) {                                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                           \
-            failures++;                                                                                        \
-        }                                                                                                      \
-    } while (0)
+#include "check.h"
 
 static iotame_config_t *parse_ok(const char *text)
 {

@@ -14,15 +14,7 @@
 #include "collective/strategy.h"
 #include "select/select.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                                            \
-    do {                                                                                                       \
-        if (!(cond)) {                                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                           \
-            failures++;                                                                                        \
-        }                                                                                                      \
-    } while (0)
+#include "check.h"
 
 /* ---- stand-ins: four named strategies, and one statistics object per fake file record ---- */
 

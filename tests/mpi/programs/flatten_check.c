@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "flatten/flatten.h"
+#include "type_helpers.h"
 
 static int failures;
 
@@ -27,41 +28,6 @@ static int failures;
 
 static int cur_case;
 
-typedef struct {
-    uint64_t s;
-} rng_t;
-
-static uint64_t next(rng_t *g)
-{
-    g->s += 0x9E3779B97F4A7C15ull;
-    uint64_t z = g->s;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static int rnd(rng_t *g, int lo, int hi) { return lo + (int)(next(g) % (uint64_t)(hi - lo + 1)); }
-
-static MPI_Aint ext_of(MPI_Datatype t, MPI_Aint *lb)
-{
-    MPI_Aint l, e;
-    MPI_Type_get_extent(t, &l, &e);
-    if (lb) *lb = l;
-    return e;
-}
-
-static int named(MPI_Datatype t)
-{
-    int a, b, c, comb;
-    MPI_Type_get_envelope(t, &a, &b, &c, &comb);
-    return comb == MPI_COMBINER_NAMED;
-}
-
-static void drop(MPI_Datatype *t)
-{
-    if (!named(*t)) MPI_Type_free(t);
-}
-
 /* Random types of every constructor; `sorted` keeps the typemap increasing (file types), else anything goes
  * (memory types: blocks out of order, negative displacements). */
 static MPI_Datatype gen(rng_t *g, int depth, int sorted)
@@ -70,7 +36,7 @@ static MPI_Datatype gen(rng_t *g, int depth, int sorted)
                                          MPI_LONG_DOUBLE_INT, MPI_FLOAT_INT};
     if (depth == 0 || rnd(g, 0, 5) == 0) return bases[rnd(g, 0, sorted ? 2 : 7)];
     MPI_Datatype c = gen(g, depth - 1, sorted), t;
-    MPI_Aint ext = ext_of(c, NULL);
+    MPI_Aint ext = extent_of(c, NULL);
     int k = rnd(g, 0, 11);
     int n = rnd(g, 0, 4), bl[4], d[4];
     MPI_Aint hd[4];
@@ -118,7 +84,7 @@ static MPI_Datatype gen(rng_t *g, int depth, int sorted)
             ch[i] = i ? gen(g, depth - 1, sorted) : c;
             bl[i] = rnd(g, 0, 2);
             hd[i] = sorted ? at + rnd(g, 0, 3) : rnd(g, -60, 60);
-            at = hd[i] + bl[i] * ext_of(ch[i], NULL);
+            at = hd[i] + bl[i] * extent_of(ch[i], NULL);
         }
         if (n == 0) MPI_Type_contiguous(1, c, &t);
         else MPI_Type_create_struct(n, bl, hd, ch, &t);
@@ -153,7 +119,7 @@ static MPI_Datatype gen(rng_t *g, int depth, int sorted)
     }
     case 10: {
         MPI_Aint lb;
-        MPI_Aint e = ext_of(c, &lb);
+        MPI_Aint e = extent_of(c, &lb);
         if (sorted) MPI_Type_create_resized(c, lb, e + rnd(g, 0, 9), &t);
         else MPI_Type_create_resized(c, lb - rnd(g, 0, 20), e + rnd(g, 0, 40), &t);
         break;
@@ -163,7 +129,7 @@ static MPI_Datatype gen(rng_t *g, int depth, int sorted)
     drop(&c);
     int size;
     MPI_Type_size(t, &size);
-    if (size == 0 || ext_of(t, NULL) == 0) { /* RATIONALE: MPICH 4.0.2's MPI_Pack divides by zero on empty children */
+    if (size == 0 || extent_of(t, NULL) == 0) { /* RATIONALE: MPICH 4.0.2's MPI_Pack divides by zero on empty children */
         drop(&t);
         return MPI_BYTE;
     }
@@ -193,32 +159,6 @@ static int64_t *probe(MPI_Datatype t, int *n)
     return off;
 }
 
-static void dump_type(MPI_Datatype t, int indent)
-{
-    int ni, na, nd, comb, size;
-    MPI_Aint lb, ext = ext_of(t, &lb);
-    MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-    MPI_Type_size(t, &size);
-    fprintf(stderr, "%*scombiner %d size %d lb %ld extent %ld", indent, "", comb, size, (long)lb, (long)ext);
-    if (comb == MPI_COMBINER_NAMED) {
-        fprintf(stderr, "\n");
-        return;
-    }
-    int *ints = malloc(sizeof *ints * (size_t)(ni + 1));
-    MPI_Aint *addrs = malloc(sizeof *addrs * (size_t)(na + 1));
-    MPI_Datatype *types = malloc(sizeof *types * (size_t)(nd + 1));
-    MPI_Type_get_contents(t, ni, na, nd, ints, addrs, types);
-    fprintf(stderr, " ints");
-    for (int i = 0; i < ni; i++) fprintf(stderr, " %d", ints[i]);
-    fprintf(stderr, " addrs");
-    for (int i = 0; i < na; i++) fprintf(stderr, " %ld", (long)addrs[i]);
-    fprintf(stderr, "\n");
-    for (int i = 0; i < nd; i++) dump_type(types[i], indent + 2);
-    free(ints);
-    free(addrs);
-    free(types);
-}
-
 static void check_type(MPI_Datatype t)
 {
     if (getenv("FLATTEN_CHECK_VERBOSE")) {
@@ -234,7 +174,7 @@ static void check_type(MPI_Datatype t)
         free(want);
         return;
     }
-    MPI_Aint lb, ext = ext_of(t, &lb);
+    MPI_Aint lb, ext = extent_of(t, &lb);
     if (f->size != n || f->lb != lb || f->extent != ext) FAIL("size/lb/extent %ld/%ld/%ld, MPI says %d/%ld/%ld",
                                                               (long)f->size, (long)f->lb, (long)f->extent, n, (long)lb, (long)ext);
     int k = 0, sorted = 1, ok = 1;
@@ -328,7 +268,7 @@ int main(int argc, char **argv)
     for (cur_case = first; cur_case < first + cases; cur_case++) {
         rng_t g = {seed * 7919u + (uint64_t)cur_case};
         MPI_Datatype t = gen(&g, rnd(&g, 1, 4), rnd(&g, 0, 1));
-        if (!named(t)) MPI_Type_commit(&t);
+        if (!is_named(t)) MPI_Type_commit(&t);
         check_type(t);
         drop(&t);
     }
