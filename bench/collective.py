@@ -1,0 +1,548 @@
+#!/usr/bin/env python3
+"""Collective-I/O strategies side by side (runtime/src/collective, Orthrus: Zhang, Ou, Davis and Jiang): the
+kernels noncontig (64-byte and 16 KiB chunks), matrix, tileio and btio under
+
+  default      no preload: the MPI library's own collective I/O (ROMIO) with its defaults
+  passthrough  libiotame.so, collective.strategy passthrough (ROMIO again, through the wrappers)
+  two_phase    even file domains among cb_nodes aggregators (ROMIO reports 1 on one machine)
+  node_local   Orthrus core-first, virtual_node_size 1 (2 ranks = 2 virtual nodes, so 2 aggregators)
+  target_aligned  Orthrus disk-first (one target: one aggregator)
+  auto         the Orthrus selector over the four (exam_calls 3, threshold 0.15), virtual_node_size 1
+  cb_disable   ROMIO with romio_cb_write = romio_cb_read = disable (independent I/O with data sieving), set by
+               the runtime's mpiio_hints
+
+Every trial is two jobs: the kernel writes (timed through MPI_File_sync by the kernel) and keeps its file
+(--keep); the page cache is dropped (sync; echo 3 > /proc/sys/vm/drop_caches, root only: otherwise the table
+says the reads came from memory); the kernel reads back and verifies (--skip-write). Within a repeat every case
+runs every configuration in turn (round robin, the starting configuration rotating from repeat to repeat).
+Medians over the repeats, min-max, ratios of medians to `default`.
+
+The dynamic experiment: bench/collective_phases (built with the project, or compiled here with mpicc when
+missing) makes one job whose call signature changes: 64-byte interleaved chunks, then 1 MiB chunks, then 64-byte
+chunks again (each phase its own calls on its own region), under the same configurations and auto_t50 (auto with
+threshold 0.5); per phase MB/s, and what the selector decided (signatures, winners, examination calls,
+re-examinations, and call by call with collective.trace) from the statistics. About 8 to 9 minutes with the
+defaults on 2 cores (docs/reproductions/orthrus.md).
+
+The library is copied once at the start (a rebuild during the run does not change it). Every run is kept with
+--json; --table prints the tables of such a file again.
+
+Usage: bench/collective.py [--repeat 5] [--cases ...] [--configs ...] [--dynamic-configs ...] [--no-dynamic]
+                           [--dynamic-only] [--small] [--dir D] [--json F] [--out F.md]
+       bench/collective.py --table F.json [--out F.md]
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
+LIB = ROOT / "build" / "runtime" / "libiotame.so"
+PHASES = ROOT / "build" / "bench" / "collective_phases"
+PHASES_SRC = ROOT / "bench" / "collective_phases.c"
+
+# name: (ranks, kernel, options, what it is). btio needs a square number of ranks: 1 here (4 would oversubscribe
+# the 2 cores, and MPICH busy-polls).
+CASES = {
+    "noncontig-64B": (2, "noncontig", ["--collective", "--elmtcount", "16", "--veclen", "16384", "--loops", "64"],
+                      "64-byte chunks interleaved, 2 MiB per call, 64 calls"),
+    "noncontig-16K": (2, "noncontig", ["--collective", "--elmtcount", "4096", "--veclen", "64", "--loops", "192"],
+                      "16 KiB chunks interleaved, 2 MiB per call, 192 calls"),
+    "matrix": (2, "matrix", ["--block-size", "64k", "--depth", "4", "--iterations", "768"],
+               "64 KiB blocks, depth 4, 512 KiB per call, 768 calls"),
+    "tileio": (2, "tileio", ["--nr-tiles-x", "2", "--nr-tiles-y", "1", "--sz-tile-x", "4096", "--sz-tile-y", "6144"],
+               "two tiles of 6144 rows x 4096 elements of 8 bytes, one call per phase"),
+    "btio": (1, "btio", ["--class", "A", "--steps", "200"],
+             "class A (64^3), 40 dumps of 10.5 MB, 1 rank"),
+}
+SMALL = {
+    "noncontig-64B": ["--collective", "--elmtcount", "16", "--veclen", "1024", "--loops", "8"],
+    "noncontig-16K": ["--collective", "--elmtcount", "4096", "--veclen", "4", "--loops", "8"],
+    "matrix": ["--block-size", "64k", "--depth", "4", "--iterations", "16"],
+    "tileio": ["--nr-tiles-x", "2", "--nr-tiles-y", "1", "--sz-tile-x", "256", "--sz-tile-y", "256"],
+    "btio": ["--class", "S", "--steps", "20"],
+}
+
+# name: the configuration's "defaults" section, or None for no preload at all.
+CONFIGS = {
+    "default": None,
+    "passthrough": {"collective": {"strategy": "passthrough"}},
+    "two_phase": {"collective": {"strategy": "two_phase", "virtual_node_size": 1}},
+    "node_local": {"collective": {"strategy": "node_local", "virtual_node_size": 1}},
+    "target_aligned": {"collective": {"strategy": "target_aligned", "virtual_node_size": 1}},
+    "auto": {"collective": {"strategy": "auto", "virtual_node_size": 1}},
+    "cb_disable": {"mpiio_hints": {"romio_cb_write": "disable", "romio_cb_read": "disable"}},
+    "auto_t50": {"collective": {"strategy": "auto", "virtual_node_size": 1, "threshold": 0.5}},
+}
+KERNEL_CONFIGS = ["default", "passthrough", "two_phase", "node_local", "target_aligned", "auto", "cb_disable"]
+DYNAMIC_CONFIGS = KERNEL_CONFIGS + ["auto_t50"]  # auto with a looser threshold: how much re-examination costs
+
+# The dynamic experiment: bytes per rank and call, then CHUNK:CALLS per phase.
+DYNAMIC = (1048576, ["64:48", "1048576:48", "64:48"])
+DYNAMIC_SMALL = (65536, ["64:8", "65536:8", "64:8"])
+PHASE_NAMES = ["A (64 B)", "B (1 MiB)", "A again"]
+TRACE = 1000  # the dynamic experiment's auto runs record every call (collective.trace) of each signature
+
+TIMEOUT = 600
+
+
+# ---- running ----
+
+def drop_caches():
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def environment(lib, config_path, stats):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
+    if config_path:
+        env.update(LD_PRELOAD=str(lib), IOTAME_CONFIG=str(config_path), IOTAME_STATS=str(stats))
+    return env
+
+
+def job(argv, env, cwd, stats):
+    """Runs one job; returns (result, statistics or None). Raises RuntimeError on failure."""
+    if stats.exists():
+        stats.unlink()
+    try:
+        p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(argv[3:6])}: no result after {TIMEOUT} s") from None
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv[3:]))} exited {p.returncode}:\n{p.stderr[-1500:]}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    if res.get("verified") is not True:
+        raise RuntimeError(f"{' '.join(map(str, argv[3:]))}: data did not verify: {str(res.get('errors'))[:300]}")
+    st = json.loads(stats.read_text()) if stats.exists() else None
+    return res, st
+
+
+def selector(stats, op):
+    """What the statistics say about the collective engine: the decisions of op's signatures (a kernel's write job
+    also reads its file back, from the page cache), calls served by each strategy (all ops), pass-through reasons."""
+    out = {"decisions": [], "strategies": {}, "passthrough_reasons": {}}
+    for f in (stats or {}).get("files", []):
+        for d in f.get("decisions") or []:
+            if d["signature"]["op"] != op:
+                continue
+            out["decisions"].append({k: d.get(k) for k in ("signature", "strategy", "state", "throughputs", "calls",
+                                                           "examination_calls", "reexaminations", "trace")})
+        for name, s in (f.get("strategies") or {}).items():
+            o = out["strategies"].setdefault(name, {"calls": 0, "bytes": 0, "seconds": 0.0})
+            for k in o:
+                o[k] += s.get(k, 0)
+        for reason, n in (f.get("passthrough_reasons") or {}).items():
+            out["passthrough_reasons"][reason] = out["passthrough_reasons"].get(reason, 0) + n
+    return out
+
+
+def phase(res, name):
+    return next(p for p in res["phases"] if p["name"] == name)
+
+
+def kernel_trial(case, config, args, tmp, lib, configs):
+    np_, kernel, _, _ = CASES[case]
+    work = tmp / "run"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    cfg = configs[config]
+    base = ["mpiexec", "-n", str(np_), str(KERNEL), kernel, *args]
+    load = os.getloadavg()[0]
+    w, ws = job(base + ["--keep"], environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
+    cold = drop_caches()
+    r, rs = job(base + ["--skip-write"], environment(lib, cfg, tmp / "r.json"), work, tmp / "r.json")
+    shutil.rmtree(work, ignore_errors=True)
+    return {"case": case, "config": config, "load": load, "cold": cold,
+            "bytes": phase(w, "write")["bytes"],
+            "write_mbs": phase(w, "write")["mbs"], "read_mbs": phase(r, "read")["mbs"],
+            "write_seconds": phase(w, "write")["seconds"], "read_seconds": phase(r, "read")["seconds"],
+            "write_selector": selector(ws, "write"), "read_selector": selector(rs, "read")}
+
+
+def dynamic_trial(config, spec, tmp, lib, configs, program):
+    work = tmp / "run"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    cfg = configs[config]
+    per_call, phases = spec
+    argv = lambda mode: ["mpiexec", "-n", "2", str(program), "phases.dat", mode, str(per_call), *phases]
+    load = os.getloadavg()[0]
+    w, ws = job(argv("write"), environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
+    cold = drop_caches()
+    r, rs = job(argv("read"), environment(lib, cfg, tmp / "r.json"), work, tmp / "r.json")
+    shutil.rmtree(work, ignore_errors=True)
+    strip = lambda res: [{k: p[k] for k in ("chunk", "calls", "bytes", "seconds", "mbs", "call_seconds")}
+                         for p in res["phases"]]
+    return {"case": "dynamic", "config": config, "load": load, "cold": cold,
+            "write_phases": strip(w), "read_phases": strip(r),
+            "write_selector": selector(ws, "write"), "read_selector": selector(rs, "read")}
+
+
+def phases_program(tmp):
+    """The dynamic experiment's program: the build's, else compiled here."""
+    if PHASES.exists() and PHASES.stat().st_mtime >= PHASES_SRC.stat().st_mtime:
+        return PHASES
+    out = tmp / "collective_phases"
+    subprocess.run(["mpicc", "-O2", "-std=c11", "-o", str(out), str(PHASES_SRC)], check=True)
+    return out
+
+
+# ---- tables ----
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def fmt(x):
+    return "-" if x != x else f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def ratio(x, base):
+    return "" if not base or x != x or base != base else f" ({x / base:.2f})"
+
+
+def config_names(runs):
+    seen = []
+    for x in runs:
+        if x["config"] not in seen:
+            seen.append(x["config"])
+    return [c for c in CONFIGS if c in seen] + [c for c in seen if c not in CONFIGS]
+
+
+def kernel_tables(runs):
+    runs = [x for x in runs if x["case"] != "dynamic" and not x.get("failed")]
+    cases = [c for c in CASES if any(x["case"] == c for x in runs)]
+    configs = config_names(runs)
+    out = []
+    for op in ("write", "read"):
+        out.append(f"**{op}** (MB/s, median; in parentheses the ratio of medians to `default`)\n")
+        out.append("| case | MB | " + " | ".join(configs) + " |")
+        out.append("| --- | ---: | " + " | ".join("---:" for _ in configs) + " |")
+        for case in cases:
+            mine = [x for x in runs if x["case"] == case]
+            base = med([x[f"{op}_mbs"] for x in mine if x["config"] == "default"])
+            cells = []
+            for c in configs:
+                v = med([x[f"{op}_mbs"] for x in mine if x["config"] == c])
+                cells.append(fmt(v) + ("" if c == "default" else ratio(v, base)))
+            out.append(f"| {case} | {mine[0]['bytes'] / 1e6:.0f} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def range_table(runs):
+    runs = [x for x in runs if x["case"] != "dynamic" and not x.get("failed")]
+    cases = [c for c in CASES if any(x["case"] == c for x in runs)]
+    out = ["| case | configuration | n | write MB/s median (min-max) | read MB/s median (min-max) |",
+           "| --- | --- | ---: | ---: | ---: |"]
+    for case in cases:
+        for c in config_names(runs):
+            mine = [x for x in runs if x["case"] == case and x["config"] == c]
+            if not mine:
+                continue
+            w, r = [x["write_mbs"] for x in mine], [x["read_mbs"] for x in mine]
+            out.append(f"| {case} | {c} | {len(mine)} | {fmt(med(w))} ({fmt(min(w))}-{fmt(max(w))}) | "
+                       f"{fmt(med(r))} ({fmt(min(r))}-{fmt(max(r))}) |")
+    return "\n".join(out)
+
+
+def sig_label(sig):
+    per = sig["bytes"] / sig["requests"] if sig.get("requests") else 0
+    size = f"{per / 1048576:.0f} MiB" if per >= 1048576 else f"{per / 1024:.0f} KiB" if per >= 1024 else f"{per:.0f} B"
+    return f"{sig['op']} {sig['bytes'] / 1048576:.2f} MiB/call in {sig['requests']} pieces of {size}, gap {sig['gap']}"
+
+
+def selector_table(runs, case, config="auto"):
+    """The auto runs of a case: per signature, the winners over the repeats, examination calls, re-examinations."""
+    mine = [x for x in runs if x["case"] == case and x["config"] == config and not x.get("failed")]
+    groups = {}
+    for x in mine:
+        for side in ("write_selector", "read_selector"):
+            for d in x[side]["decisions"]:
+                key = json.dumps(d["signature"], sort_keys=True)
+                groups.setdefault(key, []).append(d)
+    if not groups:
+        return ""
+    out = ["| signature | calls | winner (runs) | examination calls | re-examinations | MB/s in its last examination (median over runs) |",
+           "| --- | ---: | --- | ---: | ---: | --- |"]
+    for key, ds in groups.items():
+        sig = json.loads(key)
+        winners = Counter(d["strategy"] or "none yet (re-examining at the end)" for d in ds)
+        tp = {}
+        for d in ds:
+            for s, v in (d["throughputs"] or {}).items():
+                tp.setdefault(s, []).append(v)
+        tps = ", ".join(f"{s} {fmt(med(v))}" for s, v in tp.items())
+        ex, re_ = [d["examination_calls"] for d in ds], [d["reexaminations"] for d in ds]
+        out.append(f"| {sig_label(sig)} | {med([d['calls'] for d in ds]):.0f} | "
+                   + ", ".join(f"{w} {n}/{len(ds)}" for w, n in winners.most_common())
+                   + f" | {med(ex):.0f} ({min(ex)}-{max(ex)}) | {med(re_):.0f} ({min(re_)}-{max(re_)}) | {tps} |")
+    return "\n".join(out)
+
+
+def strategy_calls(runs, case, config="auto"):
+    """Calls served by each strategy in the auto runs (summed over the repeats), writes and reads."""
+    mine = [x for x in runs if x["case"] == case and x["config"] == config and not x.get("failed")]
+    parts = []
+    for side in ("write", "read"):
+        total = Counter()
+        for x in mine:
+            for s, o in x[f"{side}_selector"]["strategies"].items():
+                total[s] += o["calls"]
+        if total:
+            parts.append(f"{side}: " + ", ".join(f"{s} {n}" for s, n in total.most_common()))
+    return "; ".join(parts)
+
+
+def warmup_table(runs, names):
+    """Per fixed configuration and phase: mean MB/s of the first 3 calls / of the others (median over the runs)."""
+    fixed = [c for c in config_names(runs) if not c.startswith("auto")]
+    cols = [f"{op} {n}" for op in ("write", "read") for n in names]
+    out = ["| configuration | " + " | ".join(cols) + " |", "| --- | " + " | ".join("---:" for _ in cols) + " |"]
+    for c in fixed:
+        cells = []
+        for op in ("write", "read"):
+            for k in range(len(names)):
+                first, rest = [], []
+                for x in runs:
+                    if x["config"] != c:
+                        continue
+                    ph = x[f"{op}_phases"][k]
+                    per = ph["bytes"] / ph["calls"] / 1e6
+                    cs = [t for t in ph["call_seconds"] if t > 0]
+                    if len(cs) > 3:
+                        first.append(statistics.mean(per / t for t in cs[:3]))
+                        rest.append(statistics.mean(per / t for t in cs[3:]))
+                cells.append(f"{fmt(med(first))} / {fmt(med(rest))}")
+        out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def dynamic_tables(runs):
+    runs = [x for x in runs if x["case"] == "dynamic" and not x.get("failed")]
+    if not runs:
+        return ""
+    configs = config_names(runs)
+    nph = len(runs[0]["write_phases"])
+    names = PHASE_NAMES if nph == len(PHASE_NAMES) else [f"phase {k + 1}" for k in range(nph)]
+    out = []
+    for op in ("write", "read"):
+        def per(c, k):
+            xs = [x for x in runs if x["config"] == c]
+            if k is None:  # the whole job: bytes over the sum of the phases' seconds
+                return med([sum(p["bytes"] for p in x[f"{op}_phases"]) / sum(p["seconds"] for p in x[f"{op}_phases"]) / 1e6
+                            for x in xs])
+            return med([x[f"{op}_phases"][k]["mbs"] for x in xs])
+        out.append(f"**{op}** (MB/s, median; ratio to `default`)\n")
+        out.append("| configuration | " + " | ".join(names) + " | whole job |")
+        out.append("| --- | " + " | ".join("---:" for _ in names) + " | ---: |")
+        for c in configs:
+            cells = []
+            for k in list(range(nph)) + [None]:
+                v, base = per(c, k), per("default", k)
+                cells.append(fmt(v) + ("" if c == "default" else ratio(v, base)))
+            out.append(f"| {c} | " + " | ".join(cells) + " |")
+        fixed = [c for c in configs if c in ("passthrough", "two_phase", "node_local", "target_aligned")]
+        for a in (c for c in configs if c.startswith("auto")):
+            if not fixed:
+                break
+            cells = []
+            for k in list(range(nph)) + [None]:
+                best = max(fixed, key=lambda c: per(c, k))
+                cells.append(f"{per(a, k) / per(best, k):.2f} of {best}")
+            out.append(f"| {a} / best fixed strategy | " + " | ".join(cells) + " |")
+        out.append("")
+    out += ["Warm-up: mean MB/s of each phase's first 3 calls / of its other calls (the call alone), median over the "
+            "runs:\n", warmup_table(runs, names), ""]
+    for a in (c for c in configs if c.startswith("auto")):
+        sel = selector_table(runs, "dynamic", a)
+        if sel:
+            out += [f"Selector decisions ({a}), from the statistics of every run:\n", sel, "",
+                    f"Calls served by each strategy under {a} (all runs): {strategy_calls(runs, 'dynamic', a)}", ""]
+            tr = traces(runs, a)
+            if tr:
+                out += [f"Call by call in the first {a} run (collective.trace; pt passthrough, tp two_phase, nl "
+                        "node_local, ta target_aligned; strategy x calls (mean MB/s)); A and A again share one "
+                        "signature:\n", tr, ""]
+    return "\n".join(out)
+
+
+def report(data):
+    runs, meta = data["runs"], data["meta"]
+    loads = [x["load"] for x in runs if "load" in x]
+    cold = all(x.get("cold") for x in runs)
+    failed = [x for x in runs if x.get("failed")]
+    lines = [f"{meta.get('repeat')} repeats, interleaved; medians. libiotame.so sha256 {meta.get('lib_sha256', '?')[:12]} "
+             f"(commit {meta.get('commit', '?')}{', runtime/ modified in the work tree' if meta.get('runtime_dirty') else ''}); "
+             f"load average (1 min) at the trials' starts {min(loads):.1f} to {max(loads):.1f}, median {med(loads):.1f}; "
+             + ("reads after dropping the page cache." if cold else "READS FROM THE PAGE CACHE (not root)."), ""]
+    if any(x["case"] != "dynamic" for x in runs):
+        lines += ["### Kernels", "", kernel_tables(runs), "Ranges:", "", range_table(runs), ""]
+        for case in CASES:
+            sel = selector_table(runs, case)
+            if sel:
+                lines += [f"Selector (auto) on {case}:", "", sel, ""]
+        reasons = Counter()
+        for x in runs:
+            for side in ("write_selector", "read_selector"):
+                reasons.update((x.get(side) or {}).get("passthrough_reasons", {}))
+        lines.append("Pass-through reasons in the statistics: " + (json.dumps(dict(reasons)) if reasons else "none") + "\n")
+    if any(x["case"] == "dynamic" for x in runs):
+        lines += ["### Dynamic: one job, the signature changes (64 B chunks, 1 MiB chunks, 64 B chunks again)", "",
+                  dynamic_tables(runs)]
+    if failed:
+        lines += ["Failed trials:", ""] + [f"- {x['case']} {x['config']}: {x['error'][:300]}" for x in failed]
+    return "\n".join(lines)
+
+
+# ---- main ----
+
+def traces(runs, config):
+    """What the selector did, call by call, in the first run of config (collective.trace): per signature, runs of
+    the same strategy as strategy x calls (mean MB/s of those calls)."""
+    mine = [x for x in runs if x["case"] == "dynamic" and x["config"] == config and not x.get("failed")]
+    if not mine:
+        return ""
+    short = {"passthrough": "pt", "two_phase": "tp", "node_local": "nl", "target_aligned": "ta"}
+    out = []
+    for side in ("write_selector", "read_selector"):
+        for d in mine[0][side]["decisions"]:
+            t = d.get("trace") or []
+            segs = []
+            for strat, mbs in t:
+                if segs and segs[-1][0] == strat:
+                    segs[-1][1].append(mbs)
+                else:
+                    segs.append([strat, [mbs]])
+            text = " ".join(f"{short.get(a, a)}x{len(v)} ({statistics.mean(v):.0f})" for a, v in segs)
+            out.append(f"- {sig_label(d['signature'])}: {text}")
+    return "\n".join(out)
+
+
+def main():
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # the temporary directory is removed on the way out
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
+    ap.add_argument("--configs", default=",".join(KERNEL_CONFIGS), help="for the kernels, comma-separated, of: "
+                    + ", ".join(CONFIGS) + " (default: all but auto_t50)")
+    ap.add_argument("--dynamic-configs", default=",".join(DYNAMIC_CONFIGS), help="for the dynamic experiment")
+    ap.add_argument("--no-dynamic", action="store_true", help="skip the dynamic experiment")
+    ap.add_argument("--dynamic-only", action="store_true", help="only the dynamic experiment")
+    ap.add_argument("--small", action="store_true", help="tiny sizes: checks the script, measures nothing")
+    ap.add_argument("--dir", default=str(ROOT / "build"), help="where the files go (default build/)")
+    ap.add_argument("--json", help="also write every run to this file")
+    ap.add_argument("--out", help="also write the markdown tables to this file")
+    ap.add_argument("--table", help="print the tables of an earlier --json file, run nothing")
+    args = ap.parse_args()
+    if args.table:
+        text = report(json.loads(Path(args.table).read_text()))
+        print(text)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        return 0
+    cases = [] if args.dynamic_only else [c.strip() for c in args.cases.split(",") if c.strip()]
+    names = [c.strip() for c in args.configs.split(",") if c.strip()]
+    dnames = [] if args.no_dynamic else [c.strip() for c in args.dynamic_configs.split(",") if c.strip()]
+    for c in cases:
+        if c not in CASES:
+            ap.error(f"unknown case {c}")
+    for lst in (names, dnames):
+        for c in lst:
+            if c not in CONFIGS:
+                ap.error(f"unknown configuration {c}")
+        if lst and "default" not in lst:
+            lst.insert(0, "default")  # the reference of every ratio
+    for f in (KERNEL, LIB):
+        if not f.exists():
+            print(f"{f} is missing: run make setup", file=sys.stderr)
+            return 1
+    meta = {"repeat": args.repeat, "cases": cases, "configs": names, "dynamic_configs": dnames, "small": args.small,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
+    try:
+        meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                        text=True).stdout.strip()
+        meta["runtime_dirty"] = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "runtime/"],
+                                                    capture_output=True, text=True).stdout.strip())
+    except OSError:
+        pass
+    runs = []
+    t_start = time.time()
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-collective-") as tmp:
+        tmp = Path(tmp)
+        lib = tmp / "libiotame.so"
+        shutil.copy2(LIB, lib)
+        meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
+        meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(LIB.stat().st_mtime))
+        configs, dconfigs = {}, {}
+        for name in dict.fromkeys(names + dnames):
+            if CONFIGS[name] is None:
+                configs[name] = dconfigs[name] = None
+                continue
+            configs[name] = tmp / f"{name}.json"
+            configs[name].write_text(json.dumps({"version": 1, "defaults": CONFIGS[name]}))
+            dconfigs[name] = configs[name]
+            if CONFIGS[name].get("collective", {}).get("strategy") == "auto":
+                traced = json.loads(json.dumps(CONFIGS[name]))
+                traced["collective"]["trace"] = TRACE
+                dconfigs[name] = tmp / f"{name}-traced.json"
+                dconfigs[name].write_text(json.dumps({"version": 1, "defaults": traced}))
+        program = phases_program(tmp) if dnames else None
+        spec = DYNAMIC_SMALL if args.small else DYNAMIC
+        print(f"libiotame.so {meta['lib_sha256'][:12]} (built {meta['lib_mtime']}), commit {meta.get('commit')}"
+              f"{' with runtime/ modified' if meta.get('runtime_dirty') else ''}", flush=True)
+        for r in range(args.repeat):
+            order = names[r % len(names):] + names[:r % len(names)]
+            todo = [(c, n) for c in cases for n in order]
+            if program:
+                todo += [("dynamic", n) for n in dnames[r % len(dnames):] + dnames[:r % len(dnames)]]
+            for case, name in todo:
+                t0 = time.time()
+                try:
+                    if case == "dynamic":
+                        x = dynamic_trial(name, spec, tmp, lib, dconfigs, program)
+                        line = ("write " + " ".join(f"{p['mbs']:7.1f}" for p in x["write_phases"]) +
+                                "  read " + " ".join(f"{p['mbs']:7.1f}" for p in x["read_phases"]))
+                    else:
+                        a = SMALL[case] if args.small else CASES[case][2]
+                        x = kernel_trial(case, name, a, tmp, lib, configs)
+                        line = f"write {x['write_mbs']:8.1f} MB/s  read {x['read_mbs']:8.1f} MB/s"
+                    if name.startswith("auto"):
+                        wins = [f"{d['signature']['op']}:{d['strategy']}" + (f"(re-exam {d['reexaminations']})" if d['reexaminations'] else "")
+                                for s in ("write_selector", "read_selector") for d in x[s]["decisions"]]
+                        line += "  " + " ".join(wins)
+                except RuntimeError as e:
+                    x = {"case": case, "config": name, "failed": True, "error": str(e)}
+                    line = "FAILED: " + str(e).splitlines()[0]
+                x["repeat"] = r + 1
+                runs.append(x)
+                print(f"repeat {r + 1} {case:14s} {name:15s} {line}  [{time.time() - t0:.1f} s, load {os.getloadavg()[0]:.1f}]",
+                      flush=True)
+    meta["seconds"] = round(time.time() - t_start, 1)
+    data = {"meta": meta, "runs": runs}
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1))
+    text = report(data)
+    print(f"\n{len(runs)} trials in {meta['seconds']:.0f} s\n")
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 1 if any(x.get("failed") for x in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
