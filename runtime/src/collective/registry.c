@@ -9,6 +9,7 @@ const iotame_strategy_t *const iotame_strategies[] = {
     &iotame_strategy_two_phase,
     &iotame_strategy_node_local,
     &iotame_strategy_target_aligned,
+    &iotame_strategy_independent,
 };
 const int iotame_nstrategies = sizeof iotame_strategies / sizeof iotame_strategies[0];
 

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 
 #include "select/select.h"
 #include "strategy.h"
@@ -361,6 +362,19 @@ static void load_knowledge(iotame_coll_file_t *f)
     /* RATIONALE: a rank whose copy failed must not decide differently: the selector's digest check catches it. */
 }
 
+/* Local disk file systems, where ROMIO's data-sieving locks work (the independent strategy needs them). */
+static int on_local_fs(const char *path)
+{
+    static const unsigned long local[] = {0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x794C7630, 0x2FC12FC1,
+                                          0xF2F52010}; /* ext2/3/4, xfs, btrfs, tmpfs, overlay, zfs, f2fs */
+    struct statfs sf;
+    const char *p = strncmp(path, "ufs:", 4) == 0 ? path + 4 : path;
+    if (statfs(p, &sf) != 0) return 0;
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if ((unsigned long)sf.f_type == local[i]) return 1;
+    return 0;
+}
+
 static int setup(iotame_coll_file_t *f)
 {
     iotame_coll_env_t *e = &f->env;
@@ -387,6 +401,9 @@ static int setup(iotame_coll_file_t *f)
         return -EACCES;
     }
     if (f->knowledge_path) load_knowledge(f);
+    /* every rank must take the same path: rank 0 decides */
+    e->local_fs = e->rank == 0 ? on_local_fs(f->path) : 0;
+    PMPI_Bcast(&e->local_fs, 1, MPI_INT, 0, e->comm);
     return 0;
 }
 

@@ -71,6 +71,7 @@ typedef struct {
     const int *spread;  /* ranks in aggregator order: first rank of each node, then the second, ... */
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
     int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration or hints) */
+    int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
 } iotame_coll_env_t;
 
 /* Per-rank facts of one call, gathered on every rank. */
@@ -104,7 +105,7 @@ typedef struct {
 } iotame_strategy_t;
 
 extern const iotame_strategy_t iotame_strategy_passthrough, iotame_strategy_two_phase, iotame_strategy_node_local,
-    iotame_strategy_target_aligned;
+    iotame_strategy_target_aligned, iotame_strategy_independent;
 
 #define IOTAME_STRATEGY_MAX 8
 /* Every strategy, in a fixed order (the registry index is the strategy's number everywhere). */

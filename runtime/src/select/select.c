@@ -9,7 +9,11 @@
  * pay for it exam_calls times); a winner taken from the knowledge file serves at once, its reference throughput
  * measured on its first calls; monitoring compares the means of windows of exam_calls calls, not single calls,
  * with the reference, and only two deviating windows in a row start an examination: small calls' throughputs are
- * noisy (measured here: matrix calls of 16 KB re-examined every few calls under the paper's rule).
+ * noisy (measured here: matrix calls of 16 KB re-examined every few calls under the paper's rule). The first call
+ * of a new signature is served but not measured: it pays for cold buffers and caches, and counting it against
+ * the first candidate made that one lose or look unstable. A re-examination skips the candidates that were
+ * clearly losing (below DROP x the winner) in the previous one: a competing load changes rankings, but not by
+ * the factor of 20 that separates, say, node_local from the library on small interleaved pieces.
  *
  * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
 #include <errno.h>
@@ -34,6 +38,7 @@ struct iotame_sel_entry {
     int cur, served;                           /* EXAMINING: cand[cur] has served `served` calls */
     double sum[IOTAME_STRATEGY_MAX];           /* this examination, by registry index */
     int n[IOTAME_STRATEGY_MAX];
+    int skip[IOTAME_STRATEGY_MAX];             /* not examined this time (clearly losing the last time) */
     int winner;                                /* RUNNING; during a re-examination, the last winner */
     int decided;                               /* a winner is known (examined, or from the knowledge file) */
     double ref;                                /* the winner's reference MB/s; 0 until measured */
@@ -132,7 +137,7 @@ static json_t *sig_json(const iotame_sig_t *g)
 static void publish(iotame_sel_entry_t *e)
 {
     if (!e->json) return;
-    int w = e->state == RUNNING ? e->winner : best(e);
+    int w = e->decided ? e->winner : best(e);
     json_t *tp = json_object();
     for (int k = 0; k < e->ncand; k++) {
         int i = e->cand[k];
@@ -176,8 +181,23 @@ static int known_winner(const json_t *knowledge, const iotame_sig_t *sig, const 
     return -1;
 }
 
+/* Moves cur past the candidates this examination skips; finishes it after the last. */
+static void finish_examination(iotame_sel_entry_t *e);
+
+static void next_candidate(iotame_sel_entry_t *e)
+{
+    while (e->cur < e->ncand && e->skip[e->cand[e->cur]]) e->cur++;
+    if (e->cur >= e->ncand) finish_examination(e);
+}
+
 static void start_examination(iotame_sel_entry_t *e, int first)
 {
+    memset(e->skip, 0, sizeof e->skip);
+    if (first >= 0) /* a re-examination: the last one's clear losers sit this one out */
+        for (int k = 0; k < e->ncand; k++) {
+            int i = e->cand[k];
+            e->skip[i] = i != first && e->n[i] && mean(e, i) < DROP * mean(e, first);
+        }
     e->state = EXAMINING;
     e->cur = e->served = 0;
     memset(e->sum, 0, sizeof e->sum);
@@ -247,7 +267,9 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
         if (!t) json_object_set_new(e->json, "trace", t = json_array());
         json_array_append_new(t, json_pack("[s,f]", sname(strategy), round(mbs * 10) / 10));
     }
-    if (e->state == EXAMINING) {
+    if (e->state == EXAMINING && e->calls == 1 && !e->from_knowledge) {
+        /* the signature's first call: served, not measured (warm-up) */
+    } else if (e->state == EXAMINING) {
         int b = best(e);
         double b_mean = b >= 0 ? mean(e, b) : 0.0;
         e->sum[strategy] += mbs;
@@ -257,7 +279,8 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
         int clearly_losing = e->served == 1 && b >= 0 && b != strategy && mbs < DROP * b_mean;
         if (clearly_losing || e->served >= e->exam_calls) {
             e->served = 0;
-            if (++e->cur >= e->ncand) finish_examination(e);
+            e->cur++;
+            next_candidate(e);
         }
     } else if (strategy == e->winner) {
         e->recent[e->nrecent++] = mbs;
