@@ -7,7 +7,9 @@ kernels noncontig (64-byte and 16 KiB chunks), matrix, tileio and btio under
   two_phase    even file domains among cb_nodes aggregators (ROMIO reports 1 on one machine)
   node_local   Orthrus core-first, virtual_node_size 1 (2 ranks = 2 virtual nodes, so 2 aggregators)
   target_aligned  Orthrus disk-first (one target: one aggregator)
-  auto         the Orthrus selector over the four (exam_calls 3, threshold 0.15), virtual_node_size 1
+  independent  each rank's part as ROMIO's independent call (data sieving), through the runtime
+  auto         the Orthrus selector over the five (exam_calls 3, threshold 0.15), virtual_node_size 1
+  auto_kb      auto starting from the knowledge file an untimed run of the same case wrote
   cb_disable   ROMIO with romio_cb_write = romio_cb_read = disable (independent I/O with data sieving), set by
                the runtime's mpiio_hints
 
@@ -56,6 +58,8 @@ PHASES_SRC = ROOT / "bench" / "collective_phases.c"
 CASES = {
     "noncontig-64B": (2, "noncontig", ["--collective", "--elmtcount", "16", "--veclen", "16384", "--loops", "64"],
                       "64-byte chunks interleaved, 2 MiB per call, 64 calls"),
+    "noncontig-256B": (2, "noncontig", ["--collective", "--elmtcount", "64", "--veclen", "4096", "--loops", "64"],
+                       "256-byte chunks interleaved, 2 MiB per call, 64 calls"),
     "noncontig-16K": (2, "noncontig", ["--collective", "--elmtcount", "4096", "--veclen", "64", "--loops", "192"],
                       "16 KiB chunks interleaved, 2 MiB per call, 192 calls"),
     "matrix": (2, "matrix", ["--block-size", "64k", "--depth", "4", "--iterations", "768"],
@@ -67,6 +71,7 @@ CASES = {
 }
 SMALL = {
     "noncontig-64B": ["--collective", "--elmtcount", "16", "--veclen", "1024", "--loops", "8"],
+    "noncontig-256B": ["--collective", "--elmtcount", "64", "--veclen", "256", "--loops", "8"],
     "noncontig-16K": ["--collective", "--elmtcount", "4096", "--veclen", "4", "--loops", "8"],
     "matrix": ["--block-size", "64k", "--depth", "4", "--iterations", "16"],
     "tileio": ["--nr-tiles-x", "2", "--nr-tiles-y", "1", "--sz-tile-x", "256", "--sz-tile-y", "256"],
@@ -80,12 +85,16 @@ CONFIGS = {
     "two_phase": {"collective": {"strategy": "two_phase", "virtual_node_size": 1}},
     "node_local": {"collective": {"strategy": "node_local", "virtual_node_size": 1}},
     "target_aligned": {"collective": {"strategy": "target_aligned", "virtual_node_size": 1}},
+    "independent": {"collective": {"strategy": "independent"}},
     "auto": {"collective": {"strategy": "auto", "virtual_node_size": 1}},
+    # auto starting from a knowledge file that an untimed run of the same case wrote (the next run of a job)
+    "auto_kb": {"collective": {"strategy": "auto", "virtual_node_size": 1, "knowledge": "KNOWLEDGE"}},
     "cb_disable": {"mpiio_hints": {"romio_cb_write": "disable", "romio_cb_read": "disable"}},
     "auto_t50": {"collective": {"strategy": "auto", "virtual_node_size": 1, "threshold": 0.5}},
 }
-KERNEL_CONFIGS = ["default", "passthrough", "two_phase", "node_local", "target_aligned", "auto", "cb_disable"]
-DYNAMIC_CONFIGS = KERNEL_CONFIGS + ["auto_t50"]  # auto with a looser threshold: how much re-examination costs
+KERNEL_CONFIGS = ["default", "passthrough", "two_phase", "node_local", "target_aligned", "independent", "auto",
+                  "auto_kb", "cb_disable"]
+DYNAMIC_CONFIGS = [c for c in KERNEL_CONFIGS if c != "auto_kb"] + ["auto_t50"]  # auto with a looser threshold: how much re-examination costs
 
 # The dynamic experiment: bytes per rank and call, then CHUNK:CALLS per phase.
 DYNAMIC = (1048576, ["64:48", "1048576:48", "64:48"])
@@ -356,7 +365,7 @@ def dynamic_tables(runs):
                 v, base = per(c, k), per("default", k)
                 cells.append(fmt(v) + ("" if c == "default" else ratio(v, base)))
             out.append(f"| {c} | " + " | ".join(cells) + " |")
-        fixed = [c for c in configs if c in ("passthrough", "two_phase", "node_local", "target_aligned")]
+        fixed = [c for c in configs if c in ("passthrough", "two_phase", "node_local", "target_aligned", "independent")]
         for a in (c for c in configs if c.startswith("auto")):
             if not fixed:
                 break
@@ -417,7 +426,7 @@ def traces(runs, config):
     mine = [x for x in runs if x["case"] == "dynamic" and x["config"] == config and not x.get("failed")]
     if not mine:
         return ""
-    short = {"passthrough": "pt", "two_phase": "tp", "node_local": "nl", "target_aligned": "ta"}
+    short = {"passthrough": "pt", "two_phase": "tp", "node_local": "nl", "target_aligned": "ta", "independent": "in"}
     out = []
     for side in ("write_selector", "read_selector"):
         for d in mine[0][side]["decisions"]:
@@ -494,7 +503,8 @@ def main():
                 configs[name] = dconfigs[name] = None
                 continue
             configs[name] = tmp / f"{name}.json"
-            configs[name].write_text(json.dumps({"version": 1, "defaults": CONFIGS[name]}))
+            configs[name].write_text(json.dumps({"version": 1, "defaults": CONFIGS[name]})
+                                     .replace('"KNOWLEDGE"', json.dumps(str(tmp / "knowledge.json"))))
             dconfigs[name] = configs[name]
             if CONFIGS[name].get("collective", {}).get("strategy") == "auto":
                 traced = json.loads(json.dumps(CONFIGS[name]))
@@ -505,6 +515,9 @@ def main():
         spec = DYNAMIC_SMALL if args.small else DYNAMIC
         print(f"libiotame.so {meta['lib_sha256'][:12]} (built {meta['lib_mtime']}), commit {meta.get('commit')}"
               f"{' with runtime/ modified' if meta.get('runtime_dirty') else ''}", flush=True)
+        if "auto_kb" in names:           # the untimed run that writes the knowledge auto_kb starts from
+            for case in cases:
+                kernel_trial(case, "auto_kb", SMALL[case] if args.small else CASES[case][2], tmp, lib, configs)
         for r in range(args.repeat):
             order = names[r % len(names):] + names[:r % len(names)]
             todo = [(c, n) for c in cases for n in order]
