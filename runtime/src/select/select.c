@@ -181,9 +181,9 @@ static int known_winner(const json_t *knowledge, const iotame_sig_t *sig, const 
     return -1;
 }
 
-/* Moves cur past the candidates this examination skips; finishes it after the last. */
 static void finish_examination(iotame_sel_entry_t *e);
 
+/* Moves cur past the candidates this examination skips; finishes it after the last. */
 static void next_candidate(iotame_sel_entry_t *e)
 {
     while (e->cur < e->ncand && e->skip[e->cand[e->cur]]) e->cur++;
