@@ -13,32 +13,9 @@
 
 static int call(iotame_coll_call_t *c)
 {
-    const iotame_coll_args_t *a = c->args;
-    if (!c->env->local_fs) return iotame_strategy_passthrough.write_all(c); /* any op: passthrough dispatches */
-    int rc;
-#if MPI_VERSION >= 4
-    if (a->large) {
-        switch (a->op) {
-        case IOTAME_COLL_WRITE_ALL: rc = PMPI_File_write_c(a->fh, a->buf, a->count, a->datatype, a->status); break;
-        case IOTAME_COLL_READ_ALL: rc = PMPI_File_read_c(a->fh, a->buf, a->count, a->datatype, a->status); break;
-        case IOTAME_COLL_WRITE_AT_ALL:
-            rc = PMPI_File_write_at_c(a->fh, a->offset, a->buf, a->count, a->datatype, a->status);
-            break;
-        default: rc = PMPI_File_read_at_c(a->fh, a->offset, a->buf, a->count, a->datatype, a->status);
-        }
-        c->mpi_error = rc;
-        return rc == MPI_SUCCESS ? 0 : -EIO;
-    }
-#endif
-    int n = (int)a->count;
-    switch (a->op) {
-    case IOTAME_COLL_WRITE_ALL: rc = PMPI_File_write(a->fh, a->buf, n, a->datatype, a->status); break;
-    case IOTAME_COLL_READ_ALL: rc = PMPI_File_read(a->fh, a->buf, n, a->datatype, a->status); break;
-    case IOTAME_COLL_WRITE_AT_ALL: rc = PMPI_File_write_at(a->fh, a->offset, a->buf, n, a->datatype, a->status); break;
-    default: rc = PMPI_File_read_at(a->fh, a->offset, a->buf, n, a->datatype, a->status);
-    }
-    c->mpi_error = rc;
-    return rc == MPI_SUCCESS ? 0 : -EIO;
+    /* not a local file system: the library's collective call */
+    c->mpi_error = iotame_coll_library(c->args, c->env->local_fs);
+    return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;
 }
 
 const iotame_strategy_t iotame_strategy_independent = {

@@ -1,36 +1,45 @@
 /* passthrough: the MPI library's own collective I/O (ROMIO's two-phase in MPICH, OMPIO in Open MPI) on the
- * application's handle, with the application's arguments: the reference every other strategy is compared with. */
+ * application's handle, with the application's arguments: the reference every other strategy is compared with.
+ * Also home of iotame_coll_library, which the independent strategy shares. */
 #include <errno.h>
 
 #include "strategy.h"
 
-static int call(iotame_coll_call_t *c)
+int iotame_coll_library(const iotame_coll_args_t *a, int independent)
 {
-    const iotame_coll_args_t *a = c->args;
-    int rc;
+    const int op = a->op + (independent ? 4 : 0); /* the four collective forms, then the four independent ones */
 #if MPI_VERSION >= 4
     if (a->large) {
-        switch (a->op) {
-        case IOTAME_COLL_WRITE_ALL: rc = PMPI_File_write_all_c(a->fh, a->buf, a->count, a->datatype, a->status); break;
-        case IOTAME_COLL_READ_ALL: rc = PMPI_File_read_all_c(a->fh, a->buf, a->count, a->datatype, a->status); break;
-        case IOTAME_COLL_WRITE_AT_ALL:
-            rc = PMPI_File_write_at_all_c(a->fh, a->offset, a->buf, a->count, a->datatype, a->status);
-            break;
-        default: rc = PMPI_File_read_at_all_c(a->fh, a->offset, a->buf, a->count, a->datatype, a->status);
+        MPI_Count n = a->count;
+        switch (op) {
+        case IOTAME_COLL_WRITE_ALL: return PMPI_File_write_all_c(a->fh, a->buf, n, a->datatype, a->status);
+        case IOTAME_COLL_READ_ALL: return PMPI_File_read_all_c(a->fh, a->buf, n, a->datatype, a->status);
+        case IOTAME_COLL_WRITE_AT_ALL: return PMPI_File_write_at_all_c(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+        case IOTAME_COLL_READ_AT_ALL: return PMPI_File_read_at_all_c(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+        case IOTAME_COLL_WRITE_ALL + 4: return PMPI_File_write_c(a->fh, a->buf, n, a->datatype, a->status);
+        case IOTAME_COLL_READ_ALL + 4: return PMPI_File_read_c(a->fh, a->buf, n, a->datatype, a->status);
+        case IOTAME_COLL_WRITE_AT_ALL + 4: return PMPI_File_write_at_c(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+        default: return PMPI_File_read_at_c(a->fh, a->offset, a->buf, n, a->datatype, a->status);
         }
-        c->mpi_error = rc;
-        return rc == MPI_SUCCESS ? 0 : -EIO;
     }
 #endif
     int n = (int)a->count;
-    switch (a->op) {
-    case IOTAME_COLL_WRITE_ALL: rc = PMPI_File_write_all(a->fh, a->buf, n, a->datatype, a->status); break;
-    case IOTAME_COLL_READ_ALL: rc = PMPI_File_read_all(a->fh, a->buf, n, a->datatype, a->status); break;
-    case IOTAME_COLL_WRITE_AT_ALL: rc = PMPI_File_write_at_all(a->fh, a->offset, a->buf, n, a->datatype, a->status); break;
-    default: rc = PMPI_File_read_at_all(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+    switch (op) {
+    case IOTAME_COLL_WRITE_ALL: return PMPI_File_write_all(a->fh, a->buf, n, a->datatype, a->status);
+    case IOTAME_COLL_READ_ALL: return PMPI_File_read_all(a->fh, a->buf, n, a->datatype, a->status);
+    case IOTAME_COLL_WRITE_AT_ALL: return PMPI_File_write_at_all(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+    case IOTAME_COLL_READ_AT_ALL: return PMPI_File_read_at_all(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+    case IOTAME_COLL_WRITE_ALL + 4: return PMPI_File_write(a->fh, a->buf, n, a->datatype, a->status);
+    case IOTAME_COLL_READ_ALL + 4: return PMPI_File_read(a->fh, a->buf, n, a->datatype, a->status);
+    case IOTAME_COLL_WRITE_AT_ALL + 4: return PMPI_File_write_at(a->fh, a->offset, a->buf, n, a->datatype, a->status);
+    default: return PMPI_File_read_at(a->fh, a->offset, a->buf, n, a->datatype, a->status);
     }
-    c->mpi_error = rc;
-    return rc == MPI_SUCCESS ? 0 : -EIO;
+}
+
+static int call(iotame_coll_call_t *c)
+{
+    c->mpi_error = iotame_coll_library(c->args, 0);
+    return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;
 }
 
 const iotame_strategy_t iotame_strategy_passthrough = {

@@ -412,12 +412,7 @@ static int setup(iotame_coll_file_t *f)
 static int is_write(iotame_coll_op_t op) { return op == IOTAME_COLL_WRITE_ALL || op == IOTAME_COLL_WRITE_AT_ALL; }
 static int is_at(iotame_coll_op_t op) { return op == IOTAME_COLL_WRITE_AT_ALL || op == IOTAME_COLL_READ_AT_ALL; }
 
-static int library(const iotame_coll_args_t *a)
-{
-    iotame_coll_call_t c = {.args = a};
-    iotame_strategy_passthrough.write_all(&c);
-    return c.mpi_error;
-}
+static int library(const iotame_coll_args_t *a) { return iotame_coll_library(a, 0); }
 
 static int pass(iotame_coll_file_t *f, const iotame_coll_args_t *a, const char *reason)
 {

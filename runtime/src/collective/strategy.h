@@ -107,6 +107,10 @@ typedef struct {
 extern const iotame_strategy_t iotame_strategy_passthrough, iotame_strategy_two_phase, iotame_strategy_node_local,
     iotame_strategy_target_aligned, iotame_strategy_independent;
 
+/* The application's call made by the library on the application's handle: the collective call itself, or with
+ * `independent` its independent form (MPI_File_write_all -> MPI_File_write, ...). Returns the MPI return code. */
+int iotame_coll_library(const iotame_coll_args_t *a, int independent);
+
 #define IOTAME_STRATEGY_MAX 8
 /* Every strategy, in a fixed order (the registry index is the strategy's number everywhere). */
 extern const iotame_strategy_t *const iotame_strategies[];
