@@ -13,7 +13,8 @@
  * of a new signature is served but not measured: it pays for cold buffers and caches, and counting it against
  * the first candidate made that one lose or look unstable. A re-examination skips the candidates that were
  * clearly losing (below DROP x the winner) in the previous one: a competing load changes rankings, but not by
- * the factor of 20 that separates, say, node_local from the library on small interleaved pieces.
+ * the factor of 20 that separates, say, node_local from the library on small interleaved pieces (every fourth
+ * re-examination tries them all again).
  *
  * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
 #include <errno.h>
@@ -28,6 +29,7 @@
 
 #define DROP 0.5   /* a first examination call below DROP x the best mean ends the candidate's examination */
 #define MAX_EXAM 64
+#define RETRY_EVERY 4 /* every 4th re-examination gives every candidate its chance again */
 
 enum { EXAMINING, RUNNING };
 
@@ -39,6 +41,7 @@ struct iotame_sel_entry {
     double sum[IOTAME_STRATEGY_MAX];           /* this examination, by registry index */
     int n[IOTAME_STRATEGY_MAX];
     int skip[IOTAME_STRATEGY_MAX];             /* not examined this time (clearly losing the last time) */
+    double last[IOTAME_STRATEGY_MAX];          /* mean of the last examination a strategy took part in */
     int winner;                                /* RUNNING; during a re-examination, the last winner */
     int decided;                               /* a winner is known (examined, or from the knowledge file) */
     double ref;                                /* the winner's reference MB/s; 0 until measured */
@@ -193,10 +196,11 @@ static void next_candidate(iotame_sel_entry_t *e)
 static void start_examination(iotame_sel_entry_t *e, int first)
 {
     memset(e->skip, 0, sizeof e->skip);
-    if (first >= 0) /* a re-examination: the last one's clear losers sit this one out */
+    /* A re-examination: the clear losers of their last examination sit it out, except every RETRY_EVERY-th. */
+    if (first >= 0 && e->reexams % RETRY_EVERY != 0)
         for (int k = 0; k < e->ncand; k++) {
             int i = e->cand[k];
-            e->skip[i] = i != first && e->n[i] && mean(e, i) < DROP * mean(e, first);
+            e->skip[i] = i != first && e->last[i] > 0 && e->last[i] < DROP * e->last[first];
         }
     e->state = EXAMINING;
     e->cur = e->served = 0;
@@ -252,6 +256,8 @@ static void finish_examination(iotame_sel_entry_t *e)
     e->winner = best(e);
     if (e->winner < 0) e->winner = e->cand[0];
     e->ref = mean(e, e->winner);
+    for (int k = 0; k < e->ncand; k++)
+        if (e->n[e->cand[k]]) e->last[e->cand[k]] = mean(e, e->cand[k]);
     e->state = RUNNING;
     e->decided = 1;
     e->nrecent = e->deviated = 0;
