@@ -136,16 +136,20 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     const int expect[9] = {TP, TP, TP, PT, PT, PT, NL, NL, NL};
     CHECK(n == 9 && memcmp(order, expect, sizeof expect) == 0);
     CHECK(iotame_select_choose(e) == NL);
+    CHECK(json_real_value(json_object_get(decision(fs, 0), "threshold")) == 0.15); /* a new winner: as configured */
     /* Later re-examinations still leave target_aligned out (its last measurement stands); the fourth tries all.
-     * Every rate falls by 20 % each round: the winner deviates, the ranking stays. */
+     * Every rate falls alike, by more than the threshold in effect: the winner deviates, the ranking stays. */
+    const double fall[5] = {0, 0, 0.8, 0.6, 0.3};
     for (int round = 2; round <= 4; round++) {
-        for (int k = 0; k < 4; k++) mbs[k] *= 0.8;
+        for (int k = 0; k < 4; k++) mbs[k] *= fall[round];
         int before = (int)dint(decision(fs, 0), "reexaminations"), guard = 0;
         while ((int)dint(decision(fs, 0), "reexaminations") == before && guard++ < 100) serve(s, e, mbs);
         int tried_ta = 0;
         while (strcmp(dstr(decision(fs, 0), "state"), "examining") == 0 && guard++ < 200)
             tried_ta |= serve(s, e, mbs) == TA;
         CHECK(guard < 100 && dint(decision(fs, 0), "reexaminations") == round);
+        /* every rate fell alike, so the winner stays: a false alarm, the threshold doubles */
+        CHECK(json_real_value(json_object_get(decision(fs, 0), "threshold")) == (round == 2 ? 0.3 : round == 3 ? 0.6 : 0.8));
         CHECK(tried_ta == (round == 4));
     }
 }
