@@ -186,3 +186,21 @@ def test_every_call_under_a_strategy_is_byte_identical(job, strategy):
     assert sum(served(f).values()) > 0
     reasons = f["passthrough_reasons"]
     assert any("split" in r for r in reasons) and any("nonblocking" in r for r in reasons), reasons
+
+
+# ---- an I/O error inside a strategy ----
+
+IO_ERROR = TEST_PROGRAMS / "io_error"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_an_io_error_reaches_every_rank_through_the_error_handler(job, strategy):
+    """The second rank's data lies past a file-size limit: the library reports the failed write (to the rank whose
+    write failed); through our strategies the aggregator's failure is returned on every rank, as MPI_ERR_IO, through
+    the file's error handler, and the job goes on."""
+    plain = json.loads(job.run(2, [IO_ERROR, job.tmp / "plain.dat"]).stdout)
+    assert plain["failed"] >= 1 and plain["handler_calls"] == plain["failed"]
+    config = collective_config(job.tmp / "c.json", strategy=strategy)
+    routed = json.loads(job.run(2, [IO_ERROR, job.tmp / "routed.dat"], preload=True, config=config).stdout)
+    assert routed["failed"] == 2 and routed["handler_calls"] == 2
+    assert routed["classes"] == [routed["class_io"]] * 2
