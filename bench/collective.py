@@ -47,6 +47,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from iotame.bench import drop_caches as iotame_drop_caches
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
 LIB = ROOT / "build" / "runtime" / "libiotame.so"
@@ -108,12 +110,8 @@ TIMEOUT = 600
 # ---- running ----
 
 def drop_caches():
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        return True
-    except OSError:
-        return False
+    """Syncs and drops the page cache (root only); whether it could."""
+    return iotame_drop_caches() is None
 
 
 def environment(lib, config_path, stats):

@@ -46,6 +46,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from iotame.bench import drop_caches as iotame_drop_caches
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
 LIB = ROOT / "build" / "runtime" / "libiotame.so"
@@ -70,12 +72,8 @@ def load_command(kind, directory):
 
 
 def drop_caches():
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        return True
-    except OSError:
-        return False
+    """Syncs and drops the page cache (root only); whether it could."""
+    return iotame_drop_caches() is None
 
 
 def config_section(name):

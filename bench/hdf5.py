@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from iotame.bench import drop_caches as iotame_drop_caches
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
 LIB = ROOT / "build" / "runtime" / "libiotame.so"
@@ -47,12 +49,8 @@ CONFIGS = {
 
 
 def drop_caches():
-    try:
-        subprocess.run(["sync"], check=True)
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        return True
-    except OSError:
-        return False
+    """Syncs and drops the page cache (root only); whether it could."""
+    return iotame_drop_caches() is None
 
 
 def job(np_, kernel, args, config, stats, cwd):

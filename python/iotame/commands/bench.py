@@ -17,6 +17,7 @@ from ..bench import (BenchSpec, bench_json, caches_dropped, get_kernel, load_fio
 from ..config import load_config
 from ..errors import UsageError
 from ..render import console, fmt_mbs, phase_table
+from .argtypes import positive_int
 
 NAME = "bench"
 STDERR_TAIL = 20    # lines of a failed run's stderr shown
@@ -24,16 +25,6 @@ DEFAULT_NP, DEFAULT_REPEAT = 2, 3
 FIO_SIZE, FIO_RUNTIME = "1g", 10
 KERNEL_ONLY = ("np", "set_", "sweep", "repeat", "config", "no_preload", "drop_caches", "timeout")
 FIO_ONLY = ("dir", "size", "runtime")
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
 
 
 def add_parser(sub) -> None:
@@ -50,12 +41,12 @@ def add_parser(sub) -> None:
                                    "fio and O_DIRECT and stores it in --out, where sweep plots draw it. "
                                    "See docs/bench.md.")
     p.add_argument("kernel", metavar="KERNEL", help="a kernel of `iotame-kernel --list`, or fio")
-    p.add_argument("--np", type=_positive, metavar="N", help=f"MPI ranks (default {DEFAULT_NP})")
+    p.add_argument("--np", type=positive_int, metavar="N", help=f"MPI ranks (default {DEFAULT_NP})")
     p.add_argument("--set", action="append", default=[], metavar="K=V", dest="set_",
                    help="a kernel option (repeatable)")
     p.add_argument("--sweep", action="append", default=[], metavar="K=V1,V2,...",
                    help="run each value of a kernel option (repeatable: every combination)")
-    p.add_argument("--repeat", type=_positive, metavar="R", help=f"runs per value (default {DEFAULT_REPEAT})")
+    p.add_argument("--repeat", type=positive_int, metavar="R", help=f"runs per value (default {DEFAULT_REPEAT})")
     p.add_argument("--config", metavar="F", help="runtime configuration for every run")
     p.add_argument("--no-preload", action="store_true", help="run without the runtime (no statistics)")
     p.add_argument("--drop-caches", action="store_true",
@@ -67,7 +58,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="stop a job after S seconds (counted as failed)")
     p.add_argument("--dir", metavar="D", type=Path, help="fio: directory of the test file (default: here)")
     p.add_argument("--size", metavar="S", help=f"fio: test file size (default {FIO_SIZE})")
-    p.add_argument("--runtime", type=_positive, metavar="T",
+    p.add_argument("--runtime", type=positive_int, metavar="T",
                    help=f"fio: at most T seconds per job (default {FIO_RUNTIME})")
     p.set_defaults(func=run)
 

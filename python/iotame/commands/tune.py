@@ -14,40 +14,11 @@ from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TE
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
 from .run import command_args
+from .argtypes import positive_int, count, seconds
 
 NAME = "tune"
 OBJECTIVE_NAMES = (*OBJECTIVES, "wall-time")
 DEFAULT_TRIALS = 30
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
-
-
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return n
-
-
-def _seconds(text: str) -> float:
-    try:
-        s = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not s > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return s
 
 
 def add_parser(sub) -> None:
@@ -67,17 +38,17 @@ def add_parser(sub) -> None:
     p.add_argument("--sampler", choices=tuple(SAMPLERS), default=DEFAULT_SAMPLER,
                    help=f"search strategy (default {DEFAULT_SAMPLER}): " +
                         "; ".join(f"{n}: {c.summary}" for n, c in SAMPLERS.items()).replace("%", "%%"))
-    p.add_argument("--trials", type=_positive, default=DEFAULT_TRIALS, metavar="N",
+    p.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, metavar="N",
                    help=f"trials in the study, the default trial included (default {DEFAULT_TRIALS})")
-    p.add_argument("--repeat", type=_positive, default=1, metavar="R",
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="R",
                    help="runs per configuration, the median is its value (default 1)")
-    p.add_argument("--final-top", type=_count, default=3, metavar="K",
+    p.add_argument("--final-top", type=count, default=3, metavar="K",
                    help="configurations re-run beside the default at the end (default 3)")
-    p.add_argument("--final-repeat", type=_count, default=3, metavar="R",
+    p.add_argument("--final-repeat", type=count, default=3, metavar="R",
                    help="rounds of the final re-run (default 3; 0: declare the best trial best)")
-    p.add_argument("--timeout", type=_seconds, metavar="S",
+    p.add_argument("--timeout", type=seconds, metavar="S",
                    help="stop a run after S seconds, the trial fails (default: 10 x the default's run, >= 60 s)")
-    p.add_argument("--jobs", type=_positive, default=1, metavar="J",
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="J",
                    help="trials at once (default 1; concurrent trials disturb each other's measurements)")
     p.add_argument("--storage", metavar="URL", help="optuna storage (default: sqlite:///DIR/study.sqlite; a "
                                                     "postgresql:// URL lets tuners on several nodes share a study)")
@@ -86,7 +57,7 @@ def add_parser(sub) -> None:
                    help="io-bandwidth (MB/s, maximize; default), io-time (s, minimize) from the statistics, or "
                         "wall-time (s, minimize) measured by the tuner")
     p.add_argument("--out", metavar="DIR", type=Path, help="output directory (default: iotame-tune-STUDY)")
-    p.add_argument("--np", type=_positive, metavar="N", help="process count, when CMD does not say it")
+    p.add_argument("--np", type=positive_int, metavar="N", help="process count, when CMD does not say it")
     p.add_argument("--launcher", choices=TEMPLATES, help="start CMD with this launcher (`mpiexec -n N CMD` or "
                                                          "`srun -n N CMD`) when CMD has none")
     p.add_argument("--fs", choices=FILE_SYSTEMS, help="file system of the built-in space (default: detected "

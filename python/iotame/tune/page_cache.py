@@ -1,20 +1,20 @@
 """Dropping the page cache before each run (root only), so that reads come from storage, not memory."""
 from __future__ import annotations
 
-import os
 import threading
+from pathlib import Path
 from typing import Callable
 
-__all__ = ["PageCache", "DROP_CACHES"]
+from ..bench.caches import DROP_CACHES, drop_caches
 
-DROP_CACHES = "/proc/sys/vm/drop_caches"
+__all__ = ["PageCache", "DROP_CACHES"]
 
 
 class PageCache:
     """drop() syncs and drops clean caches when enabled and possible; the first time it is not possible it calls
     `on_note` once with the reason. `status` says what happened, for the summary."""
 
-    def __init__(self, enabled: bool = True, on_note: Callable[[str], None] | None = None, path: str = DROP_CACHES):
+    def __init__(self, enabled: bool = True, on_note: Callable[[str], None] | None = None, path: str | Path = DROP_CACHES):
         self.enabled, self.on_note, self.path = enabled, on_note, path
         self.reason: str | None = None if enabled else "--no-drop-caches"
         self._lock = threading.Lock()
@@ -24,14 +24,9 @@ class PageCache:
         with self._lock:
             if self.reason is not None:
                 return False
-            if os.geteuid() != 0:
-                return self._fail("not root")
-            try:
-                os.sync()
-                with open(self.path, "w") as f:
-                    f.write("3\n")
-            except OSError as e:
-                return self._fail(f"cannot write {self.path}: {e.strerror}")
+            why = drop_caches(Path(self.path))
+            if why is not None:
+                return self._fail(why)
             self.dropped += 1
             return True
 
