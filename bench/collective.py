@@ -55,48 +55,86 @@ LIB = ROOT / "build" / "runtime" / "libiotame.so"
 PHASES = ROOT / "build" / "bench" / "collective_phases"
 PHASES_SRC = ROOT / "bench" / "collective_phases.c"
 
-# name: (ranks, kernel, options, what it is). btio needs a square number of ranks: 1 here (4 would oversubscribe
-# the 2 cores, and MPICH busy-polls).
-CASES = {
-    "noncontig-64B": (2, "noncontig", ["--collective", "--elmtcount", "16", "--veclen", "16384", "--loops", "64"],
-                      "64-byte chunks interleaved, 2 MiB per call, 64 calls"),
-    "noncontig-256B": (2, "noncontig", ["--collective", "--elmtcount", "64", "--veclen", "4096", "--loops", "64"],
-                       "256-byte chunks interleaved, 2 MiB per call, 64 calls"),
-    "noncontig-16K": (2, "noncontig", ["--collective", "--elmtcount", "4096", "--veclen", "64", "--loops", "192"],
-                      "16 KiB chunks interleaved, 2 MiB per call, 192 calls"),
-    "matrix": (2, "matrix", ["--block-size", "64k", "--depth", "4", "--iterations", "768"],
-               "64 KiB blocks, depth 4, 512 KiB per call, 768 calls"),
-    "tileio": (2, "tileio", ["--nr-tiles-x", "2", "--nr-tiles-y", "1", "--sz-tile-x", "4096", "--sz-tile-y", "6144"],
-               "two tiles of 6144 rows x 4096 elements of 8 bytes, one call per phase"),
-    "btio": (1, "btio", ["--class", "A", "--steps", "200"],
-             "class A (64^3), 40 dumps of 10.5 MB, 1 rank"),
-}
-SMALL = {
-    "noncontig-64B": ["--collective", "--elmtcount", "16", "--veclen", "1024", "--loops", "8"],
-    "noncontig-256B": ["--collective", "--elmtcount", "64", "--veclen", "256", "--loops", "8"],
-    "noncontig-16K": ["--collective", "--elmtcount", "4096", "--veclen", "4", "--loops", "8"],
-    "matrix": ["--block-size", "64k", "--depth", "4", "--iterations", "16"],
-    "tileio": ["--nr-tiles-x", "2", "--nr-tiles-y", "1", "--sz-tile-x", "256", "--sz-tile-y", "256"],
-    "btio": ["--class", "S", "--steps", "20"],
-}
+# ---- the cases: the issue's table, per rank count ----
 
-# name: the configuration's "defaults" section, or None for no preload at all.
+MIB = 1048576
+NONCONTIG = [16, 64, 256, 1024, 4096, 16384]                 # elmtcount: chunks of 64 B ... 64 KiB
+MATRIX_BLOCKS = {"4K": 4096, "64K": 65536, "1M": MIB, "4M": 4 * MIB}
+MATRIX_DEPTHS = [4, 32, 128]
+MATRIX_MAX_CALL = 32 * MIB  # per rank and call: 1M x 128, 4M x 32 and 4M x 128 would be 128 to 512 MiB each
+
+
+def size_name(n):
+    return f"{n // MIB}M" if n >= MIB else f"{n // 1024}K" if n >= 1024 else f"{n}B"
+
+
+CASE_NAMES = ([f"noncontig-{size_name(4 * e)}" for e in NONCONTIG]
+              + [f"matrix-{b}-d{d}" for b, bs in MATRIX_BLOCKS.items() for d in MATRIX_DEPTHS
+                 if bs * d <= MATRIX_MAX_CALL]
+              + ["tileio", "btio"])
+ALIASES = {"matrix": "matrix-64K-d4"}  # the case of runs 1 to 3
+# 4 ranks oversubscribe the 2 cores (MPICH busy-polls: collective calls run up to 10 times slower), so by default
+# they run a subset of the cases with a quarter of the data.
+FOUR_RANK_CASES = ["noncontig-64B", "noncontig-256B", "noncontig-16K", "matrix-64K-d4", "matrix-1M-d32", "tileio",
+                   "btio"]
+VOLUME = {2: 128 * MIB, 4: 32 * MIB}  # bytes per phase (all ranks); other rank counts: 64 MiB per rank
+SMALL_VOLUME = 4 * MIB
+
+
+def case_spec(name, ranks, small=False):
+    """(processes, kernel, options, what it is) of a case at a rank count. Every case moves about VOLUME bytes per
+    phase, so the rows differ in the pattern, not in how long the selector has to amortize its examination."""
+    name = ALIASES.get(name, name)
+    volume = SMALL_VOLUME if small else VOLUME.get(ranks, 64 * MIB * ranks)
+    if name.startswith("noncontig-"):
+        e = next(e for e in NONCONTIG if name == f"noncontig-{size_name(4 * e)}")
+        per = min(MIB, volume // ranks)  # bytes per rank and call
+        veclen, loops = max(1, per // (4 * e)), max(1, volume // (ranks * per))
+        return (ranks, "noncontig", ["--collective", "--elmtcount", str(e), "--veclen", str(veclen), "--loops", str(loops)],
+                f"{4 * e}-byte chunks interleaved, {size_name(veclen * 4 * e)} per rank and call, {loops} calls")
+    if name.startswith("matrix-"):
+        _, b, d = name.split("-")
+        block, depth = MATRIX_BLOCKS[b], int(d[1:])
+        calls = max(4, volume // (ranks * block * depth))
+        return (ranks, "matrix", ["--block-size", str(block), "--depth", str(depth), "--iterations", str(calls)],
+                f"{b}iB blocks, depth {depth}, {size_name(block * depth)} per rank and call, {calls} calls")
+    if name == "tileio":
+        rows = max(1, volume // (ranks * 4096 * 8))
+        return (ranks, "tileio", ["--sz-tile-x", "4096", "--sz-tile-y", str(rows)],
+                f"one tile per rank of {rows} rows x 4096 elements of 8 bytes, one call per phase")
+    if name == "btio":
+        # needs a square number of processes: 2 -> 1 (4 would oversubscribe)
+        np_ = 1 if ranks < 4 else 4
+        cls, steps = ("S", 20) if small else ("A", 100) if np_ == 1 else ("W", 200)
+        return (np_, "btio", ["--class", cls, "--steps", str(steps)],
+                f"class {cls}, {steps // 5} dumps, {np_} rank{'s' if np_ > 1 else ''}")
+    raise KeyError(name)
+
+
+# name: the configuration's "defaults" section, or None for no preload at all. VNODE becomes the virtual node
+# size: half the ranks, so every job has 2 virtual nodes (node_local gathers within each, exchanges nothing between).
 CONFIGS = {
     "default": None,
     "passthrough": {"collective": {"strategy": "passthrough"}},
-    "two_phase": {"collective": {"strategy": "two_phase", "virtual_node_size": 1}},
-    "node_local": {"collective": {"strategy": "node_local", "virtual_node_size": 1}},
-    "target_aligned": {"collective": {"strategy": "target_aligned", "virtual_node_size": 1}},
+    "two_phase": {"collective": {"strategy": "two_phase", "virtual_node_size": "VNODE"}},
+    "node_local": {"collective": {"strategy": "node_local", "virtual_node_size": "VNODE"}},
+    "target_aligned": {"collective": {"strategy": "target_aligned", "virtual_node_size": "VNODE"}},
     "independent": {"collective": {"strategy": "independent"}},
-    "auto": {"collective": {"strategy": "auto", "virtual_node_size": 1}},
+    "auto": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE"}},
     # auto starting from a knowledge file that an untimed run of the same case wrote (the next run of a job)
-    "auto_kb": {"collective": {"strategy": "auto", "virtual_node_size": 1, "knowledge": "KNOWLEDGE"}},
+    "auto_kb": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE", "knowledge": "KNOWLEDGE"}},
+    # ROMIO's hints, set by the runtime's mpiio_hints (collective strategy passthrough): the small sweep behind the
+    # "ROMIO best hint" column, with default (no hints) as its first member
     "cb_disable": {"mpiio_hints": {"romio_cb_write": "disable", "romio_cb_read": "disable"}},
-    "auto_t50": {"collective": {"strategy": "auto", "virtual_node_size": 1, "threshold": 0.5}},
+    "cb_enable": {"mpiio_hints": {"romio_cb_write": "enable", "romio_cb_read": "enable"}},
+    "ds_disable": {"mpiio_hints": {"romio_ds_write": "disable", "romio_ds_read": "disable"}},
+    "cb_all": {"mpiio_hints": {"cb_config_list": "*:*", "cb_nodes": "NPROCS"}},
+    "auto_t50": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE", "threshold": 0.5}},
 }
-KERNEL_CONFIGS = ["default", "passthrough", "two_phase", "node_local", "target_aligned", "independent", "auto",
-                  "auto_kb", "cb_disable"]
-DYNAMIC_CONFIGS = [c for c in KERNEL_CONFIGS if c != "auto_kb"] + ["auto_t50"]  # auto with a looser threshold: how much re-examination costs
+STRATEGIES = ["passthrough", "two_phase", "node_local", "target_aligned", "independent"]
+HINTS = ["default", "cb_disable", "cb_enable", "ds_disable", "cb_all"]
+KERNEL_CONFIGS = ["default", *STRATEGIES, "auto", "auto_kb", *HINTS[1:]]
+DYNAMIC_CONFIGS = [c for c in ["default", *STRATEGIES, "auto", "cb_disable"]] + ["auto_t50"]
 
 # The dynamic experiment: bytes per rank and call, then CHUNK:CALLS per phase.
 DYNAMIC = (1048576, ["64:48", "1048576:48", "64:48"])
@@ -161,30 +199,30 @@ def phase(res, name):
     return next(p for p in res["phases"] if p["name"] == name)
 
 
-def kernel_trial(case, config, args, tmp, lib, configs):
-    np_, kernel, _, _ = CASES[case]
+def kernel_trial(case, ranks, config, small, tmp, lib, config_file):
+    np_, kernel, args, _ = case_spec(case, ranks, small)
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    cfg = configs[config]
+    cfg = config_file(config, np_)
     base = ["mpiexec", "-n", str(np_), str(KERNEL), kernel, *args]
     load = os.getloadavg()[0]
     w, ws = job(base + ["--keep"], environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
     cold = drop_caches()
     r, rs = job(base + ["--skip-write"], environment(lib, cfg, tmp / "r.json"), work, tmp / "r.json")
     shutil.rmtree(work, ignore_errors=True)
-    return {"case": case, "config": config, "load": load, "cold": cold,
+    return {"case": case, "ranks": ranks, "np": np_, "config": config, "load": load, "cold": cold,
             "bytes": phase(w, "write")["bytes"],
             "write_mbs": phase(w, "write")["mbs"], "read_mbs": phase(r, "read")["mbs"],
             "write_seconds": phase(w, "write")["seconds"], "read_seconds": phase(r, "read")["seconds"],
             "write_selector": selector(ws, "write"), "read_selector": selector(rs, "read")}
 
 
-def dynamic_trial(config, spec, tmp, lib, configs, program):
+def dynamic_trial(config, spec, tmp, lib, config_file, program):
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    cfg = configs[config]
+    cfg = config_file(config, 2, traced=True)
     per_call, phases = spec
     argv = lambda mode: ["mpiexec", "-n", "2", str(program), "phases.dat", mode, str(per_call), *phases]
     load = os.getloadavg()[0]
@@ -230,39 +268,93 @@ def config_names(runs):
     return [c for c in CONFIGS if c in seen] + [c for c in seen if c not in CONFIGS]
 
 
-def kernel_tables(runs):
+def rows(runs):
+    """The (ranks, case) rows of the kernel runs, in table order; runs of before the rank column count as 2."""
     runs = [x for x in runs if x["case"] != "dynamic" and not x.get("failed")]
-    cases = [c for c in CASES if any(x["case"] == c for x in runs)]
-    configs = config_names(runs)
+    order = {c: i for i, c in enumerate(CASE_NAMES + list(ALIASES))}
+    keys = {(x.get("ranks", 2), x["case"]) for x in runs}
+    return sorted(keys, key=lambda k: (k[0], order.get(k[1], len(order)), k[1]))
+
+
+def medians(runs, ranks, case, op):
+    """Configuration -> median MB/s of one row and operation."""
+    out = {}
+    for x in runs:
+        if x["case"] == case and x.get("ranks", 2) == ranks and not x.get("failed"):
+            out.setdefault(x["config"], []).append(x[f"{op}_mbs"])
+    return {c: med(v) for c, v in out.items()}
+
+
+def best_of(m, names):
+    have = [c for c in names if c in m]
+    return max(have, key=lambda c: m[c]) if have else None
+
+
+def kernel_tables(runs):
+    """Per operation one table: every configuration but the hint sweep's, then ROMIO's best hint setting (the
+    sweep's best median, named)."""
+    configs = [c for c in config_names(runs) if c == "default" or c not in HINTS]
+    sweep = [c for c in HINTS if any(x["config"] == c for x in runs)]
     out = []
     for op in ("write", "read"):
         out.append(f"**{op}** (MB/s, median; in parentheses the ratio of medians to `default`)\n")
-        out.append("| case | MB | " + " | ".join(configs) + " |")
-        out.append("| --- | ---: | " + " | ".join("---:" for _ in configs) + " |")
-        for case in cases:
-            mine = [x for x in runs if x["case"] == case]
-            base = med([x[f"{op}_mbs"] for x in mine if x["config"] == "default"])
-            cells = []
-            for c in configs:
-                v = med([x[f"{op}_mbs"] for x in mine if x["config"] == c])
-                cells.append(fmt(v) + ("" if c == "default" else ratio(v, base)))
-            out.append(f"| {case} | {mine[0]['bytes'] / 1e6:.0f} | " + " | ".join(cells) + " |")
+        head = configs + (["ROMIO best hint"] if len(sweep) > 1 else [])
+        out.append("| ranks | case | MB | " + " | ".join(head) + " |")
+        out.append("| ---: | --- | ---: | " + " | ".join("---:" for _ in head) + " |")
+        for ranks, case in rows(runs):
+            m = medians(runs, ranks, case, op)
+            base = m.get("default", float("nan"))
+            cells = [fmt(m[c]) + ("" if c == "default" else ratio(m[c], base)) if c in m else "-" for c in configs]
+            if len(sweep) > 1:
+                h = best_of(m, sweep)
+                cells.append(f"{fmt(m[h])}{ratio(m[h], base)} {h}")
+            mine = next(x for x in runs if x["case"] == case and x.get("ranks", 2) == ranks and not x.get("failed"))
+            np_note = "" if mine.get("np", ranks) == ranks else f" ({mine['np']} rank)"
+            out.append(f"| {ranks} | {case}{np_note} | {mine['bytes'] / 1e6:.0f} | " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
 
 
+TARGETS = [("auto / best strategy", "best_strategy", 0.95), ("auto / ROMIO best hint", "best_hint", 0.95),
+           ("auto / default", "default", 0.9)]
+
+
+def target_table(runs, auto="auto"):
+    """The issue's targets, row by row: auto against the best single strategy and ROMIO's best hint (>= 0.95), the
+    default (>= 0.9; >= 2 on noncontig chunks of 256 bytes or less). A cell is the ratio of medians; * marks a miss."""
+    out = [f"| ranks | case | op | {auto} / best strategy (which) | {auto} / ROMIO best hint (which) | {auto} / default |",
+           "| ---: | --- | --- | ---: | ---: | ---: |"]
+    met = total = 0
+    for ranks, case in rows(runs):
+        for op in ("write", "read"):
+            m = medians(runs, ranks, case, op)
+            if auto not in m or "default" not in m:
+                continue
+            cells = []
+            small = case in ("noncontig-64B", "noncontig-256B")
+            for ref, goal in ((best_of(m, STRATEGIES), 0.95), (best_of(m, HINTS), 0.95), ("default", 2.0 if small else 0.9)):
+                if ref is None:
+                    cells.append("-")
+                    continue
+                r = m[auto] / m[ref]
+                total += 1
+                met += r >= goal
+                cells.append(f"{r:.2f}{'' if r >= goal else '*'}" + ("" if ref == "default" else f" ({ref})"))
+            out.append(f"| {ranks} | {case} | {op} | " + " | ".join(cells) + " |")
+    return "\n".join(out), met, total
+
+
 def range_table(runs):
-    runs = [x for x in runs if x["case"] != "dynamic" and not x.get("failed")]
-    cases = [c for c in CASES if any(x["case"] == c for x in runs)]
-    out = ["| case | configuration | n | write MB/s median (min-max) | read MB/s median (min-max) |",
-           "| --- | --- | ---: | ---: | ---: |"]
-    for case in cases:
+    out = ["| ranks | case | configuration | n | write MB/s median (min-max) | read MB/s median (min-max) |",
+           "| ---: | --- | --- | ---: | ---: | ---: |"]
+    for ranks, case in rows(runs):
         for c in config_names(runs):
-            mine = [x for x in runs if x["case"] == case and x["config"] == c]
+            mine = [x for x in runs if x["case"] == case and x.get("ranks", 2) == ranks and x["config"] == c
+                    and not x.get("failed")]
             if not mine:
                 continue
             w, r = [x["write_mbs"] for x in mine], [x["read_mbs"] for x in mine]
-            out.append(f"| {case} | {c} | {len(mine)} | {fmt(med(w))} ({fmt(min(w))}-{fmt(max(w))}) | "
+            out.append(f"| {ranks} | {case} | {c} | {len(mine)} | {fmt(med(w))} ({fmt(min(w))}-{fmt(max(w))}) | "
                        f"{fmt(med(r))} ({fmt(min(r))}-{fmt(max(r))}) |")
     return "\n".join(out)
 
@@ -298,6 +390,28 @@ def selector_table(runs, case, config="auto"):
         out.append(f"| {sig_label(sig)} | {med([d['calls'] for d in ds]):.0f} | "
                    + ", ".join(f"{w} {n}/{len(ds)}" for w, n in winners.most_common())
                    + f" | {med(ex):.0f} ({min(ex)}-{max(ex)}) | {med(re_):.0f} ({min(re_)}-{max(re_)}) | {tps} |")
+    return "\n".join(out)
+
+
+def selector_summary(runs, config="auto"):
+    """Per row and operation: the winners of the auto runs' signatures (winner x runs), median examination calls
+    and re-examinations, calls served by each strategy (all runs)."""
+    out = ["| ranks | case | op | winners | examination calls | re-examinations | calls served |",
+           "| ---: | --- | --- | --- | ---: | ---: | --- |"]
+    for ranks, case in rows(runs):
+        mine = [x for x in runs if x["case"] == case and x.get("ranks", 2) == ranks and x["config"] == config
+                and not x.get("failed")]
+        for op in ("write", "read") if mine else ():
+            ds = [d for x in mine for d in x[f"{op}_selector"]["decisions"]]
+            wins = Counter(d["strategy"] or "none" for d in ds)
+            served = Counter()
+            for x in mine:
+                for st, o in x[f"{op}_selector"]["strategies"].items():
+                    served[st] += o["calls"]
+            ex, re_ = [d["examination_calls"] for d in ds], [d["reexaminations"] for d in ds]
+            out.append(f"| {ranks} | {case} | {op} | " + ", ".join(f"{w} x{n}" for w, n in wins.most_common())
+                       + f" | {fmt(med(ex))} | {fmt(med(re_))} | "
+                       + ", ".join(f"{st} {n}" for st, n in served.most_common()) + " |")
     return "\n".join(out)
 
 
@@ -398,11 +512,16 @@ def report(data):
              f"load average (1 min) at the trials' starts {min(loads):.1f} to {max(loads):.1f}, median {med(loads):.1f}; "
              + ("reads after dropping the page cache." if cold else "READS FROM THE PAGE CACHE (not root)."), ""]
     if any(x["case"] != "dynamic" for x in runs):
-        lines += ["### Kernels", "", kernel_tables(runs), "Ranges:", "", range_table(runs), ""]
-        for case in CASES:
-            sel = selector_table(runs, case)
-            if sel:
-                lines += [f"Selector (auto) on {case}:", "", sel, ""]
+        lines += ["### Kernels", "", "Cases: " + "; ".join(f"{c} at {r} ranks: {case_spec(c, r, meta.get('small'))[3]}"
+                                                         for r, c in rows(runs)) + ".", "", kernel_tables(runs)]
+        for auto in ("auto", "auto_kb"):
+            if any(x["config"] == auto for x in runs):
+                table, met, total = target_table(runs, auto)
+                lines += [f"Targets for `{auto}` (ratio of medians; * below the target: 0.95 of the best strategy and "
+                          f"of ROMIO's best hint, 0.9 of the default, 2 of the default on chunks of 256 bytes or "
+                          f"less): {met} of {total} met.\n", table, ""]
+        lines += ["What `auto` decided (winners per signature over the repeats, from the statistics):", "",
+                  selector_summary(runs), "", "Ranges:", "", range_table(runs), ""]
         reasons = Counter()
         for x in runs:
             for side in ("write_selector", "read_selector"):
@@ -412,7 +531,8 @@ def report(data):
         lines += ["### Dynamic: one job, the signature changes (64 B chunks, 1 MiB chunks, 64 B chunks again)", "",
                   dynamic_tables(runs)]
     if failed:
-        lines += ["Failed trials:", ""] + [f"- {x['case']} {x['config']}: {x['error'][:300]}" for x in failed]
+        lines += ["Failed trials:", ""] + [f"- {x['case']} ({x.get('ranks', '')} ranks) {x['config']}: {x['error'][:300]}"
+                                           for x in failed]
     return "\n".join(lines)
 
 
@@ -440,11 +560,40 @@ def traces(runs, config):
     return "\n".join(out)
 
 
+def config_writer(tmp):
+    """config_file(name, nprocs, traced=False) -> the path of that configuration for a job of nprocs ranks (None for
+    no preload), written on first use."""
+    made = {}
+
+    def config_file(name, nprocs, traced=False):
+        if CONFIGS[name] is None:
+            return None
+        key = (name, nprocs, traced)
+        if key not in made:
+            section = json.loads(json.dumps(CONFIGS[name]))
+            coll = section.get("collective", {})
+            if coll.get("virtual_node_size") == "VNODE":
+                coll["virtual_node_size"] = max(1, nprocs // 2)
+            if coll.get("knowledge") == "KNOWLEDGE":
+                coll["knowledge"] = str(tmp / "knowledge.json")
+            if traced and coll.get("strategy") == "auto":
+                coll["trace"] = TRACE
+            hints = section.get("mpiio_hints", {})
+            if hints.get("cb_nodes") == "NPROCS":
+                hints["cb_nodes"] = nprocs
+            made[key] = tmp / f"{name}-{nprocs}{'-traced' if traced else ''}.json"
+            made[key].write_text(json.dumps({"version": 1, "defaults": section}))
+        return made[key]
+    return config_file
+
+
 def main():
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # the temporary directory is removed on the way out
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
+    ap.add_argument("--cases", help="comma-separated, of: " + ", ".join(CASE_NAMES) + " (default: all at 2 ranks, "
+                    + ", ".join(FOUR_RANK_CASES) + " at 4)")
     ap.add_argument("--configs", default=",".join(KERNEL_CONFIGS), help="for the kernels, comma-separated, of: "
                     + ", ".join(CONFIGS) + " (default: all but auto_t50)")
     ap.add_argument("--dynamic-configs", default=",".join(DYNAMIC_CONFIGS), help="for the dynamic experiment")
@@ -462,12 +611,18 @@ def main():
         if args.out:
             Path(args.out).write_text(text + "\n")
         return 0
-    cases = [] if args.dynamic_only else [c.strip() for c in args.cases.split(",") if c.strip()]
+    try:
+        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
+    except ValueError:
+        ap.error(f"--ranks {args.ranks}: expected comma-separated integers")
+    explicit = [ALIASES.get(c.strip(), c.strip()) for c in (args.cases or "").split(",") if c.strip()]
+    for c in explicit:
+        if c not in CASE_NAMES:
+            ap.error(f"unknown case {c}")
+    rowlist = [] if args.dynamic_only else [
+        (r, c) for r in ranks for c in (explicit or (FOUR_RANK_CASES if r >= 4 else CASE_NAMES))]
     names = [c.strip() for c in args.configs.split(",") if c.strip()]
     dnames = [] if args.no_dynamic else [c.strip() for c in args.dynamic_configs.split(",") if c.strip()]
-    for c in cases:
-        if c not in CASES:
-            ap.error(f"unknown case {c}")
     for lst in (names, dnames):
         for c in lst:
             if c not in CONFIGS:
@@ -478,7 +633,7 @@ def main():
         if not f.exists():
             print(f"{f} is missing: run make setup", file=sys.stderr)
             return 1
-    meta = {"repeat": args.repeat, "cases": cases, "configs": names, "dynamic_configs": dnames, "small": args.small,
+    meta = {"repeat": args.repeat, "rows": rowlist, "configs": names, "dynamic_configs": dnames, "small": args.small,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
     try:
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -495,53 +650,40 @@ def main():
         shutil.copy2(LIB, lib)
         meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
         meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(LIB.stat().st_mtime))
-        configs, dconfigs = {}, {}
-        for name in dict.fromkeys(names + dnames):
-            if CONFIGS[name] is None:
-                configs[name] = dconfigs[name] = None
-                continue
-            configs[name] = tmp / f"{name}.json"
-            configs[name].write_text(json.dumps({"version": 1, "defaults": CONFIGS[name]})
-                                     .replace('"KNOWLEDGE"', json.dumps(str(tmp / "knowledge.json"))))
-            dconfigs[name] = configs[name]
-            if CONFIGS[name].get("collective", {}).get("strategy") == "auto":
-                traced = json.loads(json.dumps(CONFIGS[name]))
-                traced["collective"]["trace"] = TRACE
-                dconfigs[name] = tmp / f"{name}-traced.json"
-                dconfigs[name].write_text(json.dumps({"version": 1, "defaults": traced}))
+        config_file = config_writer(tmp)
         program = phases_program(tmp) if dnames else None
         spec = DYNAMIC_SMALL if args.small else DYNAMIC
         print(f"libiotame.so {meta['lib_sha256'][:12]} (built {meta['lib_mtime']}), commit {meta.get('commit')}"
-              f"{' with runtime/ modified' if meta.get('runtime_dirty') else ''}", flush=True)
+              f"{' with runtime/ modified' if meta.get('runtime_dirty') else ''}; {len(rowlist)} rows x "
+              f"{len(names)} configurations x {args.repeat} repeats", flush=True)
         if "auto_kb" in names:           # the untimed run that writes the knowledge auto_kb starts from
-            for case in cases:
-                kernel_trial(case, "auto_kb", SMALL[case] if args.small else CASES[case][2], tmp, lib, configs)
-        for r in range(args.repeat):
-            order = names[r % len(names):] + names[:r % len(names)]
-            todo = [(c, n) for c in cases for n in order]
+            for r, case in rowlist:
+                kernel_trial(case, r, "auto_kb", args.small, tmp, lib, config_file)
+        for rep in range(args.repeat):
+            order = names[rep % len(names):] + names[:rep % len(names)]
+            todo = [((r, c), n) for r, c in rowlist for n in order]
             if program:
-                todo += [("dynamic", n) for n in dnames[r % len(dnames):] + dnames[:r % len(dnames)]]
-            for case, name in todo:
+                todo += [((2, "dynamic"), n) for n in dnames[rep % len(dnames):] + dnames[:rep % len(dnames)]]
+            for (r, case), name in todo:
                 t0 = time.time()
                 try:
                     if case == "dynamic":
-                        x = dynamic_trial(name, spec, tmp, lib, dconfigs, program)
+                        x = dynamic_trial(name, spec, tmp, lib, config_file, program)
                         line = ("write " + " ".join(f"{p['mbs']:7.1f}" for p in x["write_phases"]) +
                                 "  read " + " ".join(f"{p['mbs']:7.1f}" for p in x["read_phases"]))
                     else:
-                        a = SMALL[case] if args.small else CASES[case][2]
-                        x = kernel_trial(case, name, a, tmp, lib, configs)
+                        x = kernel_trial(case, r, name, args.small, tmp, lib, config_file)
                         line = f"write {x['write_mbs']:8.1f} MB/s  read {x['read_mbs']:8.1f} MB/s"
                     if name.startswith("auto"):
                         wins = [f"{d['signature']['op']}:{d['strategy']}" + (f"(re-exam {d['reexaminations']})" if d['reexaminations'] else "")
                                 for s in ("write_selector", "read_selector") for d in x[s]["decisions"]]
                         line += "  " + " ".join(wins)
                 except RuntimeError as e:
-                    x = {"case": case, "config": name, "failed": True, "error": str(e)}
+                    x = {"case": case, "ranks": r, "config": name, "failed": True, "error": str(e)}
                     line = "FAILED: " + str(e).splitlines()[0]
-                x["repeat"] = r + 1
+                x["repeat"] = rep + 1
                 runs.append(x)
-                print(f"repeat {r + 1} {case:14s} {name:15s} {line}  [{time.time() - t0:.1f} s, load {os.getloadavg()[0]:.1f}]",
+                print(f"repeat {rep + 1} {r} {case:15s} {name:15s} {line}  [{time.time() - t0:.1f} s, load {os.getloadavg()[0]:.1f}]",
                       flush=True)
     meta["seconds"] = round(time.time() - t_start, 1)
     data = {"meta": meta, "runs": runs}
