@@ -211,6 +211,7 @@ def kernel_trial(case, ranks, config, small, tmp, lib, config_file):
     cold = drop_caches()
     r, rs = job(base + ["--skip-write"], environment(lib, cfg, tmp / "r.json"), work, tmp / "r.json")
     shutil.rmtree(work, ignore_errors=True)
+    os.sync()  # the deletion's journal commit is not left to the next trial's sync
     return {"case": case, "ranks": ranks, "np": np_, "config": config, "load": load, "cold": cold,
             "bytes": phase(w, "write")["bytes"],
             "write_mbs": phase(w, "write")["mbs"], "read_mbs": phase(r, "read")["mbs"],

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import KERNEL, TEST_PROGRAMS, write_json
+from conftest import BUILD, KERNEL, TEST_PROGRAMS, write_json
 
 sys.path.insert(0, str(KERNEL.parent.parent.parent / "tests" / "mpi"))
 from test_collective_kernels import (BTIO, LAYOUTS, MATRIX, NAMES, NONCONTIG, TILE,  # noqa: E402
@@ -73,10 +73,28 @@ def test_random_datatypes_as_independent_calls(job, n):
 def test_random_datatypes_under_the_selector(job, n):
     """Strategy auto switches between the library and our strategies on one file: files and buffers stay
     identical. The byte-stream mode keeps the library's calls away from ROMIO's own memory-datatype bugs."""
-    config = collective_config(job.tmp / "c.json", "*/test.dat", strategy="auto", exam_calls=1,
+    config = collective_config(job.tmp / "c.json", "*/test.dat", strategy="auto", exam_calls=1, exam_budget=1,
                                candidates=["two_phase", "passthrough", "independent", "node_local", "target_aligned"])
     f = random_run(job, n, 200, 1000 * n, config, extra_env={"RANDOM_COLLECTIVE_BYTES": "1"})
     assert len(served(f)) >= 2 and f["decisions"]
+
+
+PHASES = BUILD / "bench" / "collective_phases"
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_steady_windows_whose_calls_change_stay_right(job, n):
+    """Steady windows (4 calls with exam_calls 1) span the changes between phases of 64-byte and 4 KiB chunks: the
+    window is served as it began, the data verify, and a window whose calls changed is not measured."""
+    config = collective_config(job.tmp / "c.json", strategy="auto", exam_calls=1)
+    for mode in ("write", "read"):
+        stats = job.tmp / f"{mode}.json"
+        p = job.run(n, [PHASES, "phases.dat", mode, 65536, "64:7", "4096:9", "64:6"], preload=True, config=config,
+                    stats=stats)
+        assert json.loads(p.stdout)["verified"] is True
+        f = file_stats(stats, "phases.dat")
+        assert sum(served(f).values()) == 22 and f["passthrough_reasons"] == {}
+        assert f["steady_calls"] >= 12 and f["steady_windows_changed"] >= 1 and f["steady_windows_measured"] >= 2
 
 
 # ---- the collective kernels verify under every strategy and under the selector ----
@@ -127,7 +145,7 @@ def test_selector_examines_then_keeps_a_winner(job):
     """Which strategy wins depends on timing; what must hold does not: every candidate is examined, every call is
     served and counted, and the decisions say what was measured. (A small call's throughput is noisy, so a later
     re-examination may be running at the end.)"""
-    f = run_kernel(job, 2, "matrix", MATRIX_LONG, collective_config(job.tmp / "c.json", strategy="auto"))
+    f = run_kernel(job, 2, "matrix", MATRIX_LONG, collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1))
     by_op = {d["signature"]["op"]: d for d in f["decisions"]}
     assert set(by_op) == {"write", "read"}
     for d in by_op.values():
@@ -139,9 +157,24 @@ def test_selector_examines_then_keeps_a_winner(job):
     assert sum(served(f).values()) == 32                          # 16 writes and 16 reads (calls, not ranks)
 
 
+def test_a_budget_keeps_short_signatures_with_their_first_candidate(job):
+    """With the default budget (0.05 of the signature's I/O time) 16 calls cannot pay for an examination: the first
+    candidate serves every call, most of them in steady windows (no collective of ours), and the decision counts
+    the calls that waited. A long run of the same pattern earns the credit and examines the others."""
+    f = run_kernel(job, 2, "matrix", MATRIX_LONG, collective_config(job.tmp / "c.json", strategy="auto"))
+    assert served(f) == {"independent": 32} and f["steady_calls"] == 32 - 2 * 4   # warm-up and 3 calls per op
+    for d in f["decisions"]:
+        assert d["strategy"] == "independent" and d["calls"] == 16 and d["examination_calls"] == 3
+        assert d["deferred_calls"] == 12 and d["state"] == "examining"
+    long = run_kernel(job, 2, "matrix", ["--rows", "6000", "--cols", "512", "--depth", "4"],
+                      collective_config(job.tmp / "c.json", strategy="auto"))
+    assert len(served(long)) >= 2 and long["steady_calls"] > 0
+    assert all(d["examination_calls"] > 3 for d in long["decisions"])
+
+
 def test_knowledge_file_starts_the_next_run_with_the_winner(job):
-    knowledge = job.tmp / "knowledge.json"
-    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge))
+    knowledge = job.tmp / "knowledge.json"  # 16 calls: without a budget limit, so that they are examined at once
+    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=1)
     first = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
     saved = json.loads(knowledge.read_text())
     assert saved["version"] == 1

@@ -50,7 +50,7 @@ json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 /* ---- helpers ---- */
 
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0};
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1}; /* no budget limit: the paper's examination */
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -154,6 +154,33 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     }
 }
 
+static void test_examinations_wait_for_their_budget(void)
+{
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03};
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0}; /* 1 MB a call: 10 ms at passthrough's 100 MB/s */
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    const double mbs[4] = {100, 400, 20, 100};
+    /* Warm-up and passthrough's 3 calls; then two_phase waits until 0.03 x the time so far covers 4 calls of
+     * passthrough: 0.03 x 0.01 s x n >= 0.04 s from n = 134 calls on. */
+    for (int i = 1; i <= 134; i++) CHECK(serve(s, e, mbs) == PT);
+    CHECK(strcmp(dstr(decision(fs, 0), "state"), "examining") == 0 && dint(decision(fs, 0), "deferred_calls") == 130);
+    CHECK(serve(s, e, mbs) == TP);
+    /* two_phase is faster (its calls earn credit back); node_local loses clearly after one call (40 ms lost), so
+     * target_aligned waits until the credit covers 4 calls of two_phase again: 108 more calls */
+    CHECK(serve(s, e, mbs) == TP && serve(s, e, mbs) == TP && serve(s, e, mbs) == NL);
+    int waited = 0;
+    while (waited < 500 && serve(s, e, mbs) == TP) waited++;
+    CHECK(waited == 108 && strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
+    CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "examination_calls") == 8);
+    /* A budget of 0: the first candidate serves for ever (but is still measured and published). */
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0};
+    iotame_selector_t *s0 = iotame_select_for(new_fs());
+    iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL);
+    for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
+}
+
 static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
 {
     char path[] = "/tmp/iotame-test-select-XXXXXX";
@@ -176,7 +203,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
-    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0};
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1};
     iotame_selector_t *s2 = iotame_select_for(new_fs());
     CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
 
@@ -223,7 +250,7 @@ static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3};
+    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1};
     iotame_sig_t sig = {1, 1, 10, 1, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 150.04, 90, 80};
@@ -255,6 +282,7 @@ int main(void)
     test_examination_picks_the_fastest();
     test_a_clearly_losing_candidate_gets_one_call();
     test_monitoring_tolerates_one_window_and_reexamines_after_two();
+    test_examinations_wait_for_their_budget();
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();

@@ -39,7 +39,7 @@ struct iotame_coll_file {
     int cand[IOTAME_STRATEGY_MAX], ncand;
     int exam_calls;
     int64_t trace;
-    double threshold;
+    double threshold, budget;
     char *knowledge_path;
     int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
     int64_t virtual_node_size, targets, target_unit;
@@ -55,9 +55,16 @@ struct iotame_coll_file {
     int64_t *info;
     json_t *knowledge;
     iotame_selector_t *sel;
-    /* a fixed strategy of the library's own calls: this rank's calls, bytes and seconds, summed over ranks at close */
-    int64_t own_calls, own_bytes;
-    double own_seconds;
+    /* calls served without a collective of ours (a fixed library strategy, or steady windows): this rank's
+     * calls, bytes and seconds per strategy, reduced at close */
+    int64_t own_calls[IOTAME_STRATEGY_MAX], own_bytes[IOTAME_STRATEGY_MAX];
+    double own_seconds[IOTAME_STRATEGY_MAX];
+    /* a steady window of strategy auto (steady_call) */
+    int steady_left, steady_calls, steady_changed;
+    int64_t steady_measured, steady_unmeasured; /* windows ended, every rank alike */
+    iotame_sel_entry_t *steady_entry;
+    int64_t steady_row[3], steady_start, steady_delta; /* this rank's bytes, extents, span; start; start delta */
+    double steady_seconds;
 };
 
 /* ---- the handles we route ---- */
@@ -116,6 +123,11 @@ static void remove_file(iotame_coll_file_t *f)
 
 /* ---- statistics: calls, bytes and seconds per strategy ---- */
 
+static void add_count(json_t *o, const char *key, int64_t n)
+{
+    json_object_set_new(o, key, json_integer(json_integer_value(json_object_get(o, key)) + n));
+}
+
 static void count_strategy(iotame_coll_file_t *f, int s, int64_t calls, int64_t bytes, double seconds)
 {
     json_t *coll = iotame_stats_collective(f->fs);
@@ -125,8 +137,8 @@ static void count_strategy(iotame_coll_file_t *f, int s, int64_t calls, int64_t 
     const char *name = iotame_strategies[s]->name;
     json_t *o = json_object_get(all, name);
     if (!o) json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0, "seconds", 0.0));
-    json_object_set_new(o, "calls", json_integer(json_integer_value(json_object_get(o, "calls")) + calls));
-    json_object_set_new(o, "bytes", json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
+    add_count(o, "calls", calls);
+    add_count(o, "bytes", bytes);
     json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
 }
 
@@ -226,12 +238,21 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         for (int k = 0; k < f->ncand; k++) dup |= f->cand[k] == s;
         if (s >= 0 && !dup && f->ncand < IOTAME_STRATEGY_MAX) f->cand[f->ncand++] = s;
     }
-    if (f->ncand == 0)
-        for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) f->cand[f->ncand++] = s;
+    /* RATIONALE: the order matters, since examinations wait for their budget and a signature called a few times
+     * keeps its first candidate. On a local file system independent I/O with data sieving was the best or close
+     * to it for most patterns measured here (docs/reproductions/orthrus.md); elsewhere independent is the
+     * library's collective call and is dropped at set-up. */
+    static const char *const default_order[] = {"independent", "passthrough", "node_local", "two_phase", "target_aligned"};
+    const int fill = f->ncand == 0;
+    for (size_t d = 0; fill && d < sizeof default_order / sizeof *default_order; d++) {
+        int s = iotame_strategy_find(default_order[d]);
+        if (s >= 0) f->cand[f->ncand++] = s;
+    }
     const json_t *v;
     f->exam_calls = (v = setting(fc, "exam_calls")) ? (int)json_integer_value(v) : 3;
     f->trace = (v = setting(fc, "trace")) ? json_integer_value(v) : 0;
     f->threshold = (v = setting(fc, "threshold")) ? json_number_value(v) : 0.15;
+    f->budget = (v = setting(fc, "exam_budget")) ? json_number_value(v) : 0.05;
     f->virtual_node_size = (v = setting(fc, "virtual_node_size")) ? json_integer_value(v) : 0;
     f->targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
     f->target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
@@ -378,6 +399,18 @@ static int on_local_fs(const char *path)
     return 0;
 }
 
+/* Away from a local file system independent is the library's collective call: with passthrough also a candidate,
+ * examining both would measure one thing twice. */
+static void drop_duplicate_candidate(iotame_coll_file_t *f)
+{
+    int ind = iotame_strategy_find("independent"), pt = iotame_strategy_find("passthrough"), has_pt = 0, k = 0;
+    for (int i = 0; i < f->ncand; i++) has_pt |= f->cand[i] == pt;
+    if (f->env.local_fs || !has_pt) return;
+    for (int i = 0; i < f->ncand; i++)
+        if (f->cand[i] != ind) f->cand[k++] = f->cand[i];
+    f->ncand = k;
+}
+
 static int setup(iotame_coll_file_t *f)
 {
     iotame_coll_env_t *e = &f->env;
@@ -389,6 +422,7 @@ static int setup(iotame_coll_file_t *f)
     /* RATIONALE: a fixed strategy of the library's own calls needs no nodes, selector or shadow handle; their
      * collective set-up costs a tenth of a second per open with 4 ranks on 2 cores. */
     if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return 0;
+    drop_duplicate_candidate(f);
     int rc = setup_nodes(f), ok, all = 0;
     f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info);
     f->sel = iotame_select_for(f->fs);
@@ -434,19 +468,21 @@ static iotame_coll_fn function_of(const iotame_strategy_t *st, iotame_coll_op_t 
                                             : st->read_at_all;
 }
 
-/* A fixed strategy made of the library's own calls (independent) needs no global view of the call: no flattening
- * and no exchange, which cost most with many ranks per core. Its statistics are reduced once, at close. */
-static int own_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
+/* A call served by a library strategy (passthrough, independent) without a collective of ours: no global view of
+ * the call, no exchange. Its statistics are reduced once, at close. Returns the call's seconds on this rank. */
+static double own_call(iotame_coll_file_t *f, const iotame_coll_args_t *a, int s, int *mpi_error)
 {
     MPI_Count tsize = 0;
     PMPI_Type_size_x(a->datatype, &tsize);
     iotame_coll_call_t c = {.env = &f->env, .args = a, .write = is_write(a->op)};
     uint64_t t0 = iotame_monotonic_ns();
-    function_of(iotame_strategies[f->strategy], a->op)(&c);
-    f->own_seconds += (double)(iotame_monotonic_ns() - t0) * 1e-9;
-    f->own_bytes += (int64_t)tsize * (int64_t)a->count;
-    f->own_calls++;
-    return c.mpi_error;
+    function_of(iotame_strategies[s], a->op)(&c);
+    double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
+    f->own_seconds[s] += seconds;
+    f->own_bytes[s] += (int64_t)tsize * (int64_t)a->count;
+    f->own_calls[s]++;
+    *mpi_error = c.mpi_error;
+    return seconds;
 }
 
 static int pass(iotame_coll_file_t *f, const iotame_coll_args_t *a, const char *reason)
@@ -505,6 +541,81 @@ static int grow_pack(iotame_coll_file_t *f, int64_t n)
 
 enum { FLAG_CANNOT = 1, FLAG_NOMEM = 2 };
 
+/* ---- steady windows ----
+ * RATIONALE: the signature of every call is reduced over the ranks (a collective), and a measured call ends in
+ * another: with a library strategy that does no collective of its own (independent), the ranks then move in
+ * lockstep, and a job of small calls ran at half the speed of the same strategy fixed (matrix, 16 KiB calls:
+ * 362 against 794 MB/s). So once a signature runs with a library strategy, the next STEADY_WINDOWS monitoring
+ * windows are served without any collective of ours: every rank checks that its own part of each call keeps the
+ * shape of the call that started the window (bytes, extents, span, the same step between starts), and one
+ * reduction at the window's end confirms that every rank saw the same and gives the selector the window's
+ * throughput. A window whose calls changed shape is not measured, and the next call is examined again. The
+ * strategy is the same on every rank for the whole window, whatever the calls are, so nothing can diverge. */
+#define STEADY_WINDOWS 4
+
+static void steady_row(const iotame_coll_file_t *f, int64_t nbytes, int64_t row[3], int64_t *start)
+{
+    const iotame_extents_t *x = &f->ext;
+    *start = x->n ? x->v[0].off : 0;
+    row[0] = nbytes;
+    row[1] = (int64_t)x->n;
+    row[2] = x->n ? x->v[x->n - 1].off + x->v[x->n - 1].len - *start : 0;
+}
+
+static void start_steady(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int64_t nbytes)
+{
+    iotame_select_rebase(entry);
+    f->steady_entry = entry;
+    f->steady_left = f->steady_calls = STEADY_WINDOWS * f->exam_calls;
+    f->steady_changed = 0;
+    f->steady_delta = INT64_MIN; /* the step between starts: set by the window's first call */
+    f->steady_seconds = 0;
+    steady_row(f, nbytes, f->steady_row, &f->steady_start);
+}
+
+/* The end of a steady window of n calls (collective): did every rank see calls of the signature, moving alike?
+ * Then the selector gets the window, at the slowest rank's time, and the next window starts while the choice
+ * stands. */
+static void end_window(iotame_coll_file_t *f, int n)
+{
+    iotame_sel_entry_t *en = f->steady_entry;
+    int s = iotame_select_choose(en);
+    double mine[4] = {f->steady_changed, (double)f->steady_delta, -(double)f->steady_delta, f->steady_seconds}, all[4];
+    PMPI_Allreduce(mine, all, 4, MPI_DOUBLE, MPI_MAX, f->env.comm);
+    f->steady_left = 0;
+    if (all[0] != 0 || all[1] != -all[2]) {
+        f->steady_unmeasured++;
+        return;
+    }
+    f->steady_measured++;
+    double mbs = all[3] > 0 ? (double)iotame_select_bytes(en) * n / all[3] / 1e6 : 0;
+    /* call by call, as long as the choice stands (an examination that starts is measured call by call) */
+    for (int k = 0; k < n && iotame_select_settled(en) && iotame_select_choose(en) == s; k++)
+        iotame_select_update(f->sel, en, s, mbs);
+    if (iotame_select_settled(en) && iotame_select_choose(en) == s) {
+        f->steady_left = f->steady_calls;
+        f->steady_delta = INT64_MIN;
+        f->steady_seconds = 0;
+    }
+}
+
+static int steady_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
+{
+    int64_t pos = 0, nbytes = 0, row[3], start = 0;
+    if (prepare(f, a, &pos, &nbytes)) {
+        f->steady_changed = 1;
+    } else {
+        steady_row(f, nbytes, row, &start);
+        if (f->steady_delta == INT64_MIN) f->steady_delta = start - f->steady_start;
+        f->steady_changed |= memcmp(row, f->steady_row, sizeof row) != 0 || start - f->steady_start != f->steady_delta;
+        f->steady_start = start;
+    }
+    int s = iotame_select_choose(f->steady_entry), mpi_error;
+    f->steady_seconds += own_call(f, a, s, &mpi_error);
+    if (--f->steady_left == 0) end_window(f, f->steady_calls);
+    return mpi_error;
+}
+
 int iotame_collective_call(const iotame_coll_args_t *a)
 {
     iotame_coll_file_t *f = find(a->fh);
@@ -522,7 +633,9 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         if (f->setup < 0) return pass(f, a, f->setup_error);
     }
     if (f->hints_stale) read_hints(f);
-    if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return own_call(f, a);
+    int mpi_error;
+    if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return own_call(f, a, f->strategy, &mpi_error), mpi_error;
+    if (f->steady_left > 0) return steady_call(f, a);
     iotame_coll_env_t *e = &f->env;
 
     /* This rank's request; then what every rank asks for, gathered everywhere. */
@@ -562,7 +675,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         }
         int64_t gap = greq > 1 ? (gmax - gmin - gbytes) / (greq - 1) : 0;
         iotame_sig_t sig = {write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
-        iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold, f->trace};
+        iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold, f->trace, f->budget};
         entry = iotame_select_entry(f->sel, &sig, &conf, f->knowledge);
         s = entry ? iotame_select_choose(entry) : 0;
     } else if (s == AUTO) {
@@ -602,6 +715,8 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     double slowest = (double)worst[1] * 1e-9;
     if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
     count_strategy(f, s, 1, gbytes, slowest);
+    if (entry && st->native && iotame_select_settled(entry) && iotame_select_choose(entry) == s && !why)
+        start_steady(f, entry, nbytes);
     if (st->native) return c.mpi_error;
     if (worst[0]) {
         int code = c.mpi_error != MPI_SUCCESS ? c.mpi_error : MPI_ERR_IO;
@@ -647,12 +762,23 @@ void iotame_collective_close(MPI_File fh)
     iotame_coll_file_t *f = find(fh);
     if (!f) return;
     remove_file(f);
-    if (f->setup == 1 && f->own_calls) { /* every rank made the same collective calls, so every rank gets here */
-        int64_t bytes = 0;
-        double seconds = 0;
-        PMPI_Allreduce(&f->own_bytes, &bytes, 1, MPI_INT64_T, MPI_SUM, f->env.comm);
-        PMPI_Allreduce(&f->own_seconds, &seconds, 1, MPI_DOUBLE, MPI_MAX, f->env.comm);
-        count_strategy(f, f->strategy, f->own_calls, bytes, seconds);
+    /* a window under way: measured as far as it went (every rank made the same calls, so every rank is here) */
+    if (f->steady_left > 0 && f->steady_left < f->steady_calls) end_window(f, f->steady_calls - f->steady_left);
+    int64_t own = 0;
+    for (int s = 0; s < IOTAME_STRATEGY_MAX; s++) own += f->own_calls[s];
+    if (f->setup == 1 && own) { /* every rank made the same collective calls, so every rank gets here */
+        int64_t bytes[IOTAME_STRATEGY_MAX];
+        double seconds[IOTAME_STRATEGY_MAX];
+        PMPI_Allreduce(f->own_bytes, bytes, IOTAME_STRATEGY_MAX, MPI_INT64_T, MPI_SUM, f->env.comm);
+        PMPI_Allreduce(f->own_seconds, seconds, IOTAME_STRATEGY_MAX, MPI_DOUBLE, MPI_MAX, f->env.comm);
+        for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
+            if (f->own_calls[s]) count_strategy(f, s, f->own_calls[s], bytes[s], seconds[s]);
+        json_t *coll = f->strategy == AUTO ? iotame_stats_collective(f->fs) : NULL;
+        if (coll) { /* strategy auto: the calls its steady windows served; windows measured, and not (calls changed) */
+            add_count(coll, "steady_calls", own);
+            add_count(coll, "steady_windows_measured", f->steady_measured);
+            add_count(coll, "steady_windows_changed", f->steady_unmeasured);
+        }
     }
     if (f->setup == 1) {
         if (f->sel && f->knowledge_path && f->env.rank == 0 && !f->knowledge_broken &&

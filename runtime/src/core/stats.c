@@ -369,10 +369,9 @@ static json_t *file_json(const merged_t *m)
                      "ops", ops, "time", time, "histogram", hist, "decisions", "passthrough_reasons", m->reasons);
     if (hdf5) json_object_set_new(file, "hdf5", hdf5);
     json_t *coll = m->collective ? json_loads(m->collective, 0, NULL) : NULL;
-    if (coll) { /* decisions replace the empty list; strategies: collective calls served by each strategy */
-        json_t *d = json_object_get(coll, "decisions"), *st = json_object_get(coll, "strategies");
-        if (d) json_object_set(file, "decisions", d);
-        if (st) json_object_set(file, "strategies", st);
+    if (coll) { /* decisions replace the empty list; strategies: collective calls served by each strategy; the
+                 * selector's steady windows */
+        json_object_update(file, coll);
         json_decref(coll);
     }
     return file;

@@ -25,6 +25,8 @@ typedef struct {
     int exam_calls;   /* calls each candidate serves in an examination */
     double threshold; /* relative deviation of the winner's throughput that starts a new examination */
     int64_t trace;    /* calls per signature recorded in the decision's "trace" */
+    double budget;    /* the most of the signature's I/O time examinations may lose against the best so far (>= 1:
+                         no limit, the paper's examination at once) */
 } iotame_select_conf_t;
 
 typedef struct iotame_selector iotame_selector_t;
@@ -43,6 +45,14 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
                                         const json_t *knowledge);
 /* The strategy (registry index) of the entry's next call. */
 int iotame_select_choose(const iotame_sel_entry_t *e);
+/* Whether the entry's choice stays the same until something is measured differently: it runs its winner, or an
+ * examination waits for its budget and the best so far serves. */
+int iotame_select_settled(const iotame_sel_entry_t *e);
+/* A running entry's next full monitoring window sets its reference anew (the calls are about to be measured in
+ * another way). */
+void iotame_select_rebase(iotame_sel_entry_t *e);
+/* The bytes of one call of the entry's signature. */
+int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 /* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
 
