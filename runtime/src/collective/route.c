@@ -200,9 +200,11 @@ void iotame_collective_set_info(MPI_File fh)
 
 /* ---- open: the configuration of the file ---- */
 
+/* The file's value of a collective setting, else its default in runtime/settings.json (one source of truth). */
 static const json_t *setting(const iotame_file_config_t *fc, const char *key)
 {
-    return fc ? iotame_config_value(fc, "collective", key) : NULL;
+    const json_t *v = fc ? iotame_config_value(fc, "collective", key) : NULL;
+    return v ? v : iotame_config_default("collective", key);
 }
 
 static int strategy_of(const iotame_file_config_t *fc)
@@ -238,22 +240,17 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         for (int k = 0; k < f->ncand; k++) dup |= f->cand[k] == s;
         if (s >= 0 && !dup && f->ncand < IOTAME_STRATEGY_MAX) f->cand[f->ncand++] = s;
     }
-    /* RATIONALE: the order matters, since examinations wait for their budget and a signature called a few times
-     * keeps its first candidate. On a local file system independent I/O with data sieving was the best or close
-     * to it for most patterns measured here (docs/reproductions/orthrus.md); elsewhere independent is the
+    /* RATIONALE: the default order (settings.json) matters, since examinations wait for their budget and a
+     * signature called a few times keeps its first candidate: independent first, the best or close to it for most
+     * patterns measured on a local file system (docs/reproductions/orthrus.md); elsewhere independent is the
      * library's collective call and is dropped at set-up. */
-    static const char *const default_order[] = {"independent", "passthrough", "node_local", "two_phase", "target_aligned"};
-    const int fill = f->ncand == 0;
-    for (size_t d = 0; fill && d < sizeof default_order / sizeof *default_order; d++) {
-        int s = iotame_strategy_find(default_order[d]);
-        if (s >= 0) f->cand[f->ncand++] = s;
-    }
+    if (f->ncand == 0) f->cand[f->ncand++] = 0; /* settings.json without a default: passthrough alone */
     const json_t *v;
-    f->exam_calls = (v = setting(fc, "exam_calls")) ? (int)json_integer_value(v) : 3;
-    f->trace = (v = setting(fc, "trace")) ? json_integer_value(v) : 0;
-    f->threshold = (v = setting(fc, "threshold")) ? json_number_value(v) : 0.15;
-    f->budget = (v = setting(fc, "exam_budget")) ? json_number_value(v) : 0.05;
-    f->virtual_node_size = (v = setting(fc, "virtual_node_size")) ? json_integer_value(v) : 0;
+    f->exam_calls = (int)json_integer_value(setting(fc, "exam_calls"));
+    f->trace = json_integer_value(setting(fc, "trace"));
+    f->threshold = json_number_value(setting(fc, "threshold"));
+    f->budget = json_number_value(setting(fc, "exam_budget"));
+    f->virtual_node_size = json_integer_value(setting(fc, "virtual_node_size"));
     f->targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
     f->target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
     const char *k = json_string_value(setting(fc, "knowledge"));

@@ -529,3 +529,9 @@ const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *se
     const json_t *v = rule_value(fc->rule, section, key);
     return v ? v : rule_value(fc->defaults, section, key);
 }
+
+const json_t *iotame_config_default(const char *section, const char *key)
+{
+    const json_t *sec = json_object_get(json_object_get(schema(), "sections"), section);
+    return json_object_get(json_object_get(json_object_get(sec, "settings"), key), "default");
+}

@@ -55,5 +55,7 @@ void iotame_config_file_release(iotame_file_config_t *fc);
 /* The JSON value of `key` in section `section` for a file: the matching rule's, else the defaults', else NULL
  * (borrowed from the configuration). */
 const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *section, const char *key);
+/* The default of a setting as runtime/settings.json gives it, or NULL when it has none (borrowed). */
+const json_t *iotame_config_default(const char *section, const char *key);
 
 #endif
