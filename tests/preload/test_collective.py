@@ -79,6 +79,15 @@ def test_random_datatypes_under_the_selector(job, n):
     assert len(served(f)) >= 2 and f["decisions"]
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_random_datatypes_under_the_default_budget(job, n):
+    """The default settings: the first calls go through the opening window (independent, no collective of ours),
+    whose random calls change shape, so it is not measured and every later call is routed one by one."""
+    config = collective_config(job.tmp / "c.json", "*/test.dat", strategy="auto")
+    f = random_run(job, n, 60 if n < 3 else 15, 3000 * n, config, extra_env={"RANDOM_COLLECTIVE_BYTES": "1"})
+    assert f["steady_windows_changed"] >= 1 and f["steady_calls"] >= 12 and f["passthrough_reasons"] == {}
+
+
 PHASES = BUILD / "bench" / "collective_phases"
 
 
@@ -159,10 +168,12 @@ def test_selector_examines_then_keeps_a_winner(job):
 
 def test_a_budget_keeps_short_signatures_with_their_first_candidate(job):
     """With the default budget (0.05 of the signature's I/O time) 16 calls cannot pay for an examination: the first
-    candidate serves every call, most of them in steady windows (no collective of ours), and the decision counts
-    the calls that waited. A long run of the same pattern earns the credit and examines the others."""
+    candidate serves every call, all of them in steady windows (no collective of ours: the opening window of 12
+    calls, then a window closed after 4), and the decision counts the calls that waited. A long run of the same
+    pattern earns the credit and examines the others."""
     f = run_kernel(job, 2, "matrix", MATRIX_LONG, collective_config(job.tmp / "c.json", strategy="auto"))
-    assert served(f) == {"independent": 32} and f["steady_calls"] == 32 - 2 * 4   # warm-up and 3 calls per op
+    assert served(f) == {"independent": 32} and f["steady_calls"] == 32
+    assert f["steady_windows_measured"] == 2 * 2 and f["steady_windows_changed"] == 0
     for d in f["decisions"]:
         assert d["strategy"] == "independent" and d["calls"] == 16 and d["examination_calls"] == 3
         assert d["deferred_calls"] == 12 and d["state"] == "examining"
@@ -170,6 +181,17 @@ def test_a_budget_keeps_short_signatures_with_their_first_candidate(job):
                       collective_config(job.tmp / "c.json", strategy="auto"))
     assert len(served(long)) >= 2 and long["steady_calls"] > 0
     assert all(d["examination_calls"] > 3 for d in long["decisions"])
+
+
+def test_the_opening_window_learns_the_signature_of_its_calls(job):
+    """The signature gathered at the end of the opening window is the one the calls have when routed one by one
+    (the paper's mode, exam_budget 1, has no opening window)."""
+    opening = run_kernel(job, 2, "matrix", MATRIX_LONG, collective_config(job.tmp / "a.json", strategy="auto"))
+    by_call = run_kernel(job, 2, "matrix", MATRIX_LONG,
+                         collective_config(job.tmp / "b.json", strategy="auto", exam_budget=1))
+    assert opening["steady_calls"] == 32 and by_call.get("steady_calls", 0) < 32
+    assert sorted(json.dumps(d["signature"]) for d in opening["decisions"]) == \
+        sorted(json.dumps(d["signature"]) for d in by_call["decisions"])
 
 
 def test_knowledge_file_starts_the_next_run_with_the_winner(job):
@@ -191,6 +213,12 @@ def test_knowledge_file_starts_the_next_run_with_the_winner(job):
         if d["reexaminations"] == 0:
             assert d["strategy"] == winners[d["signature"]["op"]]
             assert set(served(second)) >= {d["strategy"]}
+    # under the default budget too: a known signature opens no window, its winner serves from the first call
+    third = run_kernel(job, 2, "matrix", MATRIX_LONG,
+                       collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge)))
+    assert all(d["from_knowledge"] for d in third["decisions"])
+    assert set(served(third)) <= set(winners.values()) | {d["strategy"] for d in third["decisions"]}
+    assert third.get("steady_calls", 0) < 32
 
 
 def test_a_broken_knowledge_file_is_reported_and_kept(job):

@@ -20,6 +20,11 @@
 
 #define AUTO (-1)
 
+/* what every rank tells at the end of a steady window, and at close: the window, then the bytes and nanoseconds
+ * of the calls it served itself, per strategy */
+enum { W_CHANGED, W_DELTA, W_START, W_END, W_BYTES, W_EXTENTS, W_WARM_NS, W_NS, W_OWN_BYTES,
+       W_OWN_NS = W_OWN_BYTES + IOTAME_STRATEGY_MAX, WINDOW_FIELDS = W_OWN_NS + IOTAME_STRATEGY_MAX };
+
 int iotame__collective_handles;
 
 struct iotame_coll_file {
@@ -59,12 +64,16 @@ struct iotame_coll_file {
      * calls, bytes and seconds per strategy, reduced at close */
     int64_t own_calls[IOTAME_STRATEGY_MAX], own_bytes[IOTAME_STRATEGY_MAX];
     double own_seconds[IOTAME_STRATEGY_MAX];
-    /* a steady window of strategy auto (steady_call) */
-    int steady_left, steady_calls, steady_changed;
+    /* a steady window of strategy auto (steady_call): its strategy serves every call of the window; no entry in the
+     * opening window (the handle's first calls, whose signature is learned at the window's end) */
+    int steady_left, steady_calls, steady_changed, steady_strategy, steady_write, steady_fresh, opening;
     int64_t steady_measured, steady_unmeasured; /* windows ended, every rank alike */
     iotame_sel_entry_t *steady_entry;
-    int64_t steady_row[3], steady_start, steady_delta; /* this rank's bytes, extents, span; start; start delta */
-    double steady_seconds;
+    uint64_t steady_generation; /* the selector's, when the entry was taken */
+    int64_t steady_row[3], steady_first, steady_start, steady_delta; /* this rank's bytes, extents, span; first
+                                                                        start; last start; step between starts */
+    double steady_seconds, steady_warm; /* the window's calls; its first call */
+    int64_t *window;                    /* nprocs x WINDOW_FIELDS, gathered at a window's end */
 };
 
 /* ---- the handles we route ---- */
@@ -408,45 +417,54 @@ static void drop_duplicate_candidate(iotame_coll_file_t *f)
     f->ncand = k;
 }
 
-static int setup(iotame_coll_file_t *f)
+/* RATIONALE: every collective of ours costs about 6 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
+ * MPI_Allreduce 5.7 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the set-up agrees on everything in
+ * one reduction (rank 0's file system type, the allocations, whether a rank's selector knows the operation), the
+ * nodes and the shadow handle wait until an engine strategy is chosen, and the close gathers once. */
+static int setup(iotame_coll_file_t *f, int write)
 {
     iotame_coll_env_t *e = &f->env;
     PMPI_Comm_rank(e->comm, &e->rank);
     PMPI_Comm_size(e->comm, &e->nprocs);
-    /* every rank must take the same path: rank 0 decides */
-    e->local_fs = e->rank == 0 ? on_local_fs(f->path) : 0;
-    PMPI_Bcast(&e->local_fs, 1, MPI_INT, 0, e->comm);
-    /* RATIONALE: a fixed strategy of the library's own calls needs no nodes, selector or shadow handle; their
-     * collective set-up costs a tenth of a second per open with 4 ranks on 2 cores. */
-    if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return 0;
-    drop_duplicate_candidate(f);
-    int rc = setup_nodes(f), ok, all = 0;
-    f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info);
-    f->sel = iotame_select_for(f->fs);
-    ok = rc == 0 && f->info && f->sel;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
-    if (!all) {
+    const int fixed = f->strategy != AUTO && iotame_strategies[f->strategy]->native;
+    f->window = malloc((size_t)e->nprocs * WINDOW_FIELDS * sizeof *f->window);
+    if (!fixed) {
+        f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info);
+        f->sel = iotame_select_for(f->fs);
+    }
+    int ok = f->window && (fixed || (f->info && f->sel));
+    /* every rank must take the same path: rank 0 decides the file system */
+    int mine[3] = {!ok, e->rank == 0 && on_local_fs(f->path), ok && !fixed && iotame_select_knows(f->sel, NULL, write, e->nprocs)}, all[3];
+    PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, e->comm);
+    if (all[0]) {
         f->setup_error = "out of memory (collective routing)";
         return -ENOMEM;
     }
-    read_hints(f);
+    e->local_fs = all[1];
+    if (fixed) return 0;
+    drop_duplicate_candidate(f);
     if (f->knowledge_path) load_knowledge(f);
+    f->opening = !all[2] && f->strategy == AUTO && f->budget < 1 && iotame_strategies[f->cand[0]]->native &&
+                 !iotame_select_knows(f->sel, f->knowledge, write, e->nprocs);
     return 0;
 }
 
-/* The shadow handle our own strategies do their I/O through, opened when the first of them is chosen (every rank
- * chooses alike): a job whose selector keeps the library's calls never pays for it. Read-modify-write needs
- * reading, so RDWR even when the application writes only. */
-static int open_shadow(iotame_coll_file_t *f)
+/* What our own strategies need, set up when the first of them is chosen (every rank chooses alike): the nodes, the
+ * hints, and the shadow handle they do their I/O through (read-modify-write needs reading, so RDWR even when the
+ * application writes only). A job whose selector keeps the library's calls never pays for it. */
+static int open_engine(iotame_coll_file_t *f)
 {
     iotame_coll_env_t *e = &f->env;
-    int amode = (f->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR, all = 0;
-    int ok = PMPI_File_open(e->comm, f->path, amode, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
+    int nodes = setup_nodes(f) == 0, all = 0;
+    if (nodes) read_hints(f);
+    int amode = (f->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
+    int ok = nodes && PMPI_File_open(e->comm, f->path, amode, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
     if (all) return 0;
     /* RATIONALE: a handle opened on some ranks only is left open: closing it is collective. */
     f->setup = -1;
-    f->setup_error = "the file cannot be opened for reading and writing (shadow handle)";
+    f->setup_error = nodes ? "the file cannot be opened for reading and writing (shadow handle)"
+                           : "out of memory (collective routing)";
     return -EACCES;
 }
 
@@ -544,10 +562,15 @@ enum { FLAG_CANNOT = 1, FLAG_NOMEM = 2 };
  * lockstep, and a job of small calls ran at half the speed of the same strategy fixed (matrix, 16 KiB calls:
  * 362 against 794 MB/s). So once a signature runs with a library strategy, the next STEADY_WINDOWS monitoring
  * windows are served without any collective of ours: every rank checks that its own part of each call keeps the
- * shape of the call that started the window (bytes, extents, span, the same step between starts), and one
- * reduction at the window's end confirms that every rank saw the same and gives the selector the window's
+ * shape of the call that started the window (operation, bytes, extents, span, the same step between starts), and
+ * one gather at the window's end confirms that every rank saw the same and gives the selector the window's
  * throughput. A window whose calls changed shape is not measured, and the next call is examined again. The
- * strategy is the same on every rank for the whole window, whatever the calls are, so nothing can diverge. */
+ * strategy is the same on every rank for the whole window, whatever the calls are, so nothing can diverge.
+ * The opening window: a handle's first calls are served the same way by the first candidate when it is a library
+ * strategy, since under the examination budget it would serve them anyway; the window's end gives the signature
+ * (the calls' shape, gathered) and the first candidate's examination. Measured with 4 ranks on 2 cores, 8 calls
+ * per phase: the calls measured one by one at the start of a phase cost auto up to half of the first candidate's
+ * throughput. */
 #define STEADY_WINDOWS 4
 
 static void steady_row(const iotame_coll_file_t *f, int64_t nbytes, int64_t row[3], int64_t *start)
@@ -559,56 +582,109 @@ static void steady_row(const iotame_coll_file_t *f, int64_t nbytes, int64_t row[
     row[2] = x->n ? x->v[x->n - 1].off + x->v[x->n - 1].len - *start : 0;
 }
 
-static void start_steady(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int64_t nbytes)
+static iotame_sel_entry_t *entry_of(iotame_coll_file_t *f, const iotame_sig_t *sig)
 {
-    iotame_select_rebase(entry);
-    f->steady_entry = entry;
-    f->steady_left = f->steady_calls = STEADY_WINDOWS * f->exam_calls;
-    f->steady_changed = 0;
-    f->steady_delta = INT64_MIN; /* the step between starts: set by the window's first call */
-    f->steady_seconds = 0;
-    steady_row(f, nbytes, f->steady_row, &f->steady_start);
+    iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold, f->trace, f->budget};
+    return iotame_select_entry(f->sel, sig, &conf, f->knowledge);
 }
 
-/* The end of a steady window of n calls (collective): did every rank see calls of the signature, moving alike?
- * Then the selector gets the window, at the slowest rank's time, and the next window starts while the choice
- * stands. */
+/* A window of strategy s; entry NULL for the opening window. fresh: the window's first call sets its shape (else
+ * the caller has set it). */
+static void start_window(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int s, int write, int fresh)
+{
+    if (entry) iotame_select_rebase(entry);
+    f->steady_entry = entry;
+    f->steady_strategy = s;
+    f->steady_write = write;
+    f->steady_generation = iotame_select_generation(f->sel);
+    f->steady_left = f->steady_calls = STEADY_WINDOWS * f->exam_calls;
+    f->steady_changed = 0;
+    f->steady_delta = INT64_MIN; /* the step between starts: set by the window's second call */
+    f->steady_seconds = f->steady_warm = 0;
+    f->steady_fresh = fresh;
+}
+
+/* Every rank's window row (changed: the window cannot be measured) and own calls, into f->window (collective). */
+static void gather(iotame_coll_file_t *f, int changed)
+{
+    int64_t mine[WINDOW_FIELDS] = {changed, f->steady_delta, f->steady_first, f->steady_first + f->steady_row[2],
+                                   f->steady_row[0], f->steady_row[1], (int64_t)(f->steady_warm * 1e9),
+                                   (int64_t)(f->steady_seconds * 1e9)};
+    for (int s = 0; s < IOTAME_STRATEGY_MAX; s++) {
+        mine[W_OWN_BYTES + s] = f->own_bytes[s];
+        mine[W_OWN_NS + s] = (int64_t)(f->own_seconds[s] * 1e9);
+    }
+    PMPI_Allgather(mine, WINDOW_FIELDS, MPI_INT64_T, f->window, WINDOW_FIELDS, MPI_INT64_T, f->env.comm);
+}
+
+/* The end of a steady window of n calls (collective): did every rank see calls of one shape, moving alike? Then
+ * the selector gets the window, at the slowest rank's time, and the next window starts while the choice stands. */
 static void end_window(iotame_coll_file_t *f, int n)
 {
-    iotame_sel_entry_t *en = f->steady_entry;
-    int s = iotame_select_choose(en);
-    double mine[4] = {f->steady_changed, (double)f->steady_delta, -(double)f->steady_delta, f->steady_seconds}, all[4];
-    PMPI_Allreduce(mine, all, 4, MPI_DOUBLE, MPI_MAX, f->env.comm);
+    iotame_coll_env_t *e = &f->env;
+    gather(f, f->steady_changed || f->steady_generation != iotame_select_generation(f->sel));
     f->steady_left = 0;
-    if (all[0] != 0 || all[1] != -all[2]) {
+    int changed = 0, moving = 0;
+    int64_t delta = 0, gmin = INT64_MAX, gmax = INT64_MIN, gbytes = 0, greq = 0, warm = 0, all = 0;
+    for (int r = 0; r < e->nprocs; r++) {
+        const int64_t *x = f->window + (size_t)r * WINDOW_FIELDS;
+        changed |= x[W_CHANGED] != 0;
+        if (x[W_EXTENTS] > 0) { /* ranks with data move by one step (the signature's span stays the same) */
+            changed |= moving && x[W_DELTA] != delta;
+            delta = x[W_DELTA];
+            moving = 1;
+            gmin = x[W_START] < gmin ? x[W_START] : gmin;
+            gmax = x[W_END] > gmax ? x[W_END] : gmax;
+        }
+        gbytes += x[W_BYTES];
+        greq += x[W_EXTENTS];
+        warm = x[W_WARM_NS] > warm ? x[W_WARM_NS] : warm;
+        all = x[W_NS] > all ? x[W_NS] : all;
+    }
+    iotame_sel_entry_t *en = f->steady_entry;
+    const int s = f->steady_strategy, opening = en == NULL;
+    if (changed || (opening && gbytes <= 0)) {
         f->steady_unmeasured++;
         return;
     }
+    if (opening) { /* the signature, the same for every call of the window; its first call is the warm-up */
+        int64_t gap = greq > 1 ? (gmax - gmin - gbytes) / (greq - 1) : 0;
+        iotame_sig_t sig = {f->steady_write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
+        if (!(en = entry_of(f, &sig))) return;
+        if (iotame_select_choose(en) == s) iotame_select_update(f->sel, en, s, warm > 0 ? gbytes * 1e3 / warm : 0);
+        n--;
+        all -= warm;
+    }
     f->steady_measured++;
-    double mbs = all[3] > 0 ? (double)iotame_select_bytes(en) * n / all[3] / 1e6 : 0;
-    /* call by call, as long as the choice stands (an examination that starts is measured call by call) */
-    for (int k = 0; k < n && iotame_select_settled(en) && iotame_select_choose(en) == s; k++)
+    double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
+    /* call by call, as long as the choice stands (an examination that starts is measured call by call; the
+     * opening window's calls are the first candidate's examination) */
+    for (int k = 0; k < n && iotame_select_choose(en) == s && (opening || iotame_select_settled(en)); k++)
         iotame_select_update(f->sel, en, s, mbs);
     if (iotame_select_settled(en) && iotame_select_choose(en) == s) {
-        f->steady_left = f->steady_calls;
-        f->steady_delta = INT64_MIN;
-        f->steady_seconds = 0;
+        start_window(f, en, s, f->steady_write, 0); /* the shape stays the window's */
     }
 }
 
 static int steady_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
 {
     int64_t pos = 0, nbytes = 0, row[3], start = 0;
-    if (prepare(f, a, &pos, &nbytes)) {
+    if (prepare(f, a, &pos, &nbytes) || is_write(a->op) != f->steady_write) {
         f->steady_changed = 1;
+    } else if (f->steady_fresh) {
+        steady_row(f, nbytes, f->steady_row, &f->steady_start);
+        f->steady_first = f->steady_start;
+        f->steady_fresh = 0;
     } else {
         steady_row(f, nbytes, row, &start);
         if (f->steady_delta == INT64_MIN) f->steady_delta = start - f->steady_start;
         f->steady_changed |= memcmp(row, f->steady_row, sizeof row) != 0 || start - f->steady_start != f->steady_delta;
         f->steady_start = start;
     }
-    int s = iotame_select_choose(f->steady_entry), mpi_error;
-    f->steady_seconds += own_call(f, a, s, &mpi_error);
+    int mpi_error;
+    double seconds = own_call(f, a, f->steady_strategy, &mpi_error);
+    if (f->steady_left == f->steady_calls) f->steady_warm = seconds;
+    f->steady_seconds += seconds;
     if (--f->steady_left == 0) end_window(f, f->steady_calls);
     return mpi_error;
 }
@@ -626,12 +702,16 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (write && (f->amode & MPI_MODE_RDONLY)) return pass(f, a, "write to a file opened read-only");
     if (!write && (f->amode & MPI_MODE_WRONLY)) return pass(f, a, "read from a file opened write-only");
     if (f->setup == 0) {
-        f->setup = setup(f) == 0 ? 1 : -1;
+        f->setup = setup(f, write) == 0 ? 1 : -1;
         if (f->setup < 0) return pass(f, a, f->setup_error);
     }
-    if (f->hints_stale) read_hints(f);
+    if (f->hints_stale && f->env.shadow != MPI_FILE_NULL) read_hints(f);
     int mpi_error;
     if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return own_call(f, a, f->strategy, &mpi_error), mpi_error;
+    if (f->opening) { /* once: the handle's first call */
+        f->opening = 0;
+        start_window(f, NULL, f->cand[0], write, 1);
+    }
     if (f->steady_left > 0) return steady_call(f, a);
     iotame_coll_env_t *e = &f->env;
 
@@ -672,14 +752,13 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         }
         int64_t gap = greq > 1 ? (gmax - gmin - gbytes) / (greq - 1) : 0;
         iotame_sig_t sig = {write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
-        iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold, f->trace, f->budget};
-        entry = iotame_select_entry(f->sel, &sig, &conf, f->knowledge);
+        entry = entry_of(f, &sig);
         s = entry ? iotame_select_choose(entry) : 0;
     } else if (s == AUTO) {
         s = 0; /* nothing to move: the library's call is the cheapest collective no-op */
     }
     const iotame_strategy_t *st = iotame_strategies[s];
-    if (!st->native && e->shadow == MPI_FILE_NULL && open_shadow(f) != 0) return pass(f, a, f->setup_error);
+    if (!st->native && e->shadow == MPI_FILE_NULL && open_engine(f) != 0) return pass(f, a, f->setup_error);
     iotame_coll_fn fn = function_of(st, a->op);
     iotame_coll_call_t c = {.env = e, .args = a, .write = write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = nbytes, .info = f->info, .gmin = gmin, .gmax = gmax, .gbytes = gbytes};
@@ -712,8 +791,11 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     double slowest = (double)worst[1] * 1e-9;
     if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
     count_strategy(f, s, 1, gbytes, slowest);
-    if (entry && st->native && iotame_select_settled(entry) && iotame_select_choose(entry) == s && !why)
-        start_steady(f, entry, nbytes);
+    if (entry && st->native && iotame_select_settled(entry) && iotame_select_choose(entry) == s && !why) {
+        start_window(f, entry, s, write, 0);
+        steady_row(f, nbytes, f->steady_row, &f->steady_start);
+        f->steady_first = f->steady_start;
+    }
     if (st->native) return c.mpi_error;
     if (worst[0]) {
         int code = c.mpi_error != MPI_SUCCESS ? c.mpi_error : MPI_ERR_IO;
@@ -759,17 +841,21 @@ void iotame_collective_close(MPI_File fh)
     iotame_coll_file_t *f = find(fh);
     if (!f) return;
     remove_file(f);
-    /* a window under way: measured as far as it went (every rank made the same calls, so every rank is here) */
-    if (f->steady_left > 0 && f->steady_left < f->steady_calls) end_window(f, f->steady_calls - f->steady_left);
     int64_t own = 0;
     for (int s = 0; s < IOTAME_STRATEGY_MAX; s++) own += f->own_calls[s];
     if (f->setup == 1 && own) { /* every rank made the same collective calls, so every rank gets here */
-        int64_t bytes[IOTAME_STRATEGY_MAX];
-        double seconds[IOTAME_STRATEGY_MAX];
-        PMPI_Allreduce(f->own_bytes, bytes, IOTAME_STRATEGY_MAX, MPI_INT64_T, MPI_SUM, f->env.comm);
-        PMPI_Allreduce(f->own_seconds, seconds, IOTAME_STRATEGY_MAX, MPI_DOUBLE, MPI_MAX, f->env.comm);
-        for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
-            if (f->own_calls[s]) count_strategy(f, s, f->own_calls[s], bytes[s], seconds[s]);
+        /* a window under way is measured as far as it went; one gather either way */
+        if (f->steady_left > 0 && f->steady_left < f->steady_calls) end_window(f, f->steady_calls - f->steady_left);
+        else gather(f, 1);
+        for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
+            int64_t bytes = 0, ns = 0;
+            for (int r = 0; r < f->env.nprocs; r++) {
+                const int64_t *x = f->window + (size_t)r * WINDOW_FIELDS;
+                bytes += x[W_OWN_BYTES + s];
+                ns = x[W_OWN_NS + s] > ns ? x[W_OWN_NS + s] : ns;
+            }
+            if (f->own_calls[s]) count_strategy(f, s, f->own_calls[s], bytes, (double)ns * 1e-9);
+        }
         json_t *coll = f->strategy == AUTO ? iotame_stats_collective(f->fs) : NULL;
         if (coll) { /* strategy auto: the calls its steady windows served; windows measured, and not (calls changed) */
             add_count(coll, "steady_calls", own);
@@ -792,6 +878,7 @@ void iotame_collective_close(MPI_File fh)
     free(f->node_of);
     free(f->spread);
     free(f->info);
+    free(f->window);
     free(f->pack);
     free(f->path);
     free(f->knowledge_path);

@@ -72,7 +72,7 @@ struct iotame_sel_entry {
 
 struct iotame_selector {
     iotame_file_stats_t *fs;
-    uint64_t digest;
+    uint64_t digest, generation;
     iotame_sel_entry_t *entries;
     iotame_selector_t *next;
 };
@@ -127,7 +127,10 @@ void iotame_select_reset(iotame_selector_t *s)
     json_t *d = decisions(s);
     if (d) json_array_clear(d);
     s->digest = 1;
+    s->generation++;
 }
+
+uint64_t iotame_select_generation(const iotame_selector_t *s) { return s->generation; }
 
 static const char *sname(int i) { return i >= 0 && i < iotame_nstrategies ? iotame_strategies[i]->name : "?"; }
 
@@ -198,6 +201,21 @@ static int known_winner(const json_t *knowledge, const iotame_sig_t *sig, const 
         return -1;
     }
     return -1;
+}
+
+int iotame_select_knows(const iotame_selector_t *s, const json_t *knowledge, int write, int64_t nprocs)
+{
+    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next)
+        if (e->sig.write == write && e->sig.nprocs == nprocs) return 1;
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(knowledge, "entries"), i, item) {
+        json_t *g = json_object_get(item, "signature");
+        const char *op = json_string_value(json_object_get(g, "op"));
+        if (op && (strcmp(op, "write") == 0) == write && json_integer_value(json_object_get(g, "nprocs")) == nprocs)
+            return 1;
+    }
+    return 0;
 }
 
 static void finish_examination(iotame_sel_entry_t *e);
