@@ -88,9 +88,10 @@ def _file_row(f: dict) -> dict:
             "bytes_written": int(f.get("bytes_written", 0) or 0), "ops": count, "seconds": seconds}
 
 
-def _collective_rows(files: list) -> tuple[list[dict], list[dict]]:
-    """Per file: the strategies that served collective calls, and the selector's decisions (strategy auto)."""
-    served, decided = [], []
+def _collective_rows(files: list) -> tuple[list[dict], list[dict], list[dict]]:
+    """Per file: the strategies that served collective calls, the selector's decisions (strategy auto), and the
+    calls its steady windows served without a collective of the runtime's."""
+    served, decided, steady = [], [], []
     for f in files:
         for name, v in (f.get("strategies") or {}).items():
             seconds = float(v.get("seconds", 0) or 0)
@@ -99,7 +100,11 @@ def _collective_rows(files: list) -> tuple[list[dict], list[dict]]:
                            "mbs": int(v.get("bytes", 0)) / seconds / 1e6 if seconds > 0 else 0.0})
         for d in f.get("decisions") or []:
             decided.append({"path": str(f.get("path", "?")), **d})
-    return served, decided
+        if f.get("steady_calls"):
+            steady.append({"path": str(f.get("path", "?")), "calls": int(f["steady_calls"]),
+                           "measured": int(f.get("steady_windows_measured", 0) or 0),
+                           "changed": int(f.get("steady_windows_changed", 0) or 0)})
+    return served, decided, steady
 
 
 def _hdf5_rows(files: list) -> list[dict]:
@@ -141,6 +146,6 @@ def summarize(stats: dict) -> dict:
         "config_error": stats.get("config_error"), "summary": summary, "objectives": objectives(stats),
         "files": [_file_row(f) for f in stats.get("files", [])],
         "passthrough_reasons": stats.get("passthrough_reasons") or {},
-        "collective": dict(zip(("strategies", "decisions"), _collective_rows(stats.get("files", [])))),
+        "collective": dict(zip(("strategies", "decisions", "steady"), _collective_rows(stats.get("files", [])))),
         "hdf5": _hdf5_rows(stats.get("files", [])),
     }

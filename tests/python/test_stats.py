@@ -64,16 +64,18 @@ def test_stats_show_collective_and_hdf5(tmp_path, capsys, monkeypatch):
     f["decisions"] = [{"signature": {"op": "write", "nprocs": 2, "bytes": 1048576, "requests": 64, "gap": 4096},
                        "strategy": "node_local", "state": "running", "throughputs": {"two_phase": 812.5},
                        "reference_mbs": 812.5, "calls": 9, "examination_calls": 7, "reexaminations": 1,
-                       "from_knowledge": True}]
+                       "deferred_calls": 41, "from_knowledge": True}]
+    f.update(steady_calls=96, steady_windows_measured=7, steady_windows_changed=1)
     f["hdf5"] = {"driver": "mpio", "applied": {"alignment": 1048576}, "datasets": {"/x": {"chunk": [64, 64]}},
                  "not_applied": [{"property": "chunk", "dataset": "/y", "reason": "the dataset is contiguous"}]}
     assert main(["stats", "show", str(write(tmp_path, obj))]) == 0
     out = capsys.readouterr().out
     for text in ("two_phase", "6.0", "write 1,048,576 B in 64 pieces, gap 4096", "node_local (knowledge)",
                  "two_phase 812.5", "alignment=1048576", "/x: chunk=[64, 64]",
-                 "chunk (/y): the dataset is contiguous"):
+                 "chunk (/y): the dataset is contiguous", "waited", "41", "steady windows"):
         assert text in out, text
     s = summarize(obj)
+    assert s["collective"]["steady"] == [{"path": "/tmp/x.h5", "calls": 96, "measured": 7, "changed": 1}]
     assert s["collective"]["strategies"] == [{"path": "/tmp/x.h5", "strategy": "two_phase", "calls": 3,
                                               "bytes": 3000000, "mbs": pytest.approx(6.0)}]
     assert s["collective"]["decisions"][0]["examination_calls"] == 7 and s["hdf5"][0]["driver"] == "mpio"
