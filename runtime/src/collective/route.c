@@ -592,7 +592,6 @@ static iotame_sel_entry_t *entry_of(iotame_coll_file_t *f, const iotame_sig_t *s
  * the caller has set it). */
 static void start_window(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int s, int write, int fresh)
 {
-    if (entry) iotame_select_rebase(entry);
     f->steady_entry = entry;
     f->steady_strategy = s;
     f->steady_write = write;
@@ -792,6 +791,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
     count_strategy(f, s, 1, gbytes, slowest);
     if (entry && st->native && iotame_select_settled(entry) && iotame_select_choose(entry) == s && !why) {
+        iotame_select_rebase(entry); /* windows are measured otherwise than single calls */
         start_window(f, entry, s, write, 0);
         steady_row(f, nbytes, f->steady_row, &f->steady_start);
         f->steady_first = f->steady_start;
