@@ -4,6 +4,7 @@
  * never overwrite a file that is not ours), and the digest that tells ranks apart when they diverge.
  * The selector needs the file's statistics object and the strategy registry: both are stand-ins here. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,48 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     json_decref(k);
 }
 
+static void test_an_unfinished_examination_goes_on_in_the_next_run(void)
+{
+    char path[] = "/tmp/iotame-test-select-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path); /* no knowledge yet */
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03};
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double mbs[4] = {100, 400, 20, 100};
+    /* Run 1: 20 calls of 10 ms, too short for two_phase's turn (as in the budget test: from call 135 on). */
+    iotame_selector_t *s1 = iotame_select_for(new_fs());
+    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL);
+    for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
+    CHECK(iotame_knowledge_save(s1, path) == 0);
+    json_t *k = json_load_file(path, 0, NULL);
+    const json_t *item = json_array_get(json_object_get(k, "entries"), 0);
+    CHECK(json_is_null(json_object_get(item, "strategy")));
+    const json_t *x = json_object_get(item, "examination");
+    CHECK(dint(json_object_get(x, "calls"), "passthrough") == 3 && fabs(json_real_value(json_object_get(x, "spent")) - 0.2) < 1e-9);
+    /* Run 2 goes on: its time adds to the 0.2 s of run 1, so two_phase serves after 114 calls, not 134. */
+    iotame_file_stats_t *fs2 = new_fs();
+    iotame_selector_t *s2 = iotame_select_for(fs2);
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, k);
+    CHECK(json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
+    int pt = 0;
+    while (pt < 500 && serve(s2, e2, mbs) == PT) pt++;
+    CHECK(pt == 114 && dint(decision(fs2, 0), "examination_calls") == 1);
+    /* A saved winner is never replaced by an unfinished examination of another job. */
+    json_object_set_new((json_t *)item, "strategy", json_string("node_local"));
+    CHECK(json_dump_file(k, path, 0) == 0);
+    CHECK(iotame_knowledge_save(s1, path) == 0);
+    json_t *again = json_load_file(path, 0, NULL);
+    CHECK(strcmp(dstr(json_array_get(json_object_get(again, "entries"), 0), "strategy"), "node_local") == 0);
+    json_decref(again);
+    json_decref(k);
+    unlink(path);
+    char lock[64];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    unlink(lock);
+}
+
 static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
@@ -284,6 +327,7 @@ int main(void)
     test_monitoring_tolerates_one_window_and_reexamines_after_two();
     test_examinations_wait_for_their_budget();
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();
+    test_an_unfinished_examination_goes_on_in_the_next_run();
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);

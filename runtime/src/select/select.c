@@ -24,6 +24,8 @@
  * cost is bounded by `budget` of the I/O time (plus one call up to GATE + 1 times slower than the best), where the
  * paper's rotation can lose most of a short phase to candidates ten times slower (measured here: 0.62 of the best
  * strategy on 64 calls of 64-byte pieces).
+ * The knowledge file keeps an examination under way too (the candidates' means and calls, the budget's seconds):
+ * the next run of the job resumes it, so a job too short to examine within one run does so over several.
  *
  * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
 #include <errno.h>
@@ -181,8 +183,8 @@ static int same_sig(const iotame_sig_t *a, const iotame_sig_t *b)
            a->gap == b->gap;
 }
 
-/* The knowledge's winner for a signature (registry index, or -1). */
-static int known_winner(const json_t *knowledge, const iotame_sig_t *sig, const iotame_select_conf_t *conf)
+/* The knowledge's entry of a signature, or NULL. */
+static const json_t *known_entry(const json_t *knowledge, const iotame_sig_t *sig)
 {
     size_t i;
     json_t *item;
@@ -194,12 +196,17 @@ static int known_winner(const json_t *knowledge, const iotame_sig_t *sig, const 
                           json_integer_value(json_object_get(g, "bytes")),
                           json_integer_value(json_object_get(g, "requests")),
                           json_integer_value(json_object_get(g, "gap"))};
-        if (!op || !same_sig(&k, sig)) continue;
-        int w = iotame_strategy_find(json_string_value(json_object_get(item, "strategy")));
-        for (int c = 0; c < conf->ncandidates; c++)
-            if (conf->candidates[c] == w) return w;
-        return -1;
+        if (op && same_sig(&k, sig)) return item;
     }
+    return NULL;
+}
+
+/* The winner of a knowledge entry when it is one of the candidates (registry index), else -1. */
+static int known_winner(const json_t *item, const iotame_select_conf_t *conf)
+{
+    int w = iotame_strategy_find(json_string_value(json_object_get(item, "strategy")));
+    for (int c = 0; w >= 0 && c < conf->ncandidates; c++)
+        if (conf->candidates[c] == w) return w;
     return -1;
 }
 
@@ -248,6 +255,36 @@ static void start_examination(iotame_sel_entry_t *e, int first)
         }
 }
 
+static void gate(iotame_sel_entry_t *e);
+
+/* An examination an earlier run left unfinished (the knowledge entry's "examination"): the candidates' means and
+ * calls, and the budget's seconds, so that a job too short to examine within one run does so over several. The
+ * next candidate is the first one with calls to go that was not clearly losing. */
+static void resume_examination(iotame_sel_entry_t *e, const json_t *item)
+{
+    const json_t *x = json_object_get(item, "examination"), *calls = json_object_get(x, "calls");
+    const json_t *tp = json_object_get(item, "throughputs");
+    for (int k = 0; k < e->ncand; k++) {
+        int i = e->cand[k];
+        json_int_t n = json_integer_value(json_object_get(calls, sname(i)));
+        double m = json_number_value(json_object_get(tp, sname(i)));
+        if (n <= 0 || m <= 0) continue;
+        e->n[i] = n < e->exam_calls ? (int)n : e->exam_calls;
+        e->sum[i] = m * e->n[i];
+    }
+    e->spent = fmax(0, json_number_value(json_object_get(x, "spent")));
+    e->debt = fmax(0, json_number_value(json_object_get(x, "debt")));
+    int b = best(e);
+    for (e->cur = 0; e->cur < e->ncand; e->cur++) {
+        int i = e->cand[e->cur];
+        int losing = e->n[i] == 1 && b >= 0 && b != i && mean(e, i) < DROP * mean(e, b);
+        if (!e->n[i] || (e->n[i] < e->exam_calls && !losing)) break;
+    }
+    e->served = e->cur < e->ncand ? e->n[e->cand[e->cur]] : 0;
+    next_candidate(e);
+    gate(e);
+}
+
 iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t *sig, const iotame_select_conf_t *conf,
                                         const json_t *knowledge)
 {
@@ -263,7 +300,8 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     for (int c = 0; c < conf->ncandidates && e->ncand < IOTAME_STRATEGY_MAX; c++)
         if (conf->candidates[c] >= 0 && conf->candidates[c] < iotame_nstrategies) e->cand[e->ncand++] = conf->candidates[c];
     if (e->ncand == 0) e->cand[e->ncand++] = 0;
-    int known = knowledge ? known_winner(knowledge, sig, conf) : -1;
+    const json_t *item = known_entry(knowledge, sig);
+    int known = item ? known_winner(item, conf) : -1;
     if (known >= 0) {
         e->state = RUNNING;
         e->winner = known;
@@ -271,6 +309,10 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
         e->from_knowledge = 1;
     } else {
         start_examination(e, -1);
+        if (json_is_object(json_object_get(item, "examination"))) {
+            resume_examination(e, item);
+            e->from_knowledge = 1;
+        }
     }
     e->next = s->entries;
     s->entries = e;
@@ -340,7 +382,7 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
         json_array_append_new(t, json_pack("[s,f]", sname(strategy), round(mbs * 10) / 10));
     }
     e->spent += call_seconds(e, mbs);
-    if (e->state == EXAMINING && e->calls == 1 && !e->from_knowledge) {
+    if (e->state == EXAMINING && e->calls == 1 && !e->decided) {
         /* the signature's first call: served, not measured (warm-up) */
     } else if (e->state == EXAMINING && e->waiting) {
         /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
@@ -395,16 +437,26 @@ json_t *iotame_knowledge_parse(const char *text, size_t len)
     return k;
 }
 
-/* The knowledge entry of one learned signature: its winner (the last one while a re-examination runs). */
+/* The knowledge entry of one signature: its winner (the last one while a re-examination runs), or, before the
+ * first decision, the examination so far (resume_examination). */
 static json_t *entry_json(const iotame_sel_entry_t *e)
 {
-    json_t *tp = json_object();
+    json_t *tp = json_object(), *calls = json_object();
     for (int k = 0; k < e->ncand; k++) {
         int i = e->cand[k];
-        if (e->n[i]) json_object_set_new(tp, sname(i), json_real(round(mean(e, i) * 10) / 10));
+        if (!e->n[i]) continue;
+        json_object_set_new(tp, sname(i), json_real(round(mean(e, i) * 10) / 10));
+        json_object_set_new(calls, sname(i), json_integer(e->n[i]));
     }
-    return json_pack("{s:o,s:s,s:o}", "signature", sig_json(&e->sig), "strategy", sname(e->winner), "throughputs", tp);
+    json_t *o = json_pack("{s:o,s:o,s:o}", "signature", sig_json(&e->sig), "strategy",
+                          e->decided ? json_string(sname(e->winner)) : json_null(), "throughputs", tp);
+    if (e->decided) json_decref(calls);
+    else json_object_set_new(o, "examination", json_pack("{s:o,s:f,s:f}", "calls", calls, "spent", e->spent, "debt", e->debt));
+    return o;
 }
+
+/* Whether an entry has anything to save: a winner, or an examination under way that measured something. */
+static int learned(const iotame_sel_entry_t *e) { return e->decided || e->examined > 0; }
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -413,9 +465,9 @@ static json_t *entry_json(const iotame_sel_entry_t *e)
 
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
 {
-    int learned = 0;
-    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) learned |= e->decided;
-    if (!learned) return 0;
+    int any = 0;
+    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) any |= learned(e);
+    if (!any) return 0;
     /* RATIONALE: several jobs (or files of one job) may save at once: a lock file serializes read-merge-write, and
      * the rename makes a reader see the old or the new file, never half of one. */
     char lockpath[4096], tmp[4096];
@@ -437,14 +489,15 @@ int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
     if (!k) k = json_pack("{s:i,s:[]}", "version", 1, "entries");
     json_t *entries = json_object_get(k, "entries");
     for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) {
-        if (!e->decided) continue;
+        if (!learned(e)) continue;
         json_t *fresh = entry_json(e), *g = json_object_get(fresh, "signature");
         size_t i;
         json_t *item;
         int replaced = 0;
         json_array_foreach(entries, i, item) {
             if (json_equal(json_object_get(item, "signature"), g)) {
-                json_array_set(entries, i, fresh);
+                /* an examination under way never replaces a winner (another job decided meanwhile) */
+                if (e->decided || !json_is_string(json_object_get(item, "strategy"))) json_array_set(entries, i, fresh);
                 replaced = 1;
                 break;
             }

@@ -61,10 +61,12 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 /* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
 
-/* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]}.
- * Parses text (NULL when it is not a knowledge file). */
+/* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]};
+ * a signature not decided yet has "strategy": null and "examination": {"calls": {name: n}, "spent": s, "debt": s},
+ * which the next run resumes. Parses text (NULL when it is not a knowledge file). */
 json_t *iotame_knowledge_parse(const char *text, size_t len);
-/* Merges the winners of s into the file at path (created if missing; entries of other signatures kept; locked
+/* Merges the winners of s, and its examinations under way, into the file at path (created if missing; entries of
+ * other signatures kept; a winner never replaced by an examination under way; locked
  * against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left alone:
  * -EEXIST). Returns 0 or -errno. */
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
