@@ -456,7 +456,7 @@ static json_t *entry_json(const iotame_sel_entry_t *e)
 }
 
 /* Whether an entry has anything to save: a winner, or an examination under way that measured something. */
-static int learned(const iotame_sel_entry_t *e) { return e->decided || e->examined > 0; }
+static int learned(const iotame_sel_entry_t *e) { return e->decided || best(e) >= 0; }
 
 #include <fcntl.h>
 #include <stdio.h>
