@@ -434,7 +434,8 @@ static int setup(iotame_coll_file_t *f, int write)
     }
     int ok = f->window && (fixed || (f->info && f->sel));
     /* every rank must take the same path: rank 0 decides the file system */
-    int mine[3] = {!ok, e->rank == 0 && on_local_fs(f->path), ok && !fixed && iotame_select_knows(f->sel, NULL, write, e->nprocs)}, all[3];
+    int knows = ok && !fixed && iotame_select_knows(f->sel, NULL, write, e->nprocs);
+    int mine[3] = {!ok, e->rank == 0 && on_local_fs(f->path), knows}, all[3];
     PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, e->comm);
     if (all[0]) {
         f->setup_error = "out of memory (collective routing)";

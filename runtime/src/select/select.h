@@ -65,10 +65,10 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
  * a signature not decided yet has "strategy": null and "examination": {"spent": s, "debt": s}, the examination
  * budget's seconds, which the next run starts from. Parses text (NULL when it is not a knowledge file). */
 json_t *iotame_knowledge_parse(const char *text, size_t len);
-/* Merges the winners of s, and the budgets of its undecided signatures, into the file at path (created if missing; entries of
- * other signatures kept; a winner never replaced by an undecided entry; locked
- * against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left alone:
- * -EEXIST). Returns 0 or -errno. */
+/* Merges the winners of s, and the budgets of its undecided signatures, into the file at path (created if missing;
+ * entries of other signatures kept; a winner never replaced by an undecided entry; locked against concurrent
+ * writers, replaced atomically; an existing file that is not a knowledge file is left alone: -EEXIST). Returns 0
+ * or -errno. */
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
 
 #endif
