@@ -317,8 +317,11 @@ static void test_digests_agree_only_on_the_same_history(void)
     CHECK(iotame_select_digest(a) == iotame_select_digest(b));
     serve(a, ea, mbs);
     CHECK(iotame_select_digest(a) != iotame_select_digest(b));
+    uint64_t generation = iotame_select_generation(a);
     iotame_select_reset(a);
     CHECK(json_array_size(json_object_get(fa->collective, "decisions")) == 0);
+    /* an entry held across calls (a steady window) learns of the reset from the generation */
+    CHECK(iotame_select_generation(a) == generation + 1 && iotame_select_generation(b) == 0);
 }
 
 int main(void)

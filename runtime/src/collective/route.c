@@ -66,7 +66,7 @@ struct iotame_coll_file {
     double own_seconds[IOTAME_STRATEGY_MAX];
     /* a steady window of strategy auto (steady_call): its strategy serves every call of the window; no entry in the
      * opening window (the handle's first calls, whose signature is learned at the window's end) */
-    int steady_left, steady_calls, steady_changed, steady_strategy, steady_write, steady_fresh, opening;
+    int steady_left, steady_calls, steady_changed, steady_strategy, steady_write, steady_fresh;
     int64_t steady_measured, steady_unmeasured; /* windows ended, every rank alike */
     iotame_sel_entry_t *steady_entry;
     uint64_t steady_generation; /* the selector's, when the entry was taken */
@@ -420,8 +420,9 @@ static void drop_duplicate_candidate(iotame_coll_file_t *f)
 /* RATIONALE: every collective of ours costs about 6 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
  * MPI_Allreduce 5.7 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the set-up agrees on everything in
  * one reduction (rank 0's file system type, the allocations, whether a rank's selector knows the operation), the
- * nodes and the shadow handle wait until an engine strategy is chosen, and the close gathers once. */
-static int setup(iotame_coll_file_t *f, int write)
+ * nodes and the shadow handle wait until an engine strategy is chosen, and the close gathers once. *opening:
+ * whether the handle's first calls open a window (steady windows, below). */
+static int setup(iotame_coll_file_t *f, int write, int *opening)
 {
     iotame_coll_env_t *e = &f->env;
     PMPI_Comm_rank(e->comm, &e->rank);
@@ -445,8 +446,8 @@ static int setup(iotame_coll_file_t *f, int write)
     if (fixed) return 0;
     drop_duplicate_candidate(f);
     if (f->knowledge_path) load_knowledge(f);
-    f->opening = !all[2] && f->strategy == AUTO && f->budget < 1 && iotame_strategies[f->cand[0]]->native &&
-                 !iotame_select_knows(f->sel, f->knowledge, write, e->nprocs);
+    *opening = !all[2] && f->strategy == AUTO && f->budget < 1 && iotame_strategies[f->cand[0]]->native &&
+               !iotame_select_knows(f->sel, f->knowledge, write, e->nprocs);
     return 0;
 }
 
@@ -702,16 +703,14 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (write && (f->amode & MPI_MODE_RDONLY)) return pass(f, a, "write to a file opened read-only");
     if (!write && (f->amode & MPI_MODE_WRONLY)) return pass(f, a, "read from a file opened write-only");
     if (f->setup == 0) {
-        f->setup = setup(f, write) == 0 ? 1 : -1;
+        int opening = 0;
+        f->setup = setup(f, write, &opening) == 0 ? 1 : -1;
         if (f->setup < 0) return pass(f, a, f->setup_error);
+        if (opening) start_window(f, NULL, f->cand[0], write, 1);
     }
     if (f->hints_stale && f->env.shadow != MPI_FILE_NULL) read_hints(f);
     int mpi_error;
     if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return own_call(f, a, f->strategy, &mpi_error), mpi_error;
-    if (f->opening) { /* once: the handle's first call */
-        f->opening = 0;
-        start_window(f, NULL, f->cand[0], write, 1);
-    }
     if (f->steady_left > 0) return steady_call(f, a);
     iotame_coll_env_t *e = &f->env;
 

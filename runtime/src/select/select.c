@@ -183,21 +183,26 @@ static int same_sig(const iotame_sig_t *a, const iotame_sig_t *b)
            a->gap == b->gap;
 }
 
+/* The signature of a knowledge entry; 0 when it has no operation. */
+static int knowledge_sig(const json_t *item, iotame_sig_t *k)
+{
+    const json_t *g = json_object_get(item, "signature");
+    const char *op = json_string_value(json_object_get(g, "op"));
+    *k = (iotame_sig_t){op && strcmp(op, "write") == 0, json_integer_value(json_object_get(g, "nprocs")),
+                        json_integer_value(json_object_get(g, "bytes")),
+                        json_integer_value(json_object_get(g, "requests")),
+                        json_integer_value(json_object_get(g, "gap"))};
+    return op != NULL;
+}
+
 /* The knowledge's entry of a signature, or NULL. */
 static const json_t *known_entry(const json_t *knowledge, const iotame_sig_t *sig)
 {
     size_t i;
     json_t *item;
-    json_array_foreach(json_object_get(knowledge, "entries"), i, item) {
-        json_t *g = json_object_get(item, "signature");
-        const char *op = json_string_value(json_object_get(g, "op"));
-        iotame_sig_t k = {op && strcmp(op, "write") == 0,
-                          json_integer_value(json_object_get(g, "nprocs")),
-                          json_integer_value(json_object_get(g, "bytes")),
-                          json_integer_value(json_object_get(g, "requests")),
-                          json_integer_value(json_object_get(g, "gap"))};
-        if (op && same_sig(&k, sig)) return item;
-    }
+    iotame_sig_t k;
+    json_array_foreach(json_object_get(knowledge, "entries"), i, item)
+        if (knowledge_sig(item, &k) && same_sig(&k, sig)) return item;
     return NULL;
 }
 
@@ -216,12 +221,9 @@ int iotame_select_knows(const iotame_selector_t *s, const json_t *knowledge, int
         if (e->sig.write == write && e->sig.nprocs == nprocs) return 1;
     size_t i;
     json_t *item;
-    json_array_foreach(json_object_get(knowledge, "entries"), i, item) {
-        json_t *g = json_object_get(item, "signature");
-        const char *op = json_string_value(json_object_get(g, "op"));
-        if (op && (strcmp(op, "write") == 0) == write && json_integer_value(json_object_get(g, "nprocs")) == nprocs)
-            return 1;
-    }
+    iotame_sig_t k;
+    json_array_foreach(json_object_get(knowledge, "entries"), i, item)
+        if (knowledge_sig(item, &k) && k.write == write && k.nprocs == nprocs) return 1;
     return 0;
 }
 
