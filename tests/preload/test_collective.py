@@ -93,8 +93,10 @@ PHASES = BUILD / "bench" / "collective_phases"
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_steady_windows_whose_calls_change_stay_right(job, n):
-    """Steady windows (4 calls with exam_calls 1) span the changes between phases of 64-byte and 4 KiB chunks: the
-    window is served as it began, the data verify, and a window whose calls changed is not measured."""
+    """Steady windows (at least 4 calls with exam_calls 1; longer when a gather costs more than the budget's share of
+    the calls, as with 3 ranks on 2 cores) span the changes between phases of 64-byte and 4 KiB chunks: the window is
+    served as it began, the data verify, and a window whose calls changed is not measured (the opening window of
+    the first 4 calls of 64 bytes always is)."""
     config = collective_config(job.tmp / "c.json", strategy="auto", exam_calls=1)
     for mode in ("write", "read"):
         stats = job.tmp / f"{mode}.json"
@@ -103,7 +105,7 @@ def test_steady_windows_whose_calls_change_stay_right(job, n):
         assert json.loads(p.stdout)["verified"] is True
         f = file_stats(stats, "phases.dat")
         assert sum(served(f).values()) == 22 and f["passthrough_reasons"] == {}
-        assert f["steady_calls"] >= 12 and f["steady_windows_changed"] >= 1 and f["steady_windows_measured"] >= 2
+        assert f["steady_calls"] >= 12 and f["steady_windows_changed"] >= 1 and f["steady_windows_measured"] >= 1
 
 
 # ---- the collective kernels verify under every strategy and under the selector ----
@@ -127,6 +129,8 @@ def test_kernels_verify(job, kernel, args, strategy):
     n = 1 if kernel == "btio" else 2         # btio needs a square number of ranks; 4 runs below
     f = run_kernel(job, n, kernel, args, collective_config(job.tmp / "c.json", strategy=strategy))
     assert f["passthrough_reasons"] == {}
+    # every rank counts its own part, merged at the end: the bytes the strategies moved are the kernel's
+    assert sum(v["bytes"] for v in f["strategies"].values()) == f["bytes_written"] + f["bytes_read"]
     if strategy != "auto":
         assert set(served(f)) == {strategy}
     else:

@@ -324,6 +324,19 @@ static void test_digests_agree_only_on_the_same_history(void)
     CHECK(iotame_select_generation(a) == generation + 1 && iotame_select_generation(b) == 0);
 }
 
+static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
+{
+    /* a gather of 6 ms against calls of 3 ms under a 5 % budget: 40 calls, whose 120 ms pay for it */
+    int n = iotame_select_window_calls(0.05, 12, 6000000, 3e6);
+    CHECK(n >= 40 && n <= 41);
+    CHECK(6e6 <= 0.05 * n * 3e6);
+    CHECK(iotame_select_window_calls(0.05, 12, 2000, 3e5) == 12);        /* a cheap gather: the shortest window */
+    CHECK(iotame_select_window_calls(1, 12, 6000000, 3e6) == 12);        /* the paper: every window the shortest */
+    CHECK(iotame_select_window_calls(0.05, 12, 6000000, 0) == 12);       /* calls not timed */
+    CHECK(iotame_select_window_calls(0, 12, 2000, 1e6) == 1001);         /* no budget: about a second of calls */
+    CHECK(iotame_select_window_calls(0.001, 12, 900000000, 100) == 1 << 20); /* and never more than 2^20 */
+}
+
 int main(void)
 {
     test_examination_picks_the_fastest();
@@ -334,6 +347,7 @@ int main(void)
     test_an_unaffordable_examination_gets_its_credit_in_the_next_run();
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
+    test_monitoring_windows_keep_their_gather_within_the_budget();
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;
 }

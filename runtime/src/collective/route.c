@@ -20,10 +20,11 @@
 
 #define AUTO (-1)
 
-/* what every rank tells at the end of a steady window, and at close: the window, then the bytes and nanoseconds
- * of the calls it served itself, per strategy */
-enum { W_CHANGED, W_DELTA, W_START, W_END, W_BYTES, W_EXTENTS, W_WARM_NS, W_NS, W_OWN_BYTES,
-       W_OWN_NS = W_OWN_BYTES + IOTAME_STRATEGY_MAX, WINDOW_FIELDS = W_OWN_NS + IOTAME_STRATEGY_MAX };
+/* what every rank tells at the end of a steady window: the window's shape and times on this rank, and how long
+ * its previous collective of ours took */
+enum { W_CHANGED, W_DELTA, W_START, W_END, W_BYTES, W_EXTENTS, W_WARM_NS, W_NS, W_COST_NS, WINDOW_FIELDS };
+/* the opening window, and the shortest steady window: STEADY_WINDOWS monitoring windows of exam_calls calls */
+#define STEADY_WINDOWS 4
 
 int iotame__collective_handles;
 
@@ -48,10 +49,11 @@ struct iotame_coll_file {
     char *knowledge_path;
     int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
     int64_t virtual_node_size, targets, target_unit;
-    /* set up at the first routed call */
-    int setup;               /* 0: not yet, 1: done, -1: failed (then every call passes through) */
-    const char *setup_error; /* why */
+    /* agreed at open */
     iotame_coll_env_t env;
+    int knows[2];    /* a selector or the knowledge file knows a signature of reads [0], writes [1] */
+    int started;     /* the first call came (the opening window starts there) */
+    const char *off; /* why every call now goes to the library (the engine could not be set up), or NULL */
     int *node_of, *spread;
     int hints_stale, written;
     iotame_extents_t ext;
@@ -61,7 +63,7 @@ struct iotame_coll_file {
     json_t *knowledge;
     iotame_selector_t *sel;
     /* calls served without a collective of ours (a fixed library strategy, or steady windows): this rank's
-     * calls, bytes and seconds per strategy, reduced at close */
+     * calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the end) */
     int64_t own_calls[IOTAME_STRATEGY_MAX], own_bytes[IOTAME_STRATEGY_MAX];
     double own_seconds[IOTAME_STRATEGY_MAX];
     /* a steady window of strategy auto (steady_call): its strategy serves every call of the window; no entry in the
@@ -73,6 +75,8 @@ struct iotame_coll_file {
     int64_t steady_row[3], steady_first, steady_start, steady_delta; /* this rank's bytes, extents, span; first
                                                                         start; last start; step between starts */
     double steady_seconds, steady_warm; /* the window's calls; its first call */
+    int window_calls;                   /* the next steady window's length (agreed at every window's end) */
+    int64_t cost_ns;                    /* this rank's time in its last collective of ours */
     int64_t *window;                    /* nprocs x WINDOW_FIELDS, gathered at a window's end */
 };
 
@@ -207,7 +211,7 @@ void iotame_collective_set_info(MPI_File fh)
     if (f) f->hints_stale = 1;
 }
 
-/* ---- open: the configuration of the file ---- */
+/* ---- open (collective): the configuration, one agreement ---- */
 
 /* The file's value of a collective setting, else its default in runtime/settings.json (one source of truth). */
 static const json_t *setting(const iotame_file_config_t *fc, const char *key)
@@ -222,64 +226,6 @@ static int strategy_of(const iotame_file_config_t *fc)
     if (!name) return 0; /* passthrough */
     return strcmp(name, "auto") == 0 ? AUTO : iotame_strategy_find(name);
 }
-
-void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
-                            const iotame_file_config_t *fc)
-{
-    int strategy = strategy_of(fc);
-    if (strategy == 0 || strategy < AUTO || !fs) return; /* the library's own collective I/O: nothing to track */
-    iotame_coll_file_t *f = calloc(1, sizeof *f);
-    if (!f) {
-        iotame_stats_passthrough(fs, "out of memory (collective routing)");
-        return;
-    }
-    f->fh = fh;
-    f->fs = fs;
-    f->path = strdup(iotame_stats_path(fs));
-    f->amode = amode;
-    f->strategy = strategy;
-    f->etype = f->filetype = MPI_DATATYPE_NULL;
-    set_view(f, 0, MPI_BYTE, MPI_BYTE, 1);
-    const json_t *cands = setting(fc, "candidates");
-    size_t i;
-    json_t *item;
-    json_array_foreach((json_t *)cands, i, item) {
-        int s = iotame_strategy_find(json_string_value(item));
-        int dup = 0;
-        for (int k = 0; k < f->ncand; k++) dup |= f->cand[k] == s;
-        if (s >= 0 && !dup && f->ncand < IOTAME_STRATEGY_MAX) f->cand[f->ncand++] = s;
-    }
-    /* RATIONALE: the default order (settings.json) matters, since examinations wait for their budget and a
-     * signature called a few times keeps its first candidate: independent first, the best or close to it for most
-     * patterns measured on a local file system (docs/reproductions/orthrus.md); elsewhere independent is the
-     * library's collective call and is dropped at set-up. */
-    if (f->ncand == 0) f->cand[f->ncand++] = 0; /* settings.json without a default: passthrough alone */
-    const json_t *v;
-    f->exam_calls = (int)json_integer_value(setting(fc, "exam_calls"));
-    f->trace = json_integer_value(setting(fc, "trace"));
-    f->threshold = json_number_value(setting(fc, "threshold"));
-    f->budget = json_number_value(setting(fc, "exam_budget"));
-    f->virtual_node_size = json_integer_value(setting(fc, "virtual_node_size"));
-    f->targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
-    f->target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
-    const char *k = json_string_value(setting(fc, "knowledge"));
-    if (k && *k) f->knowledge_path = strdup(k);
-    f->env.comm = MPI_COMM_NULL;
-    f->env.shadow = MPI_FILE_NULL;
-    /* RATIONALE: our own communicator, duplicated now because the application may free its own after the open;
-     * every rank has the same configuration and opens the same path, so every rank gets here. */
-    if (PMPI_Comm_dup(comm, &f->env.comm) != MPI_SUCCESS || add_file(f) != 0) {
-        iotame_stats_passthrough(fs, "cannot duplicate the communicator (collective routing off)");
-        if (f->env.comm != MPI_COMM_NULL) PMPI_Comm_free(&f->env.comm);
-        release_type(&f->etype);
-        release_type(&f->filetype);
-        free(f->path);
-        free(f->knowledge_path);
-        free(f);
-    }
-}
-
-/* ---- set-up at the first routed call (collective) ---- */
 
 static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
 {
@@ -353,45 +299,6 @@ static int setup_nodes(iotame_coll_file_t *f)
     return 0;
 }
 
-static void load_knowledge(iotame_coll_file_t *f)
-{
-    char *text = NULL;
-    long long n = -1;
-    if (f->env.rank == 0) {
-        FILE *in = fopen(f->knowledge_path, "rb");
-        if (in) {
-            size_t cap = 0, len = 0, got;
-            do {
-                if (len + 4096 > cap) {
-                    char *grown = realloc(text, cap = 2 * cap + 8192);
-                    if (!grown) break;
-                    text = grown;
-                }
-                got = fread(text + len, 1, cap - len, in);
-                len += got;
-            } while (got > 0);
-            fclose(in);
-            n = text ? (long long)len : -1;
-        }
-    }
-    PMPI_Bcast(&n, 1, MPI_LONG_LONG, 0, f->env.comm);
-    if (n < 0) {
-        free(text);
-        return; /* no knowledge yet: it is written at close */
-    }
-    if (f->env.rank != 0) text = malloc((size_t)n + 1);
-    char scratch;
-    PMPI_Bcast(text ? text : &scratch, text ? (int)n : 0, MPI_CHAR, 0, f->env.comm);
-    if (text) f->knowledge = iotame_knowledge_parse(text, (size_t)n);
-    if (f->env.rank == 0 && !f->knowledge) {
-        iotame_log_warn("knowledge file %s is not a knowledge file (expected {\"version\": 1, \"entries\": [...]}): "
-                        "not used, and left as it is\n", f->knowledge_path);
-        f->knowledge_broken = 1;
-    }
-    free(text);
-    /* RATIONALE: a rank whose copy failed must not decide differently: the selector's digest check catches it. */
-}
-
 /* Local disk file systems, where ROMIO's data-sieving locks work (the independent strategy needs them). */
 static int on_local_fs(const char *path)
 {
@@ -417,38 +324,169 @@ static void drop_duplicate_candidate(iotame_coll_file_t *f)
     f->ncand = k;
 }
 
-/* RATIONALE: every collective of ours costs about 6 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
- * MPI_Allreduce 5.7 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the set-up agrees on everything in
- * one reduction (rank 0's file system type, the allocations, whether a rank's selector knows the operation), the
- * nodes and the shadow handle wait until an engine strategy is chosen, and the close gathers once. *opening:
- * whether the handle's first calls open a window (steady windows, below). */
-static int setup(iotame_coll_file_t *f, int write, int *opening)
+/* The knowledge file, read by rank 0 and broadcast over comm in pieces of a fixed size: a rank that cannot
+ * allocate the text still takes part in every broadcast (it then knows nothing; the agreement at open and the
+ * selector's digest keep the ranks deciding alike). NULL when there is none yet (it is written at close);
+ * *broken on rank 0 when the file is there but cannot be used (it is then left as it is). */
+static json_t *load_knowledge(const char *path, MPI_Comm comm, int rank, int *broken)
 {
-    iotame_coll_env_t *e = &f->env;
-    PMPI_Comm_rank(e->comm, &e->rank);
-    PMPI_Comm_size(e->comm, &e->nprocs);
-    const int fixed = f->strategy != AUTO && iotame_strategies[f->strategy]->native;
-    f->window = malloc((size_t)e->nprocs * WINDOW_FIELDS * sizeof *f->window);
+    enum { PIECE = 16384 };
+    char *text = NULL, piece[PIECE];
+    long long n = -1;
+    FILE *in = rank == 0 ? fopen(path, "rb") : NULL;
+    if (in) {
+        size_t cap = 0, len = 0, got = 0;
+        do {
+            char *grown = len + PIECE > cap ? realloc(text, cap = 2 * cap + 2 * PIECE) : text;
+            if (!grown) break;
+            text = grown;
+            got = fread(text + len, 1, cap - len, in);
+            len += got;
+        } while (got > 0);
+        fclose(in);
+        n = got == 0 && text ? (long long)len : -1;
+        *broken = n < 0;
+    }
+    PMPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm);
+    if (rank != 0 && n >= 0) text = malloc((size_t)n + 1);
+    for (long long at = 0; at < n; at += PIECE) {
+        int len = (int)(n - at < PIECE ? n - at : PIECE);
+        PMPI_Bcast(rank == 0 ? text + at : piece, len, MPI_CHAR, 0, comm);
+        if (rank != 0 && text) memcpy(text + at, piece, (size_t)len);
+    }
+    json_t *knowledge = n >= 0 && text ? iotame_knowledge_parse(text, (size_t)n) : NULL;
+    free(text);
+    if (rank == 0 && n >= 0 && !knowledge) *broken = 1;
+    if (rank == 0 && *broken)
+        iotame_log_warn("knowledge file %s cannot be read or is not a knowledge file (expected {\"version\": 1, "
+                        "\"entries\": [...]}): not used, and left as it is\n", path);
+    return knowledge;
+}
+
+static void free_file(iotame_coll_file_t *f)
+{
+    if (f->env.comm != MPI_COMM_NULL) PMPI_Comm_free(&f->env.comm);
+    release_type(&f->etype);
+    release_type(&f->filetype);
+    iotame_flatten_free(f->flat);
+    iotame_extents_free(&f->ext);
+    json_decref(f->knowledge);
+    free(f->node_of);
+    free(f->spread);
+    free(f->info);
+    free(f->window);
+    free(f->pack);
+    free(f->path);
+    free(f->knowledge_path);
+    free(f);
+}
+
+/* The handle's state and settings; NULL when something could not be allocated. fixed: a library strategy serves
+ * every call, so no selector and no per-call buffers. */
+static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int strategy, int fixed,
+                                    iotame_file_stats_t *fs, const iotame_file_config_t *fc)
+{
+    iotame_coll_file_t *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->fh = fh;
+    f->fs = fs;
+    f->amode = amode;
+    f->strategy = strategy;
+    f->env.comm = MPI_COMM_NULL;
+    f->env.shadow = MPI_FILE_NULL;
+    PMPI_Comm_rank(comm, &f->env.rank);
+    PMPI_Comm_size(comm, &f->env.nprocs);
+    f->etype = f->filetype = MPI_DATATYPE_NULL;
+    set_view(f, 0, MPI_BYTE, MPI_BYTE, 1);
+    const json_t *cands = setting(fc, "candidates");
+    size_t i;
+    json_t *item;
+    json_array_foreach((json_t *)cands, i, item) {
+        int s = iotame_strategy_find(json_string_value(item));
+        int dup = 0;
+        for (int k = 0; k < f->ncand; k++) dup |= f->cand[k] == s;
+        if (s >= 0 && !dup && f->ncand < IOTAME_STRATEGY_MAX) f->cand[f->ncand++] = s;
+    }
+    /* RATIONALE: the default order (settings.json) matters, since examinations wait for their budget and a
+     * signature called a few times keeps its first candidate: independent first, the best or close to it for most
+     * patterns measured on a local file system (docs/reproductions/orthrus.md); elsewhere independent is the
+     * library's collective call and is dropped at open. */
+    if (f->ncand == 0) f->cand[f->ncand++] = 0; /* settings.json without a default: passthrough alone */
+    const json_t *v;
+    f->exam_calls = (int)json_integer_value(setting(fc, "exam_calls"));
+    f->window_calls = STEADY_WINDOWS * f->exam_calls;
+    f->trace = json_integer_value(setting(fc, "trace"));
+    f->threshold = json_number_value(setting(fc, "threshold"));
+    f->budget = json_number_value(setting(fc, "exam_budget"));
+    f->virtual_node_size = json_integer_value(setting(fc, "virtual_node_size"));
+    f->targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
+    f->target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
+    const char *k = json_string_value(setting(fc, "knowledge"));
+    f->path = strdup(iotame_stats_path(fs));
+    int ok = f->path != NULL;
+    if (k && *k) ok &= (f->knowledge_path = strdup(k)) != NULL;
     if (!fixed) {
-        f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info);
-        f->sel = iotame_select_for(f->fs);
+        f->window = malloc((size_t)f->env.nprocs * WINDOW_FIELDS * sizeof *f->window);
+        f->info = malloc((size_t)f->env.nprocs * IOTAME_INFO_FIELDS * sizeof *f->info);
+        f->sel = iotame_select_for(fs);
+        ok &= f->window && f->info && f->sel;
     }
-    int ok = f->window && (fixed || (f->info && f->sel));
-    /* every rank must take the same path: rank 0 decides the file system */
-    int knows = ok && !fixed && iotame_select_knows(f->sel, NULL, write, e->nprocs);
-    int mine[3] = {!ok, e->rank == 0 && on_local_fs(f->path), knows}, all[3];
-    PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, e->comm);
+    if (!ok) {
+        free_file(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* RATIONALE: every collective of ours costs about 6 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
+ * MPI_Allreduce 5.7 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the open agrees on everything in one
+ * reduction on the application's communicator, inside its collective open (where the library's open does its own
+ * collectives on it too): whether every rank could set the handle up, rank 0's file system type, and which
+ * operations a selector or the knowledge file knows. A rank that cannot route says so there, and then no rank
+ * routes the handle: ranks never take different paths. A fixed library strategy (independent) needs nothing more:
+ * no communicator of ours and no collective of ours at all. The others duplicate the communicator for their calls'
+ * collectives; nodes, hints and the shadow handle wait until an engine strategy is chosen (open_engine). */
+void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
+                            const iotame_file_config_t *fc)
+{
+    const int strategy = strategy_of(fc);
+    if (strategy == 0 || strategy < AUTO) return; /* the library's own collective I/O: nothing to track */
+    const int fixed = strategy != AUTO && iotame_strategies[strategy]->native;
+    int rank, nprocs, broken = 0;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &nprocs);
+    MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
+    int ok = fixed || PMPI_Comm_dup(comm, &own) == MPI_SUCCESS;
+    const char *k = json_string_value(setting(fc, "knowledge"));
+    json_t *knowledge = !fixed && k && *k ? load_knowledge(k, comm, rank, &broken) : NULL;
+    iotame_coll_file_t *f = ok && fs ? new_file(fh, comm, amode, strategy, fixed, fs, fc) : NULL;
+    if (f && add_file(f) != 0) {
+        free_file(f);
+        f = NULL;
+    }
+    int mine[4] = {!f, rank == 0 && f && on_local_fs(f->path), f && f->sel && iotame_select_knows(f->sel, knowledge, 0, nprocs),
+                   f && f->sel && iotame_select_knows(f->sel, knowledge, 1, nprocs)}, all[4];
+    uint64_t t0 = iotame_monotonic_ns();
+    PMPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, comm);
+    const int64_t cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
     if (all[0]) {
-        f->setup_error = "out of memory (collective routing)";
-        return -ENOMEM;
+        if (f) {
+            remove_file(f);
+            free_file(f);
+        }
+        json_decref(knowledge);
+        if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
+        if (fs) iotame_stats_passthrough(fs, "a rank could not set up collective routing (out of memory)");
+        return;
     }
-    e->local_fs = all[1];
-    if (fixed) return 0;
-    drop_duplicate_candidate(f);
-    if (f->knowledge_path) load_knowledge(f);
-    *opening = !all[2] && f->strategy == AUTO && f->budget < 1 && iotame_strategies[f->cand[0]]->native &&
-               !iotame_select_knows(f->sel, f->knowledge, write, e->nprocs);
-    return 0;
+    f->env.comm = own;
+    f->env.local_fs = all[1];
+    f->cost_ns = cost_ns; /* the first window's length is measured by this collective */
+    f->knows[0] = all[2];
+    f->knows[1] = all[3];
+    f->knowledge = knowledge;
+    f->knowledge_broken = broken;
+    if (!fixed) drop_duplicate_candidate(f);
 }
 
 /* What our own strategies need, set up when the first of them is chosen (every rank chooses alike): the nodes, the
@@ -464,8 +502,7 @@ static int open_engine(iotame_coll_file_t *f)
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
     if (all) return 0;
     /* RATIONALE: a handle opened on some ranks only is left open: closing it is collective. */
-    f->setup = -1;
-    f->setup_error = nodes ? "the file cannot be opened for reading and writing (shadow handle)"
+    f->off = nodes ? "the file cannot be opened for reading and writing (shadow handle)"
                            : "out of memory (collective routing)";
     return -EACCES;
 }
@@ -573,8 +610,6 @@ enum { FLAG_CANNOT = 1, FLAG_NOMEM = 2 };
  * (the calls' shape, gathered) and the first candidate's examination. Measured with 4 ranks on 2 cores, 8 calls
  * per phase: the calls measured one by one at the start of a phase cost auto up to half of the first candidate's
  * throughput. */
-#define STEADY_WINDOWS 4
-
 static void steady_row(const iotame_coll_file_t *f, int64_t nbytes, int64_t row[3], int64_t *start)
 {
     const iotame_extents_t *x = &f->ext;
@@ -598,24 +633,22 @@ static void start_window(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int s
     f->steady_strategy = s;
     f->steady_write = write;
     f->steady_generation = iotame_select_generation(f->sel);
-    f->steady_left = f->steady_calls = STEADY_WINDOWS * f->exam_calls;
+    f->steady_left = f->steady_calls = entry ? f->window_calls : STEADY_WINDOWS * f->exam_calls;
     f->steady_changed = 0;
     f->steady_delta = INT64_MIN; /* the step between starts: set by the window's second call */
     f->steady_seconds = f->steady_warm = 0;
     f->steady_fresh = fresh;
 }
 
-/* Every rank's window row (changed: the window cannot be measured) and own calls, into f->window (collective). */
+/* Every rank's window row (changed: the window cannot be measured) into f->window (collective). */
 static void gather(iotame_coll_file_t *f, int changed)
 {
     int64_t mine[WINDOW_FIELDS] = {changed, f->steady_delta, f->steady_first, f->steady_first + f->steady_row[2],
                                    f->steady_row[0], f->steady_row[1], (int64_t)(f->steady_warm * 1e9),
-                                   (int64_t)(f->steady_seconds * 1e9)};
-    for (int s = 0; s < IOTAME_STRATEGY_MAX; s++) {
-        mine[W_OWN_BYTES + s] = f->own_bytes[s];
-        mine[W_OWN_NS + s] = (int64_t)(f->own_seconds[s] * 1e9);
-    }
+                                   (int64_t)(f->steady_seconds * 1e9), f->cost_ns};
+    uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allgather(mine, WINDOW_FIELDS, MPI_INT64_T, f->window, WINDOW_FIELDS, MPI_INT64_T, f->env.comm);
+    f->cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
 }
 
 /* The end of a steady window of n calls (collective): did every rank see calls of one shape, moving alike? Then
@@ -626,7 +659,7 @@ static void end_window(iotame_coll_file_t *f, int n)
     gather(f, f->steady_changed || f->steady_generation != iotame_select_generation(f->sel));
     f->steady_left = 0;
     int changed = 0, moving = 0;
-    int64_t delta = 0, gmin = INT64_MAX, gmax = INT64_MIN, gbytes = 0, greq = 0, warm = 0, all = 0;
+    int64_t delta = 0, gmin = INT64_MAX, gmax = INT64_MIN, gbytes = 0, greq = 0, warm = 0, all = 0, cost = INT64_MAX;
     for (int r = 0; r < e->nprocs; r++) {
         const int64_t *x = f->window + (size_t)r * WINDOW_FIELDS;
         changed |= x[W_CHANGED] != 0;
@@ -641,6 +674,7 @@ static void end_window(iotame_coll_file_t *f, int n)
         greq += x[W_EXTENTS];
         warm = x[W_WARM_NS] > warm ? x[W_WARM_NS] : warm;
         all = x[W_NS] > all ? x[W_NS] : all;
+        cost = x[W_COST_NS] < cost ? x[W_COST_NS] : cost;
     }
     iotame_sel_entry_t *en = f->steady_entry;
     const int s = f->steady_strategy, opening = en == NULL;
@@ -657,6 +691,7 @@ static void end_window(iotame_coll_file_t *f, int n)
         all -= warm;
     }
     f->steady_measured++;
+    if (n > 0) f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n);
     double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
     /* call by call, as long as the choice stands (an examination that starts is measured call by call; the
      * opening window's calls are the first candidate's examination) */
@@ -696,17 +731,16 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (!f) return library(a);
     const int write = is_write(a->op);
     /* Reasons every rank sees alike (they follow collective calls), so no rank needs to ask the others. */
-    if (f->setup < 0) return pass(f, a, f->setup_error);
+    if (f->off) return pass(f, a, f->off);
     if (f->atomic) return pass(f, a, "atomic mode");
     if (f->amode & MPI_MODE_SEQUENTIAL) return pass(f, a, "MPI_MODE_SEQUENTIAL");
     if (!f->native_rep) return pass(f, a, "data representation other than native");
     if (write && (f->amode & MPI_MODE_RDONLY)) return pass(f, a, "write to a file opened read-only");
     if (!write && (f->amode & MPI_MODE_WRONLY)) return pass(f, a, "read from a file opened write-only");
-    if (f->setup == 0) {
-        int opening = 0;
-        f->setup = setup(f, write, &opening) == 0 ? 1 : -1;
-        if (f->setup < 0) return pass(f, a, f->setup_error);
-        if (opening) start_window(f, NULL, f->cand[0], write, 1);
+    if (!f->started) { /* the opening window, when nothing is known of the operation (agreed at open) */
+        f->started = 1;
+        if (f->strategy == AUTO && f->budget < 1 && iotame_strategies[f->cand[0]]->native && !f->knows[write])
+            start_window(f, NULL, f->cand[0], write, 1);
     }
     if (f->hints_stale && f->env.shadow != MPI_FILE_NULL) read_hints(f);
     int mpi_error;
@@ -757,7 +791,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         s = 0; /* nothing to move: the library's call is the cheapest collective no-op */
     }
     const iotame_strategy_t *st = iotame_strategies[s];
-    if (!st->native && e->shadow == MPI_FILE_NULL && open_engine(f) != 0) return pass(f, a, f->setup_error);
+    if (!st->native && e->shadow == MPI_FILE_NULL && open_engine(f) != 0) return pass(f, a, f->off);
     iotame_coll_fn fn = function_of(st, a->op);
     iotame_coll_call_t c = {.env = e, .args = a, .write = write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = nbytes, .info = f->info, .gmin = gmin, .gmax = gmax, .gbytes = gbytes};
@@ -789,7 +823,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         return pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
     double slowest = (double)worst[1] * 1e-9;
     if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
-    count_strategy(f, s, 1, gbytes, slowest);
+    count_strategy(f, s, 1, nbytes, seconds);
     if (entry && st->native && iotame_select_settled(entry) && iotame_select_choose(entry) == s && !why) {
         iotame_select_rebase(entry); /* windows are measured otherwise than single calls */
         start_window(f, entry, s, write, 0);
@@ -830,7 +864,7 @@ void iotame_collective_note(MPI_File fh, const char *reason)
 int iotame_collective_sync(MPI_File fh)
 {
     iotame_coll_file_t *f = find(fh);
-    if (!f || f->setup != 1 || !f->written) return MPI_SUCCESS;
+    if (!f || !f->written) return MPI_SUCCESS;
     /* Writes went through the shadow handle: flushing the application's handle alone may not cover them. */
     f->written = 0;
     return PMPI_File_sync(f->env.shadow);
@@ -841,46 +875,22 @@ void iotame_collective_close(MPI_File fh)
     iotame_coll_file_t *f = find(fh);
     if (!f) return;
     remove_file(f);
+    /* a window under way is measured as far as it went (every rank made the same collective calls) */
+    if (f->steady_left > 0 && f->steady_left < f->steady_calls) end_window(f, f->steady_calls - f->steady_left);
     int64_t own = 0;
-    for (int s = 0; s < IOTAME_STRATEGY_MAX; s++) own += f->own_calls[s];
-    if (f->setup == 1 && own) { /* every rank made the same collective calls, so every rank gets here */
-        /* a window under way is measured as far as it went; one gather either way */
-        if (f->steady_left > 0 && f->steady_left < f->steady_calls) end_window(f, f->steady_calls - f->steady_left);
-        else gather(f, 1);
-        for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
-            int64_t bytes = 0, ns = 0;
-            for (int r = 0; r < f->env.nprocs; r++) {
-                const int64_t *x = f->window + (size_t)r * WINDOW_FIELDS;
-                bytes += x[W_OWN_BYTES + s];
-                ns = x[W_OWN_NS + s] > ns ? x[W_OWN_NS + s] : ns;
-            }
-            if (f->own_calls[s]) count_strategy(f, s, f->own_calls[s], bytes, (double)ns * 1e-9);
-        }
-        json_t *coll = f->strategy == AUTO ? iotame_stats_collective(f->fs) : NULL;
-        if (coll) { /* strategy auto: the calls its steady windows served; windows measured, and not (calls changed) */
-            add_count(coll, "steady_calls", own);
-            add_count(coll, "steady_windows_measured", f->steady_measured);
-            add_count(coll, "steady_windows_changed", f->steady_unmeasured);
-        }
+    for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
+        own += f->own_calls[s];
+        if (f->own_calls[s]) count_strategy(f, s, f->own_calls[s], f->own_bytes[s], f->own_seconds[s]);
     }
-    if (f->setup == 1) {
-        if (f->sel && f->knowledge_path && f->env.rank == 0 && !f->knowledge_broken &&
-            iotame_knowledge_save(f->sel, f->knowledge_path) != 0)
-            iotame_log_warn("cannot write the knowledge file %s\n", f->knowledge_path);
-        if (f->env.shadow != MPI_FILE_NULL) PMPI_File_close(&f->env.shadow);
+    json_t *coll = f->strategy == AUTO && own ? iotame_stats_collective(f->fs) : NULL;
+    if (coll) { /* strategy auto: the calls its steady windows served; windows measured, and not (calls changed) */
+        add_count(coll, "steady_calls", own);
+        add_count(coll, "steady_windows_measured", f->steady_measured);
+        add_count(coll, "steady_windows_changed", f->steady_unmeasured);
     }
-    if (f->env.comm != MPI_COMM_NULL) PMPI_Comm_free(&f->env.comm);
-    release_type(&f->etype);
-    release_type(&f->filetype);
-    iotame_flatten_free(f->flat);
-    iotame_extents_free(&f->ext);
-    json_decref(f->knowledge);
-    free(f->node_of);
-    free(f->spread);
-    free(f->info);
-    free(f->window);
-    free(f->pack);
-    free(f->path);
-    free(f->knowledge_path);
-    free(f);
+    if (f->sel && f->knowledge_path && f->env.rank == 0 && !f->knowledge_broken &&
+        iotame_knowledge_save(f->sel, f->knowledge_path) != 0)
+        iotame_log_warn("cannot write the knowledge file %s\n", f->knowledge_path);
+    if (f->env.shadow != MPI_FILE_NULL) PMPI_File_close(&f->env.shadow);
+    free_file(f);
 }

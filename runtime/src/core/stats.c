@@ -309,7 +309,8 @@ static const char *get_str(reader_t *r)
 
 /* Merged view of one file over the ranks that used it. */
 typedef struct merged {
-    const char *path, *rule, *hints, *hdf5, *collective;
+    const char *path, *rule, *hints, *hdf5;
+    json_t *collective;
     int ranks;
     numbers_t sum;
     uint64_t ns_min[TIMES], ns_max[TIMES];
@@ -368,13 +369,42 @@ static json_t *file_json(const merged_t *m)
                      "bytes_written", (json_int_t)bytes[1], "rule", m->rule, "hints", hints ? hints : json_object(),
                      "ops", ops, "time", time, "histogram", hist, "decisions", "passthrough_reasons", m->reasons);
     if (hdf5) json_object_set_new(file, "hdf5", hdf5);
-    json_t *coll = m->collective ? json_loads(m->collective, 0, NULL) : NULL;
-    if (coll) { /* decisions replace the empty list; strategies: collective calls served by each strategy; the
-                 * selector's steady windows */
-        json_object_update(file, coll);
-        json_decref(coll);
-    }
+    /* decisions replace the empty list; strategies: collective calls served by each strategy; the selector's
+     * steady windows */
+    if (m->collective) json_object_update(file, m->collective);
     return file;
+}
+
+/* The collective routing's statistics: decisions and windows are the first rank's (the selector decides alike on
+ * every rank); per strategy every rank counted its own part: the bytes add up, the calls (every rank makes each)
+ * and the seconds are the largest rank's. */
+static void merge_collective(merged_t *m, const char *text)
+{
+    json_t *c = text ? json_loads(text, 0, NULL) : NULL, *from, *into, *o, *mine;
+    const char *name;
+    if (!c || !m->collective) {
+        if (!m->collective) m->collective = c;
+        return;
+    }
+    if ((from = json_object_get(c, "strategies"))) {
+        if (!(into = json_object_get(m->collective, "strategies")))
+            json_object_set_new(m->collective, "strategies", into = json_object());
+        json_object_foreach(from, name, o) {
+            if (!(mine = json_object_get(into, name))) {
+                json_object_set(into, name, o);
+                continue;
+            }
+            json_int_t calls = json_integer_value(json_object_get(o, "calls"));
+            double seconds = json_number_value(json_object_get(o, "seconds"));
+            if (calls > json_integer_value(json_object_get(mine, "calls")))
+                json_object_set_new(mine, "calls", json_integer(calls));
+            if (seconds > json_number_value(json_object_get(mine, "seconds")))
+                json_object_set_new(mine, "seconds", json_real(seconds));
+            json_object_set_new(mine, "bytes", json_integer(json_integer_value(json_object_get(mine, "bytes")) +
+                                                            json_integer_value(json_object_get(o, "bytes"))));
+        }
+    }
+    json_decref(c);
 }
 
 static double mbs(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0.0; }
@@ -410,7 +440,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
             if (!m->rule) m->rule = rule;
             if (!m->hints) m->hints = hints;
             if (!m->hdf5) m->hdf5 = hdf5; /* the first rank's view: every rank applies the same */
-            if (!m->collective) m->collective = collective; /* the selector decides alike on every rank */
+            merge_collective(m, collective);
             merge_reasons(&r, m->reasons);
             get(&r, &n, sizeof n);
             m->ranks++;
@@ -445,6 +475,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         next = m->next;
         json_array_append_new(files_json, file_json(m));
         json_decref(m->reasons);
+        json_decref(m->collective);
         free(m);
     }
     double rd = rank_max[IOTAME_CAT_READ] * 1e-9, wr = rank_max[IOTAME_CAT_WRITE] * 1e-9, io = io_max * 1e-9;

@@ -320,6 +320,17 @@ void iotame_select_rebase(iotame_sel_entry_t *e)
 }
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; }
 
+/* RATIONALE: with 4 ranks on 2 cores a gather takes about 6 ms against calls of 3 ms, and windows of 12 calls spent a
+ * sixth of the I/O time in gathers (with 2 ranks a gather takes microseconds: the shortest window). The gather's
+ * cost is the time of the rank that came to it last, since the others' includes waiting for that rank. */
+int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns)
+{
+    if (call_ns <= 0 || budget >= 1) return shortest;
+    double longest = 1e9 / call_ns, n = budget > 0 ? (double)cost_ns / (budget * call_ns) : longest;
+    n = n < longest ? n : longest;
+    return n <= shortest ? shortest : n >= 1 << 20 ? 1 << 20 : (int)n + 1;
+}
+
 int iotame_select_choose(const iotame_sel_entry_t *e)
 {
     return e->state == RUNNING ? e->winner : e->waiting ? best(e) : e->cand[e->cur];

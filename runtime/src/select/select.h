@@ -61,6 +61,12 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 /* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
 
+/* The length of the next monitoring window (a library strategy's calls served without a collective of ours, then
+ * one gather): the gather's cost_ns (the time of the rank that came to the previous one last) is at most the budget's
+ * share of the window's calls of call_ns each, the window has at least shortest calls and at most about a second
+ * of calls (shortest when the budget is >= 1, as the paper's monitoring of every call). */
+int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns);
+
 /* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]};
  * a signature not decided yet has "strategy": null and "examination": {"spent": s, "debt": s}, the examination
  * budget's seconds, which the next run starts from. Parses text (NULL when it is not a knowledge file). */
