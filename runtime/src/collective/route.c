@@ -464,8 +464,9 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         free_file(f);
         f = NULL;
     }
-    int mine[4] = {!f, rank == 0 && f && on_local_fs(f->path), f && f->sel && iotame_select_knows(f->sel, knowledge, 0, nprocs),
-                   f && f->sel && iotame_select_knows(f->sel, knowledge, 1, nprocs)}, all[4];
+    const int sel = f && f->sel;
+    int mine[4] = {!f, rank == 0 && f && on_local_fs(f->path), sel && iotame_select_knows(f->sel, knowledge, 0, nprocs),
+                   sel && iotame_select_knows(f->sel, knowledge, 1, nprocs)}, all[4];
     uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, comm);
     const int64_t cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
@@ -481,7 +482,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     }
     f->env.comm = own;
     f->env.local_fs = all[1];
-    f->cost_ns = cost_ns; /* the first window's length is measured by this collective */
+    f->cost_ns = cost_ns; /* what a collective of ours costs, until the first gather measures one */
     f->knows[0] = all[2];
     f->knows[1] = all[3];
     f->knowledge = knowledge;
@@ -503,7 +504,7 @@ static int open_engine(iotame_coll_file_t *f)
     if (all) return 0;
     /* RATIONALE: a handle opened on some ranks only is left open: closing it is collective. */
     f->off = nodes ? "the file cannot be opened for reading and writing (shadow handle)"
-                           : "out of memory (collective routing)";
+                   : "out of memory (collective routing)";
     return -EACCES;
 }
 
@@ -691,7 +692,8 @@ static void end_window(iotame_coll_file_t *f, int n)
         all -= warm;
     }
     f->steady_measured++;
-    if (n > 0) f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n);
+    if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
+        f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n);
     double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
     /* call by call, as long as the choice stands (an examination that starts is measured call by call; the
      * opening window's calls are the first candidate's examination) */

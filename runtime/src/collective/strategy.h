@@ -33,7 +33,8 @@ typedef struct {
 } iotame_coll_args_t;
 
 /* After a successful MPI_File_open: remembers the handle when its collective calls are to be routed (the file's
- * "collective.strategy" is not passthrough). Collective over comm for such files (the communicator is duplicated). */
+ * "collective.strategy" is not passthrough). Collective over comm for such files: one reduction, and a duplicate
+ * of comm unless a library strategy (independent) is fixed. */
 void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
                             const iotame_file_config_t *fc);
 /* Before MPI_File_close (collective): closes the shadow handles and forgets the handle. */
@@ -61,7 +62,8 @@ void iotame_collective_note(MPI_File fh, const char *reason);
 
 typedef struct iotame_coll_file iotame_coll_file_t;
 
-/* Facts about the handle a strategy needs, stable between calls (set up at the first routed call). */
+/* Facts about the handle a strategy needs, stable between calls (agreed at open; nodes and hints when an engine
+ * strategy is first chosen). */
 typedef struct {
     MPI_Comm comm;      /* our duplicate of the file's communicator */
     int rank, nprocs;
