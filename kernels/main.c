@@ -8,10 +8,12 @@
 
 static const iotame_kernel_t *const kernels[] = {
     &iotame_kernel_ior,
+#ifndef IOTAME_NO_HDF5 /* the HDF5 kernels (kernels/CMakeLists.txt) */
     &iotame_kernel_vpicio,
     &iotame_kernel_flashio,
     &iotame_kernel_vorpalio,
     &iotame_kernel_gcrmio,
+#endif
     &iotame_kernel_matrix,
     &iotame_kernel_noncontig,
     &iotame_kernel_tileio,

@@ -10,7 +10,9 @@
 #define IOTAME_KERNELS_COMMON_H
 
 #include "fileio.h"
+#ifndef IOTAME_NO_HDF5 /* built without parallel HDF5 (IOTAME_HDF5 OFF): no HDF5 kernels */
 #include "h5.h"
+#endif
 #include "lifecycle.h"
 #include "options.h"
 #include "pattern.h"
