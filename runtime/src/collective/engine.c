@@ -124,9 +124,15 @@ static void file_io(iotame_coll_call_t *c, int write, int64_t off, char *buf, in
             if (c->mpi_error == MPI_SUCCESS) c->mpi_error = rc;
             return;
         }
+        int got = 0;
+        PMPI_Get_count(&st, MPI_BYTE, &got);
+        /* RATIONALE: OMPIO (Open MPI 4.1) returns MPI_SUCCESS when pwrite fails (EFBIG, ENOSPC) and says so only
+         * in the status: a write that moved less than asked failed, and the call fails on every rank. */
+        if (write && got != n) {
+            if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
+            return;
+        }
         if (!write) {
-            int got = 0;
-            PMPI_Get_count(&st, MPI_BYTE, &got);
             if (got < n) { /* end of file: what lies beyond reads as zeros */
                 memset(buf + (got > 0 ? got : 0), 0, (size_t)(len - (got > 0 ? got : 0)));
                 return;

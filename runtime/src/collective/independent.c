@@ -6,7 +6,10 @@
  * promises nothing an independent one does not, beyond every rank calling it).
  * RATIONALE: ROMIO's data-sieving writes lock the range they rewrite (fcntl); a file system without working
  * locks makes ROMIO abort the job. Only files on local disk file systems take this path; the others get the
- * library's collective call. */
+ * library's collective call.
+ * Under Open MPI's OMPIO (4.1) the same calls are not sieved on writes (its fbtl sieves writes only inside
+ * collective calls): one pwritev per contiguous piece, no locks; reads are sieved. The files are the same
+ * (tests/openmpi); the measurements above are ROMIO's. */
 #include <errno.h>
 
 #include "strategy.h"

@@ -58,6 +58,21 @@ static inline uint64_t iotame_now(void)
 /* Nanoseconds per iotame_now() tick (1 without a TSC). */
 double iotame_ns_per_tick(void);
 
+/* ---- MPI-3 libraries (Open MPI 4.1: MPI_VERSION 3) ----
+ * The large-count functions (_c) are MPI-4. With an MPI-3 library the application cannot call them (no wrappers of
+ * them are built), but the runtime's packing of a call's data stream takes MPI_Count sizes (nbytes may pass
+ * INT_MAX even when the count does not): these do it with the int forms, in pieces of whole elements, and return
+ * an MPI error code. RATIONALE: defined under the MPI-4 names, so that the code using them (collective/route.c)
+ * is one text for both kinds of library. */
+#if MPI_VERSION < 4
+int iotame__mpi3_pack(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize,
+                      MPI_Count *position, MPI_Comm comm);
+int iotame__mpi3_unpack(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount,
+                        MPI_Datatype datatype, MPI_Comm comm);
+#define PMPI_Pack_c iotame__mpi3_pack
+#define PMPI_Unpack_c iotame__mpi3_unpack
+#endif
+
 /* ---- logging (stderr; info only with IOTAME_VERBOSE=1, and only rank 0 unless all=1) ---- */
 
 void iotame_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
