@@ -3,20 +3,37 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: MPICH, parallel HDF5 for MPICH, jansson, build tools, fio.
+# Debian packages: MPICH, parallel HDF5 for MPICH, jansson, build tools, fio; Open MPI for the second build that
+# tests/openmpi checks (scripts/build_openmpi.sh; no HDF5 for it).
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
       pkg-config fio python3 python3-venv)
+OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()
-for p in "${PKGS[@]}"; do
+for p in "${PKGS[@]}" "${OPENMPI_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# MPICH stays the default MPI. Installing Open MPI makes Debian's alternatives (auto mode, Open MPI has the higher
+# priority) point mpicc, mpif90, mpirun, mpiexec, and /usr/include/<triplet>/mpi, libmpi.so, mpi.pc at Open MPI,
+# which would build build/ against Open MPI and run every test with its mpiexec. Each of those alternatives that
+# has an MPICH choice is set to it, in manual mode (a later install does not switch it back); nothing is done when
+# it is already so, or when the alternative does not exist.
+for name in $(update-alternatives --get-selections 2>/dev/null |
+              awk '$1 == "mpi" || $1 == "mpirun" || $1 ~ /^mpi-.*-linux-gnu$/ {print $1}'); do
+  choice=$(update-alternatives --list "$name" 2>/dev/null | grep -m1 mpich) || continue
+  query=$(update-alternatives --query "$name")
+  if ! grep -qx "Status: manual" <<<"$query" || ! grep -qx "Value: $choice" <<<"$query"; then
+    echo "setup: alternative $name -> $choice (MPICH stays the default)"
+    $SUDO update-alternatives --set "$name" "$choice" >/dev/null
+  fi
+done
 
 # Python virtual environment with the CLI (editable, so it finds build/ by itself).
 PY=${PYTHON:-python3}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make test: every layer (C unit tests, MPI jobs, end-to-end jobs under LD_PRELOAD, Python), then one
-# summary line. Exit status 0 only when every layer passed.
+# make test: every layer (C unit tests, MPI jobs, end-to-end jobs under LD_PRELOAD, the same under Open MPI,
+# Python), then one summary line. Exit status 0 only when every layer passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -28,6 +28,7 @@ layer() { # name, command...
 layer unit ctest --test-dir build -R '^unit\.' --output-on-failure
 layer mpi "$PY" -m pytest -q -p no:cacheprovider tests/mpi
 layer preload "$PY" -m pytest -q -p no:cacheprovider tests/preload
+layer openmpi "$PY" -m pytest -q -p no:cacheprovider tests/openmpi   # builds build-openmpi/ first
 layer python "$PY" -m pytest -q -p no:cacheprovider tests/python
 
 elapsed=$(( $(date +%s) - start ))
