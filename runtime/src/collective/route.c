@@ -20,8 +20,8 @@
 
 #define AUTO (-1)
 
-/* what every rank tells at the end of a steady window: the window's shape and times on this rank, and how long
- * its previous collective of ours took */
+/* what every rank tells at the end of a steady window: the window's shape and times on this rank, and the least
+ * time it spent in a collective of ours so far */
 enum { W_CHANGED, W_DELTA, W_START, W_END, W_BYTES, W_EXTENTS, W_WARM_NS, W_NS, W_COST_NS, WINDOW_FIELDS };
 /* the opening window, and the shortest steady window: STEADY_WINDOWS monitoring windows of exam_calls calls */
 #define STEADY_WINDOWS 4
@@ -76,7 +76,7 @@ struct iotame_coll_file {
                                                                         start; last start; step between starts */
     double steady_seconds, steady_warm; /* the window's calls; its first call */
     int window_calls;                   /* the next steady window's length (agreed at every window's end) */
-    int64_t cost_ns;                    /* this rank's time in its last collective of ours */
+    int64_t cost_ns;                    /* this rank's least time in a collective of ours */
     int64_t *window;                    /* nprocs x WINDOW_FIELDS, gathered at a window's end */
 };
 
@@ -482,7 +482,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     }
     f->env.comm = own;
     f->env.local_fs = all[1];
-    f->cost_ns = cost_ns; /* what a collective of ours costs, until the first gather measures one */
+    f->cost_ns = cost_ns; /* what a collective of ours costs, until a gather costs less */
     f->knows[0] = all[2];
     f->knows[1] = all[3];
     f->knowledge = knowledge;
@@ -649,7 +649,8 @@ static void gather(iotame_coll_file_t *f, int changed)
                                    (int64_t)(f->steady_seconds * 1e9), f->cost_ns};
     uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allgather(mine, WINDOW_FIELDS, MPI_INT64_T, f->window, WINDOW_FIELDS, MPI_INT64_T, f->env.comm);
-    f->cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
+    const int64_t cost = (int64_t)(iotame_monotonic_ns() - t0);
+    f->cost_ns = cost < f->cost_ns ? cost : f->cost_ns; /* noise only adds to a collective's time */
 }
 
 /* The end of a steady window of n calls (collective): did every rank see calls of one shape, moving alike? Then
@@ -809,10 +810,10 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         } else if (grow_pack(f, nbytes) == 0) {
             c.data = f->pack;
             packed = 1;
-            if (write) {
-                MPI_Count at = 0;
-                PMPI_Pack_c(a->buf, a->count, a->datatype, f->pack, (MPI_Count)nbytes, &at, MPI_COMM_SELF);
-            }
+            MPI_Count at = 0;
+            if (write && PMPI_Pack_c(a->buf, a->count, a->datatype, f->pack, (MPI_Count)nbytes, &at,
+                                     MPI_COMM_SELF) != MPI_SUCCESS)
+                c.data = NULL; /* this rank cannot give its data: the engine has no plan, every rank passes */
         }
         rc = c.data || nbytes == 0 ? fn(&c) : iotame_coll_engine(&c, NULL);
     }
@@ -842,9 +843,11 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     int64_t done = nbytes;
     if (!write) {
         done = bytes_before_eof(f, nbytes);
-        if (packed) {
-            MPI_Count at = 0;
-            PMPI_Unpack_c(f->pack, (MPI_Count)nbytes, &at, a->buf, a->count, a->datatype, MPI_COMM_SELF);
+        MPI_Count at = 0;
+        if (packed && PMPI_Unpack_c(f->pack, (MPI_Count)nbytes, &at, a->buf, a->count, a->datatype,
+                                    MPI_COMM_SELF) != MPI_SUCCESS) { /* the data read cannot reach the buffer */
+            PMPI_File_call_errhandler(a->fh, MPI_ERR_INTERN);
+            return MPI_ERR_INTERN;
         }
     }
     if (a->status != MPI_STATUS_IGNORE) {
