@@ -69,3 +69,21 @@ def flip_byte(path, offset):
         b = f.read(1)
         f.seek(offset)
         f.write(bytes([b[0] ^ 0xFF]))
+
+
+def collective_config(path, match="*", **collective):
+    """A configuration whose rule for `match` sets the collective section (virtual nodes of one rank by default,
+    so that node_local has several nodes on this one machine)."""
+    collective.setdefault("virtual_node_size", 1)
+    return write_json(path, {"version": 1, "files": [{"match": match, "collective": collective}]})
+
+
+def file_stats(stats_path, name):
+    """The statistics of the one file whose path ends with name."""
+    (f,) = [f for f in json.loads(stats_path.read_text())["files"] if f["path"].endswith(name)]
+    return f
+
+
+def served(f):
+    """Calls per strategy that served the file's collective calls."""
+    return {k: v["calls"] for k, v in f.get("strategies", {}).items()}

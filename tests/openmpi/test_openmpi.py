@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, write_json
+from conftest import ROOT, collective_config, file_stats, served, write_json
 
 MPICC = Path("/usr/bin/mpicc.openmpi")
 MPIRUN = Path("/usr/bin/mpirun.openmpi")
@@ -78,18 +78,6 @@ def ompi(build, tmp_path):
     return OmpiJob(tmp_path)
 
 
-def collective_config(path, match="*", **collective):
-    collective.setdefault("virtual_node_size", 1)  # one rank per node: node_local has several nodes
-    return write_json(path, {"version": 1, "files": [{"match": match, "collective": collective}]})
-
-
-def file_stats(stats_path, name):
-    (f,) = [f for f in json.loads(stats_path.read_text())["files"] if f["path"].endswith(name)]
-    return f
-
-
-def served(f):
-    return {k: v["calls"] for k, v in f.get("strategies", {}).items()}
 
 
 # ---- the build ----

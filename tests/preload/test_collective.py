@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, KERNEL, TEST_PROGRAMS, write_json
+from conftest import BUILD, KERNEL, TEST_PROGRAMS, collective_config, file_stats, served, write_json
 
 sys.path.insert(0, str(KERNEL.parent.parent.parent / "tests" / "mpi"))
 from test_collective_kernels import (BTIO, LAYOUTS, MATRIX, NAMES, NONCONTIG, TILE,  # noqa: E402
@@ -22,21 +22,6 @@ RANDOM_RUNS = [(1, 250, 0), (2, 250, 250), (3, 30, 500), (4, 15, 530)]
 SEED = 20261122
 
 
-def collective_config(path, match="*", **collective):
-    """A configuration whose rule for `match` sets the collective section (virtual nodes of one rank by default,
-    so that node_local has several nodes on this one machine)."""
-    collective.setdefault("virtual_node_size", 1)
-    return write_json(path, {"version": 1, "files": [{"match": match, "collective": collective}]})
-
-
-def file_stats(stats_path, name):
-    (f,) = [f for f in json.loads(stats_path.read_text())["files"] if f["path"].endswith(name)]
-    return f
-
-
-def served(f):
-    """Calls per strategy that served the file's collective calls."""
-    return {k: v["calls"] for k, v in f.get("strategies", {}).items()}
 
 
 def random_run(job, n, cases, first, config, extra_env=None):

@@ -322,7 +322,7 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; 
 
 /* RATIONALE: with 4 ranks on 2 cores a gather takes about 6 ms against calls of 3 ms, and windows of 12 calls spent a
  * sixth of the I/O time in gathers (with 2 ranks a gather takes microseconds: the shortest window). The gather's
- * cost is the time of the rank that came to it last, since the others' includes waiting for that rank. */
+ * cost is the least time measured (a rank's time includes waiting for the others, and noise only adds). */
 int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns)
 {
     if (call_ns <= 0 || budget >= 1) return shortest;

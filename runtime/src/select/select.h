@@ -62,7 +62,7 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
 
 /* The length of the next monitoring window (a library strategy's calls served without a collective of ours, then
- * one gather): the gather's cost_ns (the time of the rank that came to the previous one last) is at most the budget's
+ * one gather): the gather's cost_ns (the least time the ranks spent in a collective of ours) is at most the budget's
  * share of the window's calls of call_ns each, the window has at least shortest calls and at most about a second
  * of calls (shortest when the budget is >= 1, as the paper's monitoring of every call). */
 int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns);
