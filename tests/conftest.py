@@ -20,6 +20,19 @@ IOTAME_CLI = ROOT / ".venv" / "bin" / "iotame"
 _OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_DISABLE", "IOTAME_ON_ERROR", "IOTAME_VERBOSE", "LD_PRELOAD")
 
 
+def iotame_vars(preload=False, config=None, stats=None, extra=None, lib=LIBIOTAME):
+    """The variables of ours a job gets: the preloaded runtime (lib), the configuration and statistics files, extra."""
+    out = {}
+    if preload:
+        out["LD_PRELOAD"] = str(lib)
+    if config is not None:
+        out["IOTAME_CONFIG"] = str(config)
+    if stats is not None:
+        out["IOTAME_STATS"] = str(stats)
+    out.update(extra or {})
+    return out
+
+
 class Job:
     """Runs `mpiexec -n N program args` with or without the runtime preloaded."""
 
@@ -28,13 +41,7 @@ class Job:
 
     def env(self, preload=False, config=None, stats=None, extra=None):
         env = {k: v for k, v in os.environ.items() if k not in _OURS}
-        if preload:
-            env["LD_PRELOAD"] = str(LIBIOTAME)
-        if config is not None:
-            env["IOTAME_CONFIG"] = str(config)
-        if stats is not None:
-            env["IOTAME_STATS"] = str(stats)
-        env.update(extra or {})
+        env.update(iotame_vars(preload, config, stats, extra))
         return env
 
     def run(self, n, argv, preload=False, config=None, stats=None, extra_env=None, check=True, timeout=120):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, collective_config, file_stats, served, write_json
+from conftest import ROOT, collective_config, file_stats, iotame_vars, served, write_json
 
 MPICC = Path("/usr/bin/mpicc.openmpi")
 MPIRUN = Path("/usr/bin/mpirun.openmpi")
@@ -33,6 +33,15 @@ STRATEGIES = ["two_phase", "node_local", "target_aligned", "independent"]
 _DROP = ("IOTAME_", "LD_PRELOAD", "HYDRA_", "MPIR_CVAR_", "PMI_")
 
 
+def launcher_env():
+    """mpirun.openmpi's environment: the caller's without our variables and MPICH's; allowed to run as root (CI
+    containers); no single-copy transfers (CMA needs ptrace rights that containers often lack)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    return env
+
+
 @pytest.fixture(scope="module")
 def build():
     """Builds (or brings up to date) build-openmpi/; a failed build fails every test here."""
@@ -49,20 +58,9 @@ class OmpiJob:
         self.tmp = tmp
 
     def run(self, n, argv, preload=False, config=None, stats=None, extra_env=None, check=True, timeout=240):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
-        # root in CI containers; --oversubscribe: 3 ranks on 2 cores; no single-copy (CMA needs ptrace rights that
-        # containers often lack)
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
-        ranks = {}
-        if preload:
-            ranks["LD_PRELOAD"] = str(LIB)
-        if config is not None:
-            ranks["IOTAME_CONFIG"] = str(config)
-        if stats is not None:
-            ranks["IOTAME_STATS"] = str(stats)
-        ranks.update(extra_env or {})
-        cmd = [str(MPIRUN), "--oversubscribe", "-n", str(n)]
+        env = launcher_env()
+        ranks = iotame_vars(preload, config, stats, extra_env, lib=LIB)
+        cmd = [str(MPIRUN), "--oversubscribe", "-n", str(n)]  # --oversubscribe: 3 ranks on 2 cores
         for k, v in ranks.items():
             cmd += ["-x", f"{k}={v}"]
         cmd += [str(a) for a in argv]
@@ -217,9 +215,8 @@ def test_iotame_run_takes_the_open_mpi_build(ompi):
     """`iotame run` with IOTAME_LIB naming this build and mpirun.openmpi as the launcher (whose ranks inherit its
     environment on one node): the statistics count every byte."""
     stats, data = ompi.tmp / "s.json", ompi.tmp / "d.dat"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
-    env.update(IOTAME_LIB=str(LIB), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    env = launcher_env()
+    env["IOTAME_LIB"] = str(LIB)
     p = subprocess.run([ROOT / ".venv" / "bin" / "iotame", "run", "--stats", stats, "--", MPIRUN, "--oversubscribe",
                         "-n", "2", PROGRAMS / "every_call", data, "1024"], env=env, cwd=ompi.tmp, capture_output=True,
                        text=True, timeout=240)
