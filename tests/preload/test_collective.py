@@ -210,7 +210,25 @@ def test_knowledge_file_starts_the_next_run_with_the_winner(job):
                        collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge)))
     assert all(d["from_knowledge"] for d in third["decisions"])
     assert set(served(third)) <= set(winners.values()) | {d["strategy"] for d in third["decisions"]}
-    assert third.get("steady_calls", 0) < 32
+
+
+@pytest.mark.parametrize("winner", ["independent", "passthrough"])
+def test_a_known_library_winner_serves_from_the_first_call(job, winner):
+    """When the knowledge file names a library strategy for every known signature of an operation, its calls run in
+    windows from the first one: no call is measured on its own, so no collective of ours until a window ends."""
+    knowledge = job.tmp / "knowledge.json"
+    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0)
+    run_kernel(job, 2, "matrix", MATRIX_LONG, config)
+    saved = json.loads(knowledge.read_text())
+    for e in saved["entries"]:
+        e.pop("examination", None)
+        e["strategy"] = winner
+    knowledge.write_text(json.dumps(saved))
+    second = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
+    assert all(d["from_knowledge"] and d["strategy"] == winner for d in second["decisions"])
+    assert served(second) == {winner: 32}
+    assert second["steady_calls"] == 32 and second["steady_windows_measured"] >= 2   # every call in a window
+    assert sorted(d["calls"] for d in second["decisions"]) == [16, 16]  # (a window's end may start an examination)
 
 
 def test_a_short_job_leaves_its_budget_to_the_next_run(job):

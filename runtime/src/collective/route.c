@@ -51,7 +51,7 @@ struct iotame_coll_file {
     int64_t virtual_node_size, targets, target_unit;
     /* agreed at open */
     iotame_coll_env_t env;
-    int knows[2];    /* a selector or the knowledge file knows a signature of reads [0], writes [1] */
+    int opening[2];  /* the strategy of the opening window of reads [0], writes [1]; -1: none */
     int started;     /* the first call came (the opening window starts there) */
     const char *off; /* why every call now goes to the library (the engine could not be set up), or NULL */
     int *node_of, *spread;
@@ -312,25 +312,47 @@ static int on_local_fs(const char *path)
     return 0;
 }
 
-/* Away from a local file system independent is the library's collective call: with passthrough also a candidate,
- * examining both would measure one thing twice. */
-static void drop_duplicate_candidate(iotame_coll_file_t *f)
+/* The candidates on the file's file system: away from a local one independent is the library's collective call, and
+ * with passthrough also a candidate, examining both would measure one thing twice. */
+static int candidates_on(const iotame_coll_file_t *f, int local_fs, int *cand)
 {
     int ind = iotame_strategy_find("independent"), pt = iotame_strategy_find("passthrough"), has_pt = 0, k = 0;
     for (int i = 0; i < f->ncand; i++) has_pt |= f->cand[i] == pt;
-    if (f->env.local_fs || !has_pt) return;
     for (int i = 0; i < f->ncand; i++)
-        if (f->cand[i] != ind) f->cand[k++] = f->cand[i];
-    f->ncand = k;
+        if (local_fs || !has_pt || f->cand[i] != ind) cand[k++] = f->cand[i];
+    return k;
 }
 
-/* The knowledge file, read by rank 0 and broadcast over comm in pieces of a fixed size: a rank that cannot
- * allocate the text still takes part in every broadcast (it then knows nothing; the agreement at open and the
- * selector's digest keep the ranks deciding alike). NULL when there is none yet (it is written at close);
- * *broken on rank 0 when the file is there but cannot be used (it is then left as it is). */
-static json_t *load_knowledge(const char *path, MPI_Comm comm, int rank, int *broken)
+static iotame_select_conf_t select_conf(const iotame_coll_file_t *f, const int *cand, int ncand)
 {
-    enum { PIECE = 16384 };
+    return (iotame_select_conf_t){cand, ncand, f->exam_calls, f->threshold, f->trace, f->budget};
+}
+
+/* The strategy of the opening window of each operation ([0] reads, [1] writes) as this rank sees it, on a local
+ * file system or not (the file system is agreed with it): a library strategy that every signature known of the
+ * operation would run, or, none known, the first candidate; else -1 (the first call is measured on its own).
+ * RATIONALE: a job that starts from the knowledge file then runs its winner without a collective of ours from the
+ * first call, as a job that knows nothing runs its first candidate (measured with 4 ranks on 2 cores: the first
+ * call measured on its own costs two collectives of 10 ms). */
+static void propose_opening(const iotame_coll_file_t *f, const json_t *knowledge, int local_fs, int opening[2])
+{
+    int cand[IOTAME_STRATEGY_MAX], ncand = candidates_on(f, local_fs, cand);
+    iotame_select_conf_t conf = select_conf(f, cand, ncand);
+    for (int w = 0; w < 2; w++) {
+        int s = f->strategy == AUTO && f->budget < 1 ? iotame_select_opening(f->sel, knowledge, &conf, w, f->env.nprocs)
+                                                     : -1;
+        opening[w] = s >= 0 && iotame_strategies[s]->native ? s : -1;
+    }
+}
+
+/* The knowledge file, read by rank 0 and broadcast over comm: its length heads the first piece, and the pieces are
+ * of a fixed size, so a file of up to 16 KiB costs one broadcast and every rank takes part in every broadcast even
+ * when it cannot allocate the text (it then knows nothing: the agreement at open makes every rank drop the
+ * knowledge). NULL when there is none yet (it is written at close); *broken on rank 0 when the file is there but
+ * cannot be used (it is then left as it is); *exists when rank 0 could read a file. */
+static json_t *load_knowledge(const char *path, MPI_Comm comm, int rank, int *broken, int *exists)
+{
+    enum { PIECE = 16384, HEAD = sizeof(long long) };
     char *text = NULL, piece[PIECE];
     long long n = -1;
     FILE *in = rank == 0 ? fopen(path, "rb") : NULL;
@@ -347,15 +369,23 @@ static json_t *load_knowledge(const char *path, MPI_Comm comm, int rank, int *br
         n = got == 0 && text ? (long long)len : -1;
         *broken = n < 0;
     }
-    PMPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm);
-    if (rank != 0 && n >= 0) text = malloc((size_t)n + 1);
-    for (long long at = 0; at < n; at += PIECE) {
+    const long long first = PIECE - HEAD; /* the text's bytes in the first piece */
+    if (rank == 0) {
+        memcpy(piece, &n, HEAD);
+        if (n > 0) memcpy(piece + HEAD, text, (size_t)(n < first ? n : first));
+    }
+    PMPI_Bcast(piece, PIECE, MPI_BYTE, 0, comm);
+    memcpy(&n, piece, HEAD);
+    if (rank != 0 && n >= 0 && (text = malloc((size_t)n + 1)))
+        memcpy(text, piece + HEAD, (size_t)(n < first ? n : first));
+    for (long long at = first; at < n; at += PIECE) {
         int len = (int)(n - at < PIECE ? n - at : PIECE);
-        PMPI_Bcast(rank == 0 ? text + at : piece, len, MPI_CHAR, 0, comm);
+        PMPI_Bcast(rank == 0 ? text + at : piece, len, MPI_BYTE, 0, comm);
         if (rank != 0 && text) memcpy(text + at, piece, (size_t)len);
     }
     json_t *knowledge = n >= 0 && text ? iotame_knowledge_parse(text, (size_t)n) : NULL;
     free(text);
+    *exists = n >= 0;
     if (rank == 0 && n >= 0 && !knowledge) *broken = 1;
     if (rank == 0 && *broken)
         iotame_log_warn("knowledge file %s cannot be read or is not a knowledge file (expected {\"version\": 1, "
@@ -438,39 +468,52 @@ static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int s
     return f;
 }
 
-/* RATIONALE: every collective of ours costs about 6 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
- * MPI_Allreduce 5.7 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the open agrees on everything in one
- * reduction on the application's communicator, inside its collective open (where the library's open does its own
- * collectives on it too): whether every rank could set the handle up, rank 0's file system type, and which
- * operations a selector or the knowledge file knows. A rank that cannot route says so there, and then no rank
- * routes the handle: ranks never take different paths. A fixed library strategy (independent) needs nothing more:
- * no communicator of ours and no collective of ours at all. The others duplicate the communicator for their calls'
- * collectives; nodes, hints and the shadow handle wait until an engine strategy is chosen (open_engine). */
+/* RATIONALE: every collective of ours costs about 10 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
+ * MPI_Allreduce 5.7 to 10 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the open agrees on everything in
+ * one reduction on the application's communicator, inside its collective open (where the library's open does its
+ * own collectives on it too): whether every rank could set the handle up, rank 0's file system type, whether every
+ * rank holds the knowledge, and the opening windows. A rank that cannot route says so there, and then no rank routes
+ * the handle: ranks never take different paths. A fixed library strategy (independent) needs nothing more: no
+ * communicator of ours and no collective of ours at all. The others duplicate the communicator for their calls'
+ * collectives, without blocking, so that the duplicate completes during the reduction (measured with 4 ranks:
+ * 10.5 ms for both, 22 ms one after the other); nodes, hints and the shadow handle wait until an engine strategy is
+ * chosen (open_engine). */
 void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
                             const iotame_file_config_t *fc)
 {
     const int strategy = strategy_of(fc);
     if (strategy == 0 || strategy < AUTO) return; /* the library's own collective I/O: nothing to track */
     const int fixed = strategy != AUTO && iotame_strategies[strategy]->native;
-    int rank, nprocs, broken = 0;
+    int rank, broken = 0, exists = 0;
     PMPI_Comm_rank(comm, &rank);
-    PMPI_Comm_size(comm, &nprocs);
     MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
-    int ok = fixed || PMPI_Comm_dup(comm, &own) == MPI_SUCCESS;
+    MPI_Request dup = MPI_REQUEST_NULL;
+    int ok = fixed || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
     const char *k = json_string_value(setting(fc, "knowledge"));
-    json_t *knowledge = !fixed && k && *k ? load_knowledge(k, comm, rank, &broken) : NULL;
+    json_t *knowledge = !fixed && k && *k ? load_knowledge(k, comm, rank, &broken, &exists) : NULL;
     iotame_coll_file_t *f = ok && fs ? new_file(fh, comm, amode, strategy, fixed, fs, fc) : NULL;
     if (f && add_file(f) != 0) {
         free_file(f);
         f = NULL;
     }
-    const int sel = f && f->sel;
-    int mine[4] = {!f, rank == 0 && f && on_local_fs(f->path), sel && iotame_select_knows(f->sel, knowledge, 0, nprocs),
-                   sel && iotame_select_knows(f->sel, knowledge, 1, nprocs)}, all[4];
+    /* the opening windows on a local file system [0..3] and elsewhere [4..7], each as (max, -min) over the ranks */
+    enum { FAILED, LOCAL, HAS, HAS_NOT, OPENING, FIELDS = OPENING + 8 };
+    int mine[FIELDS] = {!f, rank == 0 && f && on_local_fs(f->path), exists && knowledge, exists && !knowledge}, all[FIELDS];
+    for (int away = 0; away < 2; away++) {
+        int p[2] = {-1, -1};
+        if (f && f->sel) propose_opening(f, knowledge, !away, p);
+        for (int w = 0; w < 2; w++) {
+            mine[OPENING + 4 * away + 2 * w] = p[w];
+            mine[OPENING + 4 * away + 2 * w + 1] = -p[w];
+        }
+    }
     uint64_t t0 = iotame_monotonic_ns();
-    PMPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, comm);
+    PMPI_Allreduce(mine, all, FIELDS, MPI_INT, MPI_MAX, comm);
     const int64_t cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
-    if (all[0]) {
+    /* RATIONALE: the duplicate's context id is agreed over the ranks by the library (MPICH, Open MPI), so a
+     * duplicate that started on every rank completes, or fails, on every rank alike. */
+    if (dup != MPI_REQUEST_NULL && PMPI_Wait(&dup, MPI_STATUS_IGNORE) != MPI_SUCCESS) own = MPI_COMM_NULL;
+    if (all[FAILED] || (!fixed && own == MPI_COMM_NULL)) {
         if (f) {
             remove_file(f);
             free_file(f);
@@ -481,13 +524,18 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         return;
     }
     f->env.comm = own;
-    f->env.local_fs = all[1];
+    f->env.local_fs = all[LOCAL];
     f->cost_ns = cost_ns; /* what a collective of ours costs, until a gather costs less */
-    f->knows[0] = all[2];
-    f->knows[1] = all[3];
+    const int *open = all + OPENING + 4 * !f->env.local_fs;
+    for (int w = 0; w < 2; w++) f->opening[w] = open[2 * w] == -open[2 * w + 1] ? open[2 * w] : -1;
+    if (all[HAS] && all[HAS_NOT]) { /* some rank has no copy of the knowledge: no rank uses it */
+        json_decref(knowledge);
+        knowledge = NULL;
+        if (rank == 0) iotame_log_warn("knowledge file %s: a rank could not hold it (out of memory): not used\n", k);
+    }
     f->knowledge = knowledge;
     f->knowledge_broken = broken;
-    if (!fixed) drop_duplicate_candidate(f);
+    f->ncand = candidates_on(f, f->env.local_fs, f->cand);
 }
 
 /* What our own strategies need, set up when the first of them is chosen (every rank chooses alike): the nodes, the
@@ -622,7 +670,7 @@ static void steady_row(const iotame_coll_file_t *f, int64_t nbytes, int64_t row[
 
 static iotame_sel_entry_t *entry_of(iotame_coll_file_t *f, const iotame_sig_t *sig)
 {
-    iotame_select_conf_t conf = {f->cand, f->ncand, f->exam_calls, f->threshold, f->trace, f->budget};
+    iotame_select_conf_t conf = select_conf(f, f->cand, f->ncand);
     return iotame_select_entry(f->sel, sig, &conf, f->knowledge);
 }
 
@@ -742,8 +790,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (!write && (f->amode & MPI_MODE_WRONLY)) return pass(f, a, "read from a file opened write-only");
     if (!f->started) { /* the opening window, when nothing is known of the operation (agreed at open) */
         f->started = 1;
-        if (f->strategy == AUTO && f->budget < 1 && iotame_strategies[f->cand[0]]->native && !f->knows[write])
-            start_window(f, NULL, f->cand[0], write, 1);
+        if (f->opening[write] >= 0) start_window(f, NULL, f->opening[write], write, 1);
     }
     if (f->hints_stale && f->env.shadow != MPI_FILE_NULL) read_hints(f);
     int mpi_error;

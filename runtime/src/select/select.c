@@ -215,16 +215,29 @@ static int known_winner(const json_t *item, const iotame_select_conf_t *conf)
     return -1;
 }
 
-int iotame_select_knows(const iotame_selector_t *s, const json_t *knowledge, int write, int64_t nprocs)
+int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
+                          int write, int64_t nprocs)
 {
+    int agreed = -2; /* -2: no signature known yet */
     for (const iotame_sel_entry_t *e = s->entries; e; e = e->next)
-        if (e->sig.write == write && e->sig.nprocs == nprocs) return 1;
+        if (e->sig.write == write && e->sig.nprocs == nprocs) {
+            int c = iotame_select_choose(e);
+            if (agreed != -2 && agreed != c) return -1;
+            agreed = c;
+        }
     size_t i;
     json_t *item;
     iotame_sig_t k;
-    json_array_foreach(json_object_get(knowledge, "entries"), i, item)
-        if (knowledge_sig(item, &k) && k.write == write && k.nprocs == nprocs) return 1;
-    return 0;
+    json_array_foreach(json_object_get(knowledge, "entries"), i, item) {
+        if (!knowledge_sig(item, &k) || k.write != write || k.nprocs != nprocs) continue;
+        const iotame_sel_entry_t *e = s->entries;
+        while (e && !same_sig(&e->sig, &k)) e = e->next;
+        if (e) continue; /* the selector's entry stands for it */
+        int w = known_winner(item, conf), c = w >= 0 ? w : conf->candidates[0]; /* undecided: its first candidate */
+        if (agreed != -2 && agreed != c) return -1;
+        agreed = c;
+    }
+    return agreed == -2 ? conf->candidates[0] : agreed;
 }
 
 static void finish_examination(iotame_sel_entry_t *e);
@@ -377,8 +390,8 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
         json_array_append_new(t, json_pack("[s,f]", sname(strategy), round(mbs * 10) / 10));
     }
     e->spent += call_seconds(e, mbs);
-    if (e->state == EXAMINING && e->calls == 1 && !e->decided) {
-        /* the signature's first call: served, not measured (warm-up) */
+    if (e->calls == 1) {
+        /* the signature's first call: served, not measured (warm-up; a winner from the knowledge file too) */
     } else if (e->state == EXAMINING && e->waiting) {
         /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
          * examination's means (the router may measure such calls differently: steady windows) */

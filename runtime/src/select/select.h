@@ -40,9 +40,11 @@ uint64_t iotame_select_digest(const iotame_selector_t *s);
 void iotame_select_reset(iotame_selector_t *s);
 /* Counts the resets: an entry held across calls is valid only while the generation it was taken in lasts. */
 uint64_t iotame_select_generation(const iotame_selector_t *s);
-/* Whether the selector, or the knowledge (a parsed knowledge file, or NULL), has a signature of this operation and
- * process count. */
-int iotame_select_knows(const iotame_selector_t *s, const json_t *knowledge, int write, int64_t nprocs);
+/* The strategy (registry index) the next calls of this operation and process count will run, whatever their
+ * signature: the one every signature the selector or the knowledge (a parsed knowledge file, or NULL) knows of them
+ * would run next, the first candidate when none is known; -1 when known signatures would run different ones. */
+int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
+                          int write, int64_t nprocs);
 
 /* The entry of a signature: created on first sight, from the knowledge (a parsed knowledge file, or NULL) when it
  * knows the signature. NULL on ENOMEM. */
