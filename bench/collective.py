@@ -343,6 +343,23 @@ def ratio_interval(a, b, seed=1, draws=2000, level=0.90):
     return r, rs[int((1 - level) / 2 * draws)], rs[int((1 + level) / 2 * draws) - 1]
 
 
+def baseline_table(runs):
+    """Every configuration run with the current library and the --baseline one: the ratio of medians current /
+    baseline, its 90 % paired bootstrap interval, per row and operation."""
+    pairs = [c for c in config_names(runs) if c + BASELINE in config_names(runs)]
+    out = ["| ranks | case | op | " + " | ".join(f"{c} / {c}{BASELINE}" for c in pairs) + " |",
+           "| ---: | --- | --- |" + " ---: |" * len(pairs)]
+    for ranks, case in rows(runs):
+        for op in ("write", "read"):
+            cells = []
+            for c in pairs:
+                r, lo, hi = ratio_interval(by_repeat(runs, ranks, case, op, c),
+                                           by_repeat(runs, ranks, case, op, c + BASELINE))
+                cells.append(f"{r:.2f} [{lo:.2f}-{hi:.2f}]")
+            out.append(f"| {ranks} | {case} | {op} | " + " | ".join(cells) + " |")
+    return "\n".join(out) if pairs else ""
+
+
 def target_table(runs, auto="auto"):
     """The issue's targets, row by row: auto against the best single strategy and ROMIO's best hint (>= 0.95), the
     default (>= 0.9; >= 2 on noncontig chunks of 256 bytes or less). A cell is the ratio of medians, its 90 % paired
@@ -552,6 +569,10 @@ def report(data):
                           f"chunks of 256 bytes or less): {n['met']} of {sum(n.values())} met; {n['missed']} missed "
                           f"beyond this machine's noise (**: the whole interval below the target), {n['noise']} "
                           f"missed within it (~: the interval reaches the target).\n", table, ""]
+        if meta.get("baseline"):
+            lines += [f"Against the baseline library ({meta['baseline']['path']}, sha256 "
+                      f"{meta['baseline']['sha256'][:12]}), side by side in the same rounds:", "",
+                      baseline_table(runs), ""]
         lines += ["What `auto` decided (winners per signature over the repeats, from the statistics):", "",
                   selector_summary(runs), "", "Ranges:", "", range_table(runs), ""]
         reasons = Counter()
@@ -592,22 +613,29 @@ def traces(runs, config):
     return "\n".join(out)
 
 
+BASELINE = "@baseline"  # a configuration run with the --baseline library: "auto@baseline"
+
+
+def base_name(name):
+    return name.removesuffix(BASELINE)
+
+
 def config_writer(tmp):
     """config_file(name, nprocs, traced=False) -> the path of that configuration for a job of nprocs ranks (None for
     no preload), written on first use."""
     made = {}
 
     def config_file(name, nprocs, traced=False):
-        if CONFIGS[name] is None:
+        if CONFIGS[base_name(name)] is None:
             return None
         key = (name, nprocs, traced)
         if key not in made:
-            section = json.loads(json.dumps(CONFIGS[name]))
+            section = json.loads(json.dumps(CONFIGS[base_name(name)]))
             coll = section.get("collective", {})
             if coll.get("virtual_node_size") == "VNODE":
                 coll["virtual_node_size"] = max(1, nprocs // 2)
             if coll.get("knowledge") == "KNOWLEDGE":
-                coll["knowledge"] = str(tmp / "knowledge.json")
+                coll["knowledge"] = str(tmp / f"knowledge-{name}.json")  # one per library
             if traced and coll.get("strategy") == "auto":
                 coll["trace"] = TRACE
             hints = section.get("mpiio_hints", {})
@@ -636,6 +664,9 @@ def main():
     ap.add_argument("--json", help="also write every run to this file")
     ap.add_argument("--out", help="also write the markdown tables to this file")
     ap.add_argument("--table", help="print the tables of an earlier --json file, run nothing")
+    ap.add_argument("--baseline", help="another libiotame.so (say, of the commit before a change): every "
+                    "configuration that preloads the library also runs with it, named NAME@baseline, in the same "
+                    "rounds, so a change is measured side by side")
     args = ap.parse_args()
     if args.table:
         text = report(json.loads(Path(args.table).read_text()))
@@ -655,10 +686,15 @@ def main():
         (r, c) for r in ranks for c in (explicit or (FOUR_RANK_CASES if r >= 4 else CASE_NAMES))]
     names = [c.strip() for c in args.configs.split(",") if c.strip()]
     dnames = [] if args.no_dynamic else [c.strip() for c in args.dynamic_configs.split(",") if c.strip()]
+    baseline = Path(args.baseline) if args.baseline else None
+    if baseline and not baseline.is_file():
+        ap.error(f"--baseline {baseline}: no such file (expected a libiotame.so)")
     for lst in (names, dnames):
         for c in lst:
             if c not in CONFIGS:
                 ap.error(f"unknown configuration {c}")
+        if baseline:
+            lst[:] = [x for c in lst for x in ([c, c + BASELINE] if CONFIGS[c] is not None else [c])]
         if lst and "default" not in lst:
             lst.insert(0, "default")  # the reference of every ratio
     for f in (KERNEL, LIB):
@@ -680,6 +716,10 @@ def main():
         tmp = Path(tmp)
         lib = tmp / "libiotame.so"
         shutil.copy2(LIB, lib)
+        libs = {False: lib, True: tmp / "libiotame-baseline.so"}
+        if baseline:
+            shutil.copy2(baseline, libs[True])
+            meta["baseline"] = {"path": str(baseline), "sha256": hashlib.sha256(libs[True].read_bytes()).hexdigest()}
         meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
         meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(LIB.stat().st_mtime))
         config_file = config_writer(tmp)
@@ -688,9 +728,9 @@ def main():
         print(f"libiotame.so {meta['lib_sha256'][:12]} (built {meta['lib_mtime']}), commit {meta.get('commit')}"
               f"{' with runtime/ modified' if meta.get('runtime_dirty') else ''}; {len(rowlist)} rows x "
               f"{len(names)} configurations x {args.repeat} repeats", flush=True)
-        if "auto_kb" in names:           # the untimed run that writes the knowledge auto_kb starts from
-            for r, case in rowlist:
-                kernel_trial(case, r, "auto_kb", args.small, tmp, lib, config_file)
+        for kb in ("auto_kb", "auto_kb" + BASELINE):  # the untimed run that writes the knowledge auto_kb starts from
+            for r, case in rowlist if kb in names else []:
+                kernel_trial(case, r, kb, args.small, tmp, libs[kb.endswith(BASELINE)], config_file)
         for rep in range(args.repeat):
             order = names[rep % len(names):] + names[:rep % len(names)]
             todo = [((r, c), n) for r, c in rowlist for n in order]
@@ -700,11 +740,11 @@ def main():
                 t0 = time.time()
                 try:
                     if case == "dynamic":
-                        x = dynamic_trial(name, spec, tmp, lib, config_file, program)
+                        x = dynamic_trial(name, spec, tmp, libs[name.endswith(BASELINE)], config_file, program)
                         line = ("write " + " ".join(f"{p['mbs']:7.1f}" for p in x["write_phases"]) +
                                 "  read " + " ".join(f"{p['mbs']:7.1f}" for p in x["read_phases"]))
                     else:
-                        x = kernel_trial(case, r, name, args.small, tmp, lib, config_file)
+                        x = kernel_trial(case, r, name, args.small, tmp, libs[name.endswith(BASELINE)], config_file)
                         line = f"write {x['write_mbs']:8.1f} MB/s  read {x['read_mbs']:8.1f} MB/s"
                     if name.startswith("auto"):
                         wins = [f"{d['signature']['op']}:{d['strategy']}" + (f"(re-exam {d['reexaminations']})" if d['reexaminations'] else "")

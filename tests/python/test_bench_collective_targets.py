@@ -53,3 +53,16 @@ def test_targets_tell_a_miss_beyond_the_noise_from_one_within_it(bench):
     assert "2.33 [" in write                                        # 2 x default on 64-byte chunks: met
     assert "~" in read.split("|")[4] and "**" not in read
     assert counts["met"] + counts["missed"] + counts["noise"] == 6 and counts["missed"] == 2
+
+
+def test_a_baseline_library_is_compared_configuration_by_configuration(bench):
+    """--baseline: each configuration against its run with the other library, in the same repeats; configurations
+    without a baseline run (default: no preload) get no column."""
+    runs = (trials("default", [300] * 4, [500] * 4)
+            + trials("auto", [600, 660, 540, 600], [1000] * 4)
+            + trials("auto@baseline", [300, 330, 270, 300], [1000] * 4))
+    table = bench.baseline_table(runs).splitlines()
+    assert table[0] == "| ranks | case | op | auto / auto@baseline |"
+    assert table[2:] == ["| 2 | noncontig-64B | write | 2.00 [2.00-2.00] |",
+                         "| 2 | noncontig-64B | read | 1.00 [1.00-1.00] |"]
+    assert bench.baseline_table(trials("auto", [1] * 3, [1] * 3)) == ""
