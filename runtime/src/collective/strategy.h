@@ -39,6 +39,8 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
                             const iotame_file_config_t *fc);
 /* Before MPI_File_close (collective): closes the shadow handles and forgets the handle. */
 void iotame_collective_close(MPI_File fh);
+/* At MPI_Finalize (collective): finishes the gathers that handles, closed or not, left posted. */
+void iotame_collective_finalize(void);
 /* After a successful MPI_File_set_view / set_atomicity / set_info / sync of a handle. */
 void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                                 const char *datarep);

@@ -1,5 +1,6 @@
 /* Wrappers of MPI_Init, MPI_Init_thread and MPI_Finalize: the runtime's life cycle. MPICH's Fortran
  * bindings call these C entry points, so Fortran applications are covered too. */
+#include "collective/strategy.h"
 #include "intercept.h"
 
 static void start(void)
@@ -28,6 +29,7 @@ IOTAME_WRAPPER int MPI_Init_thread(int *argc, char ***argv, int required, int *p
 
 IOTAME_WRAPPER int MPI_Finalize(void)
 {
+    iotame_collective_finalize(); /* before the statistics are merged */
     iotame_core_finalize();
     return PMPI_Finalize();
 }
