@@ -250,6 +250,26 @@ def test_a_short_job_leaves_its_budget_to_the_next_run(job):
         assert e["examination"]["spent"] > spent[e["signature"]["op"]]
 
 
+@pytest.mark.parametrize("spent", [0.0, 1e6])
+def test_an_undecided_signature_is_examined_when_its_credit_affords_it(job, spent):
+    """A knowledge entry not decided yet: without the credit for another candidate the first one serves the calls
+    in windows (no call measured on its own); with it, the run examines the others call by call."""
+    knowledge = job.tmp / "knowledge.json"
+    run_kernel(job, 2, "matrix", MATRIX_LONG,
+               collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0))
+    saved = json.loads(knowledge.read_text())
+    for e in saved["entries"]:
+        assert e["strategy"] is None and e["throughputs"]["independent"] > 0
+        e["examination"] = {"spent": spent, "debt": 0.0}
+    knowledge.write_text(json.dumps(saved))
+    f = run_kernel(job, 2, "matrix", MATRIX_LONG,
+                   collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge)))
+    if spent == 0:
+        assert served(f) == {"independent": 32} and f["steady_calls"] == 32
+    else:
+        assert len(served(f)) > 1 and all(d["examination_calls"] > 3 for d in f["decisions"]), f["decisions"]
+
+
 def test_a_broken_knowledge_file_is_reported_and_kept(job):
     knowledge = job.tmp / "knowledge.json"
     knowledge.write_text("{not json")

@@ -215,14 +215,26 @@ static int known_winner(const json_t *item, const iotame_select_conf_t *conf)
     return -1;
 }
 
+/* Whether a signature not decided yet (a knowledge entry) has the credit to examine another candidate than its
+ * first in this run: the credit carried over against GATE calls at the first candidate's throughput of the earlier
+ * run. RATIONALE: that throughput only tells what a call may cost; it is not a mean the examination compares. */
+static int affordable(const json_t *item, const iotame_select_conf_t *conf, const iotame_sig_t *k)
+{
+    const json_t *x = json_object_get(item, "examination");
+    double credit = conf->budget * json_number_value(json_object_get(x, "spent")) -
+                    json_number_value(json_object_get(x, "debt"));
+    double mbs = json_number_value(json_object_get(json_object_get(item, "throughputs"), sname(conf->candidates[0])));
+    return conf->budget >= 1 || (mbs > 0 && credit >= GATE * (double)k->bytes / (mbs * 1e6));
+}
+
 int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
                           int write, int64_t nprocs)
 {
     int agreed = -2; /* -2: no signature known yet */
     for (const iotame_sel_entry_t *e = s->entries; e; e = e->next)
         if (e->sig.write == write && e->sig.nprocs == nprocs) {
-            int c = iotame_select_choose(e);
-            if (agreed != -2 && agreed != c) return -1;
+            int c = iotame_select_settled(e) ? iotame_select_choose(e) : -1; /* an examination runs call by call */
+            if (c < 0 || (agreed != -2 && agreed != c)) return -1;
             agreed = c;
         }
     size_t i;
@@ -233,8 +245,10 @@ int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, c
         const iotame_sel_entry_t *e = s->entries;
         while (e && !same_sig(&e->sig, &k)) e = e->next;
         if (e) continue; /* the selector's entry stands for it */
-        int w = known_winner(item, conf), c = w >= 0 ? w : conf->candidates[0]; /* undecided: its first candidate */
-        if (agreed != -2 && agreed != c) return -1;
+        int w = known_winner(item, conf);
+        /* undecided: its first candidate serves, unless this run can afford to examine the others (call by call) */
+        int c = w >= 0 ? w : affordable(item, conf, &k) ? -1 : conf->candidates[0];
+        if (c < 0 || (agreed != -2 && agreed != c)) return -1;
         agreed = c;
     }
     return agreed == -2 ? conf->candidates[0] : agreed;

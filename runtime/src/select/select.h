@@ -42,7 +42,8 @@ void iotame_select_reset(iotame_selector_t *s);
 uint64_t iotame_select_generation(const iotame_selector_t *s);
 /* The strategy (registry index) the next calls of this operation and process count will run, whatever their
  * signature: the one every signature the selector or the knowledge (a parsed knowledge file, or NULL) knows of them
- * would run next, the first candidate when none is known; -1 when known signatures would run different ones. */
+ * would run next, the first candidate when none is known; -1 when known signatures would run different ones, or
+ * one would be examined call by call (an examination under way, or one the knowledge's credit affords now). */
 int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
                           int write, int64_t nprocs);
 
