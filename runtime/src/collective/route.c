@@ -517,7 +517,8 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     PMPI_Allreduce(mine, all, FIELDS, MPI_INT, MPI_MAX, comm);
     const int64_t cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
     /* RATIONALE: the duplicate's context id is agreed over the ranks by the library (MPICH, Open MPI), so a
-     * duplicate that started on every rank completes, or fails, on every rank alike. */
+     * duplicate that started on every rank completes, or fails, on every rank alike. (One that cannot start on a
+     * rank leaves the others waiting, as a blocking duplicate would: a nonblocking collective cannot be cancelled.) */
     if (dup != MPI_REQUEST_NULL && PMPI_Wait(&dup, MPI_STATUS_IGNORE) != MPI_SUCCESS) own = MPI_COMM_NULL;
     if (all[FAILED] || (!fixed && own == MPI_COMM_NULL)) {
         if (f) {
@@ -526,7 +527,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         }
         json_decref(knowledge);
         if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
-        if (fs) iotame_stats_passthrough(fs, "a rank could not set up collective routing (out of memory)");
+        if (fs) iotame_stats_passthrough(fs, "a rank could not set up collective routing (out of memory, or no communicator)");
         return;
     }
     f->env.comm = own;
