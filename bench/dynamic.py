@@ -25,7 +25,7 @@ Calls are assigned to phases before/during/after by that time and the load's act
 per phase, the median over all calls of all repeats of the per-call MB/s, and the phase's wall-clock rate (bytes
 the file grew over the phase's seconds, median over the repeats); for auto, the examinations visible in the trace
 that start in each phase and the strategies that served runs of more than exam_calls + 1 calls. The PNG: the
-calls of the first auto run, coloured by strategy, the load window shaded, the fixed strategies' per-phase medians
+calls of the first auto run (--plot-run N: the Nth), coloured by strategy, the load window shaded, the fixed strategies' per-phase medians
 as lines.
 
 Usage: bench/dynamic.py [--repeat 3] [--load cpu] [--load-start 12] [--load-stop 26] [--iterations 1600]
@@ -311,7 +311,7 @@ def report(data):
     return "\n".join(lines)
 
 
-def plot(data, png):
+def plot(data, png, which=1):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -320,7 +320,7 @@ def plot(data, png):
     autos = [x for x in runs if x["config"] == "auto"]
     if not autos:
         return
-    a = autos[0]
+    a = autos[min(which, len(autos)) - 1]
     fig, ax = plt.subplots(figsize=(10, 5.2), dpi=100)
     if a["load_on"] is not None:
         ax.axvspan(a["load_on"], a["load_off"], color="0.85", zorder=0)
@@ -344,7 +344,7 @@ def plot(data, png):
     ax.set_ylabel("MB/s of the call")
     m = data["meta"]
     ax.set_title(f"Matrix write, 2 ranks, {m['per_call'] / 1048576:.0f} MiB per call; load '{m['load']}' "
-                 f"(shaded) — auto, first run; dashed: each strategy alone, median per phase", fontsize=10)
+                 f"(shaded) — auto, run {autos.index(a) + 1}; dashed: each strategy alone, median per phase", fontsize=10)
     handles = [Line2D([], [], marker="o", linestyle="", color=COLORS[s], label=f"{s}") for s in STRATEGIES
                if any(st == s for st, _ in a["trace"]) or any(x["config"] == s for x in runs)]
     ax.legend(handles=handles, loc="lower left", fontsize=8, ncol=3,
@@ -370,6 +370,7 @@ def main():
     ap.add_argument("--json", help="also write every run to this file")
     ap.add_argument("--out", help="also write the markdown tables to this file")
     ap.add_argument("--png", help="draw the plot to this file")
+    ap.add_argument("--plot-run", type=int, default=1, help="which auto run the plot draws (default the first)")
     ap.add_argument("--table", help="the tables (and --png) of an earlier --json file, run nothing")
     args = ap.parse_args()
     if args.table:
@@ -421,7 +422,7 @@ def main():
     if args.out:
         Path(args.out).write_text(text + "\n")
     if args.png:
-        plot(data, args.png)
+        plot(data, args.png, args.plot_run)
     return 1 if any(x.get("failed") for x in data["runs"]) else 0
 
 
