@@ -90,6 +90,9 @@ struct iotame_coll_file {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static iotame_coll_file_t **files;
 static size_t nfiles, files_cap;
+/* closed handles whose last window's gather is still posted (finished at MPI_Finalize) */
+static iotame_coll_file_t **closed;
+static size_t nclosed, closed_cap;
 
 static iotame_coll_file_t *find(MPI_File fh)
 {
@@ -106,23 +109,25 @@ static iotame_coll_file_t *find(MPI_File fh)
 
 int iotame_collective_routed(MPI_File fh) { return find(fh) != NULL; }
 
+/* Appends f to a list of handles (the caller holds the lock); -ENOMEM when the list cannot grow. */
+static int push(iotame_coll_file_t ***list, size_t *n, size_t *cap, iotame_coll_file_t *f)
+{
+    if (*n == *cap) {
+        size_t grow = *cap ? 2 * *cap : 8;
+        iotame_coll_file_t **grown = realloc(*list, grow * sizeof *grown);
+        if (!grown) return -ENOMEM;
+        *list = grown;
+        *cap = grow;
+    }
+    (*list)[(*n)++] = f;
+    return 0;
+}
+
 static int add_file(iotame_coll_file_t *f)
 {
-    int rc = 0;
     if (iotame__threaded) pthread_mutex_lock(&lock);
-    if (nfiles == files_cap) {
-        size_t cap = files_cap ? 2 * files_cap : 8;
-        iotame_coll_file_t **grown = realloc(files, cap * sizeof *grown);
-        if (grown) {
-            files = grown;
-            files_cap = cap;
-        } else
-            rc = -ENOMEM;
-    }
-    if (!rc) {
-        files[nfiles++] = f;
-        __atomic_add_fetch(&iotame__collective_handles, 1, __ATOMIC_RELAXED);
-    }
+    int rc = push(&files, &nfiles, &files_cap, f);
+    if (!rc) __atomic_add_fetch(&iotame__collective_handles, 1, __ATOMIC_RELAXED);
     if (iotame__threaded) pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -504,7 +509,8 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     }
     /* the opening windows on a local file system [0..3] and elsewhere [4..7], each as (max, -min) over the ranks */
     enum { FAILED, LOCAL, HAS, HAS_NOT, OPENING, FIELDS = OPENING + 8 };
-    int mine[FIELDS] = {!f, rank == 0 && f && on_local_fs(f->path), exists && knowledge, exists && !knowledge}, all[FIELDS];
+    int mine[FIELDS] = {!f, rank == 0 && f && on_local_fs(f->path), exists && knowledge, exists && !knowledge};
+    int all[FIELDS];
     for (int away = 0; away < 2; away++) {
         int p[2] = {-1, -1};
         if (f && f->sel) propose_opening(f, knowledge, !away, p);
@@ -527,7 +533,8 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         }
         json_decref(knowledge);
         if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
-        if (fs) iotame_stats_passthrough(fs, "a rank could not set up collective routing (out of memory, or no communicator)");
+        const char *why = "a rank could not set up collective routing (out of memory, or no communicator)";
+        if (fs) iotame_stats_passthrough(fs, why);
         return;
     }
     f->env.comm = own;
@@ -649,7 +656,7 @@ static int grow_pack(iotame_coll_file_t *f, int64_t n)
     return 0;
 }
 
-enum { FLAG_CANNOT = 1, FLAG_NOMEM = 2 };
+enum { FLAG_CANNOT = 1 };
 
 /* ---- steady windows ----
  * RATIONALE: the signature of every call is reduced over the ranks (a collective), and a measured call ends in
@@ -995,10 +1002,6 @@ static void retire(iotame_coll_file_t *f)
     free_file(f);
 }
 
-/* Closed handles whose last window's gather is still posted (finished at MPI_Finalize). */
-static iotame_coll_file_t **closed;
-static size_t nclosed, closed_cap;
-
 /* RATIONALE: finishing the last window's gather at the close synchronized the ranks there: with 4 ranks on 2 cores
  * about 10 ms per handle, and a phase of 8 calls (the 4-rank rows of bench/collective.py) never ends its opening
  * window before the close. Posted at the close and finished at MPI_Finalize, where the ranks meet anyway, it costs
@@ -1014,19 +1017,14 @@ void iotame_collective_close(MPI_File fh)
         post_window(f, f->steady_calls - f->steady_left);
     }
     if (f->env.shadow != MPI_FILE_NULL) PMPI_File_close(&f->env.shadow);
-    int later = 0;
     if (f->pending) {
         if (iotame__threaded) pthread_mutex_lock(&lock);
-        iotame_coll_file_t **grown = nclosed < closed_cap ? closed : realloc(closed, (closed_cap = 2 * closed_cap + 8) * sizeof *grown);
-        if (grown) {
-            closed = grown;
-            closed[nclosed++] = f;
-            later = 1;
-        }
+        int kept = push(&closed, &nclosed, &closed_cap, f) == 0;
         if (iotame__threaded) pthread_mutex_unlock(&lock);
-        if (!later) finish_window(f); /* no memory to keep it: finished now */
+        if (kept) return;
+        finish_window(f); /* no memory to keep it: finished now */
     }
-    if (!later) retire(f);
+    retire(f);
 }
 
 void iotame_collective_finalize(void)

@@ -215,16 +215,21 @@ static int known_winner(const json_t *item, const iotame_select_conf_t *conf)
     return -1;
 }
 
+/* Whether the credit (budget x spent - debt, in seconds) pays for GATE calls of bytes at mbs. */
+static int affords(double budget, double spent, double debt, int64_t bytes, double mbs)
+{
+    return budget * spent - debt >= GATE * (double)bytes / (mbs * 1e6);
+}
+
 /* Whether a signature not decided yet (a knowledge entry) has the credit to examine another candidate than its
  * first in this run: the credit carried over against GATE calls at the first candidate's throughput of the earlier
  * run. RATIONALE: that throughput only tells what a call may cost; it is not a mean the examination compares. */
 static int affordable(const json_t *item, const iotame_select_conf_t *conf, const iotame_sig_t *k)
 {
     const json_t *x = json_object_get(item, "examination");
-    double credit = conf->budget * json_number_value(json_object_get(x, "spent")) -
-                    json_number_value(json_object_get(x, "debt"));
     double mbs = json_number_value(json_object_get(json_object_get(item, "throughputs"), sname(conf->candidates[0])));
-    return conf->budget >= 1 || (mbs > 0 && credit >= GATE * (double)k->bytes / (mbs * 1e6));
+    return conf->budget >= 1 || (mbs > 0 && affords(conf->budget, json_number_value(json_object_get(x, "spent")),
+                                                    json_number_value(json_object_get(x, "debt")), k->bytes, mbs));
 }
 
 int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
@@ -347,9 +352,10 @@ void iotame_select_rebase(iotame_sel_entry_t *e)
 }
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; }
 
-/* RATIONALE: with 4 ranks on 2 cores a gather takes about 6 ms against calls of 3 ms, and windows of 12 calls spent a
- * sixth of the I/O time in gathers (with 2 ranks a gather takes microseconds: the shortest window). The gather's
- * cost is the least time measured (a rank's time includes waiting for the others, and noise only adds). */
+/* RATIONALE: with 4 ranks on 2 cores a blocking gather took about 6 ms against calls of 3 ms, and windows of 12 calls
+ * spent a sixth of the I/O time in gathers. Posted gathers (collective/route.c) cost microseconds here, so windows
+ * stay at the shortest unless a machine's gathers cost more. The gather's cost is the least time measured (a rank's
+ * time includes waiting for the others, and noise only adds). */
 int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns)
 {
     if (call_ns <= 0 || budget >= 1) return shortest;
@@ -374,7 +380,7 @@ static void gate(iotame_sel_entry_t *e)
     if (e->state != EXAMINING || e->budget >= 1) return;
     int b = best(e);
     if (b < 0 || b == e->cand[e->cur] || mean(e, b) <= 0) return;
-    e->waiting = e->budget * e->spent - e->debt < GATE * call_seconds(e, mean(e, b));
+    e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b));
 }
 
 static void finish_examination(iotame_sel_entry_t *e)
