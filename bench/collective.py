@@ -55,6 +55,7 @@ from collections import Counter
 from pathlib import Path
 
 from iotame.bench import drop_caches as iotame_drop_caches
+from iotame.bench.memory import steady_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
@@ -557,7 +558,8 @@ def report(data):
     lines = [f"{meta.get('repeat')} repeats, interleaved; medians. libiotame.so sha256 {meta.get('lib_sha256', '?')[:12]} "
              f"(commit {meta.get('commit', '?')}{', runtime/ modified in the work tree' if meta.get('runtime_dirty') else ''}); "
              f"load average (1 min) at the trials' starts {min(loads):.1f} to {max(loads):.1f}, median {med(loads):.1f}; "
-             + ("reads after dropping the page cache." if cold else "READS FROM THE PAGE CACHE (not root)."), ""]
+             + ("reads after dropping the page cache" if cold else "READS FROM THE PAGE CACHE (not root)")
+             + (f"; {meta['memory']}." if meta.get("memory") else "."), ""]
     if any(x["case"] != "dynamic" for x in runs):
         lines += ["### Kernels", "", "Cases: " + "; ".join(f"{c} at {r} ranks: {case_spec(c, r, meta.get('small'))[3]}"
                                                          for r, c in rows(runs)) + ".", "", kernel_tables(runs)]
@@ -712,8 +714,10 @@ def main():
         pass
     runs = []
     t_start = time.time()
-    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-collective-") as tmp:
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-collective-") as tmp, steady_memory() as memory:
         tmp = Path(tmp)
+        meta["memory"] = memory
+        print(memory, flush=True)
         lib = tmp / "libiotame.so"
         shutil.copy2(LIB, lib)
         libs = {False: lib, True: tmp / "libiotame-baseline.so"}

@@ -47,6 +47,7 @@ from collections import Counter
 from pathlib import Path
 
 from iotame.bench import drop_caches as iotame_drop_caches
+from iotame.bench.memory import steady_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
@@ -275,7 +276,8 @@ def report(data):
              f"average (1 min) at the trials' starts {min(loads):.1f} to {max(loads):.1f}. Write phase "
              f"{min(x['write_seconds'] for x in runs):.0f} to {max(x['write_seconds'] for x in runs):.0f} s; the load "
              f"ran from {med([x['load_on'] for x in runs if x['load_on'] is not None]):.1f} to "
-             f"{med([x['load_off'] for x in runs if x['load_off'] is not None]):.1f} s (medians).", "",
+             f"{med([x['load_off'] for x in runs if x['load_off'] is not None]):.1f} s (medians)."
+             + (f" Memory: {meta['memory']}." if meta.get("memory") else ""), "",
              "MB/s per call (median over the calls of all repeats) / wall-clock MB/s of the phase (the file's growth, "
              "median over the repeats); calls in the phase (all repeats):", "",
              "| configuration | " + " | ".join(PHASES) + " | whole write phase (kernel) |",
@@ -393,8 +395,10 @@ def main():
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
         runs = []
-        with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-dynamic-") as tmp:
+        with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-dynamic-") as tmp, steady_memory() as memory:
             tmp = Path(tmp)
+            meta["memory"] = memory
+            print(memory, flush=True)
             lib = tmp / "libiotame.so"
             shutil.copy2(LIB, lib)
             meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
