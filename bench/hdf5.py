@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from iotame.bench import drop_caches as iotame_drop_caches
+from iotame.bench.memory import steady_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
@@ -109,8 +110,9 @@ def main():
         return 0
     sizes = SMALL if args.small else KERNELS
     runs, cold = [], True
-    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-hdf5-") as tmp:
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-hdf5-") as tmp, steady_memory() as memory:
         tmp = Path(tmp)
+        print(memory, flush=True)
         for name, hdf5 in CONFIGS.items():
             cfg = {"version": 1, "defaults": {"hdf5": hdf5}} if hdf5 else {"version": 1}
             (tmp / f"{name.replace(' ', '_')}.json").write_text(json.dumps(cfg))
@@ -132,7 +134,7 @@ def main():
                                  "bytes": next(p["bytes"] for p in w["phases"] if p["name"] == "write")})
                     print(f"round {r + 1} {kernel:9s} {name:12s} write {wmbs:8.1f} MB/s  read {rmbs:8.1f} MB/s"
                           f"{'  NOT APPLIED: ' + json.dumps(missed) if missed else ''}", flush=True)
-    print(f"\n{args.np} ranks, {args.runs} rounds, medians; reads {'after dropping the page cache' if cold else 'FROM THE PAGE CACHE (not root)'}")
+    print(f"\n{args.np} ranks, {args.runs} rounds, medians; reads {'after dropping the page cache' if cold else 'FROM THE PAGE CACHE (not root)'}; {memory}")
     print(table(runs, kernels))
     print("\nconfigurations (defaults.hdf5):")
     for name, hdf5 in CONFIGS.items():
