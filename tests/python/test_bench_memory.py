@@ -49,4 +49,3 @@ def test_an_unreadable_buddy_allocator_leaves_reporting_on(machine, tmp_path):
     with steady_memory(order, tmp_path / "no-buddyinfo", meminfo, touched.append) as note:
         assert "left on" in note
     assert order.read_text().strip() == "9" and touched == []
-

@@ -72,4 +72,3 @@ def steady_memory(order_path: Path = REPORTING_ORDER, buddyinfo: Path = BUDDYINF
     finally:
         with contextlib.suppress(OSError):
             order_path.write_text(before + "\n")
-
