@@ -353,3 +353,32 @@ def test_drop_caches_skip_write_runs_in_the_working_directory(long_kernel, fake_
     (run,) = run_bench(BenchSpec("noncontig", settings=[("skip-write", "1")], drop_caches=True, cwd=tmp_path))
     assert run.ok and run.caches_dropped is True
     assert long_kernel.cwd_log.read_text().split() == [str(tmp_path)]
+
+
+def test_bench_cli_steady_memory(fake_kernel, fake_lib, direct_launcher, capsys, monkeypatch, tmp_path):
+    """--steady-memory turns free page reporting off around the runs, touches the free memory once, puts the order
+    back, and says so (a stand-in sysfs: tests never change the machine)."""
+    import functools
+
+    from iotame.bench import memory
+    from iotame.commands import bench as bench_command
+    order, buddy, meminfo = tmp_path / "order", tmp_path / "buddyinfo", tmp_path / "meminfo"
+    order.write_text("9\n")
+    buddy.write_text("Node 0, zone   Normal    938   1490   1373   1807   1953   1562   1213    996    824    742   3791\n")
+    meminfo.write_text("MemFree:        4194304 kB\n")
+    touched, seen = [], []
+
+    def touch(n):
+        touched.append(n)
+        seen.append(order.read_text().strip())   # while the memory is touched and the runs go: reporting off
+
+    monkeypatch.setattr(bench_command, "steady_memory", functools.partial(memory.steady_memory, order, buddy, meminfo,
+                                                                          touch))
+    fake_kernel.plan(_steps((100, 200)))
+    assert main(["bench", "ior", "--steady-memory", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert touched == [(4 << 30) - (2 << 30)] and seen == ["11"] and order.read_text().strip() == "9"
+    assert data["memory"].startswith("free page reporting off")
+    fake_kernel.plan(_steps((100, 200)))
+    assert main(["bench", "ior", "--json"]) == 0                      # not asked: nothing touched
+    assert "memory" not in json.loads(capsys.readouterr().out) and len(touched) == 1

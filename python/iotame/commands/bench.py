@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from rich.table import Table
 
 from ..bench import (BenchSpec, bench_json, caches_dropped, get_kernel, load_fio, parse_set, parse_size,
                      parse_sweep, plan, plot_sweep, run_bench, run_fio, save_fio, summarize_phases)
+from ..bench.memory import steady_memory
 from ..config import load_config
 from ..errors import UsageError
 from ..render import console, fmt_mbs, phase_table
@@ -23,7 +25,7 @@ NAME = "bench"
 STDERR_TAIL = 20    # lines of a failed run's stderr shown
 DEFAULT_NP, DEFAULT_REPEAT = 2, 3
 FIO_SIZE, FIO_RUNTIME = "1g", 10
-KERNEL_ONLY = ("np", "set_", "sweep", "repeat", "config", "no_preload", "drop_caches", "timeout")
+KERNEL_ONLY = ("np", "set_", "sweep", "repeat", "config", "no_preload", "drop_caches", "steady_memory", "timeout")
 FIO_ONLY = ("dir", "size", "runtime")
 
 
@@ -51,6 +53,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-preload", action="store_true", help="run without the runtime (no statistics)")
     p.add_argument("--drop-caches", action="store_true",
                    help="run writes and reads as two jobs and drop the page cache in between (root)")
+    p.add_argument("--steady-memory", action="store_true",
+                   help="a virtual machine that reports free pages to its host: reporting off while the runs go, "
+                        "the free memory touched once, put back after (root; see docs/bench.md)")
     p.add_argument("--json", action="store_true", help="print every result as JSON")
     p.add_argument("--out", metavar="DIR", type=Path,
                    help="where results go (JSON lines, summary, statistics, plot; default "
@@ -139,12 +144,17 @@ def run_kernel_bench(args: argparse.Namespace) -> int:
         def warn(message):
             progress.console.print(f"iotame: bench: {message}", markup=False, soft_wrap=True)
 
-        runs = run_bench(spec, on_done=done, on_warning=warn, stem=stem)
+        with steady_memory() if args.steady_memory else contextlib.nullcontext(None) as memory:
+            if memory:
+                warn(memory)
+            runs = run_bench(spec, on_done=done, on_warning=warn, stem=stem)
     for r in runs:
         if not r.ok:
             _report_failure(r, total)
     rows = summarize_phases(runs)
     summary = bench_json(spec, runs)
+    if memory:
+        summary["memory"] = memory
     if args.json:
         print(json.dumps(summary, indent=1))
     elif rows:
