@@ -212,6 +212,22 @@ def test_knowledge_file_starts_the_next_run_with_the_winner(job):
     assert set(served(third)) <= set(winners.values()) | {d["strategy"] for d in third["decisions"]}
 
 
+def test_a_file_left_open_until_mpi_finalize_keeps_its_last_window_and_knowledge(job):
+    """HDF5 closes a file the application left open inside MPI_Finalize, after the runtime has stopped: the window
+    under way then and the knowledge are taken at MPI_Finalize (40 calls: windows of 12, 4 calls left over)."""
+    knowledge = job.tmp / "knowledge.json"
+    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge))
+    stats = job.tmp / "stats.json"
+    p = job.run(2, [TEST_PROGRAMS / "h5_left_open", job.tmp / "open.h5", 40], preload=True, config=config,
+                stats=stats, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    f = file_stats(stats, "open.h5")
+    (d,) = [d for d in f["decisions"] if d["signature"]["op"] == "write"]
+    assert d["calls"] == 40 and served(f) == {"independent": 40}   # every call, its first candidate
+    (e,) = json.loads(knowledge.read_text())["entries"]
+    assert e["signature"] == d["signature"]
+
+
 @pytest.mark.parametrize("winner", ["independent", "passthrough"])
 def test_a_known_library_winner_serves_from_the_first_call(job, winner):
     """When the knowledge file names a library strategy for every known signature of an operation, its calls run in

@@ -1002,6 +1002,15 @@ static void retire(iotame_coll_file_t *f)
     free_file(f);
 }
 
+/* A window under way is posted as far as it went (every rank made the same calls). */
+static void post_last_window(iotame_coll_file_t *f)
+{
+    if (f->steady_left > 0 && f->steady_left < f->steady_calls) {
+        if (f->pending) finish_window(f);
+        post_window(f, f->steady_calls - f->steady_left);
+    }
+}
+
 /* RATIONALE: finishing the last window's gather at the close synchronized the ranks there: with 4 ranks on 2 cores
  * about 10 ms per handle, and a phase of 8 calls (the 4-rank rows of bench/collective.py) never ends its opening
  * window before the close. Posted at the close and finished at MPI_Finalize, where the ranks meet anyway, it costs
@@ -1011,11 +1020,7 @@ void iotame_collective_close(MPI_File fh)
     iotame_coll_file_t *f = find(fh);
     if (!f) return;
     remove_file(f);
-    /* a window under way is measured as far as it went (every rank made the same calls) */
-    if (f->steady_left > 0 && f->steady_left < f->steady_calls) {
-        if (f->pending) finish_window(f);
-        post_window(f, f->steady_calls - f->steady_left);
-    }
+    post_last_window(f);
     if (f->env.shadow != MPI_FILE_NULL) PMPI_File_close(&f->env.shadow);
     if (f->pending) {
         if (iotame__threaded) pthread_mutex_lock(&lock);
@@ -1027,15 +1032,21 @@ void iotame_collective_close(MPI_File fh)
     retire(f);
 }
 
+/* RATIONALE: a handle still open here is closed inside MPI_Finalize (HDF5 closes its files there), after the runtime
+ * has stopped, so its close is never seen: its last window and its knowledge are taken now. Its shadow handle stays
+ * open: closing it is a blocking collective, and the ranks may hold their open handles in different orders. */
 void iotame_collective_finalize(void)
 {
-    for (size_t i = 0; i < nfiles; i++) /* handles left open (HDF5 closes its files inside MPI_Finalize) */
-        if (files[i]->pending) finish_window(files[i]);
-    for (size_t i = 0; i < nclosed; i++) { /* posted gathers all progress while any is waited for */
-        finish_window(closed[i]);
-        retire(closed[i]);
+    for (size_t i = 0; i < nfiles; i++) post_last_window(files[i]);
+    /* every gather is posted before any is waited for: they all progress meanwhile */
+    for (size_t i = 0; i < nclosed + nfiles; i++) {
+        iotame_coll_file_t *f = i < nclosed ? closed[i] : files[i - nclosed];
+        if (f->pending) finish_window(f);
+        retire(f);
     }
+    __atomic_sub_fetch(&iotame__collective_handles, nfiles, __ATOMIC_RELAXED);
     free(closed);
-    closed = NULL;
-    nclosed = closed_cap = 0;
+    free(files);
+    closed = files = NULL;
+    nclosed = closed_cap = nfiles = files_cap = 0;
 }
