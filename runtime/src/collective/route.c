@@ -68,7 +68,7 @@ struct iotame_coll_file {
     double own_seconds[IOTAME_STRATEGY_MAX];
     /* a steady window of strategy auto (steady_call): its strategy serves every call of the window; no entry in the
      * opening window (the handle's first calls, whose signature is learned at the window's end) */
-    int steady_left, steady_calls, steady_changed, steady_strategy, steady_write, steady_fresh, steady_opening;
+    int steady_left, steady_calls, steady_changed, steady_strategy, steady_write, steady_fresh, steady_kind;
     int64_t steady_measured, steady_unmeasured; /* windows ended, every rank alike */
     iotame_sel_entry_t *steady_entry;
     uint64_t steady_generation; /* the selector's, when the entry was taken */
@@ -79,7 +79,7 @@ struct iotame_coll_file {
     int64_t cost_ns;                    /* this rank's least time in a collective of ours */
     int64_t *window;                    /* nprocs x WINDOW_FIELDS, gathered at a window's end */
     /* the window that ended last, its rows gathered without waiting (post_window) until the next one ends */
-    int pending, pend_strategy, pend_write, pend_calls, pend_opening;
+    int pending, pend_strategy, pend_write, pend_calls, pend_kind;
     iotame_sel_entry_t *pend_entry;
     MPI_Request pend_req;
     int64_t pend_row[WINDOW_FIELDS], pend_ns;
@@ -657,6 +657,8 @@ static int grow_pack(iotame_coll_file_t *f, int64_t n)
 }
 
 enum { FLAG_CANNOT = 1 };
+/* A steady window monitors a settled choice, opens a handle, or examines a library candidate. */
+enum { WINDOW_MONITOR, WINDOW_OPENING, WINDOW_EXAM };
 
 /* ---- steady windows ----
  * RATIONALE: the signature of every call is reduced over the ranks (a collective), and a measured call ends in
@@ -688,16 +690,18 @@ static iotame_sel_entry_t *entry_of(iotame_coll_file_t *f, const iotame_sig_t *s
     return iotame_select_entry(f->sel, sig, &conf, f->knowledge);
 }
 
-/* A window of strategy s. entry NULL: the opening window (opening), or a window that goes on from it, whose entry
- * its gathered signature gives. fresh: the window's first call sets its shape (else the shape goes on). */
-static void start_window(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int s, int write, int fresh, int opening)
+/* A window of strategy s. entry NULL: the opening window, or a window that goes on from it, whose entry its
+ * gathered signature gives. fresh: the window's first call sets its shape (else the shape goes on). */
+static void start_window(iotame_coll_file_t *f, iotame_sel_entry_t *entry, int s, int write, int fresh, int kind)
 {
     f->steady_entry = entry;
     f->steady_strategy = s;
     f->steady_write = write;
-    f->steady_opening = opening;
+    f->steady_kind = kind;
     f->steady_generation = iotame_select_generation(f->sel);
-    f->steady_left = f->steady_calls = entry ? f->window_calls : STEADY_WINDOWS * f->exam_calls;
+    f->steady_left = f->steady_calls = kind == WINDOW_EXAM ? iotame_select_exam_left(entry)
+                                       : entry            ? f->window_calls
+                                                          : STEADY_WINDOWS * f->exam_calls;
     f->steady_changed = 0;
     f->steady_delta = INT64_MIN; /* the step between starts: set by the window's second call */
     f->steady_seconds = f->steady_warm = 0;
@@ -727,7 +731,7 @@ static void post_window(iotame_coll_file_t *f, int n)
     f->pend_entry = f->steady_entry;
     f->pend_strategy = f->steady_strategy;
     f->pend_write = f->steady_write;
-    f->pend_opening = f->steady_opening;
+    f->pend_kind = f->steady_kind;
     f->pend_calls = n;
     f->steady_left = 0;
     uint64_t t0 = iotame_monotonic_ns();
@@ -765,7 +769,7 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
         cost = x[W_COST_NS] < cost ? x[W_COST_NS] : cost;
     }
     iotame_sel_entry_t *en = f->pend_entry;
-    const int s = f->pend_strategy, opening = f->pend_opening;
+    const int s = f->pend_strategy, kind = f->pend_kind;
     int n = f->pend_calls;
     if (changed || (!en && gbytes <= 0)) {
         f->steady_unmeasured++;
@@ -776,7 +780,7 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
         iotame_sig_t sig = {f->pend_write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
         if (!(en = entry_of(f, &sig))) return NULL;
     }
-    if (opening) { /* the handle's first call is the warm-up */
+    if (kind == WINDOW_OPENING) { /* the handle's first call is the warm-up */
         if (iotame_select_choose(en) == s) iotame_select_update(f->sel, en, s, warm > 0 ? gbytes * 1e3 / warm : 0);
         n--;
         all -= warm;
@@ -785,11 +789,33 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
     if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
         f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n);
     double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
-    /* call by call, as long as the choice stands (an examination that starts is measured call by call; the
-     * opening window's calls are the first candidate's examination) */
-    for (int k = 0; k < n && iotame_select_choose(en) == s && (opening || iotame_select_settled(en)); k++)
+    /* call by call, as long as the choice stands (a monitoring window stops where an examination starts; the
+     * opening window's calls are the first candidate's examination); an examination window's every call, also
+     * those after its candidate stopped early */
+    for (int k = 0; k < n; k++) {
+        int stands = iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en));
+        if (!stands && kind != WINDOW_EXAM) break;
         iotame_select_update(f->sel, en, s, mbs);
+    }
     return en;
+}
+
+/* After the selector moved on: a window of the library strategy it chose next, if any (an examined library
+ * candidate's calls are a window of their own; a settled library choice is monitored in windows). Returns whether
+ * one started. fresh: as start_window. */
+static int next_window(iotame_coll_file_t *f, iotame_sel_entry_t *en, int write, int fresh)
+{
+    int s = iotame_select_choose(en);
+    if (!iotame_strategies[s]->native) return 0;
+    if (iotame_select_settled(en)) {
+        iotame_select_rebase(en); /* windows are measured otherwise than single calls */
+        start_window(f, en, s, write, fresh, WINDOW_MONITOR);
+    } else if (iotame_select_exam_left(en) > 0) {
+        start_window(f, en, s, write, fresh, WINDOW_EXAM);
+    } else {
+        return 0;
+    }
+    return 1;
 }
 
 /* The end of a steady window: the window before it is finished, this one posted, and the next one starts while
@@ -804,12 +830,16 @@ static void end_window(iotame_coll_file_t *f)
         stop = before == NULL; /* the calls changed shape */
         if (!en) en = before;  /* a window going on from the opening one: its signature's entry */
     }
-    const int s = f->steady_strategy, write = f->steady_write, opening = f->steady_opening;
+    const int s = f->steady_strategy, write = f->steady_write, kind = f->steady_kind;
     post_window(f, f->steady_calls);
-    if (!stop && (en ? iotame_select_settled(en) && iotame_select_choose(en) == s : opening))
-        start_window(f, en, s, write, 0, 0); /* the shape goes on */
-    else
-        finish_window(f); /* no gather stays posted while calls are examined one by one */
+    if (!stop && (en ? kind == WINDOW_MONITOR && iotame_select_settled(en) && iotame_select_choose(en) == s
+                     : kind == WINDOW_OPENING)) {
+        start_window(f, en, s, write, 0, WINDOW_MONITOR); /* the shape goes on */
+        return;
+    }
+    /* no gather stays posted while the selector decides on this window, or calls are examined one by one */
+    iotame_sel_entry_t *now = finish_window(f);
+    if (!stop && now) next_window(f, now, write, 0);
 }
 
 static int steady_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
@@ -850,12 +880,13 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (!write && (f->amode & MPI_MODE_WRONLY)) return pass(f, a, "read from a file opened write-only");
     if (!f->started) { /* the opening window, when nothing is known of the operation (agreed at open) */
         f->started = 1;
-        if (f->opening[write] >= 0) start_window(f, NULL, f->opening[write], write, 1, 1);
+        if (f->opening[write] >= 0) start_window(f, NULL, f->opening[write], write, 1, WINDOW_OPENING);
     }
     if (f->hints_stale && f->env.shadow != MPI_FILE_NULL) read_hints(f);
     int mpi_error;
     if (f->strategy != AUTO && iotame_strategies[f->strategy]->native) return own_call(f, a, f->strategy, &mpi_error), mpi_error;
     if (f->steady_left > 0) return steady_call(f, a);
+    const uint64_t called = iotame_monotonic_ns();
     iotame_coll_env_t *e = &f->env;
 
     /* This rank's request; then what every rank asks for, gathered everywhere. */
@@ -927,16 +958,14 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
 
     /* Every rank learns whether any failed, and how long the slowest took. */
-    int64_t mine[2] = {rc == -EIO, (int64_t)(seconds * 1e9)}, worst[2] = {0, 0};
+    int64_t mine[2] = {rc == -EIO, (int64_t)(iotame_monotonic_ns() - called)}, worst[2] = {0, 0};
     PMPI_Allreduce(mine, worst, 2, MPI_INT64_T, MPI_MAX, e->comm);
     if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
         return pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
     double slowest = (double)worst[1] * 1e-9;
     if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
     count_strategy(f, s, 1, nbytes, seconds);
-    if (entry && st->native && iotame_select_settled(entry) && iotame_select_choose(entry) == s && !why) {
-        iotame_select_rebase(entry); /* windows are measured otherwise than single calls */
-        start_window(f, entry, s, write, 0, 0);
+    if (entry && !why && next_window(f, entry, write, 0)) { /* the window's shape is this call's */
         steady_row(f, nbytes, f->steady_row, &f->steady_start);
         f->steady_first = f->steady_start;
     }

@@ -350,6 +350,10 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
 }
 
 int iotame_select_settled(const iotame_sel_entry_t *e) { return e->state == RUNNING || e->waiting; }
+int iotame_select_exam_left(const iotame_sel_entry_t *e)
+{
+    return e->state == EXAMINING && !e->waiting ? e->exam_calls - e->served : 0;
+}
 
 void iotame_select_rebase(iotame_sel_entry_t *e)
 {
@@ -419,6 +423,10 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
     e->spent += call_seconds(e, mbs);
     if (e->calls == 1) {
         /* the signature's first call: served, not measured (warm-up; a winner from the knowledge file too) */
+    } else if (e->state == EXAMINING && strategy != iotame_select_choose(e)) {
+        /* the rest of a window whose candidate stopped early (clearly losing): served and charged, not measured */
+        int b = best(e);
+        if (b >= 0 && b != strategy && mean(e, b) > 0) e->debt += call_seconds(e, mbs) - call_seconds(e, mean(e, b));
     } else if (e->state == EXAMINING && e->waiting) {
         /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
          * examination's means (the router may measure such calls differently: steady windows) */

@@ -56,6 +56,8 @@ int iotame_select_choose(const iotame_sel_entry_t *e);
 /* Whether the entry's choice stays the same until something is measured differently: it runs its winner, or an
  * examination waits for its budget and the best so far serves. */
 int iotame_select_settled(const iotame_sel_entry_t *e);
+/* The calls the candidate under examination still has to serve (0 when the entry runs its winner or waits). */
+int iotame_select_exam_left(const iotame_sel_entry_t *e);
 /* A running entry's next full monitoring window sets its reference anew (the calls are about to be measured in
  * another way). */
 void iotame_select_rebase(iotame_sel_entry_t *e);
