@@ -155,6 +155,20 @@ def test_selector_examines_then_keeps_a_winner(job):
     assert sum(served(f).values()) == 32                          # 16 writes and 16 reads (calls, not ranks)
 
 
+def test_library_candidates_are_examined_in_steady_windows(job):
+    """A library candidate is examined as it runs when it wins: its examination calls are a steady window, with
+    no collective of ours per call. With library candidates only and no budget limit (no opening window), only
+    each signature's first call is routed one by one; the examinations (3 + 3 calls) and the winner's calls are
+    all served in windows. (Before, both examinations ran call by call: 7 of 16 calls per signature.)"""
+    f = run_kernel(job, 2, "matrix", MATRIX_LONG,
+                   collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1,
+                                     candidates=["passthrough", "independent"]))
+    assert f["steady_calls"] == 2 * 15 and f["steady_windows_changed"] == 0
+    for d in f["decisions"]:
+        assert d["calls"] == 16 and d["examination_calls"] >= 4  # 3, and 1 for a candidate clearly losing
+        assert set(d["throughputs"]) == {"passthrough", "independent"} or d["reexaminations"] > 0
+
+
 def test_a_budget_keeps_short_signatures_with_their_first_candidate(job):
     """A budget too small for 16 calls keeps the first candidate: it serves every call, all of them in steady
     windows (no collective of ours: the opening window of 12 calls, then a window closed after 4), and the decision
