@@ -801,17 +801,17 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
 }
 
 /* After the selector moved on: a window of the library strategy it chose next, if any (an examined library
- * candidate's calls are a window of their own; a settled library choice is monitored in windows). Returns whether
- * one started. fresh: as start_window. */
-static int next_window(iotame_coll_file_t *f, iotame_sel_entry_t *en, int write, int fresh)
+ * candidate's calls are a window of their own; a settled library choice is monitored in windows), going on with
+ * the shape of the calls before. Returns whether one started. */
+static int next_window(iotame_coll_file_t *f, iotame_sel_entry_t *en, int write)
 {
     int s = iotame_select_choose(en);
     if (!iotame_strategies[s]->native) return 0;
     if (iotame_select_settled(en)) {
         iotame_select_rebase(en); /* windows are measured otherwise than single calls */
-        start_window(f, en, s, write, fresh, WINDOW_MONITOR);
+        start_window(f, en, s, write, 0, WINDOW_MONITOR);
     } else if (iotame_select_exam_left(en) > 0) {
-        start_window(f, en, s, write, fresh, WINDOW_EXAM);
+        start_window(f, en, s, write, 0, WINDOW_EXAM);
     } else {
         return 0;
     }
@@ -839,7 +839,7 @@ static void end_window(iotame_coll_file_t *f)
     }
     /* no gather stays posted while the selector decides on this window, or calls are examined one by one */
     iotame_sel_entry_t *now = finish_window(f);
-    if (!stop && now) next_window(f, now, write, 0);
+    if (!stop && now) next_window(f, now, write);
 }
 
 static int steady_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
@@ -965,7 +965,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     double slowest = (double)worst[1] * 1e-9;
     if (entry) iotame_select_update(f->sel, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0);
     count_strategy(f, s, 1, nbytes, seconds);
-    if (entry && !why && next_window(f, entry, write, 0)) { /* the window's shape is this call's */
+    if (entry && !why && next_window(f, entry, write)) { /* the window's shape is this call's */
         steady_row(f, nbytes, f->steady_row, &f->steady_start);
         f->steady_first = f->steady_start;
     }
