@@ -787,16 +787,17 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
     }
     f->steady_measured++;
     if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
-        f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n);
+        f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n,
+                                                     iotame_select_running(en));
+    if (kind == WINDOW_EXAM) {
+        iotame_select_exam_window(f->sel, en, s, n, warm, all);
+        return en;
+    }
     double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
     /* call by call, as long as the choice stands (a monitoring window stops where an examination starts; the
-     * opening window's calls are the first candidate's examination); an examination window's every call, also
-     * those after its candidate stopped early */
-    for (int k = 0; k < n; k++) {
-        int stands = iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en));
-        if (!stands && kind != WINDOW_EXAM) break;
+     * opening window's calls are the first candidate's examination) */
+    for (int k = 0; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en)); k++)
         iotame_select_update(f->sel, en, s, mbs);
-    }
     return en;
 }
 

@@ -10,8 +10,9 @@
  * measured on its first calls; monitoring compares the means of windows of exam_calls calls, not single calls,
  * with the reference, and only two deviating windows in a row start an examination: small calls' throughputs are
  * noisy (measured here: matrix calls of 16 KB re-examined every few calls under the paper's rule). The first call
- * of a new signature is served but not measured: it pays for cold buffers and caches, and counting it against
- * the first candidate made that one lose or look unstable. A re-examination skips the candidates that were
+ * each strategy serves of a signature is served but not measured (a warm-up): it pays for cold buffers and caches,
+ * and counting it made a candidate lose, clearly or at all (matrix, 16 KiB writes: target_aligned's first calls
+ * at 441, 695, 1032, then 1250-1350 MB/s; dropped after its first, it lost to independent at 700). A re-examination skips the candidates that were
  * clearly losing (below DROP x the winner) in the previous one: a competing load changes rankings, but not by
  * the factor of 20 that separates, say, node_local from the library on small interleaved pieces (every fourth
  * re-examination tries them all again). A re-examination that confirms the winner was a false alarm and doubles
@@ -21,7 +22,8 @@
  * the signature has credit for GATE calls of the best, the credit being `budget` x the signature's I/O time so far
  * minus what earlier examination calls lost against the best. Meanwhile the best so far serves. So a signature
  * called a few times stays with its first candidate, and a long one is examined as in the paper; what examinations
- * cost is bounded by `budget` of the I/O time (plus one call up to GATE + 1 times slower than the best), where the
+ * cost is bounded by `budget` of the I/O time (plus one call up to GATE + 1 times slower than the best; a library
+ * candidate's exam_calls calls, since it is examined in one window, the excess charged to later credit), where the
  * paper's rotation can lose most of a short phase to candidates ten times slower (measured here: 0.62 of the best
  * strategy on 64 calls of 64-byte pieces).
  * The knowledge file keeps the budget's seconds of a signature not decided yet: the next run of the job starts
@@ -43,6 +45,7 @@
 #define RETRY_EVERY 4 /* every 4th re-examination gives every candidate its chance again */
 #define THRESHOLD_MAX 0.8 /* the most a false alarm's backoff widens the threshold to */
 #define GATE 4.0          /* credit needed for an examination call, in calls of the best so far */
+#define WINDOW_LEAST_NS 10e6 /* a monitoring window spans at least this long (iotame_select_window_calls) */
 
 enum { EXAMINING, RUNNING };
 
@@ -63,6 +66,7 @@ struct iotame_sel_entry {
     int deviated; /* the last window deviated from the reference */
     double threshold, thr; /* configured; in effect (widened after false alarms) */
     uint64_t calls, reexams, examined;
+    unsigned warm; /* bit k: strategy k has served a call of the signature (its next calls are measured) */
     int from_knowledge;
     int64_t trace; /* calls still to record in the decision's "trace" */
     double budget, spent, debt; /* examination budget; seconds of every call; seconds examinations lost */
@@ -144,6 +148,9 @@ static const char *sname(int i) { return i >= 0 && i < iotame_nstrategies ? iota
 static double harmonic(int n, double inv) { return n && inv > 0 ? n / inv : 0.0; }
 static double inverse(double mbs) { return mbs > 0 ? 1 / mbs : 0.0; }
 static double mean(const iotame_sel_entry_t *e, int i) { return harmonic(e->n[i], e->inv[i]); }
+
+/* Whether the strategy has served a call of the signature (its warm-up). */
+static int is_warm(const iotame_sel_entry_t *e, int strategy) { return e->warm >> strategy & 1; }
 
 /* The best examined strategy so far (-1: none). */
 static int best(const iotame_sel_entry_t *e)
@@ -350,9 +357,10 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
 }
 
 int iotame_select_settled(const iotame_sel_entry_t *e) { return e->state == RUNNING || e->waiting; }
+int iotame_select_running(const iotame_sel_entry_t *e) { return e->state == RUNNING; }
 int iotame_select_exam_left(const iotame_sel_entry_t *e)
 {
-    return e->state == EXAMINING && !e->waiting ? e->exam_calls - e->served : 0;
+    return e->state == EXAMINING && !e->waiting ? e->exam_calls - e->served + !is_warm(e, e->cand[e->cur]) : 0;
 }
 
 void iotame_select_rebase(iotame_sel_entry_t *e)
@@ -364,14 +372,18 @@ void iotame_select_rebase(iotame_sel_entry_t *e)
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; }
 
 /* RATIONALE: with 4 ranks on 2 cores a blocking gather took about 6 ms against calls of 3 ms, and windows of 12 calls
- * spent a sixth of the I/O time in gathers. Posted gathers (collective/route.c) cost microseconds here, so windows
- * stay at the shortest unless a machine's gathers cost more. The gather's cost is the least time measured (a rank's
- * time includes waiting for the others, and noise only adds). */
-int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns)
+ * spent a sixth of the I/O time in gathers. Posted gathers (collective/route.c) cost microseconds here. The gather's
+ * cost is the least time measured (a rank's time includes waiting for the others, and noise only adds). A window
+ * also spans WINDOW_LEAST_NS: each gather bounds how far the ranks drift apart, and 12 calls of 20 us held an
+ * independent read phase's ranks so close that the one ahead no longer read the other's pages into the page cache
+ * (1378 against 1473 MB/s; 1551 with windows of 128 calls); such short windows also measure noise. */
+int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring)
 {
     if (call_ns <= 0 || budget >= 1) return shortest;
     double longest = 1e9 / call_ns, n = budget > 0 ? (double)cost_ns / (budget * call_ns) : longest;
     n = n < longest ? n : longest;
+    double least = monitoring ? WINDOW_LEAST_NS / call_ns : 0;
+    n = n > least ? n : least;
     return n <= shortest ? shortest : n >= 1 << 20 ? 1 << 20 : (int)n + 1;
 }
 
@@ -410,7 +422,8 @@ static void finish_examination(iotame_sel_entry_t *e)
     e->nrecent = e->deviated = 0;
 }
 
-void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs)
+/* One call; `gated`: whether the examination's budget gate is checked after it (not within a window). */
+static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs, int gated)
 {
     e->calls++;
     s->digest = mix(mix(s->digest, (uint64_t)strategy), e->calls);
@@ -421,12 +434,14 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
         json_array_append_new(t, json_pack("[s,f]", sname(strategy), round(mbs * 10) / 10));
     }
     e->spent += call_seconds(e, mbs);
-    if (e->calls == 1) {
-        /* the signature's first call: served, not measured (warm-up; a winner from the knowledge file too) */
-    } else if (e->state == EXAMINING && strategy != iotame_select_choose(e)) {
-        /* the rest of a window whose candidate stopped early (clearly losing): served and charged, not measured */
+    const int cold = !is_warm(e, strategy);
+    e->warm |= 1u << strategy;
+    if (cold || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
+        /* the strategy's warm-up (a winner from the knowledge file too), or the rest of a window whose candidate
+         * stopped early (clearly losing): served and charged, not measured */
         int b = best(e);
-        if (b >= 0 && b != strategy && mean(e, b) > 0) e->debt += call_seconds(e, mbs) - call_seconds(e, mean(e, b));
+        if (e->state == EXAMINING && b >= 0 && b != strategy && mean(e, b) > 0)
+            e->debt += call_seconds(e, mbs) - call_seconds(e, mean(e, b));
     } else if (e->state == EXAMINING && e->waiting) {
         /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
          * examination's means (the router may measure such calls differently: steady windows) */
@@ -464,6 +479,29 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
             }
         }
     }
+    if (gated) gate(e);
+    publish(e);
+}
+
+void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs)
+{
+    update(s, e, strategy, mbs, 1);
+}
+
+/* RATIONALE: a window's calls are committed when it starts, so the gate is checked at its end only; checked after
+ * every call, a candidate's warm-up could make the window's other calls wait, served but not measured. */
+void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, int64_t first_ns,
+                               int64_t all_ns)
+{
+    const double bytes_ms = (double)e->sig.bytes * 1e3; /* / ns: MB/s */
+    int k = 0;
+    if (!is_warm(e, strategy) && n > 0) { /* the window's first call is the strategy's warm-up */
+        update(s, e, strategy, first_ns > 0 ? bytes_ms / first_ns : 0, 0);
+        all_ns -= first_ns;
+        k = 1;
+    }
+    const double mbs = all_ns > 0 ? bytes_ms * (n - k) / all_ns : 0;
+    for (; k < n; k++) update(s, e, strategy, mbs, 0);
     gate(e);
     publish(e);
 }

@@ -56,6 +56,8 @@ int iotame_select_choose(const iotame_sel_entry_t *e);
 /* Whether the entry's choice stays the same until something is measured differently: it runs its winner, or an
  * examination waits for its budget and the best so far serves. */
 int iotame_select_settled(const iotame_sel_entry_t *e);
+/* Whether the entry runs its winner (no examination under way). */
+int iotame_select_running(const iotame_sel_entry_t *e);
 /* The calls the candidate under examination still has to serve (0 when the entry runs its winner or waits). */
 int iotame_select_exam_left(const iotame_sel_entry_t *e);
 /* A running entry's next full monitoring window sets its reference anew (the calls are about to be measured in
@@ -65,12 +67,17 @@ void iotame_select_rebase(iotame_sel_entry_t *e);
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 /* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
+/* An examination window of n calls of `strategy` (a library candidate's, exam_left calls) that took all_ns, its first
+ * call first_ns (the slowest rank's): the first is the warm-up when the strategy has served none of the signature. */
+void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, int64_t first_ns,
+                               int64_t all_ns);
 
-/* The length of the next monitoring window (a library strategy's calls served without a collective of ours, then
- * one gather): the gather's cost_ns (the least time the ranks spent in a collective of ours) is at most the budget's
- * share of the window's calls of call_ns each, the window has at least shortest calls and at most about a second
- * of calls (shortest when the budget is >= 1, as the paper's monitoring of every call). */
-int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns);
+/* The length of the next steady window (a library strategy's calls served without a collective of ours, then one
+ * gather): the gather's cost_ns (the least time the ranks spent in a collective of ours) is at most the budget's
+ * share of the window's calls of call_ns each, the window has at least shortest calls, and 10 ms of calls when it
+ * monitors a winner (not while an examination waits for credit: it starts at the next window's end), and at most
+ * about a second of calls (shortest when the budget is >= 1, as the paper's monitoring of every call). */
+int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring);
 
 /* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]};
  * a signature not decided yet has "strategy": null and "examination": {"spent": s, "debt": s}, the examination
