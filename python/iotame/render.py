@@ -68,7 +68,7 @@ def stats_tables(summary: dict) -> list[Table]:
         t.add_column("path", overflow="fold")
         t.add_column("call")
         t.add_column("strategy")
-        for col in ("calls", "examined", "waited", "re-exams"):
+        for col in ("calls", "examined", "waited", "re-exams", "handed back"):
             t.add_column(col, justify="right")
         t.add_column("MB/s per candidate")
         for d in coll["decisions"]:
@@ -78,7 +78,8 @@ def stats_tables(summary: dict) -> list[Table]:
                 ("" if d.get("state") == "running" else " [examining]")
             measured = " ".join(f"{k} {v:.1f}" for k, v in (d.get("throughputs") or {}).items())
             t.add_row(d["path"], call, strategy, str(d.get("calls", 0)), str(d.get("examination_calls", 0)),
-                      str(d.get("deferred_calls", 0)), str(d.get("reexaminations", 0)), measured)
+                      str(d.get("deferred_calls", 0)), str(d.get("reexaminations", 0)), str(d.get("handed_back", 0)),
+                      measured)
         tables.append(t)
     if coll.get("steady"):
         t = Table(title="steady windows (strategy auto: calls served without a collective of the runtime's)",

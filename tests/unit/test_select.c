@@ -51,7 +51,7 @@ json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 /* ---- helpers ---- */
 
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1}; /* no budget limit: the paper's examination */
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0}; /* no budget limit: the paper's examination */
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -105,7 +105,7 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0};
     iotame_sig_t sig = {0, 2, 1 << 21, 32768, 64};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double calls[8] = {500, 7000, 7000, 350, 90, 2000, 2000, 2000}; /* each after its warm-up call */
@@ -144,6 +144,8 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     for (int i = 0; i < 14; i++) serve(s, e, mbs); /* warm-up and 3, three times, and target_aligned's 1 + 1 */
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     CHECK(iotame_select_choose(e) == TP);
+    for (int i = 0; i < 3; i++) CHECK(serve(s, e, mbs) == TP); /* its first window, as it runs: the reference */
+    CHECK(json_real_value(json_object_get(decision(fs, 0), "reference_mbs")) == 200.0);
     mbs[TP] = 100; /* one slow window (3 calls), then back to normal: no re-examination */
     for (int i = 0; i < 3; i++) CHECK(serve(s, e, mbs) == TP);
     mbs[TP] = 210; /* within the threshold */
@@ -165,6 +167,7 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
      * Every rate falls alike, by more than the threshold in effect: the winner deviates, the ranking stays. */
     const double fall[5] = {0, 0, 0.8, 0.6, 0.3};
     for (int round = 2; round <= 4; round++) {
+        for (int i = 0; i < 3; i++) serve(s, e, mbs); /* the winner's first window sets its reference */
         for (int k = 0; k < 4; k++) mbs[k] *= fall[round];
         int before = (int)dint(decision(fs, 0), "reexaminations"), guard = 0;
         while ((int)dint(decision(fs, 0), "reexaminations") == before && guard++ < 100) serve(s, e, mbs);
@@ -178,11 +181,60 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     }
 }
 
+static void test_a_new_winner_slower_than_the_strategy_before_hands_back(void)
+{
+    /* passthrough, examined at 100 MB/s (its first calls, cold), runs at 200 while two_phase's examination waits for
+     * credit (budget 0.55: 7 calls of 1 MB at 200 MB/s); two_phase is examined at 400 (what passthrough left in the
+     * page cache) and wins. Running at 150, more than the threshold below passthrough's last window (200): back to
+     * passthrough. At 180 it stays. */
+    static const int two[] = {PT, TP};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0};
+    iotame_sig_t sig = {0, 2, 1000000, 64, 0};
+    for (int slower = 0; slower < 2; slower++) {
+        iotame_file_stats_t *fs = new_fs();
+        iotame_selector_t *s = iotame_select_for(fs);
+        iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+        double mbs[4] = {100, 400, 0, 0};
+        for (int i = 0; i < 4; i++) CHECK(serve(s, e, mbs) == PT); /* its warm-up and examination */
+        mbs[PT] = 200;
+        int deferred = 0;
+        while (deferred < 100 && serve(s, e, mbs) == PT) deferred++;
+        CHECK(deferred == 7); /* the call after them is two_phase's warm-up */
+        for (int i = 0; i < 3; i++) CHECK(serve(s, e, mbs) == TP);
+        CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "handed_back") == 0);
+        mbs[TP] = slower ? 150 : 180;
+        for (int i = 0; i < 3; i++) CHECK(serve(s, e, mbs) == TP);
+        const json_t *d = decision(fs, 0);
+        CHECK(iotame_select_choose(e) == (slower ? PT : TP) && dint(d, "handed_back") == slower);
+        CHECK(strcmp(dstr(d, "strategy"), slower ? "passthrough" : "two_phase") == 0);
+        CHECK(strcmp(dstr(d, "state"), "running") == 0);
+        CHECK(json_real_value(json_object_get(d, "reference_mbs")) == (slower ? 200.0 : 180.0));
+    }
+}
+
+static void test_monitoring_windows_span_their_least_time(void)
+{
+    /* calls of 1 MB at 1000 MB/s (1 ms): a window of 9.5 ms is 10 calls, not exam_calls */
+    static const int one[] = {TP};
+    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095};
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    const double mbs[4] = {0, 1000, 0, 0};
+    for (int i = 0; i < 4; i++) serve(s, e, mbs); /* warm-up and examination */
+    CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
+    for (int i = 0; i < 9; i++) serve(s, e, mbs);
+    CHECK(json_real_value(json_object_get(decision(fs, 0), "reference_mbs")) == 0.0);
+    serve(s, e, mbs);
+    CHECK(json_real_value(json_object_get(decision(fs, 0), "reference_mbs")) == 1000.0);
+}
+
 static void test_examinations_wait_for_their_budget(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0}; /* 1 MB a call: 10 ms at passthrough's 100 MB/s */
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 400, 20, 100};
@@ -203,7 +255,7 @@ static void test_examinations_wait_for_their_budget(void)
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "examination_calls") == 8);
     /* A budget of 0: the first candidate serves for ever (but is still measured and published). */
-    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0};
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0};
     iotame_selector_t *s0 = iotame_select_for(new_fs());
     iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL);
     for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
@@ -231,7 +283,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
-    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1};
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0};
     iotame_selector_t *s2 = iotame_select_for(new_fs());
     CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
 
@@ -281,7 +333,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     CHECK(fd >= 0);
     close(fd);
     unlink(path); /* no knowledge yet */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double mbs[4] = {100, 400, 20, 100};
     /* Run 1: 20 calls of 10 ms, too short for two_phase's turn (as in the budget test: from call 135 on). */
@@ -321,7 +373,7 @@ static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1};
+    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0};
     iotame_sig_t sig = {1, 1, 10, 1, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 150.04, 90, 80};
@@ -374,6 +426,8 @@ int main(void)
     test_a_clearly_losing_candidate_gets_one_measured_call();
     test_monitoring_tolerates_one_window_and_reexamines_after_two();
     test_examinations_wait_for_their_budget();
+    test_a_new_winner_slower_than_the_strategy_before_hands_back();
+    test_monitoring_windows_span_their_least_time();
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();
     test_an_unaffordable_examination_gets_its_credit_in_the_next_run();
     test_trace_records_the_first_calls();

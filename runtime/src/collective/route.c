@@ -335,7 +335,8 @@ static int candidates_on(const iotame_coll_file_t *f, int local_fs, int *cand)
 
 static iotame_select_conf_t select_conf(const iotame_coll_file_t *f, const int *cand, int ncand)
 {
-    return (iotame_select_conf_t){cand, ncand, f->exam_calls, f->threshold, f->trace, f->budget};
+    return (iotame_select_conf_t){cand, ncand, f->exam_calls, f->threshold, f->trace, f->budget,
+                                  f->budget < 1 ? IOTAME_SELECT_WINDOW_SECONDS : 0};
 }
 
 /* The strategy of the opening window of each operation ([0] reads, [1] writes) as this rank sees it, on a local
@@ -796,7 +797,8 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
     double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
     /* call by call, as long as the choice stands (a monitoring window stops where an examination starts; the
      * opening window's calls are the first candidate's examination) */
-    for (int k = 0; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en)); k++)
+    for (int k = 0; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en));
+         k++)
         iotame_select_update(f->sel, en, s, mbs);
     return en;
 }

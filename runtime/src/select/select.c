@@ -6,18 +6,20 @@
  *
  * Beyond the paper: a candidate whose first examination call is below DROP x the best mean so far is clearly
  * losing and is not given its remaining calls (a bad strategy can be ten times slower, and the examination would
- * pay for it exam_calls times); a winner taken from the knowledge file serves at once, its reference throughput
- * measured on its first calls; monitoring compares the means of windows of exam_calls calls, not single calls,
- * with the reference, and only two deviating windows in a row start an examination: small calls' throughputs are
- * noisy (measured here: matrix calls of 16 KB re-examined every few calls under the paper's rule). The first call
- * each strategy serves of a signature is served but not measured (a warm-up): it pays for cold buffers and caches,
- * and counting it made a candidate lose, clearly or at all (matrix, 16 KiB writes: target_aligned's first calls
- * at 441, 695, 1032, then 1250-1350 MB/s; dropped after its first, it lost to independent at 700). A re-examination skips the candidates that were
- * clearly losing (below DROP x the winner) in the previous one: a competing load changes rankings, but not by
- * the factor of 20 that separates, say, node_local from the library on small interleaved pieces (every fourth
- * re-examination tries them all again). A re-examination that confirms the winner was a false alarm and doubles
- * the signature's threshold (up to THRESHOLD_MAX); a new winner resets it: under a noisy load the paper's fixed 15 %
- * re-examined a 1600-call matrix job 59 times.
+ * pay for it exam_calls times); a winner taken from the knowledge file serves at once. Monitoring compares the means
+ * of windows (at least exam_calls calls and, under a budget, IOTAME_SELECT_WINDOW_SECONDS of them), not single
+ * calls, with the reference, the winner's first window as it runs, and only two deviating windows in a row start an
+ * examination: small calls' throughputs are noisy (measured here: matrix calls of 16 KB re-examined every few calls
+ * under the paper's rule). A new winner whose first window runs clearly slower than the strategy that ran before
+ * it hands back to that one (hand_back). The first call each strategy serves of a signature is served but not
+ * measured (a warm-up): it pays for cold buffers and caches, and counting it made a candidate lose, clearly or at
+ * all (matrix, 16 KiB writes: target_aligned's first calls at 441, 695, 1032, then 1250-1350 MB/s; dropped after
+ * its first, it lost to independent at 700). A re-examination skips the candidates that were clearly losing
+ * (below DROP x the winner) in the previous one: a competing load changes rankings, but not by the factor of 20
+ * that separates, say, node_local from the library on small interleaved pieces (every fourth re-examination tries
+ * them all again). A re-examination that confirms the winner was a false alarm and doubles the signature's
+ * threshold (up to THRESHOLD_MAX); a new winner resets it: under a noisy load the paper's fixed 15 % re-examined a
+ * 1600-call matrix job 59 times.
  * Examinations are paid from a budget: a candidate other than the best so far serves an examination call only when
  * the signature has credit for GATE calls of the best, the credit being `budget` x the signature's I/O time so far
  * minus what earlier examination calls lost against the best. Meanwhile the best so far serves. So a signature
@@ -45,7 +47,6 @@
 #define RETRY_EVERY 4 /* every 4th re-examination gives every candidate its chance again */
 #define THRESHOLD_MAX 0.8 /* the most a false alarm's backoff widens the threshold to */
 #define GATE 4.0          /* credit needed for an examination call, in calls of the best so far */
-#define WINDOW_LEAST_NS 10e6 /* a monitoring window spans at least this long (iotame_select_window_calls) */
 
 enum { EXAMINING, RUNNING };
 
@@ -61,8 +62,15 @@ struct iotame_sel_entry {
     int winner;                                /* RUNNING; during a re-examination, the last winner */
     int decided;                               /* a winner is known (examined, or from the knowledge file) */
     double ref;                                /* the winner's reference MB/s; 0 until measured */
-    double recent[MAX_EXAM];
-    int nrecent, exam_calls;
+    int exam_calls;
+    /* the monitoring window under way (at least exam_calls calls and window_seconds of them): the strategy whose
+     * calls it sums (the winner, or the best so far while an examination waits), their count and sum of 1 / MB/s */
+    double window_seconds, win_inv;
+    int win_of, win_n;
+    double steady; /* the last full window's mean, of strategy win_of (0: none) */
+    int fallback;  /* the strategy that ran before the winner (-1: none): back to it if the winner runs slower */
+    double fallback_mbs;
+    uint64_t reverts;
     int deviated; /* the last window deviated from the reference */
     double threshold, thr; /* configured; in effect (widened after false alarms) */
     uint64_t calls, reexams, examined;
@@ -187,6 +195,7 @@ static void publish(iotame_sel_entry_t *e)
     json_object_set_new(e->json, "examination_calls", json_integer((json_int_t)e->examined));
     json_object_set_new(e->json, "reexaminations", json_integer((json_int_t)e->reexams));
     json_object_set_new(e->json, "deferred_calls", json_integer((json_int_t)e->deferred));
+    json_object_set_new(e->json, "handed_back", json_integer((json_int_t)e->reverts));
     json_object_set_new(e->json, "threshold", json_real(e->thr));
     json_object_set_new(e->json, "from_knowledge", json_boolean(e->from_knowledge));
 }
@@ -325,6 +334,8 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     e->sig = *sig;
     e->exam_calls = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
     e->threshold = e->thr = conf->threshold;
+    e->window_seconds = conf->window_seconds;
+    e->fallback = e->win_of = -1;
     e->trace = conf->trace;
     e->budget = conf->budget;
     for (int c = 0; c < conf->ncandidates && e->ncand < IOTAME_STRATEGY_MAX; c++)
@@ -367,22 +378,23 @@ void iotame_select_rebase(iotame_sel_entry_t *e)
 {
     if (e->state != RUNNING) return;
     e->ref = 0;
-    e->nrecent = e->deviated = 0;
+    e->win_n = e->deviated = 0;
 }
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; }
 
 /* RATIONALE: with 4 ranks on 2 cores a blocking gather took about 6 ms against calls of 3 ms, and windows of 12 calls
  * spent a sixth of the I/O time in gathers. Posted gathers (collective/route.c) cost microseconds here. The gather's
  * cost is the least time measured (a rank's time includes waiting for the others, and noise only adds). A window
- * also spans WINDOW_LEAST_NS: each gather bounds how far the ranks drift apart, and 12 calls of 20 us held an
- * independent read phase's ranks so close that the one ahead no longer read the other's pages into the page cache
- * (1378 against 1473 MB/s; 1551 with windows of 128 calls); such short windows also measure noise. */
+ * that monitors also spans IOTAME_SELECT_WINDOW_SECONDS: each gather bounds how far the ranks drift apart, and 12
+ * calls of 20 us held an independent read phase's ranks so close that the one ahead no longer read the other's
+ * pages into the page cache (1378 against 1473 MB/s; 1551 with windows of 128 calls); such short windows also
+ * measure noise. */
 int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring)
 {
     if (call_ns <= 0 || budget >= 1) return shortest;
     double longest = 1e9 / call_ns, n = budget > 0 ? (double)cost_ns / (budget * call_ns) : longest;
     n = n < longest ? n : longest;
-    double least = monitoring ? WINDOW_LEAST_NS / call_ns : 0;
+    double least = monitoring ? IOTAME_SELECT_WINDOW_SECONDS * 1e9 / call_ns : 0;
     n = n > least ? n : least;
     return n <= shortest ? shortest : n >= 1 << 20 ? 1 << 20 : (int)n + 1;
 }
@@ -414,12 +426,45 @@ static void finish_examination(iotame_sel_entry_t *e)
     /* A re-examination that keeps the winner was a false alarm: the noise is wider than the threshold, so widen
      * it (doubling, up to THRESHOLD_MAX); a new winner means conditions changed: back to the configured one. */
     if (previous >= 0) e->thr = e->winner == previous ? fmin(2 * e->thr, THRESHOLD_MAX) : e->threshold;
-    e->ref = mean(e, e->winner);
+    e->ref = 0; /* its first full window, as it runs */
     for (int k = 0; k < e->ncand; k++)
         if (e->n[e->cand[k]]) e->last[e->cand[k]] = mean(e, e->cand[k]);
+    e->fallback = e->steady > 0 && e->win_of != e->winner ? e->win_of : -1;
+    e->fallback_mbs = e->steady;
     e->state = RUNNING;
     e->decided = 1;
-    e->nrecent = e->deviated = 0;
+    e->win_n = e->deviated = 0;
+}
+
+/* Adds a call of the winner (or of the best so far while an examination waits) to the monitoring window; returns
+ * the window's mean when it is full, else 0. */
+static double window_add(iotame_sel_entry_t *e, int strategy, double mbs)
+{
+    if (strategy != e->win_of) e->win_n = 0, e->win_of = strategy;
+    if (e->win_n++ == 0) e->win_inv = 0;
+    e->win_inv += inverse(mbs);
+    if (e->win_n < e->exam_calls || e->sig.bytes * e->win_inv * 1e-6 < e->window_seconds) return 0;
+    e->steady = harmonic(e->win_n, e->win_inv);
+    e->win_n = 0;
+    return e->steady;
+}
+
+/* RATIONALE: an examination measures each candidate right after another, and reads inherit what the one before
+ * left in the page cache: with the disk's readahead of 8 MiB, node_local was examined at 4000-8800 MB/s after
+ * independent's calls and ran the phase at about 1500, below independent's 1900 (matrix, 32 KiB reads). So a new
+ * winner whose first window runs clearly slower (by the threshold) than the strategy before it ran hands back to it.
+ * Returns whether it did. */
+static int hand_back(iotame_sel_entry_t *e, double m)
+{
+    const int back = e->fallback >= 0 && m < (1 - e->thr) * e->fallback_mbs;
+    if (back) {
+        e->last[e->winner] = m;
+        e->winner = e->fallback;
+        e->ref = e->fallback_mbs;
+        e->reverts++;
+    }
+    e->fallback = -1;
+    return back;
 }
 
 /* One call; `gated`: whether the examination's budget gate is checked after it (not within a window). */
@@ -444,8 +489,10 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
             e->debt += call_seconds(e, mbs) - call_seconds(e, mean(e, b));
     } else if (e->state == EXAMINING && e->waiting) {
         /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
-         * examination's means (the router may measure such calls differently: steady windows) */
+         * examination's means (the router may measure such calls differently: steady windows); its windows tell
+         * how it runs (hand_back) */
         e->deferred++;
+        window_add(e, strategy, mbs);
     } else if (e->state == EXAMINING) {
         int b = best(e);
         double b_mean = b >= 0 ? mean(e, b) : 0.0;
@@ -461,13 +508,9 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
             next_candidate(e);
         }
     } else if (strategy == e->winner) {
-        e->recent[e->nrecent++] = mbs;
-        if (e->nrecent == e->exam_calls) { /* a full window */
-            double inv = 0;
-            for (int k = 0; k < e->exam_calls; k++) inv += inverse(e->recent[k]);
-            double m = harmonic(e->exam_calls, inv);
-            e->nrecent = 0;
-            if (e->ref <= 0) { /* a winner from the knowledge file: its first window sets the reference */
+        double m = window_add(e, strategy, mbs);
+        if (m > 0 && !hand_back(e, m)) {
+            if (e->ref <= 0) { /* the winner's first window sets the reference */
                 e->ref = m;
             } else if (fabs(m - e->ref) <= e->thr * e->ref || e->ncand < 2) {
                 e->deviated = 0;

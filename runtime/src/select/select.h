@@ -19,6 +19,10 @@ typedef struct {
     int64_t nprocs, bytes, requests, gap;
 } iotame_sig_t;
 
+/* The least time a monitoring window spans under a budget (not with exam_budget >= 1: the paper's windows of
+ * exam_calls calls). */
+#define IOTAME_SELECT_WINDOW_SECONDS 0.01
+
 typedef struct {
     const int *candidates; /* registry indices, in examination order */
     int ncandidates;
@@ -27,6 +31,7 @@ typedef struct {
     int64_t trace;    /* calls per signature recorded in the decision's "trace" */
     double budget;    /* the most of the signature's I/O time examinations may lose against the best so far (>= 1:
                          no limit, the paper's examination at once) */
+    double window_seconds; /* a monitoring window spans at least exam_calls calls and this many seconds of them */
 } iotame_select_conf_t;
 
 typedef struct iotame_selector iotame_selector_t;
