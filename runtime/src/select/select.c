@@ -440,7 +440,10 @@ static void finish_examination(iotame_sel_entry_t *e)
  * the window's mean when it is full, else 0. */
 static double window_add(iotame_sel_entry_t *e, int strategy, double mbs)
 {
-    if (strategy != e->win_of) e->win_n = 0, e->win_of = strategy;
+    if (strategy != e->win_of) { /* another strategy's calls: a new window */
+        e->win_of = strategy;
+        e->win_n = 0;
+    }
     if (e->win_n++ == 0) e->win_inv = 0;
     e->win_inv += inverse(mbs);
     if (e->win_n < e->exam_calls || e->sig.bytes * e->win_inv * 1e-6 < e->window_seconds) return 0;
