@@ -70,7 +70,7 @@ struct iotame_sel_entry {
     double steady; /* the last full window's mean, of strategy win_of (0: none) */
     int fallback;  /* the strategy that ran before the winner (-1: none): back to it if the winner runs slower */
     double fallback_mbs;
-    uint64_t reverts;
+    uint64_t handed_back;
     int deviated; /* the last window deviated from the reference */
     double threshold, thr; /* configured; in effect (widened after false alarms) */
     uint64_t calls, reexams, examined;
@@ -195,7 +195,7 @@ static void publish(iotame_sel_entry_t *e)
     json_object_set_new(e->json, "examination_calls", json_integer((json_int_t)e->examined));
     json_object_set_new(e->json, "reexaminations", json_integer((json_int_t)e->reexams));
     json_object_set_new(e->json, "deferred_calls", json_integer((json_int_t)e->deferred));
-    json_object_set_new(e->json, "handed_back", json_integer((json_int_t)e->reverts));
+    json_object_set_new(e->json, "handed_back", json_integer((json_int_t)e->handed_back));
     json_object_set_new(e->json, "threshold", json_real(e->thr));
     json_object_set_new(e->json, "from_knowledge", json_boolean(e->from_knowledge));
 }
@@ -464,7 +464,7 @@ static int hand_back(iotame_sel_entry_t *e, double m)
         e->last[e->winner] = m;
         e->winner = e->fallback;
         e->ref = e->fallback_mbs;
-        e->reverts++;
+        e->handed_back++;
     }
     e->fallback = -1;
     return back;
