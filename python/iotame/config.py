@@ -29,6 +29,7 @@ TOP_KEYS = ("version", "defaults", "files", "meta")
 MATCH_KEY = "match"          # required in files[] rules, not accepted in defaults
 OVERRIDE_KEY = "override"
 MISSING = "missing required key"
+PROCESS_WIDE = "the section sets the whole process: allowed in defaults only"
 
 
 # --- message text: the one place that formats what the C runtime formats too -------------------------------
@@ -99,8 +100,8 @@ def _reserved_key(section: str) -> str:
 
 
 def _bound(x) -> str:
-    """A bound as C's %g prints it."""
-    return f"{x:g}"
+    """A bound as C's %.15g prints it (integers of up to 15 digits exactly)."""
+    return f"{x:.15g}"
 
 
 def _describe(setting: Setting) -> str:
@@ -357,7 +358,9 @@ class _Validator:
         rule_keys = {k: s for k, s in self.schema.rule_keys.items() if k != MATCH_KEY or in_files}
         for key, v in obj.items():
             where = f"{path}.{key}"
-            if key in self.schema.sections:
+            if key in self.schema.sections and in_files and self.schema.sections[key].process:
+                self.error(where, PROCESS_WIDE)
+            elif key in self.schema.sections:
                 self.section(where, self.schema.sections[key], v)
             elif key == MATCH_KEY and in_files:
                 if not (isinstance(v, str) and v):

@@ -41,12 +41,14 @@ class Setting:
 @dataclass(frozen=True)
 class Section:
     """A section of a rule (`mpiio_hints`, ...). `free`: any key, values unchecked but strings or integers.
-    A section that is neither free nor has settings is reserved: only an empty object is accepted."""
+    A section that is neither free nor has settings is reserved: only an empty object is accepted.
+    `process`: the section sets the whole process, so it belongs in `defaults` only."""
 
     name: str
     doc: str = ""
     settings: dict[str, Setting] = field(default_factory=dict)
     free: bool = False
+    process: bool = False
 
     @property
     def reserved(self) -> bool:
@@ -105,7 +107,8 @@ def schema_from_dict(d: dict, path: Path | None = None) -> Schema:
             raise _bad(path, f"sections.{name}: expected an object")
         settings = {k: _setting(path, f"sections.{name}.settings", k, v)
                     for k, v in sd.get("settings", {}).items()}
-        sections[name] = Section(name=name, doc=sd.get("doc", ""), settings=settings, free=bool(sd.get("free")))
+        sections[name] = Section(name=name, doc=sd.get("doc", ""), settings=settings, free=bool(sd.get("free")),
+                                 process=bool(sd.get("process")))
     return Schema(config_version=version, rule_keys=rule_keys, sections=sections, path=path)
 
 

@@ -120,6 +120,25 @@ def test_override_also_applies_to_set_view_hints(job):
     assert got["b.free"]["cb_buffer_size"] == "2097152"
 
 
+HEAP_PROBE = TEST_PROGRAMS / "heap_probe"
+
+
+@pytest.mark.parametrize("memory,size,mmapped", [
+    (None, 8 << 20, False),              # the default (16 MiB): served from the heap
+    ({"malloc_threshold": 0}, 8 << 20, True),        # the allocator left alone
+    ({"malloc_threshold": 1 << 20}, 4 << 20, True),  # above the threshold asked for
+])
+def test_malloc_threshold_decides_where_buffers_come_from(job, memory, size, mmapped):
+    plain = json.loads(job.run(2, [HEAP_PROBE, size]).stdout)
+    assert plain["mmapped"]  # glibc's own threshold is far lower: the probe can tell
+    config = write_json(job.tmp / "c.json", {"version": 1, "defaults": {"memory": memory} if memory else {}})
+    stats = job.tmp / "s.json"
+    got = json.loads(job.run(2, [HEAP_PROBE, size], preload=True, config=config, stats=stats).stdout)
+    assert got["mmapped"] is mmapped
+    applied = (memory or {}).get("malloc_threshold", 16 << 20)
+    assert json.loads(stats.read_text())["malloc_threshold"] == applied
+
+
 BAD_CONFIGS = [
     ("missing", None, "cannot read: No such file or directory"),
     ("syntax", '{"version": 1,\n "defaults": {,}}', "line 2, column 15: invalid JSON"),
@@ -131,6 +150,8 @@ BAD_CONFIGS = [
     ("bad enum", {"version": 1, "defaults": {"mpiio_hints": {"romio_cb_write": "on"}}},
      'defaults.mpiio_hints.romio_cb_write: expected one of enable, disable, automatic, got "on"'),
     ("no match", {"version": 1, "files": [{"override": True}]}, "files[0].match: missing required key"),
+    ("process-wide", {"version": 1, "files": [{"match": "*", "memory": {"malloc_threshold": 0}}]},
+     "files[0].memory: the section sets the whole process: allowed in defaults only"),
     ("version", {"version": 2}, "version: expected 1, got 2"),
 ]
 

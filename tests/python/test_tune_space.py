@@ -101,7 +101,7 @@ alignmnt = [1]
     assert got[1:3] == ["mpiio.striping_factor: unknown parameter (it belongs to the striping table)",
                         "striping.cb_nodes: unknown parameter (it belongs to the mpiio table)"]
     assert got[3].startswith("hdf5.alignmnt: unknown parameter (expected one of: ") and "alignment" in got[3]
-    assert got[4:] == ["iotame.colective: unknown section (expected one of: collective, staging, throttle)"]
+    assert got[4:] == ["iotame.colective: unknown section (expected one of: collective, memory, staging, throttle)"]
 
 
 def test_parameters_of_a_section_without_settings(tmp_path):

@@ -50,8 +50,12 @@ static void test_messages(void)
     parse_fails("{\"version\": 1, \"files\": {}}", "files: expected an array, got object");
     parse_fails("{\"version\": 1, \"files\": [3]}", "files[0]: expected an object, got integer");
     parse_fails("{\"version\": 1, \"defaults\": {\"match\": \"*\"}}",
-                "defaults.match: unknown key (expected one of: collective, hdf5, mpiio_hints, mpiio_hints_extra, "
-                "override, staging, throttle)");
+                "defaults.match: unknown key (expected one of: collective, hdf5, memory, mpiio_hints, "
+                "mpiio_hints_extra, override, staging, throttle)");
+    parse_fails("{\"version\": 1, \"files\": [{\"match\": \"*\", \"memory\": {}}]}",
+                "files[0].memory: the section sets the whole process: allowed in defaults only");
+    parse_fails("{\"version\": 1, \"defaults\": {\"memory\": {\"malloc_threshold\": 33554432}}}",
+                "defaults.memory.malloc_threshold: expected an integer from 0 to 33550336, got 33554432");
     parse_fails("{\"version\": 1, \"files\": [{\"match\": \"\"}]}",
                 "files[0].match: expected a non-empty string (a glob), got \"\"");
     parse_fails("{\"version\": 1, \"defaults\": {\"override\": 1}}", "defaults.override: expected true or false, got 1");

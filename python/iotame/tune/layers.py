@@ -16,7 +16,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "mpiio": ("mpiio_hints",),
     "striping": ("mpiio_hints",),
     "hdf5": ("hdf5",),
-    "iotame": ("collective", "throttle", "staging"),
+    "iotame": ("collective", "throttle", "staging", "memory"),
 }
 
 # RATIONALE: striping is a property of the file system, set through MPI-IO hints; H5Evolve searched it as its own

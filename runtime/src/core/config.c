@@ -108,9 +108,10 @@ static void describe(const json_t *desc, char *buf, size_t n)
     int is_int = strcmp(type, "integer") == 0;
     if (is_int || strcmp(type, "number") == 0) {
         const char *what = is_int ? "an integer" : "a number";
-        if (min && max) snprintf(buf, n, "%s from %g to %g", what, json_number_value(min), json_number_value(max));
-        else if (min) snprintf(buf, n, "%s >= %g", what, json_number_value(min));
-        else if (max) snprintf(buf, n, "%s <= %g", what, json_number_value(max));
+        if (min && max)
+            snprintf(buf, n, "%s from %.15g to %.15g", what, json_number_value(min), json_number_value(max));
+        else if (min) snprintf(buf, n, "%s >= %.15g", what, json_number_value(min));
+        else if (max) snprintf(buf, n, "%s <= %.15g", what, json_number_value(max));
         else snprintf(buf, n, "%s", what);
     } else if (strcmp(type, "enum") == 0) {
         size_t i, used = (size_t)snprintf(buf, n, "one of ");
@@ -302,7 +303,9 @@ static void check_rule(errors_t *e, const char *where, const json_t *obj, iotame
         char key[512], got[256];
         snprintf(key, sizeof key, "%s.%s", where, k);
         json_t *section = json_object_get(sections, k);
-        if (section) check_section(e, where, k, section, v, rule);
+        if (section && !is_default && json_is_true(json_object_get(section, "process")))
+            add_error(e, key, "the section sets the whole process: allowed in defaults only");
+        else if (section) check_section(e, where, k, section, v, rule);
         else if (strcmp(k, "override") == 0) {
             if (json_is_boolean(v)) rule->override = json_is_true(v);
             else {

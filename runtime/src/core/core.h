@@ -31,6 +31,11 @@ void iotame_core_init(int thread_level);
 /* Before PMPI_Finalize: reduces the statistics and writes them (rank 0). */
 void iotame_core_finalize(void);
 
+/* Applies the `memory` section (defaults only; the settings' default without a configuration) at start-up. */
+void iotame_memory_prepare(const iotame_config_t *cfg);
+/* The malloc threshold applied at start-up, 0 when none was (statistics). */
+long long iotame_memory_threshold(void);
+
 /* The configuration, or NULL when there is none. */
 const iotame_config_t *iotame_core_config(void);
 int iotame_core_rank(void);

@@ -158,6 +158,7 @@ void iotame_core_init(int thread_level)
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &rt.comm) != MPI_SUCCESS) return; /* stay a pass-through */
     PMPI_Comm_rank(rt.comm, &rt.rank);
     load_config();
+    iotame_memory_prepare(rt.config);
     rt.stats_path = dup_env(IOTAME_ENV_STATS);
     iotame__active = 1;
 }

@@ -492,9 +492,10 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         if (*c == '\t') *c = ' ';
     char *label = strstr(mpi, " Version: "); /* "MPICH Version: 4.0.2" -> "MPICH 4.0.2" */
     if (label) memmove(label + 1, label + 10, strlen(label + 10) + 1);
-    return json_pack("{s:i,s:s,s:s,s:i,s:s?,s:s?,s:f,s:o,s:o,s:o}", "version", IOTAME_STATS_VERSION, "iotame_version",
-                     iotame_version(), "mpi", mpi, "nprocs", nprocs, "config", config_path, "config_error",
-                     config_error, "wall_seconds", wall, "summary", summary, "files", files_json,
+    return json_pack("{s:i,s:s,s:s,s:i,s:s?,s:s?,s:I,s:f,s:o,s:o,s:o}", "version", IOTAME_STATS_VERSION,
+                     "iotame_version", iotame_version(), "mpi", mpi, "nprocs", nprocs, "config", config_path,
+                     "config_error", config_error, "malloc_threshold", (json_int_t)iotame_memory_threshold(),
+                     "wall_seconds", wall, "summary", summary, "files", files_json,
                      "passthrough_reasons", job_reasons_json);
 }
 
