@@ -261,6 +261,15 @@ static void test_examinations_wait_for_their_budget(void)
     for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
 }
 
+/* A knowledge file and the lock file its saves leave beside it. */
+static void remove_knowledge(const char *path)
+{
+    char lock[64];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    unlink(path);
+    unlink(lock);
+}
+
 static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
 {
     char path[] = "/tmp/iotame-test-select-XXXXXX";
@@ -322,7 +331,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     FILE *in = fopen(path, "r");
     CHECK(fread(buf, 1, sizeof buf - 1, in) == 8 && strcmp(buf, "not json") == 0);
     fclose(in);
-    unlink(path);
+    remove_knowledge(path);
     json_decref(k);
 }
 
@@ -363,10 +372,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     CHECK(strcmp(dstr(json_array_get(json_object_get(again, "entries"), 0), "strategy"), "node_local") == 0);
     json_decref(again);
     json_decref(k);
-    unlink(path);
-    char lock[64];
-    snprintf(lock, sizeof lock, "%s.lock", path);
-    unlink(lock);
+    remove_knowledge(path);
 }
 
 static void test_trace_records_the_first_calls(void)

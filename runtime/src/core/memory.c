@@ -12,9 +12,10 @@ long long iotame_memory_threshold(void) { return threshold; }
  * serves it from the heap once its dynamic mmap threshold has risen (at the first free of an mmapped buffer, up to
  * 32 MiB). Whether a freed buffer then stays in the heap or is trimmed, to be faulted in afresh by the next call,
  * depends on the whole history of the process's allocations, ours included: BT-IO's reads at 1 rank took 29,000
- * more page faults under `auto` than under `independent` and ran at half the speed (docs/memory.md). One
- * allocation of cb_buffer_size's default, freed at once, puts glibc where it gets by itself at the first
- * MPI_File_close (ROMIO's collective buffer): buffers of up to 16 MiB reused, the heap's top trimmed beyond 32. */
+ * more page faults under `auto` than under `independent` and ran at half the speed (docs/runtime.md). One
+ * allocation of 16 MiB, freed at once, puts glibc where it gets by itself at the first MPI_File_close (ROMIO's
+ * collective buffer): buffers of up to 16 MiB reused, the heap's top trimmed beyond 32. Off by default: it also
+ * moved the selector's verdicts on small writes (matrix 4 KiB, depth 4: auto at 0.70 of itself without it). */
 void iotame_memory_prepare(const iotame_config_t *cfg)
 {
     const json_t *v = cfg ? json_object_get(json_object_get(cfg->defaults.json, "memory"), "malloc_threshold") : NULL;
