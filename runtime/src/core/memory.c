@@ -18,7 +18,8 @@ long long iotame_memory_threshold(void) { return threshold; }
  * moved the selector's verdicts on small writes (matrix 4 KiB, depth 4: auto at 0.70 of itself without it). */
 void iotame_memory_prepare(const iotame_config_t *cfg)
 {
-    const json_t *v = cfg ? json_object_get(json_object_get(cfg->defaults.json, "memory"), "malloc_threshold") : NULL;
+    const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* no file: defaults only */
+    const json_t *v = iotame_config_value(&process, "memory", "malloc_threshold");
     long long n = json_integer_value(v ? v : iotame_config_default("memory", "malloc_threshold"));
 #if defined(__GLIBC__)
     if (n > 0) {
