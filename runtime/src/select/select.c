@@ -11,10 +11,10 @@
  * calls, with the reference, the winner's first window as it runs, and only two deviating windows in a row start an
  * examination: small calls' throughputs are noisy (measured here: matrix calls of 16 KB re-examined every few calls
  * under the paper's rule). A new winner whose first window runs clearly slower than the strategy that ran before
- * it hands back to that one (hand_back). The first call each strategy serves of a signature is served but not
- * measured (a warm-up): it pays for cold buffers and caches, and counting it made a candidate lose, clearly or at
- * all (matrix, 16 KiB writes: target_aligned's first calls at 441, 695, 1032, then 1250-1350 MB/s; dropped after
- * its first, it lost to independent at 700). A re-examination skips the candidates that were clearly losing
+ * it hands back to that one (hand_back). A call of a strategy that did not serve the signature's call before is
+ * served but not measured (a transition call): it pays for cold buffers and caches, and for whatever the strategy
+ * before left (see fresh()); counting it made candidates lose, clearly or at all. So a candidate serves its
+ * examination calls in one run: once its turn starts, the budget's gate waits for the next candidate only. A re-examination skips the candidates that were clearly losing
  * (below DROP x the winner) in the previous one: a competing load changes rankings, but not by the factor of 20
  * that separates, say, node_local from the library on small interleaved pieces (every fourth re-examination tries
  * them all again). A re-examination that confirms the winner was a false alarm and doubles the signature's
@@ -74,7 +74,7 @@ struct iotame_sel_entry {
     int deviated; /* the last window deviated from the reference */
     double threshold, thr; /* configured; in effect (widened after false alarms) */
     uint64_t calls, reexams, examined;
-    unsigned warm; /* bit k: strategy k has served a call of the signature (its next calls are measured) */
+    int prev; /* the strategy that served the signature's last call (-1: none) */
     int from_knowledge;
     int64_t trace; /* calls still to record in the decision's "trace" */
     double budget, spent, debt; /* examination budget; seconds of every call; seconds examinations lost */
@@ -157,8 +157,15 @@ static double harmonic(int n, double inv) { return n && inv > 0 ? n / inv : 0.0;
 static double inverse(double mbs) { return mbs > 0 ? 1 / mbs : 0.0; }
 static double mean(const iotame_sel_entry_t *e, int i) { return harmonic(e->n[i], e->inv[i]); }
 
-/* Whether the strategy has served a call of the signature (its warm-up). */
-static int is_warm(const iotame_sel_entry_t *e, int strategy) { return e->warm >> strategy & 1; }
+/* Whether the strategy's next call is a transition call, served but not measured: the strategy did not serve the
+ * signature's call before.
+ * RATIONALE: the first call of a strategy after another's runs slowly whatever the strategies are, and so does the
+ * first of a signature (cold buffers). Measured with bench/switch_cost.c (matrix, 16 KiB per rank and call, 2
+ * ranks): after 200 calls of independent writes or of a spin, ROMIO's first collective write ran at 66-270 MB/s, its
+ * second at 600-820 (1380-1600 after 200 collective calls); target_aligned's first at 29-280, its second at
+ * 570-1100, then 1000-1400. Measured a call at a time between the best's calls, the engine's candidates ran at
+ * 200-780 MB/s where they ran 1200-1600 as the winner. */
+static int fresh(const iotame_sel_entry_t *e, int strategy) { return strategy != e->prev; }
 
 /* The best examined strategy so far (-1: none). */
 static int best(const iotame_sel_entry_t *e)
@@ -335,7 +342,7 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     e->exam_calls = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
     e->threshold = e->thr = conf->threshold;
     e->window_seconds = conf->window_seconds;
-    e->fallback = e->win_of = -1;
+    e->fallback = e->win_of = e->prev = -1;
     e->trace = conf->trace;
     e->budget = conf->budget;
     for (int c = 0; c < conf->ncandidates && e->ncand < IOTAME_STRATEGY_MAX; c++)
@@ -371,7 +378,7 @@ int iotame_select_settled(const iotame_sel_entry_t *e) { return e->state == RUNN
 int iotame_select_running(const iotame_sel_entry_t *e) { return e->state == RUNNING; }
 int iotame_select_exam_left(const iotame_sel_entry_t *e)
 {
-    return e->state == EXAMINING && !e->waiting ? e->exam_calls - e->served + !is_warm(e, e->cand[e->cur]) : 0;
+    return e->state == EXAMINING && !e->waiting ? e->exam_calls - e->served + fresh(e, e->cand[e->cur]) : 0;
 }
 
 void iotame_select_rebase(iotame_sel_entry_t *e)
@@ -408,11 +415,11 @@ int iotame_select_choose(const iotame_sel_entry_t *e)
 static double call_seconds(const iotame_sel_entry_t *e, double mbs) { return mbs > 0 ? e->sig.bytes / (mbs * 1e6) : 0; }
 
 /* Whether the next examination call must wait for credit: not with an unlimited budget, nor when the candidate is
- * the best so far or nothing has been measured yet. */
+ * the best so far, has started its run, or nothing has been measured yet. */
 static void gate(iotame_sel_entry_t *e)
 {
     e->waiting = 0;
-    if (e->state != EXAMINING || e->budget >= 1) return;
+    if (e->state != EXAMINING || e->budget >= 1 || !fresh(e, e->cand[e->cur])) return;
     int b = best(e);
     if (b < 0 || b == e->cand[e->cur] || mean(e, b) <= 0) return;
     e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b));
@@ -482,10 +489,10 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
         json_array_append_new(t, json_pack("[s,f]", sname(strategy), round(mbs * 10) / 10));
     }
     e->spent += call_seconds(e, mbs);
-    const int cold = !is_warm(e, strategy);
-    e->warm |= 1u << strategy;
-    if (cold || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
-        /* the strategy's warm-up (a winner from the knowledge file too), or the rest of a window whose candidate
+    const int transition = fresh(e, strategy);
+    e->prev = strategy;
+    if (transition || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
+        /* a transition call (a winner's from the knowledge file too), or the rest of a window whose candidate
          * stopped early (clearly losing): served and charged, not measured */
         int b = best(e);
         if (e->state == EXAMINING && b >= 0 && b != strategy && mean(e, b) > 0)
@@ -535,13 +542,13 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
 }
 
 /* RATIONALE: a window's calls are committed when it starts, so the gate is checked at its end only; checked after
- * every call, a candidate's warm-up could make the window's other calls wait, served but not measured. */
+ * every call, a candidate's transition call could make the window's other calls wait, served but not measured. */
 void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, int64_t first_ns,
                                int64_t all_ns)
 {
     const double bytes_ms = (double)e->sig.bytes * 1e3; /* / ns: MB/s */
     int k = 0;
-    if (!is_warm(e, strategy) && n > 0) { /* the window's first call is the strategy's warm-up */
+    if (fresh(e, strategy) && n > 0) { /* the window's first call is the strategy's transition call */
         update(s, e, strategy, first_ns > 0 ? bytes_ms / first_ns : 0, 0);
         all_ns -= first_ns;
         k = 1;
