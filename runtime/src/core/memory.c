@@ -14,8 +14,9 @@ long long iotame_memory_threshold(void) { return threshold; }
  * depends on the whole history of the process's allocations, ours included: BT-IO's reads at 1 rank took 29,000
  * more page faults under `auto` than under `independent` and ran at half the speed (docs/runtime.md). One
  * allocation of 16 MiB, freed at once, puts glibc where it gets by itself at the first MPI_File_close (ROMIO's
- * collective buffer): buffers of up to 16 MiB reused, the heap's top trimmed beyond 32. Off by default: it also
- * moved the selector's verdicts on small writes (matrix 4 KiB, depth 4: auto at 0.70 of itself without it). */
+ * collective buffer): buffers of up to 16 MiB reused, the heap's top trimmed beyond 32. On by default since the
+ * selector no longer measures a strategy's first call after another's: before, the setting moved its verdicts on
+ * small writes (matrix 4 KiB, depth 4: auto at 0.70 of itself without it; docs/reproductions/orthrus.md runs 15-16). */
 void iotame_memory_prepare(const iotame_config_t *cfg)
 {
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* no file: defaults only */
