@@ -459,18 +459,6 @@ static double window_add(iotame_sel_entry_t *e, int strategy, double mbs)
     return e->steady;
 }
 
-/* A full window (m > 0) of the best so far, serving while the examination waits, replaces its examination mean
- * (the calls it was measured on still count as such).
- * RATIONALE: the first candidate is examined on the signature's first calls, which are the file's first: reads
- * then come from the disk, and the candidates after it read what its calls left read ahead. Matrix, 16 KiB reads
- * per rank: independent was examined at 95-153 MB/s (median over runs) and ran at 1750 alone, node_local at
- * 2088-2372 and won, and auto read at 0.67 of independent (docs/reproductions/orthrus.md, run 16). Its windows
- * while it waits measure it as it runs, right before the candidates that follow. */
-static void as_it_runs(iotame_sel_entry_t *e, int strategy, double m)
-{
-    if (m > 0 && e->n[strategy] > 0) e->inv[strategy] = e->n[strategy] / m;
-}
-
 /* RATIONALE: an examination measures each candidate right after another, and reads inherit what the one before
  * left in the page cache: with the disk's readahead of 8 MiB, node_local was examined at 4000-8800 MB/s after
  * independent's calls and ran the phase at about 1500, below independent's 1900 (matrix, 32 KiB reads). So a new
@@ -510,10 +498,11 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
         if (e->state == EXAMINING && b >= 0 && b != strategy && mean(e, b) > 0)
             e->debt += call_seconds(e, mbs) - call_seconds(e, mean(e, b));
     } else if (e->state == EXAMINING && e->waiting) {
-        /* the best so far, while the examination waits for credit: the call earns credit; each full window of its
-         * calls is its mean from then on (see as_it_runs), and tells how it runs (hand_back) */
+        /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
+         * examination's means (tried: each full window of them as the best's mean, run 16 in
+         * docs/reproductions/orthrus.md: no gain); its windows tell how it runs (hand_back) */
         e->deferred++;
-        as_it_runs(e, strategy, window_add(e, strategy, mbs));
+        window_add(e, strategy, mbs);
     } else if (e->state == EXAMINING) {
         int b = best(e);
         double b_mean = b >= 0 ? mean(e, b) : 0.0;
