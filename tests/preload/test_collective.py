@@ -134,7 +134,7 @@ def test_kernels_verify_on_four_ranks(job, kernel, args, strategy, vnode):
 # ---- the selector: decisions, and the knowledge file ----
 
 MATRIX_LONG = ["--rows", "64", "--cols", "512", "--depth", "4"]   # 16 write and 16 read calls of one signature
-MATRIX_LONGER = ["--rows", "128", "--cols", "512", "--depth", "4"]  # 32 and 32: every candidate examined, warm-ups too
+MATRIX_LONGER = ["--rows", "128", "--cols", "512", "--depth", "4"]  # 32 and 32: every candidate examined, transition calls too
 
 
 ALL = {"passthrough", "independent", "two_phase", "node_local", "target_aligned"}
@@ -151,7 +151,7 @@ def test_selector_examines_then_keeps_a_winner(job):
     for d in by_op.values():
         assert d["signature"] == {**d["signature"], "nprocs": 2, "bytes": 2 * 4 * 2048, "requests": 2 * 4}
         assert d["state"] in ("running", "examining") and d["calls"] == 32 and not d["from_knowledge"]
-        assert 7 <= d["examination_calls"] <= 27   # each candidate's first call is a warm-up, not measured
+        assert 7 <= d["examination_calls"] <= 27   # each candidate's first call is a transition call, not measured
         assert set(d["throughputs"]) <= ALL and (d["strategy"] in ALL or d["state"] == "examining")
     assert set(served(f)) == ALL                                  # the first examination tries every candidate
     assert sum(served(f).values()) == 64                          # 32 writes and 32 reads (calls, not ranks)

@@ -80,7 +80,7 @@ static void test_examination_picks_the_fastest(void)
     const double mbs[4] = {160, 170, 300, 200};
     int order[20], n = 0;
     while (n < 20 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
-    /* Every candidate in the configured order: a warm-up call, then exam_calls measured calls (none is below half
+    /* Every candidate in the configured order: a transition call, then exam_calls measured calls (none is below half
      * the best so far). */
     const int expect[16] = {PT, PT, PT, PT, TP, TP, TP, TP, NL, NL, NL, NL, TA, TA, TA, TA};
     CHECK(n == 16 && memcmp(order, expect, sizeof expect) == 0);
@@ -108,7 +108,7 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
     const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0};
     iotame_sig_t sig = {0, 2, 1 << 21, 32768, 64};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
-    const double calls[8] = {500, 7000, 7000, 350, 90, 2000, 2000, 2000}; /* each after its warm-up call */
+    const double calls[8] = {500, 7000, 7000, 350, 90, 2000, 2000, 2000}; /* each after its transition call */
     const int expect[8] = {PT, PT, PT, PT, TP, TP, TP, TP};
     for (int i = 0; i < 8; i++) {
         int k = iotame_select_choose(e);
@@ -129,7 +129,7 @@ static void test_a_clearly_losing_candidate_gets_one_measured_call(void)
     const double mbs[4] = {400, 10, 390, 150};
     int order[16], n = 0;
     while (n < 16 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
-    const int expect[12] = {PT, PT, PT, PT, TP, TP, NL, NL, NL, NL, TA, TA}; /* each after its warm-up */
+    const int expect[12] = {PT, PT, PT, PT, TP, TP, NL, NL, NL, NL, TA, TA}; /* each after its transition call */
     CHECK(n == 12 && memcmp(order, expect, sizeof expect) == 0);
     CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "passthrough") == 0);
 }
@@ -141,7 +141,7 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     iotame_sig_t sig = {0, 1, 65536, 16, 128};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     double mbs[4] = {100, 200, 150, 30};
-    for (int i = 0; i < 14; i++) serve(s, e, mbs); /* warm-up and 3, three times, and target_aligned's 1 + 1 */
+    for (int i = 0; i < 14; i++) serve(s, e, mbs); /* transition call and 3, three times, and target_aligned's 1 + 1 */
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     CHECK(serve(s, e, mbs) == TP); /* back to it after target_aligned: a transition call, not measured */
     CHECK(json_real_value(json_object_get(decision(fs, 0), "reference_mbs")) == 0.0);
@@ -198,7 +198,7 @@ static void test_a_new_winner_slower_than_the_strategy_before_hands_back(void)
         iotame_selector_t *s = iotame_select_for(fs);
         iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
         double mbs[4] = {100, 400, 0, 0};
-        for (int i = 0; i < 4; i++) CHECK(serve(s, e, mbs) == PT); /* its warm-up and examination */
+        for (int i = 0; i < 4; i++) CHECK(serve(s, e, mbs) == PT); /* its transition call and examination */
         mbs[PT] = 200;
         int deferred = 0;
         while (deferred < 100 && serve(s, e, mbs) == PT) deferred++;
@@ -225,7 +225,7 @@ static void test_monitoring_windows_span_their_least_time(void)
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {0, 1000, 0, 0};
-    for (int i = 0; i < 4; i++) serve(s, e, mbs); /* warm-up and examination */
+    for (int i = 0; i < 4; i++) serve(s, e, mbs); /* transition call and examination */
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     for (int i = 0; i < 9; i++) serve(s, e, mbs);
     CHECK(json_real_value(json_object_get(decision(fs, 0), "reference_mbs")) == 0.0);
@@ -388,15 +388,15 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     CHECK(json_is_null(json_object_get(item, "strategy")));
     const json_t *x = json_object_get(item, "examination");
     CHECK(fabs(json_real_value(json_object_get(x, "spent")) - 0.2) < 1e-9 && json_object_get(x, "calls") == NULL);
-    /* Run 2 examines anew (warm-up, passthrough's 3 calls), its time added to the 0.2 s of run 1: two_phase serves
-     * after 114 calls, not 134. */
+    /* Run 2 examines anew (transition call, passthrough's 3 calls), its time added to the 0.2 s of run 1:
+     * two_phase serves after 114 calls, not 134. */
     iotame_file_stats_t *fs2 = new_fs();
     iotame_selector_t *s2 = iotame_select_for(fs2);
     iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, k);
     CHECK(json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     int pt = 0;
     while (pt < 500 && serve(s2, e2, mbs) == PT) pt++;
-    CHECK(pt == 114 && dint(decision(fs2, 0), "examination_calls") == 3); /* two_phase's first: its warm-up */
+    CHECK(pt == 114 && dint(decision(fs2, 0), "examination_calls") == 3); /* two_phase's first: its transition call */
     /* A saved winner is never replaced by an undecided entry of another job. */
     json_object_set_new((json_t *)item, "strategy", json_string("node_local"));
     CHECK(json_dump_file(k, path, 0) == 0);

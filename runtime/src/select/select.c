@@ -14,7 +14,8 @@
  * it hands back to that one (hand_back). A call of a strategy that did not serve the signature's call before is
  * served but not measured (a transition call): it pays for cold buffers and caches, and for whatever the strategy
  * before left (see fresh()); counting it made candidates lose, clearly or at all. So a candidate serves its
- * examination calls in one run: once its turn starts, the budget's gate waits for the next candidate only. A re-examination skips the candidates that were clearly losing
+ * examination calls in one run: once its turn starts, the budget's gate waits for the next candidate only.
+ * A re-examination skips the candidates that were clearly losing
  * (below DROP x the winner) in the previous one: a competing load changes rankings, but not by the factor of 20
  * that separates, say, node_local from the library on small interleaved pieces (every fourth re-examination tries
  * them all again). A re-examination that confirms the winner was a false alarm and doubles the signature's
