@@ -781,7 +781,7 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
         iotame_sig_t sig = {f->pend_write, e->nprocs, gbytes, greq, gap > 0 ? gap : 0};
         if (!(en = entry_of(f, &sig))) return NULL;
     }
-    if (kind == WINDOW_OPENING) { /* the handle's first call is the warm-up */
+    if (kind == WINDOW_OPENING) { /* the handle's first call is a transition call */
         if (iotame_select_choose(en) == s) iotame_select_update(f->sel, en, s, warm > 0 ? gbytes * 1e3 / warm : 0);
         n--;
         all -= warm;

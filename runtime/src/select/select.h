@@ -73,7 +73,8 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 /* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
 /* An examination window of n calls of `strategy` (a library candidate's, exam_left calls) that took all_ns, its first
- * call first_ns (the slowest rank's): the first is the warm-up when the strategy has served none of the signature. */
+ * call first_ns (the slowest rank's): the first is a transition call when the strategy did not serve the call
+ * before. */
 void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, int64_t first_ns,
                                int64_t all_ns);
 
