@@ -162,9 +162,9 @@ static double mean(const iotame_sel_entry_t *e, int i) { return harmonic(e->n[i]
  * signature's call before.
  * RATIONALE: the first call of a strategy after another's runs slowly whatever the strategies are, and so does the
  * first of a signature (cold buffers). Measured with bench/switch_cost.c (matrix, 16 KiB per rank and call, 2
- * ranks): after 200 calls of independent writes or of a spin, ROMIO's first collective write ran at 66-270 MB/s, its
- * second at 600-820 (1380-1600 after 200 collective calls); target_aligned's first at 29-280, its second at
- * 570-1100, then 1000-1400. Measured a call at a time between the best's calls, the engine's candidates ran at
+ * ranks): after 200 calls of independent writes or of a spin, ROMIO's first collective write ran at 66-269 MB/s, its
+ * second at 598-820 (1380-1600 after 200 collective calls); target_aligned's first at 29-277, its second at
+ * 573-1095, its third at 869-1331. Measured a call at a time between the best's calls, the engine's candidates ran at
  * 200-780 MB/s where they ran 1200-1600 as the winner. */
 static int fresh(const iotame_sel_entry_t *e, int strategy) { return strategy != e->prev; }
 
