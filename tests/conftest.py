@@ -80,8 +80,11 @@ def flip_byte(path, offset):
 
 def collective_config(path, match="*", **collective):
     """A configuration whose rule for `match` sets the collective section (virtual nodes of one rank by default,
-    so that node_local has several nodes on this one machine)."""
+    so that node_local has several nodes on this one machine; no readahead by default, so that a read candidate's
+    transition is one call, as a write's, and the tests' small files are examined: test_read_transitions_* test it)."""
     collective.setdefault("virtual_node_size", 1)
+    collective.setdefault("readahead", 0)
+    collective = {k: v for k, v in collective.items() if v is not None}  # None: the key left out
     return write_json(path, {"version": 1, "files": [{"match": match, "collective": collective}]})
 
 

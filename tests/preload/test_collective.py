@@ -2,7 +2,9 @@
 views, the collective kernels), the Orthrus selector (strategy auto), its decisions in the statistics, and the
 knowledge file that carries them into the next run. Real mpiexec jobs with libiotame.so preloaded."""
 import json
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -155,6 +157,39 @@ def test_selector_examines_then_keeps_a_winner(job):
         assert set(d["throughputs"]) <= ALL and (d["strategy"] in ALL or d["state"] == "examining")
     assert set(served(f)) == ALL                                  # the first examination tries every candidate
     assert sum(served(f).values()) == 64                          # 32 writes and 32 reads (calls, not ranks)
+
+
+def device_readahead(path):
+    """What the kernel reads ahead on path's file system, read apart from the runtime: its disk's read_ahead_kb (a
+    partition's disk's), else its backing device's; 0 when none."""
+    dev = os.stat(path).st_dev
+    ids = f"{os.major(dev)}:{os.minor(dev)}"
+    for where in (f"/sys/dev/block/{ids}/queue", f"/sys/dev/block/{ids}/../queue", f"/sys/class/bdi/{ids}"):
+        try:
+            return int(Path(where, "read_ahead_kb").read_text()) * 1024
+        except OSError:
+            pass
+    return 0
+
+
+def test_read_transitions_span_the_readahead(job):
+    """A read candidate's first calls after another strategy's read what that one read ahead: they are transition
+    calls, the readahead's worth (configured, else the file system's), and its examination measures as many after
+    them; a write's transition is one call. Calls of 16 KiB here: a configured readahead of 4 calls makes the
+    first candidate serve 4 + 4 calls before the next one's turn (1 + 3 without it)."""
+    per_call = 2 * 4 * 2048
+    f = run_kernel(job, 2, "matrix", MATRIX_LONGER,
+                   collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, trace=64,
+                                     readahead=4 * per_call))
+    by_op = {d["signature"]["op"]: d for d in f["decisions"]}
+    assert by_op["write"]["transition_calls"] == 1 and by_op["read"]["transition_calls"] == 4
+    trace = [strategy for strategy, _ in by_op["read"]["trace"]]
+    assert trace[:8] == ["independent"] * 8 and trace[8] != "independent"
+    f = run_kernel(job, 2, "matrix", MATRIX_LONGER,
+                   collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, readahead=None))
+    ra = device_readahead(job.tmp / NAMES["matrix"])
+    assert {d["signature"]["op"]: d["transition_calls"] for d in f["decisions"]} == \
+        {"write": 1, "read": -(-ra // per_call) if ra > per_call else 1}
 
 
 def test_library_candidates_are_examined_in_steady_windows(job):

@@ -51,7 +51,7 @@ json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 /* ---- helpers ---- */
 
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0}; /* no budget limit: the paper's examination */
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0}; /* no budget limit: the paper's examination */
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -105,7 +105,7 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0, 0};
     iotame_sig_t sig = {0, 2, 1 << 21, 32768, 64};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double calls[8] = {500, 7000, 7000, 350, 90, 2000, 2000, 2000}; /* each after its transition call */
@@ -191,7 +191,7 @@ static void test_a_new_winner_slower_than_the_strategy_before_hands_back(void)
      * page cache) and wins. Running at 150, more than the threshold below passthrough's last window (200): back to
      * passthrough. At 180 it stays. */
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0, 0};
     iotame_sig_t sig = {0, 2, 1000000, 64, 0};
     for (int slower = 0; slower < 2; slower++) {
         iotame_file_stats_t *fs = new_fs();
@@ -219,7 +219,7 @@ static void test_monitoring_windows_span_their_least_time(void)
 {
     /* calls of 1 MB at 1000 MB/s (1 ms): a window of 9.5 ms is 10 calls, not exam_calls */
     static const int one[] = {TP};
-    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095};
+    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095, 0};
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
@@ -237,7 +237,7 @@ static void test_examinations_wait_for_their_budget(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0}; /* 1 MB a call: 10 ms at passthrough's 100 MB/s */
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 400, 20, 100};
@@ -261,7 +261,7 @@ static void test_examinations_wait_for_their_budget(void)
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "examination_calls") == 8);
     /* A budget of 0: the first candidate serves for ever (but is still measured and published). */
-    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0};
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0};
     iotame_selector_t *s0 = iotame_select_for(new_fs());
     iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL);
     for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
@@ -274,7 +274,7 @@ static void test_a_candidate_is_measured_after_its_transition_call(void)
      * follow each other, the first not measured, so it wins. Measured a call at a time between passthrough's calls,
      * every one of its calls would have been a switch (7.5 MB/s): clearly losing. */
     static const int two[] = {PT, TA};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0};
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
@@ -292,6 +292,74 @@ static void test_a_candidate_is_measured_after_its_transition_call(void)
     CHECK(strcmp(dstr(d, "state"), "running") == 0 && strcmp(dstr(d, "strategy"), "target_aligned") == 0);
     CHECK(ta_runs == 1 && ta_calls == 4);
     CHECK(json_real_value(json_object_get(json_object_get(d, "throughputs"), "target_aligned")) == 150.0);
+}
+
+/* Serves calls until the entry decides (at most `most`), recording each call's strategy in order; returns how many. */
+static int serve_until_running(iotame_selector_t *s, iotame_sel_entry_t *e, iotame_file_stats_t *fs,
+                               const double mbs[4], int *order, int most)
+{
+    int n = 0;
+    while (n < most && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
+    return n;
+}
+
+static void test_a_read_transition_spans_the_readahead(void)
+{
+    /* A readahead of 4 calls: a read candidate serves 4 transition calls, then is measured over 4; a write's
+     * transition stays one call and its examination exam_calls (3). */
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20};
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0}, wr = {1, 2, 1 << 20, 64, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &rd, &conf, NULL);
+    const double mbs[4] = {160, 170, 300, 200};
+    int order[64];
+    CHECK(serve_until_running(s, e, fs, mbs, order, 64) == 32);
+    for (int i = 0; i < 32; i++) CHECK(order[i] == ALL[i / 8]);
+    const json_t *d = decision(fs, 0);
+    CHECK(strcmp(dstr(d, "strategy"), "node_local") == 0 && dint(d, "examination_calls") == 16);
+    CHECK(dint(d, "transition_calls") == 4);
+    iotame_select_entry(s, &wr, &conf, NULL);
+    CHECK(dint(decision(fs, 1), "transition_calls") == 1);
+}
+
+static void test_a_candidate_clearly_losing_in_its_read_transition_stops(void)
+{
+    /* two_phase at a hundredth of passthrough: its transition calls (whose reads the one before may have read
+     * ahead, so they are if anything too fast) lose more than a whole turn of passthrough's calls on its second
+     * call, and it stops there, not measured; the others are examined in full. */
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20};
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &rd, &conf, NULL);
+    const double mbs[4] = {1000, 10, 900, 800};
+    int order[64], tp = 0;
+    const int n = serve_until_running(s, e, fs, mbs, order, 64);
+    for (int i = 0; i < n; i++) tp += order[i] == TP;
+    CHECK(n == 8 + 2 + 8 + 8 && tp == 2);
+    const json_t *d = decision(fs, 0);
+    CHECK(strcmp(dstr(d, "strategy"), "passthrough") == 0 && dint(d, "examination_calls") == 12);
+    CHECK(json_object_get(json_object_get(d, "throughputs"), "two_phase") == NULL);
+}
+
+static void test_a_waiting_examination_knows_when_its_credit_is_there(void)
+{
+    /* Budget 1/4, a read turn of 8 calls (4 transition, 4 measured): after passthrough's 8 calls the credit pays
+     * for 2 of the 8 calls of the turn; each further call of passthrough earns a quarter of a call: 24 more. */
+    static const int two[] = {PT, TP};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.25, 0, 4 << 20};
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
+    iotame_sel_entry_t *e = iotame_select_entry(s, &rd, &conf, NULL);
+    const double mbs[4] = {1024, 1024, 0, 0};
+    for (int i = 0; i < 8; i++) CHECK(serve(s, e, mbs) == PT);
+    const int w = iotame_select_wait_calls(e);
+    CHECK(w >= 24 && w <= 25); /* 24, or one more where the seconds' rounding falls short */
+    for (int i = 0; i < w; i++) CHECK(serve(s, e, mbs) == PT);
+    CHECK(iotame_select_wait_calls(e) == 0 && iotame_select_choose(e) == TP);
+    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0, w) == w + 1); /* the window waits it out */
 }
 
 /* A knowledge file and the lock file its saves leave beside it. */
@@ -325,7 +393,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
-    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0};
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0};
     iotame_selector_t *s2 = iotame_select_for(new_fs());
     CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
 
@@ -375,7 +443,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     CHECK(fd >= 0);
     close(fd);
     unlink(path); /* no knowledge yet */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double mbs[4] = {100, 400, 20, 100};
     /* Run 1: 20 calls of 10 ms, too short for two_phase's turn (as in the budget test: from call 135 on). */
@@ -412,7 +480,7 @@ static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = iotame_select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0};
+    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0, 0};
     iotame_sig_t sig = {1, 1, 10, 1, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 150.04, 90, 80};
@@ -445,17 +513,17 @@ static void test_digests_agree_only_on_the_same_history(void)
 static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
 {
     /* a gather of 6 ms against calls of 3 ms under a 5 % budget: 40 calls, whose 120 ms pay for it */
-    int n = iotame_select_window_calls(0.05, 12, 6000000, 3e6, 1);
+    int n = iotame_select_window_calls(0.05, 12, 6000000, 3e6, 1, 0);
     CHECK(n >= 40 && n <= 41);
     CHECK(6e6 <= 0.05 * n * 3e6);
-    CHECK(iotame_select_window_calls(0.05, 12, 2000, 3e6, 1) == 12);        /* a cheap gather: the shortest window */
-    n = iotame_select_window_calls(0.05, 12, 2000, 1e4, 1); /* calls of 10 us monitored: about 10 ms of them */
+    CHECK(iotame_select_window_calls(0.05, 12, 2000, 3e6, 1, 0) == 12);        /* a cheap gather: the shortest window */
+    n = iotame_select_window_calls(0.05, 12, 2000, 1e4, 1, 0); /* calls of 10 us monitored: about 10 ms of them */
     CHECK(n >= 1000 && n <= 1001);
-    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0) == 12); /* an examination waiting: the shortest */
-    CHECK(iotame_select_window_calls(1, 12, 6000000, 3e6, 1) == 12);        /* the paper: every window the shortest */
-    CHECK(iotame_select_window_calls(0.05, 12, 6000000, 0, 1) == 12);       /* calls not timed */
-    CHECK(iotame_select_window_calls(0, 12, 2000, 1e6, 1) == 1001);         /* no budget: about a second of calls */
-    CHECK(iotame_select_window_calls(0.001, 12, 900000000, 100, 1) == 1 << 20); /* and never more than 2^20 */
+    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0, 0) == 12); /* an examination waiting: the shortest */
+    CHECK(iotame_select_window_calls(1, 12, 6000000, 3e6, 1, 0) == 12);        /* the paper: every window the shortest */
+    CHECK(iotame_select_window_calls(0.05, 12, 6000000, 0, 1, 0) == 12);       /* calls not timed */
+    CHECK(iotame_select_window_calls(0, 12, 2000, 1e6, 1, 0) == 1001);         /* no budget: about a second of calls */
+    CHECK(iotame_select_window_calls(0.001, 12, 900000000, 100, 1, 0) == 1 << 20); /* and never more than 2^20 */
 }
 
 int main(void)
@@ -466,6 +534,9 @@ int main(void)
     test_monitoring_tolerates_one_window_and_reexamines_after_two();
     test_examinations_wait_for_their_budget();
     test_a_candidate_is_measured_after_its_transition_call();
+    test_a_read_transition_spans_the_readahead();
+    test_a_candidate_clearly_losing_in_its_read_transition_stops();
+    test_a_waiting_examination_knows_when_its_credit_is_there();
     test_a_new_winner_slower_than_the_strategy_before_hands_back();
     test_monitoring_windows_span_their_least_time();
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();

@@ -10,9 +10,13 @@
  * handles, and every independent call, never reach this file. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
 #include "select/select.h"
@@ -49,6 +53,7 @@ struct iotame_coll_file {
     char *knowledge_path;
     int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
     int64_t virtual_node_size, targets, target_unit;
+    int64_t readahead; /* bytes: configured, else this rank's file system's; the ranks' largest once agreed */
     /* agreed at open */
     iotame_coll_env_t env;
     int opening[2];  /* the strategy of the opening window of reads [0], writes [1]; -1: none */
@@ -322,6 +327,27 @@ static int on_local_fs(const char *path)
     return 0;
 }
 
+/* Bytes the kernel reads ahead of a sequential reader of the file: its disk's read_ahead_kb (a partition's is its
+ * disk's), else its file system's backing device's (NFS, FUSE); 0 when unknown (tmpfs, a parallel file system's
+ * client, which has its own settings). */
+static int64_t readahead_of(const char *path)
+{
+    static const char *const where[] = {"/sys/dev/block/%u:%u/queue/read_ahead_kb",
+                                        "/sys/dev/block/%u:%u/../queue/read_ahead_kb", "/sys/class/bdi/%u:%u/read_ahead_kb"};
+    struct stat st;
+    if (stat(strncmp(path, "ufs:", 4) == 0 ? path + 4 : path, &st) != 0) return 0;
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, where[i], major(st.st_dev), minor(st.st_dev));
+        FILE *in = fopen(name, "r");
+        long kb = -1;
+        if (in && fscanf(in, "%ld", &kb) != 1) kb = -1;
+        if (in) fclose(in);
+        if (kb >= 0) return (int64_t)kb * 1024;
+    }
+    return 0;
+}
+
 /* The candidates on the file's file system: away from a local one independent is the library's collective call, and
  * with passthrough also a candidate, examining both would measure one thing twice. */
 static int candidates_on(const iotame_coll_file_t *f, int local_fs, int *cand)
@@ -336,7 +362,7 @@ static int candidates_on(const iotame_coll_file_t *f, int local_fs, int *cand)
 static iotame_select_conf_t select_conf(const iotame_coll_file_t *f, const int *cand, int ncand)
 {
     return (iotame_select_conf_t){cand, ncand, f->exam_calls, f->threshold, f->trace, f->budget,
-                                  f->budget < 1 ? IOTAME_SELECT_WINDOW_SECONDS : 0};
+                                  f->budget < 1 ? IOTAME_SELECT_WINDOW_SECONDS : 0, f->readahead};
 }
 
 /* The strategy of the opening window of each operation ([0] reads, [1] writes) as this rank sees it, on a local
@@ -466,6 +492,7 @@ static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int s
     const char *k = json_string_value(setting(fc, "knowledge"));
     f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
+    f->readahead = (v = setting(fc, "readahead")) ? json_integer_value(v) : ok ? readahead_of(f->path) : 0;
     if (k && *k) ok &= (f->knowledge_path = strdup(k)) != NULL;
     if (!fixed) {
         f->window = malloc((size_t)f->env.nprocs * WINDOW_FIELDS * sizeof *f->window);
@@ -482,14 +509,14 @@ static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int s
 
 /* RATIONALE: every collective of ours costs about 10 ms with 4 ranks on 2 cores (MPICH busy-polls; measured: one
  * MPI_Allreduce 5.7 to 10 ms, 0.4 us with 2 ranks), a tenth of a small phase. So the open agrees on everything in
- * one reduction on the application's communicator, inside its collective open (where the library's open does its
- * own collectives on it too): whether every rank could set the handle up, rank 0's file system type, whether every
- * rank holds the knowledge, and the opening windows. A rank that cannot route says so there, and then no rank routes
- * the handle: ranks never take different paths. A fixed library strategy (independent) needs nothing more: no
- * communicator of ours and no collective of ours at all. The others duplicate the communicator for their calls'
- * collectives, without blocking, so that the duplicate completes during the reduction (measured with 4 ranks:
- * 10.5 ms for both, 22 ms one after the other); nodes, hints and the shadow handle wait until an engine strategy is
- * chosen (open_engine). */
+ * one reduction on the application's communicator, inside its collective open (where the library's open does its own
+ * collectives on it too): whether every rank could set the handle up, rank 0's file system type, whether every rank
+ * holds the knowledge, the largest readahead, and the opening windows. A rank that cannot route says so there, and
+ * then no rank routes the handle: ranks never take different paths. A fixed library strategy (independent) needs
+ * nothing more: no communicator of ours and no collective of ours at all. The others duplicate the communicator for
+ * their calls' collectives, without blocking, so that the duplicate completes during the reduction (measured with 4
+ * ranks: 10.5 ms for both, 22 ms one after the other); nodes, hints and the shadow handle wait until an engine
+ * strategy is chosen (open_engine). */
 void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
                             const iotame_file_config_t *fc)
 {
@@ -509,8 +536,9 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
         f = NULL;
     }
     /* the opening windows on a local file system [0..3] and elsewhere [4..7], each as (max, -min) over the ranks */
-    enum { FAILED, LOCAL, HAS, HAS_NOT, OPENING, FIELDS = OPENING + 8 };
-    int mine[FIELDS] = {!f, rank == 0 && f && on_local_fs(f->path), exists && knowledge, exists && !knowledge};
+    enum { FAILED, LOCAL, HAS, HAS_NOT, READAHEAD_KB, OPENING, FIELDS = OPENING + 8 };
+    int mine[FIELDS] = {!f, rank == 0 && f && on_local_fs(f->path), exists && knowledge, exists && !knowledge,
+                        f ? (int)(f->readahead >> 10 < INT_MAX ? f->readahead >> 10 : INT_MAX) : 0};
     int all[FIELDS];
     for (int away = 0; away < 2; away++) {
         int p[2] = {-1, -1};
@@ -540,6 +568,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     }
     f->env.comm = own;
     f->env.local_fs = all[LOCAL];
+    f->readahead = (int64_t)all[READAHEAD_KB] << 10; /* every rank's selector alike */
     f->cost_ns = cost_ns; /* what a collective of ours costs, until a gather costs less */
     const int *open = all + OPENING + 4 * !f->env.local_fs;
     for (int w = 0; w < 2; w++) f->opening[w] = open[2 * w] == -open[2 * w + 1] ? open[2 * w] : -1;
@@ -789,7 +818,7 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
     f->steady_measured++;
     if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
         f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n,
-                                                     iotame_select_running(en));
+                                                     iotame_select_running(en), iotame_select_wait_calls(en));
     if (kind == WINDOW_EXAM) {
         iotame_select_exam_window(f->sel, en, s, n, warm, all);
         return en;

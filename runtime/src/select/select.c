@@ -35,6 +35,7 @@
  * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -75,7 +76,10 @@ struct iotame_sel_entry {
     int deviated; /* the last window deviated from the reference */
     double threshold, thr; /* configured; in effect (widened after false alarms) */
     uint64_t calls, reexams, examined;
-    int prev; /* the strategy that served the signature's last call (-1: none) */
+    int prev, run; /* the strategy that served the signature's last call (-1: none), and its calls in a row */
+    int settle;    /* a strategy's first calls after another's that are transition calls (settle_calls) */
+    int t_n;       /* EXAMINING: cand[cur]'s transition calls after its first, and their sum of 1 / MB/s */
+    double t_inv;
     int from_knowledge;
     int64_t trace; /* calls still to record in the decision's "trace" */
     double budget, spent, debt; /* examination budget; seconds of every call; seconds examinations lost */
@@ -166,7 +170,26 @@ static double mean(const iotame_sel_entry_t *e, int i) { return harmonic(e->n[i]
  * second at 598-820 (1380-1600 after 200 collective calls); target_aligned's first at 29-277, its second at
  * 573-1095, its third at 869-1331. Measured a call at a time between the best's calls, the engine's candidates ran at
  * 200-780 MB/s where they ran 1200-1600 as the winner. */
-static int fresh(const iotame_sel_entry_t *e, int strategy) { return strategy != e->prev; }
+static int fresh(const iotame_sel_entry_t *e, int strategy) { return strategy != e->prev || e->run < e->settle; }
+
+/* The transition calls the strategy has still to serve before its calls are measured. */
+static int transition_left(const iotame_sel_entry_t *e, int strategy)
+{
+    return strategy != e->prev ? e->settle : e->run < e->settle ? e->settle - e->run : 0;
+}
+
+/* How many calls a strategy's transition spans: one; for a read, the file system's readahead's worth.
+ * RATIONALE: a candidate examined after another reads what that one's sequential calls left read ahead: with this
+ * disk's readahead of 8 MiB (read_ahead_kb 8192), matrix calls of 32 KiB were examined at 2000-2300 MB/s after
+ * independent's and then ran at about 1400, below independent's 1750, and independent itself, examined first on a
+ * cold file while the kernel's readahead grew, at 83-1173 (run 16). Measured after that many calls, a read
+ * candidate pays for its own reads; measured over as many, for its stalls on the disk too (see harmonic()). */
+static int settle_calls(const iotame_sig_t *g, int64_t readahead)
+{
+    if (g->write || g->bytes <= 0 || readahead <= g->bytes) return 1;
+    const int64_t n = (readahead + g->bytes - 1) / g->bytes;
+    return n < 1 << 20 ? (int)n : 1 << 20;
+}
 
 /* The best examined strategy so far (-1: none). */
 static int best(const iotame_sel_entry_t *e)
@@ -205,6 +228,7 @@ static void publish(iotame_sel_entry_t *e)
     json_object_set_new(e->json, "deferred_calls", json_integer((json_int_t)e->deferred));
     json_object_set_new(e->json, "handed_back", json_integer((json_int_t)e->handed_back));
     json_object_set_new(e->json, "threshold", json_real(e->thr));
+    json_object_set_new(e->json, "transition_calls", json_integer(e->settle));
     json_object_set_new(e->json, "from_knowledge", json_boolean(e->from_knowledge));
 }
 
@@ -246,21 +270,35 @@ static int known_winner(const json_t *item, const iotame_select_conf_t *conf)
     return -1;
 }
 
-/* Whether the credit (budget x spent - debt, in seconds) pays for GATE calls of bytes at mbs. */
-static int affords(double budget, double spent, double debt, int64_t bytes, double mbs)
+/* Whether the credit (budget x spent - debt, in seconds) pays for `calls` calls of bytes at mbs. */
+static int affords(double budget, double spent, double debt, int64_t bytes, double mbs, double calls)
 {
-    return budget * spent - debt >= GATE * (double)bytes / (mbs * 1e6);
+    return budget * spent - debt >= calls * (double)bytes / (mbs * 1e6);
+}
+
+/* The calls of the best so far the credit must pay for before a candidate's turn: GATE, or the turn's length when
+ * longer (a read's transition and measured calls span the readahead, settle_calls). */
+static double turn_calls(int settle, int exam_calls) { return fmax(GATE, settle + exam_calls); }
+
+/* The calls a candidate's examination measures: exam_calls, and for a read at least its transition's length. */
+static int exam_calls_of(const iotame_select_conf_t *conf, int settle)
+{
+    const int n = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
+    return settle > n ? settle : n;
 }
 
 /* Whether a signature not decided yet (a knowledge entry) has the credit to examine another candidate than its
- * first in this run: the credit carried over against GATE calls at the first candidate's throughput of the earlier
+ * first in this run: the credit carried over against a turn's calls at the first candidate's throughput of the earlier
  * run. RATIONALE: that throughput only tells what a call may cost; it is not a mean the examination compares. */
 static int affordable(const json_t *item, const iotame_select_conf_t *conf, const iotame_sig_t *k)
 {
     const json_t *x = json_object_get(item, "examination");
     double mbs = json_number_value(json_object_get(json_object_get(item, "throughputs"), sname(conf->candidates[0])));
-    return conf->budget >= 1 || (mbs > 0 && affords(conf->budget, json_number_value(json_object_get(x, "spent")),
-                                                    json_number_value(json_object_get(x, "debt")), k->bytes, mbs));
+    const int settle = settle_calls(k, conf->readahead);
+    return conf->budget >= 1 ||
+           (mbs > 0 && affords(conf->budget, json_number_value(json_object_get(x, "spent")),
+                               json_number_value(json_object_get(x, "debt")), k->bytes, mbs,
+                               turn_calls(settle, exam_calls_of(conf, settle))));
 }
 
 int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
@@ -309,7 +347,8 @@ static void start_examination(iotame_sel_entry_t *e, int first)
             e->skip[i] = i != first && e->last[i] > 0 && e->last[i] < DROP * e->last[first];
         }
     e->state = EXAMINING;
-    e->cur = e->served = 0;
+    e->cur = e->served = e->t_n = 0;
+    e->t_inv = 0;
     memset(e->inv, 0, sizeof e->inv);
     memset(e->n, 0, sizeof e->n);
     /* The previous winner first: it is measured under the new conditions before the others. */
@@ -340,7 +379,8 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
         if (same_sig(&e->sig, sig)) return e;
     if (!(e = calloc(1, sizeof *e))) return NULL;
     e->sig = *sig;
-    e->exam_calls = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
+    e->settle = settle_calls(sig, conf->readahead);
+    e->exam_calls = exam_calls_of(conf, e->settle);
     e->threshold = e->thr = conf->threshold;
     e->window_seconds = conf->window_seconds;
     e->fallback = e->win_of = e->prev = -1;
@@ -379,7 +419,10 @@ int iotame_select_settled(const iotame_sel_entry_t *e) { return e->state == RUNN
 int iotame_select_running(const iotame_sel_entry_t *e) { return e->state == RUNNING; }
 int iotame_select_exam_left(const iotame_sel_entry_t *e)
 {
-    return e->state == EXAMINING && !e->waiting ? e->exam_calls - e->served + fresh(e, e->cand[e->cur]) : 0;
+    if (e->state != EXAMINING || e->waiting) return 0;
+    /* a long transition (a read's) is a window of its own: the measured calls' window is not averaged with it */
+    const int t = transition_left(e, e->cand[e->cur]);
+    return t > 1 ? t : e->exam_calls - e->served + t;
 }
 
 void iotame_select_rebase(iotame_sel_entry_t *e)
@@ -397,11 +440,11 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; 
  * calls of 20 us held an independent read phase's ranks so close that the one ahead no longer read the other's
  * pages into the page cache (1378 against 1473 MB/s; 1551 with windows of 128 calls); such short windows also
  * measure noise. */
-int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring)
+int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring, int wait)
 {
     if (call_ns <= 0 || budget >= 1) return shortest;
     double longest = 1e9 / call_ns, n = budget > 0 ? (double)cost_ns / (budget * call_ns) : longest;
-    n = n < longest ? n : longest;
+    n = fmin(fmax(n, wait), longest);
     double least = monitoring ? IOTAME_SELECT_WINDOW_SECONDS * 1e9 / call_ns : 0;
     n = n > least ? n : least;
     return n <= shortest ? shortest : n >= 1 << 20 ? 1 << 20 : (int)n + 1;
@@ -415,15 +458,46 @@ int iotame_select_choose(const iotame_sel_entry_t *e)
 /* Seconds one call of the signature takes at `mbs` (0 when not measured). */
 static double call_seconds(const iotame_sel_entry_t *e, double mbs) { return mbs > 0 ? e->sig.bytes / (mbs * 1e6) : 0; }
 
+int iotame_select_wait_calls(const iotame_sel_entry_t *e)
+{
+    if (e->state != EXAMINING || !e->waiting) return 0;
+    const double call = call_seconds(e, mean(e, best(e))); /* waiting: the best so far was measured */
+    const double need = turn_calls(e->settle, e->exam_calls) * call + e->debt - e->budget * e->spent;
+    const double n = e->budget > 0 && call > 0 ? ceil(need / (e->budget * call)) : 1 << 20;
+    return n <= 0 ? 0 : n < 1 << 20 ? (int)n : 1 << 20;
+}
+
 /* Whether the next examination call must wait for credit: not with an unlimited budget, nor when the candidate is
  * the best so far, has started its run, or nothing has been measured yet. */
 static void gate(iotame_sel_entry_t *e)
 {
     e->waiting = 0;
-    if (e->state != EXAMINING || e->budget >= 1 || !fresh(e, e->cand[e->cur])) return;
+    if (e->state != EXAMINING || e->budget >= 1 || e->prev == e->cand[e->cur]) return;
     int b = best(e);
     if (b < 0 || b == e->cand[e->cur] || mean(e, b) <= 0) return;
-    e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b));
+    e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b), turn_calls(e->settle, e->exam_calls));
+}
+
+/* The candidate under examination has had its turn (served its calls, or is clearly losing): the next one's. */
+static void next_turn(iotame_sel_entry_t *e)
+{
+    e->served = e->t_n = 0;
+    e->t_inv = 0;
+    e->cur++;
+    next_candidate(e);
+}
+
+/* Whether the candidate's transition calls so far, its first but one, took longer than the best so far would have
+ * taken for them and for a whole turn on top: it has lost what the gate's credit was for, and runs below DROP x
+ * the best on average over the turn (the first call after a switch is slow whatever the strategy: not counted). */
+static int transition_losing(iotame_sel_entry_t *e, int strategy, double mbs)
+{
+    int b = best(e);
+    if (e->state != EXAMINING || e->waiting || strategy != e->cand[e->cur] || e->run < 2 || b < 0 || b == strategy)
+        return 0;
+    e->t_n++;
+    e->t_inv += inverse(mbs);
+    return e->t_inv * mean(e, b) > e->t_n + turn_calls(e->settle, e->exam_calls);
 }
 
 static void finish_examination(iotame_sel_entry_t *e)
@@ -491,6 +565,7 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
     }
     e->spent += call_seconds(e, mbs);
     const int transition = fresh(e, strategy);
+    e->run = strategy != e->prev ? 1 : e->run < INT_MAX ? e->run + 1 : e->run;
     e->prev = strategy;
     if (transition || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
         /* a transition call (a winner's from the knowledge file too), or the rest of a window whose candidate
@@ -498,6 +573,7 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
         int b = best(e);
         if (e->state == EXAMINING && b >= 0 && b != strategy && mean(e, b) > 0)
             e->debt += call_seconds(e, mbs) - call_seconds(e, mean(e, b));
+        if (transition && transition_losing(e, strategy, mbs)) next_turn(e);
     } else if (e->state == EXAMINING && e->waiting) {
         /* the best so far, while the examination waits for credit: the call earns credit, and is not part of the
          * examination's means (tried: each full window of them as the best's mean, run 16 in
@@ -513,11 +589,7 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
         e->served++;
         e->examined++;
         int clearly_losing = e->served == 1 && b >= 0 && b != strategy && mbs < DROP * b_mean;
-        if (clearly_losing || e->served >= e->exam_calls) {
-            e->served = 0;
-            e->cur++;
-            next_candidate(e);
-        }
+        if (clearly_losing || e->served >= e->exam_calls) next_turn(e);
     } else if (strategy == e->winner) {
         double m = window_add(e, strategy, mbs);
         if (m > 0 && !hand_back(e, m)) {

@@ -32,6 +32,7 @@ typedef struct {
     double budget;    /* the most of the signature's I/O time examinations may lose against the best so far (>= 1:
                          no limit, the paper's examination at once) */
     double window_seconds; /* a monitoring window spans at least exam_calls calls and this many seconds of them */
+    int64_t readahead;     /* bytes the file system reads ahead of a sequential reader (0: none known) */
 } iotame_select_conf_t;
 
 typedef struct iotame_selector iotame_selector_t;
@@ -78,12 +79,16 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
 void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, int64_t first_ns,
                                int64_t all_ns);
 
+/* The calls the best so far serves, while the entry's examination waits for credit, until the credit is there
+ * (0 when it does not wait). */
+int iotame_select_wait_calls(const iotame_sel_entry_t *e);
 /* The length of the next steady window (a library strategy's calls served without a collective of ours, then one
  * gather): the gather's cost_ns (the least time the ranks spent in a collective of ours) is at most the budget's
- * share of the window's calls of call_ns each, the window has at least shortest calls, and 10 ms of calls when it
- * monitors a winner (not while an examination waits for credit: it starts at the next window's end), and at most
- * about a second of calls (shortest when the budget is >= 1, as the paper's monitoring of every call). */
-int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring);
+ * share of the window's calls of call_ns each, the window has at least shortest calls, 10 ms of calls when it
+ * monitors a winner, and the calls an examination waits for credit (wait: iotame_select_wait_calls; the examination
+ * starts at the window's end), and at most about a second of calls, unless monitoring needs more (shortest when the
+ * budget is >= 1, as the paper's monitoring of every call). */
+int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring, int wait);
 
 /* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]};
  * a signature not decided yet has "strategy": null and "examination": {"spent": s, "debt": s}, the examination
