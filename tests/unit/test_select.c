@@ -519,8 +519,8 @@ static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
     CHECK(iotame_select_window_calls(0.05, 12, 2000, 3e6, 1, 0) == 12);        /* a cheap gather: the shortest window */
     n = iotame_select_window_calls(0.05, 12, 2000, 1e4, 1, 0); /* calls of 10 us monitored: about 10 ms of them */
     CHECK(n >= 1000 && n <= 1001);
-    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0, 0) == 12); /* an examination waiting: the shortest */
-    CHECK(iotame_select_window_calls(1, 12, 6000000, 3e6, 1, 0) == 12);        /* the paper: every window the shortest */
+    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0, 0) == 12); /* waiting, the credit there: the shortest */
+    CHECK(iotame_select_window_calls(1, 12, 6000000, 3e6, 1, 0) == 12); /* the paper: every window the shortest */
     CHECK(iotame_select_window_calls(0.05, 12, 6000000, 0, 1, 0) == 12);       /* calls not timed */
     CHECK(iotame_select_window_calls(0, 12, 2000, 1e6, 1, 0) == 1001);         /* no budget: about a second of calls */
     CHECK(iotame_select_window_calls(0.001, 12, 900000000, 100, 1, 0) == 1 << 20); /* and never more than 2^20 */

@@ -333,7 +333,8 @@ static int on_local_fs(const char *path)
 static int64_t readahead_of(const char *path)
 {
     static const char *const where[] = {"/sys/dev/block/%u:%u/queue/read_ahead_kb",
-                                        "/sys/dev/block/%u:%u/../queue/read_ahead_kb", "/sys/class/bdi/%u:%u/read_ahead_kb"};
+                                        "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
+                                        "/sys/class/bdi/%u:%u/read_ahead_kb"};
     struct stat st;
     if (stat(strncmp(path, "ufs:", 4) == 0 ? path + 4 : path, &st) != 0) return 0;
     for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
@@ -492,7 +493,7 @@ static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int s
     const char *k = json_string_value(setting(fc, "knowledge"));
     f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
-    f->readahead = (v = setting(fc, "readahead")) ? json_integer_value(v) : ok ? readahead_of(f->path) : 0;
+    f->readahead = (v = setting(fc, "readahead")) ? json_integer_value(v) : ok && !fixed ? readahead_of(f->path) : 0;
     if (k && *k) ok &= (f->knowledge_path = strdup(k)) != NULL;
     if (!fixed) {
         f->window = malloc((size_t)f->env.nprocs * WINDOW_FIELDS * sizeof *f->window);
@@ -771,8 +772,10 @@ static void post_window(iotame_coll_file_t *f, int n)
 }
 
 /* Completes the posted window (collective): when every rank saw calls of one shape, moving alike, the selector
- * gets the window at the slowest rank's time. Returns the window's entry; NULL when it was not measured. */
-static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
+ * gets the window at the slowest rank's time. `unseen`: calls served since, in a window not posted yet (the next
+ * window's length counts them as served when it waits for credit). Returns the window's entry; NULL when it was
+ * not measured. */
+static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f, int unseen)
 {
     iotame_coll_env_t *e = &f->env;
     uint64_t t0 = iotame_monotonic_ns();
@@ -816,19 +819,20 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f)
         all -= warm;
     }
     f->steady_measured++;
-    if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
-        f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n,
-                                                     iotame_select_running(en), iotame_select_wait_calls(en));
     if (kind == WINDOW_EXAM) {
         iotame_select_exam_window(f->sel, en, s, n, warm, all);
-        return en;
+    } else {
+        double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
+        /* call by call, as long as the choice stands (a monitoring window stops where an examination starts; the
+         * opening window's calls are the first candidate's examination) */
+        for (int k = 0; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en));
+             k++)
+            iotame_select_update(f->sel, en, s, mbs);
     }
-    double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
-    /* call by call, as long as the choice stands (a monitoring window stops where an examination starts; the
-     * opening window's calls are the first candidate's examination) */
-    for (int k = 0; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en));
-         k++)
-        iotame_select_update(f->sel, en, s, mbs);
+    const int wait = iotame_select_wait_calls(en);
+    if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
+        f->window_calls = iotame_select_window_calls(f->budget, STEADY_WINDOWS * f->exam_calls, cost, (double)all / n,
+                                                     iotame_select_running(en), wait > unseen ? wait - unseen : 0);
     return en;
 }
 
@@ -861,7 +865,7 @@ static void end_window(iotame_coll_file_t *f)
     iotame_sel_entry_t *en = f->steady_entry;
     int stop = 0;
     if (f->pending) {
-        iotame_sel_entry_t *before = finish_window(f);
+        iotame_sel_entry_t *before = finish_window(f, f->steady_calls);
         stop = before == NULL; /* the calls changed shape */
         if (!en) en = before;  /* a window going on from the opening one: its signature's entry */
     }
@@ -873,7 +877,7 @@ static void end_window(iotame_coll_file_t *f)
         return;
     }
     /* no gather stays posted while the selector decides on this window, or calls are examined one by one */
-    iotame_sel_entry_t *now = finish_window(f);
+    iotame_sel_entry_t *now = finish_window(f, 0);
     if (!stop && now) next_window(f, now, write);
 }
 
@@ -1070,7 +1074,7 @@ static void retire(iotame_coll_file_t *f)
 static void post_last_window(iotame_coll_file_t *f)
 {
     if (f->steady_left > 0 && f->steady_left < f->steady_calls) {
-        if (f->pending) finish_window(f);
+        if (f->pending) finish_window(f, 0);
         post_window(f, f->steady_calls - f->steady_left);
     }
 }
@@ -1091,7 +1095,7 @@ void iotame_collective_close(MPI_File fh)
         int kept = push(&closed, &nclosed, &closed_cap, f) == 0;
         if (iotame__threaded) pthread_mutex_unlock(&lock);
         if (kept) return;
-        finish_window(f); /* no memory to keep it: finished now */
+        finish_window(f, 0); /* no memory to keep it: finished now */
     }
     retire(f);
 }
@@ -1105,7 +1109,7 @@ void iotame_collective_finalize(void)
     /* every gather is posted before any is waited for: they all progress meanwhile */
     for (size_t i = 0; i < nclosed + nfiles; i++) {
         iotame_coll_file_t *f = i < nclosed ? closed[i] : files[i - nclosed];
-        if (f->pending) finish_window(f);
+        if (f->pending) finish_window(f, 0);
         retire(f);
     }
     __atomic_sub_fetch(&iotame__collective_handles, nfiles, __ATOMIC_RELAXED);
