@@ -14,7 +14,8 @@
  * it hands back to that one (hand_back). A call of a strategy that did not serve the signature's call before is
  * served but not measured (a transition call): it pays for cold buffers and caches, and for whatever the strategy
  * before left (see fresh()); counting it made candidates lose, clearly or at all. So a candidate serves its
- * examination calls in one run: once its turn starts, the budget's gate waits for the next candidate only.
+ * examination calls in one run: once its turn starts, the budget's gate waits for the next candidate only. A read's
+ * transition spans the file system's readahead, and its examination as many calls (settle_calls).
  * A re-examination skips the candidates that were clearly losing
  * (below DROP x the winner) in the previous one: a competing load changes rankings, but not by the factor of 20
  * that separates, say, node_local from the library on small interleaved pieces (every fourth re-examination tries
@@ -22,11 +23,11 @@
  * threshold (up to THRESHOLD_MAX); a new winner resets it: under a noisy load the paper's fixed 15 % re-examined a
  * 1600-call matrix job 59 times.
  * Examinations are paid from a budget: a candidate other than the best so far serves an examination call only when
- * the signature has credit for GATE calls of the best, the credit being `budget` x the signature's I/O time so far
- * minus what earlier examination calls lost against the best. Meanwhile the best so far serves. So a signature
- * called a few times stays with its first candidate, and a long one is examined as in the paper; what examinations
- * cost is bounded by `budget` of the I/O time (plus one call up to GATE + 1 times slower than the best; a library
- * candidate's exam_calls calls, since it is examined in one window, the excess charged to later credit), where the
+ * the signature has credit for GATE calls of the best (its whole turn when longer), the credit being `budget` x the
+ * signature's I/O time so far minus what earlier examination calls lost against the best. Meanwhile the best so far
+ * serves. So a signature called a few times stays with its first candidate, and a long one is examined as in the
+ * paper; what examinations cost is bounded by `budget` of the I/O time (plus about one turn: a candidate below
+ * half the best stops, clearly losing; the excess is charged to later credit), where the
  * paper's rotation can lose most of a short phase to candidates ten times slower (measured here: 0.62 of the best
  * strategy on 64 calls of 64-byte pieces).
  * The knowledge file keeps the budget's seconds of a signature not decided yet: the next run of the job starts
@@ -48,7 +49,7 @@
 #define MAX_EXAM 64
 #define RETRY_EVERY 4 /* every 4th re-examination gives every candidate its chance again */
 #define THRESHOLD_MAX 0.8 /* the most a false alarm's backoff widens the threshold to */
-#define GATE 4.0          /* credit needed for an examination call, in calls of the best so far */
+#define GATE 4.0          /* the least credit a candidate's turn needs, in calls of the best so far */
 
 enum { EXAMINING, RUNNING };
 
