@@ -303,15 +303,24 @@ static int serve_until_running(iotame_selector_t *s, iotame_sel_entry_t *e, iota
     return n;
 }
 
+/* A new file's selector (*fs, *s) and the entry of a read signature of 1 MiB calls under conf. */
+static iotame_sel_entry_t *read_entry(const iotame_select_conf_t *conf, iotame_file_stats_t **fs,
+                                      iotame_selector_t **s)
+{
+    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
+    *fs = new_fs();
+    *s = iotame_select_for(*fs);
+    return iotame_select_entry(*s, &rd, conf, NULL);
+}
+
 static void test_a_read_transition_spans_the_readahead(void)
 {
     /* A readahead of 4 calls: a read candidate serves 4 transition calls, then is measured over 4; a write's
      * transition stays one call and its examination exam_calls (3). */
     const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20};
-    iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
-    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0}, wr = {1, 2, 1 << 20, 64, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &rd, &conf, NULL);
+    iotame_file_stats_t *fs;
+    iotame_selector_t *s;
+    iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
     const double mbs[4] = {160, 170, 300, 200};
     int order[64];
     CHECK(serve_until_running(s, e, fs, mbs, order, 64) == 32);
@@ -319,6 +328,7 @@ static void test_a_read_transition_spans_the_readahead(void)
     const json_t *d = decision(fs, 0);
     CHECK(strcmp(dstr(d, "strategy"), "node_local") == 0 && dint(d, "examination_calls") == 16);
     CHECK(dint(d, "transition_calls") == 4);
+    const iotame_sig_t wr = {1, 2, 1 << 20, 64, 0};
     iotame_select_entry(s, &wr, &conf, NULL);
     CHECK(dint(decision(fs, 1), "transition_calls") == 1);
 }
@@ -329,10 +339,9 @@ static void test_a_candidate_clearly_losing_in_its_read_transition_stops(void)
      * ahead, so they are if anything too fast) lose more than a whole turn of passthrough's calls on its second
      * call, and it stops there, not measured; the others are examined in full. */
     const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20};
-    iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
-    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &rd, &conf, NULL);
+    iotame_file_stats_t *fs;
+    iotame_selector_t *s;
+    iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
     const double mbs[4] = {1000, 10, 900, 800};
     int order[64], tp = 0;
     const int n = serve_until_running(s, e, fs, mbs, order, 64);
@@ -349,10 +358,9 @@ static void test_a_waiting_examination_knows_when_its_credit_is_there(void)
      * for 2 of the 8 calls of the turn; each further call of passthrough earns a quarter of a call: 24 more. */
     static const int two[] = {PT, TP};
     const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.25, 0, 4 << 20};
-    iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
-    iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &rd, &conf, NULL);
+    iotame_file_stats_t *fs;
+    iotame_selector_t *s;
+    iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
     const double mbs[4] = {1024, 1024, 0, 0};
     for (int i = 0; i < 8; i++) CHECK(serve(s, e, mbs) == PT);
     const int w = iotame_select_wait_calls(e);
