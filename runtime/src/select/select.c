@@ -163,21 +163,21 @@ static double harmonic(int n, double inv) { return n && inv > 0 ? n / inv : 0.0;
 static double inverse(double mbs) { return mbs > 0 ? 1 / mbs : 0.0; }
 static double mean(const iotame_sel_entry_t *e, int i) { return harmonic(e->n[i], e->inv[i]); }
 
+/* The transition calls the strategy has still to serve before its calls are measured. */
+static int transition_left(const iotame_sel_entry_t *e, int strategy)
+{
+    return strategy != e->prev ? e->settle : e->run < e->settle ? e->settle - e->run : 0;
+}
+
 /* Whether the strategy's next call is a transition call, served but not measured: the strategy did not serve the
- * signature's call before.
+ * signature's call before, or not yet its transition's calls in a row (settle_calls).
  * RATIONALE: the first call of a strategy after another's runs slowly whatever the strategies are, and so does the
  * first of a signature (cold buffers). Measured with bench/switch_cost.c (matrix, 16 KiB per rank and call, 2
  * ranks): after 200 calls of independent writes or of a spin, ROMIO's first collective write ran at 66-269 MB/s, its
  * second at 598-820 (1380-1600 after 200 collective calls); target_aligned's first at 29-277, its second at
  * 573-1095, its third at 869-1331. Measured a call at a time between the best's calls, the engine's candidates ran at
  * 200-780 MB/s where they ran 1200-1600 as the winner. */
-static int fresh(const iotame_sel_entry_t *e, int strategy) { return strategy != e->prev || e->run < e->settle; }
-
-/* The transition calls the strategy has still to serve before its calls are measured. */
-static int transition_left(const iotame_sel_entry_t *e, int strategy)
-{
-    return strategy != e->prev ? e->settle : e->run < e->settle ? e->settle - e->run : 0;
-}
+static int fresh(const iotame_sel_entry_t *e, int strategy) { return transition_left(e, strategy) > 0; }
 
 /* How many calls a strategy's transition spans: one; for a read, the file system's readahead's worth.
  * RATIONALE: a candidate examined after another reads what that one's sequential calls left read ahead: with this
