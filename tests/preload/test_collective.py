@@ -159,6 +159,16 @@ def test_selector_examines_then_keeps_a_winner(job):
     assert sum(served(f).values()) == 64                          # 32 writes and 32 reads (calls, not ranks)
 
 
+def test_a_decision_counts_every_call_even_when_an_examination_starts_within_a_window(job):
+    """A threshold of almost nothing makes every monitoring window deviate, so examinations start in the middle of
+    windows of calls already served: those calls are the decision's too."""
+    f = run_kernel(job, 2, "matrix", MATRIX_LONGER,
+                   collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, threshold=1e-9))
+    calls = {d["signature"]["op"]: d["calls"] for d in f["decisions"]}
+    assert calls == {"write": 32, "read": 32} and sum(served(f).values()) == 64
+    assert sum(d["reexaminations"] for d in f["decisions"]) > 0
+
+
 def device_readahead(path):
     """What the kernel reads ahead on path's file system, read apart from the runtime: its disk's read_ahead_kb (a
     partition's disk's), else its backing device's; 0 when none."""

@@ -814,7 +814,9 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f, int unseen)
         if (!(en = entry_of(f, &sig))) return NULL;
     }
     if (kind == WINDOW_OPENING) { /* the handle's first call is a transition call */
-        if (iotame_select_choose(en) == s) iotame_select_update(f->sel, en, s, warm > 0 ? gbytes * 1e3 / warm : 0);
+        const double first = warm > 0 ? gbytes * 1e3 / warm : 0;
+        if (iotame_select_choose(en) == s) iotame_select_update(f->sel, en, s, first);
+        else iotame_select_served(f->sel, en, s, 1, first);
         n--;
         all -= warm;
     }
@@ -824,10 +826,11 @@ static iotame_sel_entry_t *finish_window(iotame_coll_file_t *f, int unseen)
     } else {
         double mbs = all > 0 ? (double)iotame_select_bytes(en) * n * 1e3 / all : 0;
         /* call by call, as long as the choice stands (a monitoring window stops where an examination starts; the
-         * opening window's calls are the first candidate's examination) */
-        for (int k = 0; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en));
-             k++)
+         * opening window's calls are the first candidate's examination); the rest is served, not measured */
+        int k = 0;
+        for (; k < n && iotame_select_choose(en) == s && (kind != WINDOW_MONITOR || iotame_select_settled(en)); k++)
             iotame_select_update(f->sel, en, s, mbs);
+        iotame_select_served(f->sel, en, s, n - k, mbs);
     }
     const int wait = iotame_select_wait_calls(en);
     if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */

@@ -553,8 +553,8 @@ static int hand_back(iotame_sel_entry_t *e, double m)
     return back;
 }
 
-/* One call; `gated`: whether the examination's budget gate is checked after it (not within a window). */
-static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs, int gated)
+/* One call served: counted, traced and charged. Returns whether it was a transition call. */
+static int count_call(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs)
 {
     e->calls++;
     s->digest = mix(mix(s->digest, (uint64_t)strategy), e->calls);
@@ -568,6 +568,13 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
     const int transition = fresh(e, strategy);
     e->run = strategy != e->prev ? 1 : e->run < INT_MAX ? e->run + 1 : e->run;
     e->prev = strategy;
+    return transition;
+}
+
+/* One call; `gated`: whether the examination's budget gate is checked after it (not within a window). */
+static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs, int gated)
+{
+    const int transition = count_call(s, e, strategy, mbs);
     if (transition || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
         /* a transition call (a winner's from the knowledge file too), or the rest of a window whose candidate
          * stopped early (clearly losing): served and charged, not measured */
@@ -613,6 +620,12 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs)
 {
     update(s, e, strategy, mbs, 1);
+}
+
+void iotame_select_served(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, double mbs)
+{
+    for (int k = 0; k < n; k++) count_call(s, e, strategy, mbs);
+    publish(e);
 }
 
 /* RATIONALE: a window's calls are committed when it starts, so the gate is checked at its end only; checked after

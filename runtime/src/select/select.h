@@ -73,6 +73,9 @@ void iotame_select_rebase(iotame_sel_entry_t *e);
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e);
 /* The measured throughput (MB/s, reduced) of a call the entry's choice served. */
 void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs);
+/* n calls `strategy` served that are not measured (a window's rest after its choice changed, as an examination
+ * started): counted and charged at mbs, so that the entry's calls are every call it served. */
+void iotame_select_served(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, double mbs);
 /* An examination window of n calls of `strategy` (a library candidate's, exam_left calls) that took all_ns, its first
  * call first_ns (the slowest rank's): the first is a transition call when the strategy did not serve the call
  * before. */
