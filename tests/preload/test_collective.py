@@ -318,13 +318,31 @@ def test_a_short_job_leaves_its_budget_to_the_next_run(job):
     first = json.loads(knowledge.read_text())["entries"]
     assert sorted(e["signature"]["op"] for e in first) == ["read", "write"]
     for e in first:
-        assert e["strategy"] is None and set(e["examination"]) == {"spent", "debt"}
+        assert e["strategy"] is None and set(e["examination"]) == {"spent", "debt", "first"}
         assert e["examination"]["spent"] > 0 and set(e["throughputs"]) == {"independent"}
     second = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
     assert all(d["from_knowledge"] and d["state"] == "examining" for d in second["decisions"])
     spent = {e["signature"]["op"]: e["examination"]["spent"] for e in first}
     for e in json.loads(knowledge.read_text())["entries"]:
         assert e["examination"]["spent"] > spent[e["signature"]["op"]]
+
+
+def test_an_undecided_signature_starts_the_next_run_with_its_lead(job):
+    """An unfinished examination's knowledge names the candidate the next run starts with ("first": the best of
+    those it compared, else its first); with no credit for another turn (budget 0), the lead serves every call, in
+    steady windows from the first one."""
+    knowledge = job.tmp / "knowledge.json"
+    config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0)
+    run_kernel(job, 2, "matrix", MATRIX_LONG, config)
+    saved = json.loads(knowledge.read_text())
+    assert [e["examination"]["first"] for e in saved["entries"]] == ["independent", "independent"]
+    for e in saved["entries"]:
+        e["examination"]["first"] = "passthrough"
+    knowledge.write_text(json.dumps(saved))
+    second = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
+    assert served(second) == {"passthrough": 32} and second["steady_calls"] == 32
+    assert all(d["from_knowledge"] and d["strategy"] == "passthrough" for d in second["decisions"])
+    assert [e["examination"]["first"] for e in json.loads(knowledge.read_text())["entries"]] == ["passthrough"] * 2
 
 
 @pytest.mark.parametrize("spent", [0.0, 1e6])

@@ -484,6 +484,59 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     remove_knowledge(path);
 }
 
+/* Serves calls of the entry until `until` serves one; returns how many calls came before it (at most 100). */
+static int serve_until(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4], int until)
+{
+    int n = 0;
+    while (n < 100 && serve(s, e, mbs) != until) n++;
+    return n;
+}
+
+static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(void)
+{
+    char path[] = "/tmp/iotame-test-select-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path);
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double mbs[4] = {100, 400, 20, 100};
+    /* Run 1 ends in two_phase's turn: passthrough's transition call and 3 calls, two_phase's transition call and one
+     * measured call, faster. */
+    iotame_selector_t *s1 = iotame_select_for(new_fs());
+    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL);
+    CHECK(serve_until(s1, e1, mbs, TP) == 4 && serve(s1, e1, mbs) == TP);
+    CHECK(iotame_knowledge_save(s1, path) == 0);
+    json_t *k = json_load_file(path, 0, NULL);
+    json_t *item = json_array_get(json_object_get(k, "entries"), 0);
+    const json_t *x = json_object_get(item, "examination");
+    CHECK(json_is_null(json_object_get(item, "strategy")));
+    CHECK(dstr(x, "first") && strcmp(dstr(x, "first"), "two_phase") == 0);
+    /* Run 2 starts with two_phase and measures it anew: its transition call and 3 calls, then passthrough's turn. */
+    iotame_file_stats_t *fs2 = new_fs();
+    iotame_selector_t *s2 = iotame_select_for(fs2);
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, k);
+    CHECK(serve_until(s2, e2, mbs, PT) == 4 && json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
+    /* Without the credit for another turn, the lead is what the operation's calls open with. */
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0};
+    CHECK(iotame_select_opening(iotame_select_for(new_fs()), k, &none, 1, 2) == TP);
+    /* One candidate measured: nothing was compared, the next run starts where this one did; a lead that is not a
+     * candidate (any more) is ignored. */
+    iotame_selector_t *s3 = iotame_select_for(new_fs());
+    iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &CONF, NULL);
+    CHECK(serve_until(s3, e3, mbs, TP) == 4);
+    remove_knowledge(path);
+    CHECK(iotame_knowledge_save(s3, path) == 0);
+    json_t *k3 = json_load_file(path, 0, NULL);
+    json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
+    CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */
+    json_object_set_new(x3, "first", json_string("bogus"));
+    CHECK(iotame_select_choose(iotame_select_entry(iotame_select_for(new_fs()), &sig, &CONF, k3)) == PT);
+    json_decref(k3);
+    json_decref(k);
+    remove_knowledge(path);
+}
+
 static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
@@ -548,6 +601,7 @@ int main(void)
     test_a_new_winner_slower_than_the_strategy_before_hands_back();
     test_monitoring_windows_span_their_least_time();
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();
+    test_an_unfinished_examination_starts_the_next_run_with_its_lead();
     test_an_unaffordable_examination_gets_its_credit_in_the_next_run();
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
