@@ -644,6 +644,7 @@ void iotame_select_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
 
 void iotame_select_served(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, double mbs)
 {
+    if (n <= 0) return; /* the usual case: every call of the window was measured */
     for (int k = 0; k < n; k++) count_call(s, e, strategy, mbs);
     publish(e);
 }
