@@ -88,7 +88,8 @@ def main() -> int:
         argv = workload(Path(tmpdir))
         default_cfg = save_config({"version": 1}, base / "default.json")
         print(f"workload: {' '.join(argv)}\n{args.trials} trials x {args.seeds} seeds x {', '.join(samplers)}, "
-              f"in lockstep with a default run every round", flush=True)
+              f"in lockstep with a default run every round\nstudies in {base}"
+              + ("" if args.out else " (temporary: removed at the end; --out DIR keeps them)"), flush=True)
         space = builtin_space("local", NPROCS)
         studies = []          # (sampler, seed, [(ratio to the default around it, config)], declared best config)
         for seed in range(1, args.seeds + 1):
