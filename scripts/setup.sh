@@ -27,7 +27,9 @@ fi
 # it is already so, or when the alternative does not exist.
 for name in $(update-alternatives --get-selections 2>/dev/null |
               awk '$1 == "mpi" || $1 == "mpirun" || $1 ~ /^mpi-.*-linux-gnu$/ {print $1}'); do
-  choice=$(update-alternatives --list "$name" 2>/dev/null | grep -m1 mpich) || continue
+  # the whole list first: grep -m1 in a pipe can close it early, and pipefail then takes the SIGPIPE as a failure
+  choices=$(update-alternatives --list "$name" 2>/dev/null) || continue
+  choice=$(grep -m1 mpich <<<"$choices") || continue
   query=$(update-alternatives --query "$name")
   if ! grep -qx "Status: manual" <<<"$query" || ! grep -qx "Value: $choice" <<<"$query"; then
     echo "setup: alternative $name -> $choice (MPICH stays the default)"

@@ -124,7 +124,8 @@ HEAP_PROBE = TEST_PROGRAMS / "heap_probe"
 
 
 @pytest.mark.parametrize("memory,size,mmapped", [
-    (None, 8 << 20, False),                           # the default, 16 MiB: served from the heap
+    (None, 8 << 20, True),                            # the default, 0: the allocator left alone
+    ({"malloc_threshold": 16 << 20}, 8 << 20, False),  # asked for: served from the heap
     ({"malloc_threshold": 0}, 8 << 20, True),          # 0: the allocator left alone
     ({"malloc_threshold": 1 << 20}, 4 << 20, True),    # above the threshold asked for
 ])
@@ -135,7 +136,7 @@ def test_malloc_threshold_decides_where_buffers_come_from(job, memory, size, mma
     stats = job.tmp / "s.json"
     got = json.loads(job.run(2, [HEAP_PROBE, size], preload=True, config=config, stats=stats).stdout)
     assert got["mmapped"] is mmapped
-    applied = (memory or {}).get("malloc_threshold", 16 << 20)
+    applied = (memory or {}).get("malloc_threshold", 0)
     assert json.loads(stats.read_text())["malloc_threshold"] == applied
 
 

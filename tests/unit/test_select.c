@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "collective/strategy.h"
+#include "core/module.h"
 #include "select/select.h"
 
 #include "check.h"
@@ -42,8 +43,11 @@ struct iotame_file_stats {
 /* A new file record: the selector is found by its record's address, which the runtime never reuses. */
 static iotame_file_stats_t *new_fs(void) { return calloc(1, sizeof(iotame_file_stats_t)); }
 
-json_t *iotame_stats_collective(iotame_file_stats_t *fs)
+const iotame_module_t iotame_module_collective = {.name = "collective"};
+
+json_t *iotame_stats_section(iotame_file_stats_t *fs, const iotame_module_t *m)
 {
+    (void)m;
     if (!fs->collective) fs->collective = json_object();
     return fs->collective;
 }

@@ -48,6 +48,13 @@ void iotame_collective_set_atomicity(MPI_File fh, int flag);
 void iotame_collective_set_info(MPI_File fh);
 int iotame_collective_sync(MPI_File fh);
 
+/* The file's "collective" statistics section (core/module.h; collective/module.c reduces it over the ranks). */
+extern const struct iotame_module iotame_module_collective;
+static inline json_t *iotame_stats_collective(iotame_file_stats_t *fs)
+{
+    return iotame_stats_section(fs, &iotame_module_collective);
+}
+
 /* Nonzero when at least one open handle is routed; iotame_collective_routed then tells which. */
 extern int iotame__collective_handles;
 int iotame_collective_routed(MPI_File fh);

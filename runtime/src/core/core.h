@@ -130,13 +130,11 @@ void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks
 void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks);
 /* The path a record was created for. */
 const char *iotame_stats_path(const iotame_file_stats_t *fs);
-/* The record's "hdf5" object (created on first use; NULL when fs is NULL or on ENOMEM), which the HDF5 wrappers
- * fill with what they applied. The caller serializes its own updates; the object is written as it stands at
- * MPI_Finalize, from the first rank that has one. */
-json_t *iotame_stats_hdf5(iotame_file_stats_t *fs);
-/* The record's "collective" object (created on first use; NULL when fs is NULL or on ENOMEM): the selector's
- * "decisions" and the "strategies" that served collective calls, written from the first rank that has one. */
-json_t *iotame_stats_collective(iotame_file_stats_t *fs);
+/* The record's statistics section of module m (a JSON object created on first use; NULL when fs is NULL or on
+ * ENOMEM), which the module fills with what it did. The module serializes its own updates; the sections of every
+ * rank are reduced at MPI_Finalize by the module's `merge` hook and written by its `report` hook (core/module.h). */
+typedef struct iotame_module iotame_module_t;
+json_t *iotame_stats_section(iotame_file_stats_t *fs, const iotame_module_t *m);
 /* Counts a reason for passing a call through (per file when fs is given, else for the job). */
 void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason);
 /* Reduces every rank's records to rank 0 and writes the JSON statistics there. Collective. */

@@ -9,6 +9,7 @@
 
 #include "core.h"
 #include "iotame.h"
+#include "module.h"
 
 int iotame__active;
 int iotame__tsc;
@@ -160,13 +161,15 @@ void iotame_core_init(int thread_level)
     load_config();
     iotame_memory_prepare(rt.config);
     rt.stats_path = dup_env(IOTAME_ENV_STATS);
+    iotame_modules_start(rt.config);
     iotame__active = 1;
 }
 
 void iotame_core_finalize(void)
 {
     if (!iotame__active) return;
-    iotame__active = 0; /* the reductions below must not count themselves */
+    iotame__active = 0; /* the modules' last work and the reductions below must not count themselves */
+    iotame_modules_finalize();
     double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
     if (rt.stats_path) iotame_stats_write(rt.comm, rt.stats_path, wall, rt.config_path, rt.config_error);
     PMPI_Comm_free(&rt.comm);

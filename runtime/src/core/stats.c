@@ -9,6 +9,7 @@
 
 #include "core.h"
 #include "iotame.h"
+#include "module.h"
 
 #define MAX_REASONS 16
 
@@ -32,8 +33,7 @@ struct iotame_file_stats {
     char *path;
     char *rule;  /* glob of the rule that matched, or NULL */
     char *hints; /* JSON object of the configured hints, or NULL */
-    json_t *hdf5; /* what the HDF5 wrappers applied (runtime/src/hdf5), or NULL */
-    json_t *collective; /* the selector's decisions and the strategies' calls (runtime/src/collective), or NULL */
+    json_t *section[IOTAME_MODULE_MAX]; /* the modules' sections, by registry index, or NULL */
     numbers_t n;
     reason_t reasons[MAX_REASONS];
     iotame_file_stats_t *next;
@@ -208,24 +208,15 @@ void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks
 
 const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
 
-json_t *iotame_stats_hdf5(iotame_file_stats_t *fs)
+json_t *iotame_stats_section(iotame_file_stats_t *fs, const iotame_module_t *m)
 {
-    if (!fs) return NULL;
+    int i = iotame_module_index(m);
+    if (!fs || i < 0) return NULL;
     lock_if_threaded();
-    if (!fs->hdf5) fs->hdf5 = json_object();
-    json_t *h = fs->hdf5;
+    if (!fs->section[i]) fs->section[i] = json_object();
+    json_t *o = fs->section[i];
     unlock_if_threaded();
-    return h;
-}
-
-json_t *iotame_stats_collective(iotame_file_stats_t *fs)
-{
-    if (!fs) return NULL;
-    lock_if_threaded();
-    if (!fs->collective) fs->collective = json_object();
-    json_t *c = fs->collective;
-    unlock_if_threaded();
-    return c;
+    return o;
 }
 
 static void add_reason(reason_t *reasons, const char *reason, uint64_t count)
@@ -309,8 +300,8 @@ static const char *get_str(reader_t *r)
 
 /* Merged view of one file over the ranks that used it. */
 typedef struct merged {
-    const char *path, *rule, *hints, *hdf5;
-    json_t *collective;
+    const char *path, *rule, *hints;
+    json_t *section[IOTAME_MODULE_MAX];
     int ranks;
     numbers_t sum;
     uint64_t ns_min[TIMES], ns_max[TIMES];
@@ -363,48 +354,29 @@ static json_t *file_json(const merged_t *m)
         json_object_set_new(hist, d ? "write" : "read", h);
     }
     json_t *hints = m->hints ? json_loads(m->hints, 0, NULL) : NULL;
-    json_t *hdf5 = m->hdf5 ? json_loads(m->hdf5, 0, NULL) : NULL;
     json_t *file = json_pack("{s:s,s:i,s:I,s:I,s:I,s:s?,s:o,s:o,s:o,s:o,s:[],s:O}", "path", m->path, "ranks", m->ranks,
                      "opens", (json_int_t)m->sum.count[IOTAME_OP_open], "bytes_read", (json_int_t)bytes[0],
                      "bytes_written", (json_int_t)bytes[1], "rule", m->rule, "hints", hints ? hints : json_object(),
                      "ops", ops, "time", time, "histogram", hist, "decisions", "passthrough_reasons", m->reasons);
-    if (hdf5) json_object_set_new(file, "hdf5", hdf5);
-    /* decisions replace the empty list; strategies: collective calls served by each strategy; the selector's
-     * steady windows */
-    if (m->collective) json_object_update(file, m->collective);
+    for (int i = 0; iotame_modules[i]; i++) {
+        if (!m->section[i]) continue;
+        if (iotame_modules[i]->report) iotame_modules[i]->report(file, m->section[i]);
+        else json_object_set(file, iotame_modules[i]->name, m->section[i]);
+    }
     return file;
 }
 
-/* The collective routing's statistics: decisions and windows are the first rank's (the selector decides alike on
- * every rank); per strategy every rank counted its own part: the bytes add up, the calls (every rank makes each)
- * and the seconds are the largest rank's. */
-static void merge_collective(merged_t *m, const char *text)
+/* Folds one rank's section of module i into the merged one: the module's own reduction, else the first rank's. */
+static void merge_section(merged_t *m, int i, const char *text)
 {
-    json_t *c = text ? json_loads(text, 0, NULL) : NULL, *from, *into, *o, *mine;
-    const char *name;
-    if (!c || !m->collective) {
-        if (!m->collective) m->collective = c;
+    json_t *rank = text ? json_loads(text, 0, NULL) : NULL;
+    if (!rank) return;
+    if (!m->section[i]) {
+        m->section[i] = rank;
         return;
     }
-    if ((from = json_object_get(c, "strategies"))) {
-        if (!(into = json_object_get(m->collective, "strategies")))
-            json_object_set_new(m->collective, "strategies", into = json_object());
-        json_object_foreach(from, name, o) {
-            if (!(mine = json_object_get(into, name))) {
-                json_object_set(into, name, o);
-                continue;
-            }
-            json_int_t calls = json_integer_value(json_object_get(o, "calls"));
-            double seconds = json_number_value(json_object_get(o, "seconds"));
-            if (calls > json_integer_value(json_object_get(mine, "calls")))
-                json_object_set_new(mine, "calls", json_integer(calls));
-            if (seconds > json_number_value(json_object_get(mine, "seconds")))
-                json_object_set_new(mine, "seconds", json_real(seconds));
-            json_object_set_new(mine, "bytes", json_integer(json_integer_value(json_object_get(mine, "bytes")) +
-                                                            json_integer_value(json_object_get(o, "bytes"))));
-        }
-    }
-    json_decref(c);
+    if (iotame_modules[i]->merge) iotame_modules[i]->merge(m->section[i], rank);
+    json_decref(rank);
 }
 
 static double mbs(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0.0; }
@@ -423,8 +395,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         uint64_t rank_ns[IOTAME_CAT_COUNT] = {0};
         merge_reasons(&r, job_reasons_json);
         while (r.p < r.end) {
-            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r), *hdf5 = get_str(&r),
-                       *collective = get_str(&r);
+            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r);
             numbers_t n;
             merged_t *m;
             for (m = list; m && strcmp(m->path, path) != 0; m = m->next) {}
@@ -439,8 +410,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
             }
             if (!m->rule) m->rule = rule;
             if (!m->hints) m->hints = hints;
-            if (!m->hdf5) m->hdf5 = hdf5; /* the first rank's view: every rank applies the same */
-            merge_collective(m, collective);
+            for (int i = 0; iotame_modules[i]; i++) merge_section(m, i, get_str(&r));
             merge_reasons(&r, m->reasons);
             get(&r, &n, sizeof n);
             m->ranks++;
@@ -475,7 +445,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         next = m->next;
         json_array_append_new(files_json, file_json(m));
         json_decref(m->reasons);
-        json_decref(m->collective);
+        for (int i = 0; i < IOTAME_MODULE_MAX; i++) json_decref(m->section[i]);
         free(m);
     }
     double rd = rank_max[IOTAME_CAT_READ] * 1e-9, wr = rank_max[IOTAME_CAT_WRITE] * 1e-9, io = io_max * 1e-9;
@@ -512,12 +482,11 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
         put_str(&b, fs->path);
         put_str(&b, fs->rule);
         put_str(&b, fs->hints);
-        char *hdf5 = fs->hdf5 ? json_dumps(fs->hdf5, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        put_str(&b, hdf5);
-        free(hdf5);
-        char *coll = fs->collective ? json_dumps(fs->collective, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        put_str(&b, coll);
-        free(coll);
+        for (int i = 0; iotame_modules[i]; i++) {
+            char *text = fs->section[i] ? json_dumps(fs->section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+            put_str(&b, text);
+            free(text);
+        }
         put_reasons(&b, fs->reasons);
         numbers_t n = fs->n; /* every rank sends nanoseconds */
         for (int t = 0; t < TIMES; t++) n.ns[t] = (uint64_t)((double)n.ns[t] * ns_per_tick);
@@ -563,3 +532,17 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
     free(sizes);
     free(displs);
 }
+
+/* ---- the module: every call counted as the application made it ---- */
+
+static void after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
+{
+    (void)rc;
+    iotame_stats_record(io->fs, io->op, ticks, bytes);
+}
+
+const iotame_module_t iotame_module_stats = {
+    .name = "stats",
+    .after = after,
+    .meta = iotame_stats_record_time,
+};

@@ -15,6 +15,7 @@
 
 #include <hdf5.h>
 
+#include "core/module.h"
 #include "intercept/intercept.h"
 
 #ifndef H5_HAVE_PARALLEL

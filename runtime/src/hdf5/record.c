@@ -135,7 +135,7 @@ void iotame_hdf5_report_commit(iotame_h5_report_t *r, int succeeded)
 {
     if (succeeded && r->path && (r->driver || r->applied || r->datasets || r->not_applied)) {
         pthread_mutex_lock(&lock);
-        json_t *h = iotame_stats_hdf5(iotame_stats_file(r->path));
+        json_t *h = iotame_stats_section(iotame_stats_file(r->path), &iotame_module_hdf5);
         if (h) merge(h, r);
         pthread_mutex_unlock(&lock);
     }

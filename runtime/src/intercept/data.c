@@ -1,64 +1,55 @@
 /* Wrappers of every MPI-IO data-access function: explicit offsets, individual and shared file pointers,
- * collective, split collective and nonblocking, each also in its MPI-4 large-count (_c) form.
- * The blocking collective ones go through the collective engine when the file's strategy is not passthrough
- * (collective/); the other collective ones pass through, their reason counted for such files. Independent calls
- * only pass through and are counted: nothing was added to their path.
+ * collective, split collective and nonblocking, each also in its MPI-4 large-count (_c) form. Each one describes
+ * the call (iotame_io_t), lets the modules see it before, serve it instead of the library (the collective
+ * strategies), and count it after (core/module.h).
  * One macro per signature shape keeps the ~80 wrappers identical in behaviour. */
-#include "collective/strategy.h"
 #include "intercept.h"
 
-/* How a wrapper makes its call (CALL below): straight to the library, counting a pass-through reason for routed
- * files, or through the collective engine when the handle is routed. */
-#define PLAIN(NAME, ARGS, LARGE, OFF) PMPI_File_##NAME ARGS
-#define NOTE(REASON, NAME, ARGS) (iotame_collective_any() ? iotame_collective_note(fh, REASON) : (void)0, PMPI_File_##NAME ARGS)
-#define SHARED(NAME, ARGS, LARGE, OFF) NOTE("shared file pointer", NAME, ARGS)
-#define SPLIT(NAME, ARGS, LARGE, OFF) NOTE("split collective", NAME, ARGS)
-#define NONBLOCKING(NAME, ARGS, LARGE, OFF) NOTE("nonblocking collective", NAME, ARGS)
-#define ROUTE(OP, NAME, ARGS, LARGE, OFF)                                                                      \
-    (iotame_collective_any() && iotame_collective_routed(fh)                                                  \
-         ? iotame_collective_call(&(iotame_coll_args_t){OP, LARGE, fh, OFF, (void *)buf, count, datatype, status}) \
-         : PMPI_File_##NAME ARGS)
-#define WRITE_ALL(NAME, ARGS, LARGE, OFF) ROUTE(IOTAME_COLL_WRITE_ALL, NAME, ARGS, LARGE, OFF)
-#define READ_ALL(NAME, ARGS, LARGE, OFF) ROUTE(IOTAME_COLL_READ_ALL, NAME, ARGS, LARGE, OFF)
-#define WRITE_AT_ALL(NAME, ARGS, LARGE, OFF) ROUTE(IOTAME_COLL_WRITE_AT_ALL, NAME, ARGS, LARGE, OFF)
-#define READ_AT_ALL(NAME, ARGS, LARGE, OFF) ROUTE(IOTAME_COLL_READ_AT_ALL, NAME, ARGS, LARGE, OFF)
+/* The call as the modules see it. */
+#define IO(OP, KIND, WRITE, AT, LARGE, OFF, STATUS)                                                           \
+    {IOTAME_OP_##OP, IOTAME_IO_##KIND, WRITE, AT, LARGE, fh, iotame_stats_lookup(fh), OFF, (void *)buf, count,  \
+     datatype, STATUS}
 
-/* A blocking call: time it and count the bytes it moved. */
-#define BLOCKING(NAME, OP, PARAMS, ARGS, CALL)                                                                 \
+/* A blocking call: served by a module or the library, timed, counted with the bytes it moved. */
+#define BLOCKING(NAME, OP, PARAMS, ARGS, KIND, WRITE, AT, LARGE, OFF)                                          \
     IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
+        const iotame_io_t io = IO(OP, KIND, WRITE, AT, LARGE, OFF, status);                                    \
+        iotame_modules_before(&io);                                                                            \
         uint64_t t0 = iotame_now();                                                                            \
-        int rc = CALL;                                                                                         \
+        int rc;                                                                                                \
+        if (!iotame_modules_serve(&io, &rc)) rc = PMPI_File_##NAME ARGS;                                       \
         uint64_t ticks = iotame_now() - t0;                                                                    \
-        iotame_stats_record(iotame_stats_lookup(fh), IOTAME_OP_##OP, ticks,                                    \
-                            iotame__moved_bytes(status, rc, count, datatype));                                 \
+        iotame_modules_after(&io, rc, ticks, iotame__moved_bytes(status, rc, count, datatype));                \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
 
-/* A call that starts an operation (nonblocking or split-collective begin): count the bytes requested. */
-#define STARTING(NAME, OP, PARAMS, ARGS, CALL)                                                                 \
+/* A call that starts an operation (nonblocking or split-collective begin): counted with the bytes requested. */
+#define STARTING(NAME, OP, PARAMS, ARGS, KIND, WRITE, AT, LARGE, OFF)                                          \
     IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
+        const iotame_io_t io = IO(OP, KIND, WRITE, AT, LARGE, OFF, MPI_STATUS_IGNORE);                         \
+        iotame_modules_before(&io);                                                                            \
         uint64_t t0 = iotame_now();                                                                            \
-        int rc = CALL;                                                                                         \
+        int rc;                                                                                                \
+        if (!iotame_modules_serve(&io, &rc)) rc = PMPI_File_##NAME ARGS;                                       \
         uint64_t ticks = iotame_now() - t0;                                                                    \
-        uint64_t bytes = rc == MPI_SUCCESS ? iotame__request_bytes(count, datatype) : 0;                       \
-        iotame_stats_record(iotame_stats_lookup(fh), IOTAME_OP_##OP, ticks, bytes);                               \
+        iotame_modules_after(&io, rc, ticks, rc == MPI_SUCCESS ? iotame__request_bytes(count, datatype) : 0);  \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
 
 /* The end of a split collective: its bytes were counted at the begin. */
 #define ENDING(NAME, CONST)                                                                                    \
-    IOTAME_WRAPPER int MPI_File_##NAME(MPI_File fh, CONST void *buf, MPI_Status *status)                                      \
+    IOTAME_WRAPPER int MPI_File_##NAME(MPI_File fh, CONST void *buf, MPI_Status *status)                       \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME(fh, buf, status);                                        \
-        uint64_t t0 = iotame_now();                                                                         \
+        uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME(fh, buf, status);                                                            \
-        iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);             \
+        iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);                     \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
@@ -86,45 +77,51 @@
 #define PTR_REQUEST_OFF 0
 #define AT_BEGIN_OFF offset
 #define PTR_BEGIN_OFF 0
+#define AT_STATUS_AT 1
+#define PTR_STATUS_AT 0
+#define AT_REQUEST_AT 1
+#define PTR_REQUEST_AT 0
+#define AT_BEGIN_AT 1
+#define PTR_BEGIN_AT 0
 
-/* Every data-access function: FORM(name, shape, macro, const, how), generated in both count forms. */
+/* Every data-access function: FORM(name, shape, macro, const, kind, write), generated in both count forms. */
 #define DATA_FUNCTIONS(FORM)                                                                                   \
-    FORM(read_at, AT_STATUS, BLOCKING, , PLAIN)                                                                \
-    FORM(read_at_all, AT_STATUS, BLOCKING, , READ_AT_ALL)                                                      \
-    FORM(write_at, AT_STATUS, BLOCKING, const, PLAIN)                                                          \
-    FORM(write_at_all, AT_STATUS, BLOCKING, const, WRITE_AT_ALL)                                               \
-    FORM(read, PTR_STATUS, BLOCKING, , PLAIN)                                                                  \
-    FORM(read_all, PTR_STATUS, BLOCKING, , READ_ALL)                                                           \
-    FORM(write, PTR_STATUS, BLOCKING, const, PLAIN)                                                            \
-    FORM(write_all, PTR_STATUS, BLOCKING, const, WRITE_ALL)                                                    \
-    FORM(read_shared, PTR_STATUS, BLOCKING, , SHARED)                                                          \
-    FORM(write_shared, PTR_STATUS, BLOCKING, const, SHARED)                                                    \
-    FORM(read_ordered, PTR_STATUS, BLOCKING, , SHARED)                                                         \
-    FORM(write_ordered, PTR_STATUS, BLOCKING, const, SHARED)                                                   \
-    FORM(iread_at, AT_REQUEST, STARTING, , PLAIN)                                                              \
-    FORM(iread_at_all, AT_REQUEST, STARTING, , NONBLOCKING)                                                    \
-    FORM(iwrite_at, AT_REQUEST, STARTING, const, PLAIN)                                                        \
-    FORM(iwrite_at_all, AT_REQUEST, STARTING, const, NONBLOCKING)                                              \
-    FORM(iread, PTR_REQUEST, STARTING, , PLAIN)                                                                \
-    FORM(iread_all, PTR_REQUEST, STARTING, , NONBLOCKING)                                                      \
-    FORM(iwrite, PTR_REQUEST, STARTING, const, PLAIN)                                                          \
-    FORM(iwrite_all, PTR_REQUEST, STARTING, const, NONBLOCKING)                                                \
-    FORM(iread_shared, PTR_REQUEST, STARTING, , SHARED)                                                        \
-    FORM(iwrite_shared, PTR_REQUEST, STARTING, const, SHARED)                                                  \
-    FORM(read_at_all_begin, AT_BEGIN, STARTING, , SPLIT)                                                       \
-    FORM(write_at_all_begin, AT_BEGIN, STARTING, const, SPLIT)                                                 \
-    FORM(read_all_begin, PTR_BEGIN, STARTING, , SPLIT)                                                         \
-    FORM(write_all_begin, PTR_BEGIN, STARTING, const, SPLIT)                                                   \
-    FORM(read_ordered_begin, PTR_BEGIN, STARTING, , SHARED)                                                    \
-    FORM(write_ordered_begin, PTR_BEGIN, STARTING, const, SHARED)
+    FORM(read_at, AT_STATUS, BLOCKING, , INDEPENDENT, 0)                                                       \
+    FORM(read_at_all, AT_STATUS, BLOCKING, , COLLECTIVE, 0)                                                    \
+    FORM(write_at, AT_STATUS, BLOCKING, const, INDEPENDENT, 1)                                                 \
+    FORM(write_at_all, AT_STATUS, BLOCKING, const, COLLECTIVE, 1)                                              \
+    FORM(read, PTR_STATUS, BLOCKING, , INDEPENDENT, 0)                                                         \
+    FORM(read_all, PTR_STATUS, BLOCKING, , COLLECTIVE, 0)                                                      \
+    FORM(write, PTR_STATUS, BLOCKING, const, INDEPENDENT, 1)                                                   \
+    FORM(write_all, PTR_STATUS, BLOCKING, const, COLLECTIVE, 1)                                                \
+    FORM(read_shared, PTR_STATUS, BLOCKING, , SHARED, 0)                                                       \
+    FORM(write_shared, PTR_STATUS, BLOCKING, const, SHARED, 1)                                                 \
+    FORM(read_ordered, PTR_STATUS, BLOCKING, , SHARED, 0)                                                      \
+    FORM(write_ordered, PTR_STATUS, BLOCKING, const, SHARED, 1)                                                \
+    FORM(iread_at, AT_REQUEST, STARTING, , NONBLOCKING, 0)                                                     \
+    FORM(iread_at_all, AT_REQUEST, STARTING, , NONBLOCKING_COLLECTIVE, 0)                                      \
+    FORM(iwrite_at, AT_REQUEST, STARTING, const, NONBLOCKING, 1)                                               \
+    FORM(iwrite_at_all, AT_REQUEST, STARTING, const, NONBLOCKING_COLLECTIVE, 1)                                \
+    FORM(iread, PTR_REQUEST, STARTING, , NONBLOCKING, 0)                                                       \
+    FORM(iread_all, PTR_REQUEST, STARTING, , NONBLOCKING_COLLECTIVE, 0)                                        \
+    FORM(iwrite, PTR_REQUEST, STARTING, const, NONBLOCKING, 1)                                                 \
+    FORM(iwrite_all, PTR_REQUEST, STARTING, const, NONBLOCKING_COLLECTIVE, 1)                                  \
+    FORM(iread_shared, PTR_REQUEST, STARTING, , SHARED, 0)                                                     \
+    FORM(iwrite_shared, PTR_REQUEST, STARTING, const, SHARED, 1)                                               \
+    FORM(read_at_all_begin, AT_BEGIN, STARTING, , SPLIT, 0)                                                    \
+    FORM(write_at_all_begin, AT_BEGIN, STARTING, const, SPLIT, 1)                                              \
+    FORM(read_all_begin, PTR_BEGIN, STARTING, , SPLIT, 0)                                                      \
+    FORM(write_all_begin, PTR_BEGIN, STARTING, const, SPLIT, 1)                                                \
+    FORM(read_ordered_begin, PTR_BEGIN, STARTING, , SHARED, 0)                                                 \
+    FORM(write_ordered_begin, PTR_BEGIN, STARTING, const, SHARED, 1)
 
-#define INT_FORM(NAME, SHAPE, MACRO, CONST, HOW)                                                              \
-    MACRO(NAME, NAME, SHAPE(CONST, int), SHAPE##_ARGS, HOW(NAME, SHAPE##_ARGS, 0, SHAPE##_OFF))
+#define INT_FORM(NAME, SHAPE, MACRO, CONST, KIND, WRITE)                                                       \
+    MACRO(NAME, NAME, SHAPE(CONST, int), SHAPE##_ARGS, KIND, WRITE, SHAPE##_AT, 0, SHAPE##_OFF)
 DATA_FUNCTIONS(INT_FORM)
 
 #if MPI_VERSION >= 4
-#define LARGE_COUNT_FORM(NAME, SHAPE, MACRO, CONST, HOW)                                                      \
-    MACRO(NAME##_c, NAME, SHAPE(CONST, MPI_Count), SHAPE##_ARGS, HOW(NAME##_c, SHAPE##_ARGS, 1, SHAPE##_OFF))
+#define LARGE_COUNT_FORM(NAME, SHAPE, MACRO, CONST, KIND, WRITE)                                               \
+    MACRO(NAME##_c, NAME, SHAPE(CONST, MPI_Count), SHAPE##_ARGS, KIND, WRITE, SHAPE##_AT, 1, SHAPE##_OFF)
 DATA_FUNCTIONS(LARGE_COUNT_FORM)
 #endif
 

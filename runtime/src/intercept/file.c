@@ -1,46 +1,44 @@
 /* Wrappers of the MPI-IO functions that open, close and describe files. MPI_File_open is where the
  * configuration meets a file: the matching rule's hints are merged into the application's MPI_Info. */
-#include "collective/strategy.h"
 #include "intercept.h"
 
-/* A metadata call on an open handle: time it, count it. */
-#define META(NAME, OP, PARAMS, ARGS)                                                                           \
-    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                                 \
+/* A metadata call on an open handle: time it, hand it to the modules. */
+#define META(NAME, PARAMS, ARGS)                                                                               \
+    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        uint64_t t0 = iotame_now();                                                                         \
+        uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_##OP, iotame_now() - t0);               \
+        iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);                     \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
 
-META(set_size, set_size, (MPI_File fh, MPI_Offset size), (fh, size))
-META(preallocate, preallocate, (MPI_File fh, MPI_Offset size), (fh, size))
-META(get_size, get_size, (MPI_File fh, MPI_Offset *size), (fh, size))
-META(get_info, get_info, (MPI_File fh, MPI_Info *info_used), (fh, info_used))
-META(seek, seek, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
-META(seek_shared, seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
+META(set_size, (MPI_File fh, MPI_Offset size), (fh, size))
+META(preallocate, (MPI_File fh, MPI_Offset size), (fh, size))
+META(get_size, (MPI_File fh, MPI_Offset *size), (fh, size))
+META(get_info, (MPI_File fh, MPI_Info *info_used), (fh, info_used))
+META(seek, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
+META(seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
 
 IOTAME_WRAPPER int MPI_File_set_atomicity(MPI_File fh, int flag)
 {
     if (!iotame__enter()) return PMPI_File_set_atomicity(fh, flag);
     uint64_t t0 = iotame_now();
     int rc = PMPI_File_set_atomicity(fh, flag);
-    if (rc == MPI_SUCCESS && iotame_collective_any()) iotame_collective_set_atomicity(fh, flag);
-    iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_set_atomicity, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) iotame_modules_set_atomicity(fh, flag);
+    iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_set_atomicity, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
 
-/* Collective writes may have gone through the collective engine's shadow handle: it is flushed too. */
 IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
 {
     if (!iotame__enter()) return PMPI_File_sync(fh);
     uint64_t t0 = iotame_now();
     int rc = PMPI_File_sync(fh);
-    if (rc == MPI_SUCCESS && iotame_collective_any()) rc = iotame_collective_sync(fh);
-    iotame_stats_record_time(iotame_stats_lookup(fh), IOTAME_OP_sync, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) rc = iotame_modules_sync(fh);
+    iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_sync, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
@@ -54,19 +52,23 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
      * merges the same hints. */
     MPI_Info merged = MPI_INFO_NULL;
     iotame_file_config_t fc;
-    int have_fc = iotame_config_for_file(iotame_core_config(), filename, &fc) == 0;
+    int have_fc = iotame_core_config() && iotame_config_for_file(iotame_core_config(), filename, &fc) == 0;
     if (have_fc) {
         if (fc.nhints && iotame_hints_merge(info, &fc, &merged) != MPI_SUCCESS)
             iotame_stats_passthrough(fs, "configured hints could not be merged into the MPI_Info");
-        if (iotame_core_config()) iotame_stats_set_config(fs, &fc);
+        iotame_stats_set_config(fs, &fc);
     }
+    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL};
+    iotame_modules_opening(&o);
     int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    if (rc == MPI_SUCCESS) iotame_stats_bind(*fh, fs);
-    /* Routing of collective calls when the file's collective.strategy asks for it (collective, like the open). */
-    if (rc == MPI_SUCCESS && have_fc && iotame_core_config()) iotame_collective_open(*fh, comm, amode, fs, &fc);
+    if (rc == MPI_SUCCESS) {
+        iotame_stats_bind(*fh, fs);
+        o.fh = *fh;
+        iotame_modules_open(&o); /* collective, like the open */
+    }
     if (have_fc) iotame_config_file_release(&fc);
-    iotame_stats_record_time(fs, IOTAME_OP_open, iotame_now() - t0);
+    iotame_modules_meta(fs, IOTAME_OP_open, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
@@ -77,9 +79,9 @@ IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
     MPI_File handle = *fh; /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = iotame_stats_lookup(handle);
     uint64_t t0 = iotame_now();
-    if (iotame_collective_any()) iotame_collective_close(handle); /* collective, like the close */
+    iotame_modules_close(handle); /* collective, like the close */
     int rc = PMPI_File_close(fh);
-    iotame_stats_record_time(fs, IOTAME_OP_close, iotame_now() - t0);
+    iotame_modules_meta(fs, IOTAME_OP_close, iotame_now() - t0);
     if (rc == MPI_SUCCESS) iotame_stats_unbind(handle);
     iotame__leave();
     return rc;
@@ -90,13 +92,13 @@ IOTAME_WRAPPER int MPI_File_delete(const char *filename, MPI_Info info)
     if (!iotame__enter()) return PMPI_File_delete(filename, info);
     uint64_t t0 = iotame_now();
     int rc = PMPI_File_delete(filename, info);
-    iotame_stats_record_time(iotame_stats_file(filename), IOTAME_OP_delete, iotame_now() - t0);
+    iotame_modules_meta(iotame_stats_file(filename), IOTAME_OP_delete, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
 
 /* With "override": true the configured hints also replace those the application passes later. */
-static MPI_Info override_hints(MPI_File fh, MPI_Info info, iotame_file_stats_t *fs)
+static MPI_Info override_hints(MPI_Info info, iotame_file_stats_t *fs)
 {
     MPI_Info merged = MPI_INFO_NULL;
     iotame_file_config_t fc;
@@ -112,26 +114,26 @@ IOTAME_WRAPPER int MPI_File_set_info(MPI_File fh, MPI_Info info)
     if (!iotame__enter()) return PMPI_File_set_info(fh, info);
     uint64_t t0 = iotame_now();
     iotame_file_stats_t *fs = iotame_stats_lookup(fh);
-    MPI_Info merged = override_hints(fh, info, fs);
+    MPI_Info merged = override_hints(info, fs);
     int rc = PMPI_File_set_info(fh, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    if (rc == MPI_SUCCESS && iotame_collective_any()) iotame_collective_set_info(fh);
-    iotame_stats_record_time(fs, IOTAME_OP_set_info, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) iotame_modules_set_info(fh);
+    iotame_modules_meta(fs, IOTAME_OP_set_info, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
 
 IOTAME_WRAPPER int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                      const char *datarep, MPI_Info info)
+                                     const char *datarep, MPI_Info info)
 {
     if (!iotame__enter()) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
     uint64_t t0 = iotame_now();
     iotame_file_stats_t *fs = iotame_stats_lookup(fh);
-    MPI_Info merged = override_hints(fh, info, fs);
+    MPI_Info merged = override_hints(info, fs);
     int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    if (rc == MPI_SUCCESS && iotame_collective_any()) iotame_collective_set_view(fh, disp, etype, filetype, datarep);
-    iotame_stats_record_time(fs, IOTAME_OP_set_view, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) iotame_modules_set_view(fh, disp, etype, filetype, datarep);
+    iotame_modules_meta(fs, IOTAME_OP_set_view, iotame_now() - t0);
     iotame__leave();
     return rc;
 }

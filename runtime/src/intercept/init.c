@@ -1,6 +1,5 @@
 /* Wrappers of MPI_Init, MPI_Init_thread and MPI_Finalize: the runtime's life cycle. MPICH's Fortran
  * bindings call these C entry points, so Fortran applications are covered too. */
-#include "collective/strategy.h"
 #include "intercept.h"
 
 static void start(void)
@@ -27,9 +26,9 @@ IOTAME_WRAPPER int MPI_Init_thread(int *argc, char ***argv, int required, int *p
     return rc;
 }
 
+/* The modules finish their work, then the statistics are reduced (core), then the library finalizes. */
 IOTAME_WRAPPER int MPI_Finalize(void)
 {
-    iotame_collective_finalize(); /* before the statistics are merged */
     iotame_core_finalize();
     return PMPI_Finalize();
 }

@@ -1,9 +1,11 @@
-/* intercept: the PMPI wrappers. Each one looks up nothing but the file's record, times the real call, and
- * records it; decisions live in the other parts. This header holds what every wrapper shares. */
+/* intercept: the PMPI wrappers. Each one looks up the file's record, times the call, and hands it to the
+ * registered modules (core/module.h) in their order; decisions live in the modules. This header holds what every
+ * wrapper shares. */
 #ifndef IOTAME_INTERCEPT_H
 #define IOTAME_INTERCEPT_H
 
 #include "core/core.h"
+#include "core/module.h"
 
 /* Only the wrappers are exported; everything else in libiotame.so is hidden (no PLT hops inside the library). */
 #define IOTAME_WRAPPER __attribute__((visibility("default")))

@@ -1,0 +1,97 @@
+/* The collective part as a module (core/module.h): routing of the blocking collective data calls of files whose
+ * collective.strategy is not passthrough, and the "collective" statistics section (decisions, strategies). */
+#include <jansson.h>
+
+#include "core/module.h"
+#include "strategy.h"
+
+static void open_file(const iotame_open_t *o)
+{
+    if (o->fc) iotame_collective_open(o->fh, o->comm, o->amode, o->fs, o->fc);
+}
+
+static void set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+{
+    if (iotame_collective_any()) iotame_collective_set_view(fh, disp, etype, filetype, datarep);
+}
+
+static void set_info(MPI_File fh)
+{
+    if (iotame_collective_any()) iotame_collective_set_info(fh);
+}
+
+static void set_atomicity(MPI_File fh, int flag)
+{
+    if (iotame_collective_any()) iotame_collective_set_atomicity(fh, flag);
+}
+
+static const iotame_coll_op_t coll_op[2][2] = {{IOTAME_COLL_READ_ALL, IOTAME_COLL_READ_AT_ALL},
+                                               {IOTAME_COLL_WRITE_ALL, IOTAME_COLL_WRITE_AT_ALL}};
+
+/* Blocking collective calls of a routed handle go through the engine; the other collective forms of such a handle
+ * pass through with their reason counted. */
+static int serve(const iotame_io_t *io, int *rc)
+{
+    if (!iotame_collective_any() || io->kind == IOTAME_IO_INDEPENDENT || io->kind == IOTAME_IO_NONBLOCKING)
+        return 0;
+    if (io->kind != IOTAME_IO_COLLECTIVE) {
+        iotame_collective_note(io->fh, io->kind == IOTAME_IO_SPLIT    ? "split collective"
+                                       : io->kind == IOTAME_IO_SHARED ? "shared file pointer"
+                                                                      : "nonblocking collective");
+        return 0;
+    }
+    if (!iotame_collective_routed(io->fh)) return 0;
+    iotame_coll_args_t a = {coll_op[io->write][io->at], io->large, io->fh, io->offset, io->buf,
+                            io->count, io->datatype, io->status};
+    *rc = iotame_collective_call(&a);
+    return 1;
+}
+
+/* Collective writes may have gone through the engine's shadow handle: it is flushed too. */
+static int sync_file(MPI_File fh) { return iotame_collective_any() ? iotame_collective_sync(fh) : MPI_SUCCESS; }
+
+static void close_file(MPI_File fh)
+{
+    if (iotame_collective_any()) iotame_collective_close(fh);
+}
+
+/* Decisions and windows are the first rank's (the selector decides alike on every rank); per strategy every rank
+ * counted its own part: the bytes add up, the calls (every rank makes each) and the seconds are the largest rank's. */
+static void merge(json_t *into, const json_t *rank)
+{
+    json_t *from = json_object_get(rank, "strategies"), *all, *o, *mine;
+    const char *name;
+    if (!from) return;
+    if (!(all = json_object_get(into, "strategies"))) json_object_set_new(into, "strategies", all = json_object());
+    json_object_foreach(from, name, o) {
+        if (!(mine = json_object_get(all, name))) {
+            json_object_set(all, name, o);
+            continue;
+        }
+        json_int_t calls = json_integer_value(json_object_get(o, "calls"));
+        double seconds = json_number_value(json_object_get(o, "seconds"));
+        if (calls > json_integer_value(json_object_get(mine, "calls")))
+            json_object_set_new(mine, "calls", json_integer(calls));
+        if (seconds > json_number_value(json_object_get(mine, "seconds")))
+            json_object_set_new(mine, "seconds", json_real(seconds));
+        json_object_set_new(mine, "bytes", json_integer(json_integer_value(json_object_get(mine, "bytes")) +
+                                                        json_integer_value(json_object_get(o, "bytes"))));
+    }
+}
+
+/* The section's keys (decisions, strategies, steady windows) are the file's own (docs/formats.md). */
+static void report(json_t *file, json_t *merged) { json_object_update(file, merged); }
+
+const iotame_module_t iotame_module_collective = {
+    .name = "collective",
+    .open = open_file,
+    .set_view = set_view,
+    .set_info = set_info,
+    .set_atomicity = set_atomicity,
+    .serve = serve,
+    .sync = sync_file,
+    .close = close_file,
+    .finalize = iotame_collective_finalize,
+    .merge = merge,
+    .report = report,
+};

@@ -1,0 +1,168 @@
+/* module: the registry of the runtime's parts (in the spirit of Darshan's module registration and IOR's backend
+ * table). Each part is one const table of hooks; the wrappers (intercept/, posix/) loop over the registered
+ * modules and call no part by name. A new module is one folder and one line in core/modules.c.
+ *
+ * The order of core/modules.c is the order every hook runs in, at both layers:
+ *   MPI-IO layer: stats, hdf5, collective          (later: stage before collective)
+ *   POSIX layer:  posix                            (later: throttle, then emulate)
+ * A hook a module does not need is NULL. docs/design/module-order.md says why the order is what it is. */
+#ifndef IOTAME_CORE_MODULE_H
+#define IOTAME_CORE_MODULE_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core.h"
+
+/* How a data-access function reaches the file: independent, blocking collective, split collective (begin/end),
+ * nonblocking (independent or collective), shared or ordered file pointer. */
+typedef enum {
+    IOTAME_IO_INDEPENDENT,
+    IOTAME_IO_COLLECTIVE,
+    IOTAME_IO_SPLIT,
+    IOTAME_IO_NONBLOCKING,
+    IOTAME_IO_NONBLOCKING_COLLECTIVE,
+    IOTAME_IO_SHARED,
+} iotame_io_kind_t;
+
+/* One MPI-IO data-access call as the application made it. */
+typedef struct {
+    iotame_op_t op; /* the large-count (_c) forms as their plain name; `large` says which was called */
+    iotame_io_kind_t kind;
+    int write;
+    int at; /* explicit-offset form: `offset` is the application's */
+    int large;
+    MPI_File fh;
+    iotame_file_stats_t *fs; /* the handle's record, or NULL (a handle opened before the runtime started) */
+    MPI_Offset offset;
+    void *buf;
+    MPI_Count count;
+    MPI_Datatype datatype;
+    MPI_Status *status; /* blocking forms; MPI_STATUS_IGNORE otherwise */
+} iotame_io_t;
+
+/* A successful MPI_File_open, as the modules see it (the hook is collective over comm, like the open). */
+typedef struct {
+    MPI_File fh;
+    MPI_Comm comm;
+    const char *path;
+    int amode;
+    iotame_file_stats_t *fs;
+    const iotame_file_config_t *fc; /* the file's settings, NULL without a configuration */
+} iotame_open_t;
+
+/* One request of the POSIX layer (posix/): a read or write of `bytes` at `offset` on descriptor fd, which belongs
+ * to the file `file` (the POSIX layer's own record, opaque to the others). */
+typedef struct iotame_posix_file iotame_posix_file_t;
+typedef struct {
+    int fd;
+    int write;
+    off_t offset;
+    size_t bytes;
+    iotame_posix_file_t *file;
+} iotame_posix_io_t;
+
+typedef struct iotame_module {
+    const char *name; /* the module's statistics section in each file's record */
+    /* At MPI_Init, after the configuration was read (cfg NULL without one). Returns nonzero when the module is
+     * active in this job: the hooks of an inactive module are never called. */
+    int (*start)(const iotame_config_t *cfg);
+
+    /* ---- MPI-IO layer ---- */
+    /* Before the library opens a file: MPI_File_open (o->fh is MPI_FILE_NULL) and HDF5's H5Fcreate/H5Fopen
+     * (o->comm is MPI_COMM_NULL, o->fc NULL). Not collective: the library may open the file on some ranks only. */
+    void (*opening)(const iotame_open_t *o);
+    void (*open)(const iotame_open_t *o); /* after a successful MPI_File_open (collective over its comm) */
+    void (*set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep);
+    void (*set_info)(MPI_File fh);
+    void (*set_atomicity)(MPI_File fh, int flag);
+    /* Before a data access. */
+    void (*before)(const iotame_io_t *io);
+    /* Serves a data access instead of the MPI library: returns 1 and sets *rc to the MPI return code when it did,
+     * 0 when the call goes on to the next module (and in the end to the library). At most one module serves. */
+    int (*serve)(const iotame_io_t *io, int *rc);
+    /* After a data access: its return code, its duration in iotame_now() ticks, the bytes it moved. */
+    void (*after)(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes);
+    /* After a call that moves no data of its own (open, close, sync, set_view, seek, ..., the end of a split
+     * collective): its duration in iotame_now() ticks. fs may be NULL. */
+    void (*meta)(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks);
+    /* After a successful MPI_File_sync (collective): returns an MPI error code (MPI_SUCCESS). */
+    int (*sync)(MPI_File fh);
+    void (*close)(MPI_File fh); /* before MPI_File_close (collective) */
+
+    /* ---- POSIX layer ---- */
+    void (*posix_before)(const iotame_posix_io_t *io);
+    void (*posix_after)(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns);
+
+    /* ---- the end ---- */
+    /* At MPI_Finalize, before the statistics are reduced (collective over MPI_COMM_WORLD): finish background work
+     * and put what is left into the file records' sections (iotame_stats_section). */
+    void (*finalize)(void);
+    /* Reduces the module's statistics section of one file over the ranks (rank 0): folds one rank's section into
+     * `into` (the first rank's, copied). NULL: the first rank's section stands (every rank holds the same). */
+    void (*merge)(json_t *into, const json_t *rank_section);
+    /* Writes the merged section into the file's JSON object. NULL: as file[name]. */
+    void (*report)(json_t *file, json_t *merged);
+} iotame_module_t;
+
+/* Every module, in hook order (core/modules.c); NULL-terminated. */
+extern const iotame_module_t *const iotame_modules[];
+/* The registry index of a module (its statistics section's slot), or -1. */
+int iotame_module_index(const iotame_module_t *m);
+#define IOTAME_MODULE_MAX 8
+
+/* The hooks of the active modules, in registry order (filled at MPI_Init by iotame_modules_start). */
+typedef struct {
+    int n;
+    const iotame_module_t *m[IOTAME_MODULE_MAX];
+} iotame_hooks_t;
+extern iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before,
+    iotame__posix_after;
+
+/* Starts every module (MPI_Init) and fills the hook lists; stops them (MPI_Finalize, before the statistics). */
+void iotame_modules_start(const iotame_config_t *cfg);
+void iotame_modules_finalize(void);
+
+/* The MPI-IO hooks, each called for every active module that has it, in registry order. */
+void iotame_modules_opening(const iotame_open_t *o);
+void iotame_modules_open(const iotame_open_t *o);
+void iotame_modules_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                             const char *datarep);
+void iotame_modules_set_info(MPI_File fh);
+void iotame_modules_set_atomicity(MPI_File fh, int flag);
+int iotame_modules_sync(MPI_File fh); /* the first error code a module returned, else MPI_SUCCESS */
+void iotame_modules_close(MPI_File fh);
+
+/* The data path: inline, since every data call takes it. */
+static inline void iotame_modules_before(const iotame_io_t *io)
+{
+    for (int i = 0; i < iotame__before.n; i++) iotame__before.m[i]->before(io);
+}
+static inline int iotame_modules_serve(const iotame_io_t *io, int *rc)
+{
+    for (int i = 0; i < iotame__serve.n; i++)
+        if (iotame__serve.m[i]->serve(io, rc)) return 1;
+    return 0;
+}
+static inline void iotame_modules_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
+{
+    for (int i = 0; i < iotame__after.n; i++) iotame__after.m[i]->after(io, rc, ticks, bytes);
+}
+static inline void iotame_modules_meta(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
+{
+    for (int i = 0; i < iotame__meta.n; i++) iotame__meta.m[i]->meta(fs, op, ticks);
+}
+static inline void iotame_modules_posix_before(const iotame_posix_io_t *io)
+{
+    for (int i = 0; i < iotame__posix_before.n; i++) iotame__posix_before.m[i]->posix_before(io);
+}
+static inline void iotame_modules_posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
+{
+    for (int i = 0; i < iotame__posix_after.n; i++) iotame__posix_after.m[i]->posix_after(io, rc, ns);
+}
+
+/* The registered modules. */
+extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_collective, iotame_module_posix;
+
+#endif

@@ -1,0 +1,81 @@
+/* The module registry: the one list of the runtime's parts, and the loops that call their hooks. */
+#include <string.h>
+
+#include "module.h"
+
+/* The order hooks run in (module.h). stats first: it counts every call as the application made it, whatever a
+ * later module does with it; collective last at the MPI-IO layer: it may serve the call instead of the library. */
+const iotame_module_t *const iotame_modules[] = {
+    &iotame_module_stats,
+#if defined(IOTAME_HAVE_HDF5)
+    &iotame_module_hdf5,
+#endif
+    &iotame_module_collective,
+    NULL,
+};
+
+iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before, iotame__posix_after;
+static iotame_hooks_t active; /* every started module */
+
+int iotame_module_index(const iotame_module_t *m)
+{
+    for (int i = 0; iotame_modules[i]; i++)
+        if (iotame_modules[i] == m) return i;
+    return -1;
+}
+
+static void add(iotame_hooks_t *h, const iotame_module_t *m, int has)
+{
+    if (has && h->n < IOTAME_MODULE_MAX) h->m[h->n++] = m;
+}
+
+void iotame_modules_start(const iotame_config_t *cfg)
+{
+    for (int i = 0; iotame_modules[i]; i++) {
+        const iotame_module_t *m = iotame_modules[i];
+        if (m->start && !m->start(cfg)) continue;
+        add(&active, m, 1);
+        add(&iotame__before, m, m->before != NULL);
+        add(&iotame__serve, m, m->serve != NULL);
+        add(&iotame__after, m, m->after != NULL);
+        add(&iotame__meta, m, m->meta != NULL);
+        add(&iotame__posix_before, m, m->posix_before != NULL);
+        add(&iotame__posix_after, m, m->posix_after != NULL);
+    }
+}
+
+/* Each hook over the active modules, in registry order. */
+#define EACH(HOOK, CALL)                                                                                       \
+    for (int i = 0; i < active.n; i++)                                                                         \
+        if (active.m[i]->HOOK) active.m[i]->CALL
+
+void iotame_modules_opening(const iotame_open_t *o) { EACH(opening, opening(o)); }
+void iotame_modules_open(const iotame_open_t *o) { EACH(open, open(o)); }
+void iotame_modules_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                             const char *datarep)
+{
+    EACH(set_view, set_view(fh, disp, etype, filetype, datarep));
+}
+void iotame_modules_set_info(MPI_File fh) { EACH(set_info, set_info(fh)); }
+void iotame_modules_set_atomicity(MPI_File fh, int flag) { EACH(set_atomicity, set_atomicity(fh, flag)); }
+void iotame_modules_close(MPI_File fh) { EACH(close, close(fh)); }
+
+int iotame_modules_sync(MPI_File fh)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < active.n; i++) {
+        if (!active.m[i]->sync) continue;
+        int r = active.m[i]->sync(fh); /* every module syncs, even after another's error */
+        if (rc == MPI_SUCCESS) rc = r;
+    }
+    return rc;
+}
+
+/* Stops the hooks of the data path first: a module's finalize may do I/O that must not be counted. */
+void iotame_modules_finalize(void)
+{
+    iotame__before.n = iotame__serve.n = iotame__after.n = iotame__meta.n = 0;
+    iotame__posix_before.n = iotame__posix_after.n = 0;
+    EACH(finalize, finalize());
+    active.n = 0;
+}
