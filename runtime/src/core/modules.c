@@ -11,6 +11,7 @@ const iotame_module_t *const iotame_modules[] = {
     &iotame_module_hdf5,
 #endif
     &iotame_module_collective,
+    &iotame_module_posix, /* the POSIX layer: its wrappers call the posix_before/after hooks of the modules after it */
     NULL,
 };
 

@@ -1,0 +1,95 @@
+/* posix: the POSIX layer under MPI-IO and HDF5 (docs/design/posix-layer.md). The system calls through which the
+ * MPI library (ROMIO's ADIOI_GEN_*, OMPIO's fbtl) and HDF5 reach the file system are interposed by symbol (the
+ * library is preloaded; the real functions come from dlsym(RTLD_NEXT)); the descriptors of the files the job opened
+ * through MPI_File_open or H5Fcreate/H5Fopen are recorded (every file's with posix.all_files), and each request is
+ * handed to the POSIX hooks of the other modules (throttle, emulate). The only interface of runtime/src/posix/. */
+#ifndef IOTAME_POSIX_H
+#define IOTAME_POSIX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/module.h"
+
+/* ---- our own file I/O ----
+ * The runtime's own files (statistics, the knowledge file, /sys lookups) are never recorded and never reach the
+ * POSIX hooks: wrap such I/O in iotame_posix_quiet_begin()/end(). The POSIX wrappers also set it around the hooks
+ * they call, so a hook's own I/O passes straight through. */
+extern _Thread_local int iotame__posix_quiet __attribute__((tls_model("initial-exec")));
+static inline void iotame_posix_quiet_begin(void) { iotame__posix_quiet++; }
+static inline void iotame_posix_quiet_end(void) { iotame__posix_quiet--; }
+
+/* ---- the node's shared segment ----
+ * One POSIX shared-memory segment per job and node (created at MPI_Init by the node's first rank, opened by the
+ * others, unlinked once all have mapped it): a header and a table of file slots found by a hash of the file's
+ * device and inode, so that every process of the node that opens a file meets the same slot. A slot counts the
+ * requests in progress on its file from all processes of the node; the throttle (issue 21) keeps its per-target
+ * tokens and waiters in the slots' reserved words, and its per-node state in the header's. */
+#define IOTAME_POSIX_SEGMENT_MAGIC 0x696f706fu /* "iopo" */
+#define IOTAME_POSIX_SEGMENT_VERSION 1u
+#define IOTAME_POSIX_SLOTS 1024
+
+typedef struct {
+    uint64_t key;      /* hash of (dev, ino), never 0; 0: a free slot (claimed with a compare-and-swap) */
+    int32_t inflight;  /* requests in progress on the file, over the node's processes */
+    int32_t max;       /* the most seen at once */
+    uint32_t reserved[12]; /* the throttle's: tokens, waiters (futex words), level */
+} __attribute__((aligned(64))) iotame_posix_slot_t;
+
+typedef struct {
+    uint32_t magic, version, nslots, nprocs; /* nprocs: the node's processes */
+    uint32_t reserved[12];                   /* the throttle's per-node state */
+    iotame_posix_slot_t slot[IOTAME_POSIX_SLOTS];
+} __attribute__((aligned(64))) iotame_posix_segment_t;
+
+/* The node's segment, or NULL (outside MPI_Init..MPI_Finalize, or it could not be set up: then nothing is counted
+ * across processes and the statistics say why). */
+iotame_posix_segment_t *iotame_posix_segment(void);
+/* A recorded file's slot in the segment, or NULL (no segment, or the table is full). */
+iotame_posix_slot_t *iotame_posix_file_slot(const iotame_posix_file_t *f);
+/* A recorded file's device and inode, and the path its statistics are written under. */
+void iotame_posix_file_id(const iotame_posix_file_t *f, dev_t *dev, ino_t *ino);
+const char *iotame_posix_file_path(const iotame_posix_file_t *f);
+
+/* ---- between the files of posix/ (internal) ---- */
+
+/* The descriptor table, indexed by fd: the hot path's one lookup. */
+typedef struct {
+    iotame_posix_file_t *file; /* NULL: the descriptor is not recorded */
+    off_t pos;                 /* the file position read/write/readv/writev use, as far as we saw it move */
+    int append;                /* O_APPEND: a write's offset is asked from the kernel after it */
+    int pad;
+} iotame__posix_fd_t;
+
+extern iotame__posix_fd_t *iotame__posix_fds;
+/* Descriptors below this are looked up; 0 while the layer is off (before MPI_Init, after MPI_Finalize, with
+ * IOTAME_DISABLE=1), so that one comparison makes every wrapper a pass-through. */
+extern unsigned iotame__posix_nfds;
+
+/* The recorded file of a descriptor, or NULL: the wrappers' fast path. */
+static inline iotame__posix_fd_t *iotame__posix_fd(int fd)
+{
+    if (__builtin_expect((unsigned)fd >= iotame__posix_nfds || iotame__posix_quiet, 1)) return NULL;
+    iotame__posix_fd_t *d = &iotame__posix_fds[fd];
+    return __atomic_load_n(&d->file, __ATOMIC_ACQUIRE) ? d : NULL;
+}
+
+/* A descriptor was opened (record.c decides whether it is recorded): dirfd and path as given to openat. */
+void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64_t ticks);
+/* A recorded descriptor is being closed (before the real close: its number may be reused at once). */
+iotame_posix_file_t *iotame__posix_closing(int fd);
+
+typedef enum { IOTAME_POSIX_T_READ, IOTAME_POSIX_T_WRITE, IOTAME_POSIX_T_SYNC, IOTAME_POSIX_T_META } iotame__posix_cat_t;
+typedef enum { IOTAME_POSIX_N_OPEN, IOTAME_POSIX_N_CLOSE, IOTAME_POSIX_N_SEEK, IOTAME_POSIX_N_SYNC,
+               IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_N_COUNT } iotame__posix_meta_t;
+
+/* A request begins (the in-flight count of its file's slot) and ends (its accounting: rc as the call returned,
+ * ticks of iotame_now()). */
+void iotame__posix_request_begin(iotame_posix_file_t *f);
+void iotame__posix_request_end(iotame_posix_file_t *f, int write, off_t offset, ssize_t rc, uint64_t ticks);
+/* A call that moves no data: counted as `what`, its time in category cat. */
+void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotame__posix_cat_t cat, uint64_t ticks);
+/* Nanoseconds of ticks (the POSIX hooks take nanoseconds). */
+uint64_t iotame__posix_ns(uint64_t ticks);
+
+#endif

@@ -1,0 +1,526 @@
+/* The POSIX layer's records: which descriptors are recorded (the files the job opened through MPI-IO or HDF5, or
+ * every regular file with posix.all_files), the per-file counters (Darshan's POSIX module: requests, bytes, sizes,
+ * consecutive/sequential/random, seek distance, time), the node's shared segment that counts the requests in
+ * flight on a file over the node's processes, and the module's statistics section (docs/formats.md). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "posix.h"
+
+/* ---- records ---- */
+
+enum { READ, WRITE };
+
+struct iotame_posix_file {
+    dev_t dev;
+    ino_t ino;
+    char *path; /* the statistics record's path: as given to MPI_File_open/H5Fopen, else the canonical path */
+    iotame_posix_slot_t *slot;
+    int32_t *inflight; /* the slot's count, or the process's own without a segment */
+    int32_t own_inflight;
+    pthread_mutex_t lock; /* the counters, when the application asked for MPI_THREAD_MULTIPLE */
+    off_t last_end[2];    /* where the last read / write ended */
+    uint64_t requests[2], bytes[2], consecutive[2], sequential[2], hist[2][IOTAME_HIST_BUCKETS];
+    uint64_t seek_total, seek_max, ticks[4], meta[IOTAME_POSIX_N_COUNT];
+    int32_t max_inflight;
+    struct iotame_posix_file *next, *hash_next;
+};
+
+iotame__posix_fd_t *iotame__posix_fds;
+unsigned iotame__posix_nfds;
+static unsigned fds_cap; /* the table's size (iotame__posix_nfds is 0 while the layer is off) */
+
+static int all_files;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* records, watched paths, descriptor table updates */
+#define HASH 256
+static iotame_posix_file_t *files, *by_id[HASH];
+
+/* Files to record (posix.all_files false): the paths given to MPI_File_open and HDF5's opens, identified by their
+ * last component and the directory holding them (device and inode: any spelling of the path matches). */
+typedef struct watched {
+    char *path; /* as given, the statistics record's path */
+    char *base;
+    dev_t dir_dev;
+    ino_t dir_ino;
+    struct watched *next;
+} watched_t;
+static watched_t *watched[HASH];
+static int nwatched;
+
+static unsigned hash_str(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static uint64_t hash_id(dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)ino + 0x7f4a7c159e3779b9ull);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+const char *iotame_posix_file_path(const iotame_posix_file_t *f) { return f->path; }
+iotame_posix_slot_t *iotame_posix_file_slot(const iotame_posix_file_t *f) { return f->slot; }
+void iotame_posix_file_id(const iotame_posix_file_t *f, dev_t *dev, ino_t *ino)
+{
+    *dev = f->dev;
+    *ino = f->ino;
+}
+
+/* ---- the node's shared segment ---- */
+
+static iotame_posix_segment_t *segment;
+static const char *segment_problem; /* why there is none (statistics) */
+
+iotame_posix_segment_t *iotame_posix_segment(void) { return segment; }
+
+/* The slot of a file: linear probing from its hash; a free slot is claimed with a compare-and-swap, so the node's
+ * processes agree on it without a lock. Slots are never given back during the job. */
+static iotame_posix_slot_t *slot_of(dev_t dev, ino_t ino)
+{
+    if (!segment) return NULL;
+    uint64_t key = hash_id(dev, ino);
+    for (unsigned i = 0; i < IOTAME_POSIX_SLOTS; i++) {
+        iotame_posix_slot_t *s = &segment->slot[(key + i) % IOTAME_POSIX_SLOTS];
+        uint64_t k = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE), zero = 0;
+        if (k == key) return s;
+        if (k == 0 && (__atomic_compare_exchange_n(&s->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+                       zero == key))
+            return s;
+    }
+    return NULL;
+}
+
+/* Creates the segment on the node's first rank and maps it everywhere (collective over MPI_COMM_WORLD, at
+ * MPI_Init). Its name is unique to the job and node (the creator's pid and a random number, created exclusively)
+ * and unlinked once every process of the node has mapped it: nothing is left behind, whatever happens later. */
+static void segment_setup(void)
+{
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
+        segment_problem = "no node communicator";
+        return;
+    }
+    int rank = 0, size = 1;
+    PMPI_Comm_rank(node, &rank);
+    PMPI_Comm_size(node, &size);
+    char name[64] = "";
+    void *map = MAP_FAILED;
+    if (rank == 0) {
+        for (int tries = 0; tries < 8 && !name[0]; tries++) {
+            unsigned r = 0;
+            if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (unsigned)time(NULL) * 2654435761u;
+            snprintf(name, sizeof name, "/iotame-%ld-%08x", (long)getpid(), r ^ (unsigned)tries);
+            int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0) {
+                name[0] = '\0';
+                if (errno != EEXIST) break;
+                continue;
+            }
+            if (ftruncate(fd, sizeof(iotame_posix_segment_t)) == 0)
+                map = mmap(NULL, sizeof(iotame_posix_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+            if (map == MAP_FAILED) {
+                shm_unlink(name);
+                name[0] = '\0';
+                break;
+            }
+            iotame_posix_segment_t *s = map;
+            s->version = IOTAME_POSIX_SEGMENT_VERSION;
+            s->nslots = IOTAME_POSIX_SLOTS;
+            s->nprocs = (uint32_t)size;
+            __atomic_store_n(&s->magic, IOTAME_POSIX_SEGMENT_MAGIC, __ATOMIC_RELEASE);
+        }
+    }
+    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
+    if (rank != 0 && name[0]) {
+        int fd = shm_open(name, O_RDWR, 0);
+        if (fd >= 0) {
+            map = mmap(NULL, sizeof(iotame_posix_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+        }
+    }
+    PMPI_Barrier(node); /* every process has mapped it (or failed to) */
+    if (rank == 0 && name[0]) shm_unlink(name);
+    PMPI_Comm_free(&node);
+    if (map != MAP_FAILED && ((iotame_posix_segment_t *)map)->magic == IOTAME_POSIX_SEGMENT_MAGIC) segment = map;
+    else segment_problem = "the node's shared-memory segment could not be set up";
+}
+
+/* ---- files and descriptors ---- */
+
+/* The record of a file (created on first use; the lock held). */
+static iotame_posix_file_t *file_of(dev_t dev, ino_t ino, const char *path)
+{
+    unsigned h = (unsigned)hash_id(dev, ino) % HASH;
+    iotame_posix_file_t *f;
+    for (f = by_id[h]; f; f = f->hash_next)
+        if (f->dev == dev && f->ino == ino) return f;
+    if (!(f = calloc(1, sizeof *f)) || !(f->path = strdup(path))) {
+        free(f);
+        return NULL;
+    }
+    f->dev = dev;
+    f->ino = ino;
+    pthread_mutex_init(&f->lock, NULL);
+    f->slot = slot_of(dev, ino);
+    f->inflight = f->slot ? &f->slot->inflight : &f->own_inflight;
+    f->hash_next = by_id[h];
+    by_id[h] = f;
+    f->next = files;
+    files = f;
+    return f;
+}
+
+/* ROMIO and OMPIO accept a file-system prefix ("ufs:", "nfs:", "lustre:", ...) before the path. */
+static const char *strip_prefix(const char *path)
+{
+    const char *c = strchr(path, ':');
+    if (!c || c == path || c - path > 12) return path;
+    for (const char *p = path; p < c; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return path;
+    return c + 1;
+}
+
+/* The directory holding path (relative to dirfd), by device and inode. */
+static int dir_of(int dirfd, const char *path, struct stat *st)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return dirfd == AT_FDCWD ? stat(".", st) : fstat(dirfd, st);
+    if (slash == path) return stat("/", st);
+    char dir[PATH_MAX];
+    size_t n = (size_t)(slash - path);
+    if (n >= sizeof dir) return -1;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return fstatat(dirfd, dir, st, 0);
+}
+
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* The path given to MPI_File_open or HDF5 whose file path (as opened, relative to dirfd) is, or NULL. */
+static const char *watched_path(int dirfd, const char *path)
+{
+    const char *base = base_of(path);
+    watched_t *w;
+    for (w = watched[hash_str(base) % HASH]; w; w = w->next)
+        if (strcmp(w->base, base) == 0) break;
+    if (!w) return NULL;
+    struct stat dir;
+    if (dir_of(dirfd, path, &dir) != 0) return NULL;
+    for (; w; w = w->next)
+        if (strcmp(w->base, base) == 0 && w->dir_dev == dir.st_dev && w->dir_ino == dir.st_ino) return w->path;
+    return NULL;
+}
+
+/* Paths that are never files of the application's data, as Darshan leaves them out. */
+static int excluded(const char *path)
+{
+    return strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/sys/", 5) == 0 || strncmp(path, "/dev/", 5) == 0;
+}
+
+void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64_t ticks)
+{
+    if (!path || (!all_files && !__atomic_load_n(&nwatched, __ATOMIC_ACQUIRE))) return;
+    pthread_mutex_lock(&lock);
+    const char *name = nwatched ? watched_path(dirfd, path) : NULL;
+    char canonical[PATH_MAX];
+    struct stat st;
+    iotame_posix_file_t *f = NULL;
+    if ((name || all_files) && fstat(fd, &st) == 0 && (name || S_ISREG(st.st_mode))) {
+        if (!name) { /* every file: its canonical path, as the kernel knows it */
+            char link[64];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+            ssize_t n = readlink(link, canonical, sizeof canonical - 1);
+            if (n > 0) canonical[n] = '\0';
+            name = n > 0 ? canonical : path;
+            if (excluded(name)) name = NULL;
+        }
+        if (name) f = file_of(st.st_dev, st.st_ino, name);
+    }
+    if (f && (unsigned)fd < fds_cap) {
+        iotame__posix_fd_t *d = &iotame__posix_fds[fd];
+        d->pos = 0;
+        d->append = (flags & O_APPEND) != 0;
+        __atomic_store_n(&d->file, f, __ATOMIC_RELEASE);
+    } else if (f) {
+        iotame_stats_passthrough(iotame_stats_file(f->path), "posix: a descriptor beyond the descriptor table");
+        f = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    if (f) iotame__posix_meta(f, IOTAME_POSIX_N_OPEN, IOTAME_POSIX_T_META, ticks);
+}
+
+iotame_posix_file_t *iotame__posix_closing(int fd)
+{
+    if ((unsigned)fd >= fds_cap) return NULL;
+    return __atomic_exchange_n(&iotame__posix_fds[fd].file, NULL, __ATOMIC_ACQ_REL);
+}
+
+/* The module's `opening` hook: the library is about to open this file (maybe later, on some ranks only). */
+static void opening(const iotame_open_t *o)
+{
+    if (!o->path) return;
+    const char *path = strip_prefix(o->path), *base = base_of(path);
+    struct stat dir;
+    if (!*base || dir_of(AT_FDCWD, path, &dir) != 0) return; /* the open will fail, or it is no file */
+    pthread_mutex_lock(&lock);
+    unsigned h = hash_str(base) % HASH;
+    watched_t *w;
+    for (w = watched[h]; w; w = w->next)
+        if (strcmp(w->base, base) == 0 && w->dir_dev == dir.st_dev && w->dir_ino == dir.st_ino) break;
+    if (!w && (w = calloc(1, sizeof *w)) && (w->path = strdup(o->path)) && (w->base = strdup(base))) {
+        w->dir_dev = dir.st_dev;
+        w->dir_ino = dir.st_ino;
+        w->next = watched[h];
+        watched[h] = w;
+        __atomic_store_n(&nwatched, nwatched + 1, __ATOMIC_RELEASE);
+    } else if (w && !w->base) {
+        free(w->path);
+        free(w);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- the hot path ---- */
+
+void iotame__posix_request_begin(iotame_posix_file_t *f)
+{
+    if (!f) return;
+    int32_t n = __atomic_add_fetch(f->inflight, 1, __ATOMIC_RELAXED);
+    if (n > f->max_inflight) __atomic_store_n(&f->max_inflight, n, __ATOMIC_RELAXED);
+    if (f->slot) {
+        int32_t m = __atomic_load_n(&f->slot->max, __ATOMIC_RELAXED);
+        while (n > m && !__atomic_compare_exchange_n(&f->slot->max, &m, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    }
+}
+
+static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
+
+void iotame__posix_request_end(iotame_posix_file_t *f, int write, off_t offset, ssize_t rc, uint64_t ticks)
+{
+    if (!f) return;
+    __atomic_sub_fetch(f->inflight, 1, __ATOMIC_RELAXED);
+    int threaded = iotame__threaded;
+    if (threaded) pthread_mutex_lock(&f->lock);
+    f->ticks[write] += ticks;
+    if (rc >= 0) { /* Darshan's definitions: consecutive starts where the last ended, sequential at or after it */
+        uint64_t n = (uint64_t)rc;
+        off_t last = f->last_end[write];
+        f->requests[write]++;
+        f->bytes[write] += n;
+        f->hist[write][bucket(n)]++;
+        if (offset == last) f->consecutive[write]++;
+        if (offset >= last) f->sequential[write]++;
+        uint64_t dist = offset >= last ? (uint64_t)(offset - last) : (uint64_t)(last - offset);
+        f->seek_total += dist;
+        if (dist > f->seek_max) f->seek_max = dist;
+        f->last_end[write] = offset + rc;
+    }
+    if (threaded) pthread_mutex_unlock(&f->lock);
+}
+
+void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotame__posix_cat_t cat, uint64_t ticks)
+{
+    if (!f) return;
+    int threaded = iotame__threaded;
+    if (threaded) pthread_mutex_lock(&f->lock);
+    f->meta[what]++;
+    f->ticks[cat] += ticks;
+    if (threaded) pthread_mutex_unlock(&f->lock);
+}
+
+/* ticks -> ns for the POSIX hooks: the TSC's rate over the time since start (fixed once it spans 50 ms). */
+static uint64_t start_ns, start_tick;
+static double ns_per_tick_fixed;
+
+uint64_t iotame__posix_ns(uint64_t ticks)
+{
+    if (!iotame__tsc) return ticks;
+    double r = ns_per_tick_fixed;
+    if (r == 0) {
+        uint64_t ns = iotame_monotonic_ns() - start_ns, t = iotame_now() - start_tick;
+        r = t ? (double)ns / (double)t : 1.0;
+        if (ns >= 50000000u) ns_per_tick_fixed = r;
+    }
+    return (uint64_t)((double)ticks * r);
+}
+
+/* ---- the module ---- */
+
+static int start(const iotame_config_t *cfg)
+{
+    const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* defaults only */
+    const json_t *v = iotame_config_value(&process, "posix", "all_files");
+    all_files = json_is_true(v ? v : iotame_config_default("posix", "all_files"));
+    start_ns = iotame_monotonic_ns();
+    start_tick = iotame_now();
+    segment_setup(); /* collective: before any rank can return early */
+    /* The descriptor table: one entry per possible descriptor, mapped lazily (untouched pages cost nothing). */
+    struct rlimit rl;
+    rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_max : 65536;
+    if (n == RLIM_INFINITY || n > (1u << 20)) n = 1u << 20;
+    if (n < 1024) n = 1024;
+    void *table = mmap(NULL, n * sizeof(iotame__posix_fd_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (table == MAP_FAILED) {
+        iotame_stats_passthrough(NULL, "posix: no memory for the descriptor table");
+        return 0;
+    }
+    iotame__posix_fds = table;
+    fds_cap = (unsigned)n;
+    if (segment_problem) iotame_stats_passthrough(NULL, segment_problem);
+    __atomic_store_n(&iotame__posix_nfds, fds_cap, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static json_t *time_json(uint64_t ticks, double ns_per_tick)
+{
+    double s = (double)ticks * ns_per_tick * 1e-9;
+    return json_pack("{s:f,s:f,s:f}", "min", s, "avg", s, "max", s);
+}
+
+static json_t *hist_json(const uint64_t *h)
+{
+    json_t *o = json_object();
+    for (unsigned b = 0; b < IOTAME_HIST_BUCKETS; b++) {
+        if (!h[b]) continue;
+        char key[24];
+        snprintf(key, sizeof key, "%llu", b ? 1ull << (b - 1) : 0ull);
+        json_object_set_new(o, key, json_integer((json_int_t)h[b]));
+    }
+    return o;
+}
+
+static json_t *access_json(const iotame_posix_file_t *f, int d)
+{
+    return json_pack("{s:I,s:I,s:I}", "consecutive", (json_int_t)f->consecutive[d], "sequential",
+                     (json_int_t)f->sequential[d], "random", (json_int_t)(f->requests[d] - f->sequential[d]));
+}
+
+/* This rank's section of one file (the form `merge` folds: every rank's own numbers, times as min = avg = max). */
+static json_t *section_json(const iotame_posix_file_t *f, double ns_per_tick)
+{
+    const uint64_t *m = f->meta;
+    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:o,s:o},s:{s:o,s:o},s:{s:I,s:I},"
+                     "s:{s:o,s:o,s:o,s:o},s:i}",
+                     "ranks", 1, "opens", (json_int_t)m[IOTAME_POSIX_N_OPEN], "closes",
+                     (json_int_t)m[IOTAME_POSIX_N_CLOSE], "reads", (json_int_t)f->requests[READ], "writes",
+                     (json_int_t)f->requests[WRITE], "bytes_read", (json_int_t)f->bytes[READ], "bytes_written",
+                     (json_int_t)f->bytes[WRITE], "seeks", (json_int_t)m[IOTAME_POSIX_N_SEEK], "syncs",
+                     (json_int_t)m[IOTAME_POSIX_N_SYNC], "truncates", (json_int_t)m[IOTAME_POSIX_N_TRUNCATE],
+                     "histogram", "read", hist_json(f->hist[READ]), "write", hist_json(f->hist[WRITE]), "access",
+                     "read", access_json(f, READ), "write", access_json(f, WRITE), "seek_distance", "total",
+                     (json_int_t)f->seek_total, "max", (json_int_t)f->seek_max, "time", "read",
+                     time_json(f->ticks[IOTAME_POSIX_T_READ], ns_per_tick), "write",
+                     time_json(f->ticks[IOTAME_POSIX_T_WRITE], ns_per_tick), "sync",
+                     time_json(f->ticks[IOTAME_POSIX_T_SYNC], ns_per_tick), "meta",
+                     time_json(f->ticks[IOTAME_POSIX_T_META], ns_per_tick), "max_concurrent", (int)f->max_inflight);
+}
+
+/* Folds src's counters into dst: two files (inodes) one rank recorded under one path. */
+static void fold(iotame_posix_file_t *dst, const iotame_posix_file_t *src)
+{
+    for (int d = 0; d < 2; d++) {
+        dst->requests[d] += src->requests[d];
+        dst->bytes[d] += src->bytes[d];
+        dst->consecutive[d] += src->consecutive[d];
+        dst->sequential[d] += src->sequential[d];
+        for (int b = 0; b < IOTAME_HIST_BUCKETS; b++) dst->hist[d][b] += src->hist[d][b];
+    }
+    dst->seek_total += src->seek_total;
+    if (src->seek_max > dst->seek_max) dst->seek_max = src->seek_max;
+    for (int c = 0; c < 4; c++) dst->ticks[c] += src->ticks[c];
+    for (int k = 0; k < IOTAME_POSIX_N_COUNT; k++) dst->meta[k] += src->meta[k];
+    if (src->max_inflight > dst->max_inflight) dst->max_inflight = src->max_inflight;
+}
+
+/* At MPI_Finalize: stops recording (the runtime's own I/O from here on, the statistics file, passes through) and
+ * puts each file's counters into its record's section. */
+static void finalize(void)
+{
+    __atomic_store_n(&iotame__posix_nfds, 0, __ATOMIC_RELEASE);
+    double ns_per_tick = iotame_ns_per_tick();
+    pthread_mutex_lock(&lock);
+    /* Two files (inodes) under one path, a file deleted and created again: the newest record holds both. */
+    for (iotame_posix_file_t *f = files; f; f = f->next) {
+        iotame_posix_file_t *first = f;
+        for (iotame_posix_file_t *g = files; g != f && first == f; g = g->next)
+            if (strcmp(g->path, f->path) == 0) first = g;
+        if (first != f) {
+            fold(first, f);
+            continue;
+        }
+        json_t *section = iotame_stats_section(iotame_stats_file(f->path), &iotame_module_posix), *mine;
+        if (section && (mine = section_json(f, ns_per_tick))) {
+            json_object_update(section, mine);
+            json_decref(mine);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* Folds one rank's section into the merged one: counts add up, "max" and "max_concurrent" take the larger, "min"
+ * the smaller, and each time's "avg" is over the ranks of both ("ranks": the ranks that recorded the file). */
+static void fold_json(json_t *into, const json_t *from, double wi, double wf)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)from, key, v) {
+        json_t *mine = json_object_get(into, key);
+        if (!mine) {
+            json_object_set_new(into, key, json_deep_copy(v));
+        } else if (json_is_object(v)) {
+            fold_json(mine, v, wi, wf);
+        } else if (json_is_integer(v)) {
+            json_int_t a = json_integer_value(mine), b = json_integer_value(v);
+            json_int_t r = strncmp(key, "max", 3) == 0 ? (a > b ? a : b) : strcmp(key, "min") == 0 ? (a < b ? a : b) : a + b;
+            json_integer_set(mine, r);
+        } else if (json_is_number(v)) {
+            double a = json_number_value(mine), b = json_number_value(v), r;
+            if (strcmp(key, "max") == 0) r = a > b ? a : b;
+            else if (strcmp(key, "min") == 0) r = a < b ? a : b;
+            else if (strcmp(key, "avg") == 0) r = wi + wf > 0 ? (a * wi + b * wf) / (wi + wf) : 0;
+            else r = a + b;
+            json_object_set_new(into, key, json_real(r));
+        }
+    }
+}
+
+static void merge(json_t *into, const json_t *rank_section)
+{
+    double wi = (double)json_integer_value(json_object_get(into, "ranks"));
+    double wf = (double)json_integer_value(json_object_get(rank_section, "ranks"));
+    fold_json(into, rank_section, wi, wf);
+}
+
+const iotame_module_t iotame_module_posix = {
+    .name = "posix",
+    .start = start,
+    .opening = opening,
+    .finalize = finalize,
+    .merge = merge,
+};
