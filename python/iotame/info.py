@@ -9,7 +9,7 @@ import sys
 from functools import lru_cache
 
 from . import __version__
-from .paths import kernel_path, lib_path, repo_root, settings_path
+from .paths import config_tool_path, kernel_path, lib_path, repo_root, settings_path
 
 __all__ = ["gather_info", "mpi_info", "hdf5_info"]
 
@@ -76,13 +76,14 @@ def hdf5_info() -> dict:
 
 def gather_info() -> dict:
     """Everything `iotame info --json` prints."""
-    lib, kernel, settings = lib_path(), kernel_path(), settings_path()
+    lib, kernel, tool, settings = lib_path(), kernel_path(), config_tool_path(), settings_path()
     return {
         "iotame_version": __version__,
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "root": str(repo_root()),
         "libiotame": {"path": str(lib), "exists": lib.is_file()},
         "kernel": {"path": str(kernel), "exists": kernel.is_file()},
+        "config_tool": {"path": str(tool), "exists": tool.is_file()},
         "settings": {"path": str(settings), "exists": settings.is_file()},
         "mpi": mpi_info(),
         "hdf5": hdf5_info(),

@@ -1,7 +1,8 @@
-"""Where the parts of iotame are: the runtime library, the kernel program and the settings description.
+"""Where the parts of iotame are: the runtime library, the kernel program, the configuration validator and the
+settings description.
 
 The package lives in `python/iotame/` of the repository, so the repository root is two levels above this
-directory. `IOTAME_LIB` and `IOTAME_KERNEL` override the built files' locations.
+directory. `IOTAME_LIB`, `IOTAME_KERNEL` and `IOTAME_CONFIG_TOOL` override the built files' locations.
 """
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 
 from .errors import MissingFileError
 
-__all__ = ["repo_root", "lib_path", "kernel_path", "settings_path", "require_lib", "require_kernel",
-           "require_settings", "ENV_LIB", "ENV_KERNEL"]
+__all__ = ["repo_root", "lib_path", "kernel_path", "config_tool_path", "settings_path", "require_lib",
+           "require_kernel", "require_config_tool", "require_settings", "ENV_LIB", "ENV_KERNEL",
+           "ENV_CONFIG_TOOL"]
 
 ENV_LIB = "IOTAME_LIB"
 ENV_KERNEL = "IOTAME_KERNEL"
+ENV_CONFIG_TOOL = "IOTAME_CONFIG_TOOL"
 
 _HINT = "run make setup"
 
@@ -36,6 +39,13 @@ def kernel_path() -> Path:
     return Path(env).resolve() if env else repo_root() / "build" / "kernels" / "iotame-kernel"
 
 
+def config_tool_path() -> Path:
+    """iotame-config, the runtime's configuration validator as a program: $IOTAME_CONFIG_TOOL, else
+    build/runtime/iotame-config (it may not exist)."""
+    env = os.environ.get(ENV_CONFIG_TOOL)
+    return Path(env).resolve() if env else repo_root() / "build" / "runtime" / "iotame-config"
+
+
 def settings_path() -> Path:
     """runtime/settings.json, the one description of every runtime setting."""
     return repo_root() / "runtime" / "settings.json"
@@ -55,6 +65,12 @@ def require_lib() -> Path:
 def require_kernel() -> Path:
     """kernel_path(), or MissingFileError telling how to build it."""
     return _require(kernel_path(), "iotame-kernel", f"{_HINT}, or set {ENV_KERNEL}")
+
+
+def require_config_tool() -> Path:
+    """config_tool_path(), or MissingFileError telling how to build it."""
+    return _require(config_tool_path(), "iotame-config (the configuration validator)",
+                    f"{_HINT}, or set {ENV_CONFIG_TOOL}")
 
 
 def require_settings() -> Path:

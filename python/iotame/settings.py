@@ -1,6 +1,8 @@
 """The settings schema, read from runtime/settings.json (the one description of every runtime setting).
 
-The C runtime embeds the same file, so `iotame config check`, the runtime and the tuner's built-in spaces agree.
+The tuner builds its spaces from it. Configurations are not validated here: the C runtime embeds the same file
+and validates against it, and Python runs that validator (iotame.config), so `iotame config check`, the runtime
+and the tuner's built-in spaces agree.
 """
 from __future__ import annotations
 
@@ -63,6 +65,7 @@ class Schema:
     rule_keys: dict[str, Setting]
     sections: dict[str, Section]
     path: Path | None = None
+    raw: dict | None = field(default=None, compare=False, repr=False)   # the parsed file, for the validator
 
     def all_settings(self) -> list[tuple[str, Setting]]:
         """(section name, setting) for every typed setting, in file order (the tuner's built-in spaces)."""
@@ -109,7 +112,7 @@ def schema_from_dict(d: dict, path: Path | None = None) -> Schema:
                     for k, v in sd.get("settings", {}).items()}
         sections[name] = Section(name=name, doc=sd.get("doc", ""), settings=settings, free=bool(sd.get("free")),
                                  process=bool(sd.get("process")))
-    return Schema(config_version=version, rule_keys=rule_keys, sections=sections, path=path)
+    return Schema(config_version=version, rule_keys=rule_keys, sections=sections, path=path, raw=d)
 
 
 @lru_cache(maxsize=None)

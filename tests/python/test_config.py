@@ -1,18 +1,26 @@
-"""Configuration validation: the messages of docs/formats.md, the same as the C runtime prints.
+"""The Python side of configuration validation: a wrapper around the runtime's own validator (iotame-config).
 
 config_cases.json is a corpus of configurations with the exact messages the C runtime (runtime/src/core/
-config.c) printed for them, without the `iotame: config FILE: ` prefix; syntax errors compare only up to the
-parenthesis, where the JSON parsers' own words start.
+config.c) prints for them, without the `iotame: config FILE: ` prefix; syntax errors compare only up to the
+parenthesis, where the JSON parser's own words start. tests/unit/test_config.c runs it through the library and
+the program; here it checks that Python hands files and in-memory configurations to the program and returns its
+messages, naming file and key, unchanged.
 """
 import json
+import os
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from iotame import ConfigError, check_config, load_config, load_schema, save_config, validate
 from iotame.cli import main
-from iotame.config import format_error, json_type, render_value
-from iotame.paths import settings_path
+from iotame.config import check_configs, format_error, render_value, validate_many
+from iotame.errors import IotameError, MissingFileError
+from iotame.info import gather_info
+from iotame.paths import ENV_CONFIG_TOOL, config_tool_path, settings_path
+from iotame.settings import schema_from_dict
 
 HERE = Path(__file__).resolve().parent
 CASES = json.loads((HERE / "config_cases.json").read_text(encoding="utf-8"))
@@ -36,6 +44,27 @@ def test_corpus_gives_the_runtimes_messages(tmp_path, case):
     else:
         assert [g[:len(e)] for g, e in zip(got, case["errors_prefix"])] == case["errors_prefix"]
         assert len(got) == len(case["errors_prefix"])
+
+
+# Cases whose text Python's json reads as the runtime does (not: syntax errors, duplicates, NaN, overflow).
+IN_MEMORY = [c for c in CASES if "errors" in c and not any(e.startswith("line ") for e in c["errors"])]
+
+
+def test_in_memory_configurations_get_the_runtimes_messages():
+    """validate() of the parsed corpus, every case in one run of the program, gives the corpus's lines."""
+    assert len(IN_MEMORY) > 35
+    got = validate_many([json.loads(c["text"]) for c in IN_MEMORY], "mem.json")
+    assert len(got) == len(IN_MEMORY)
+    for case, lines in zip(IN_MEMORY, got):
+        assert lines == [f"iotame: config mem.json: {e}" for e in case["errors"]], case["name"]
+
+
+def test_check_configs_answers_each_file_in_order(tmp_path):
+    files = [write(tmp_path, c["text"], f"{c['name']}.json") for c in CASES]
+    got = check_configs(files)
+    assert [bool(g) for g in got] == [bool(c.get("errors", c.get("errors_prefix"))) for c in CASES]
+    assert all(line.startswith(f"iotame: config {f}: ") for f, lines in zip(files, got) for line in lines)
+    assert check_configs([]) == []
 
 
 def test_corpus_covers_every_kind_of_error():
@@ -127,19 +156,77 @@ def test_validation_follows_the_schema(tmp_path):
     ]
 
 
+def test_a_schema_built_in_memory_reaches_the_validator():
+    """The tuner's tests change the settings description in memory: the program validates against that one."""
+    raw = json.loads(settings_path().read_text())
+    raw["sections"]["staging"]["settings"] = {"depth": {"type": "integer", "min": 1}}
+    schema = schema_from_dict(raw)
+    config = {"version": 1, "defaults": {"staging": {"depth": 2}}}
+    assert validate(config, "F", schema) == []
+    assert validate({"version": 1, "defaults": {"staging": {"depth": 0}}}, "F", schema) == [
+        "iotame: config F: defaults.staging.depth: expected an integer >= 1, got 0"]
+    assert validate(config, "F") == [          # the runtime's own description has no such setting
+        "iotame: config F: defaults.staging.depth: unknown key (section staging has no settings yet)"]
+
+
+def test_missing_program_says_to_run_make_setup(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(ENV_CONFIG_TOOL, str(tmp_path / "nowhere" / "iotame-config"))
+    with pytest.raises(MissingFileError) as e:
+        validate({"version": 1}, "F")
+    assert "iotame-config" in str(e.value) and "make setup" in str(e.value)
+    good = write(tmp_path, {"version": 1})
+    assert main(["config", "check", str(good)]) == 2         # no program: no verdict, not "ok"
+    err = capsys.readouterr()
+    assert "ok" not in err.out and "make setup" in err.err
+    assert gather_info()["config_tool"] == {"path": str(tmp_path / "nowhere" / "iotame-config"), "exists": False}
+
+
+def test_a_failing_program_is_an_error_not_a_verdict(tmp_path, monkeypatch):
+    fake = tmp_path / "iotame-config"
+    fake.write_text("#!/bin/sh\necho 'iotame-config: broken' >&2\nexit 2\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv(ENV_CONFIG_TOOL, str(fake))
+    with pytest.raises(IotameError) as e:
+        validate({"version": 1}, "F")
+    assert "iotame-config: broken" in str(e.value) and not isinstance(e.value, ConfigError)
+    fake.write_text("#!/bin/sh\ncat >/dev/null\n")          # says nothing: no answer is not "valid"
+    with pytest.raises(IotameError):
+        check_config(write(tmp_path, {"version": 1}))
+
+
+def test_the_programs_check_mode(tmp_path):
+    """`iotame-config check`: files and stdin, the runtime's lines on stderr, exit status 1 when one is invalid."""
+    good, bad = write(tmp_path, {"version": 1}, "good.json"), write(tmp_path, {"version": 2}, "bad.json")
+    p = subprocess.run([config_tool_path(), "check", good, bad], capture_output=True, text=True)
+    assert (p.returncode, p.stdout) == (1, f"{good}: ok\n")
+    assert p.stderr == f"iotame: config {bad}: version: expected 1, got 2\n"
+    p = subprocess.run([config_tool_path(), "check", "--name", "stdin.json", "-"], input='{"version": 1, "x": 0}',
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert p.stderr == "iotame: config stdin.json: x: unknown key (expected one of: defaults, files, meta, version)\n"
+    assert subprocess.run([config_tool_path(), "check", good], capture_output=True).returncode == 0
+    assert subprocess.run([config_tool_path()], capture_output=True).returncode == 2
+
+
+def test_info_names_the_program():
+    info = gather_info()["config_tool"]
+    assert info == {"path": str(config_tool_path()), "exists": True}
+    assert os.access(info["path"], os.X_OK)
+
+
 def test_booleans_are_not_integers():
-    assert json_type(True) == "boolean" and json_type(1) == "integer" and json_type(1.0) == "number"
     assert validate({"version": True}, "F") == ["iotame: config F: version: expected 1, got true"]
     errors = validate({"version": 1, "defaults": {"mpiio_hints_extra": {"h": True}}}, "F")
     assert errors == ["iotame: config F: defaults.mpiio_hints_extra.h: expected a string or an integer, got true"]
 
 
-def test_rendering_of_got_values():
+def test_rendering_of_values_in_python_messages():
+    """What the space files' own messages show (the validator's messages come from C)."""
     assert render_value("four") == '"four"'
     assert render_value([1, 2]) == "array" and render_value({}) == "object"
-    assert render_value(None) == "null" and render_value(False) == "false"
-    assert render_value(2.5) == "2.5" and render_value(1e300) == "1.0000000000000001e300"
+    assert render_value(None) == "null" and render_value(False) == "false" and render_value(2.5) == "2.5"
     assert format_error("F", "", "cannot read: x") == "iotame: config F: cannot read: x"
+    assert format_error("F", "a.b", "m") == "iotame: config F: a.b: m"
 
 
 def test_config_check_cli(tmp_path, capsys):

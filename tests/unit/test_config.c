@@ -1,4 +1,7 @@
-/* Unit tests of the configuration (no MPI): validation messages, rule matching, hint merging. */
+/* Unit tests of the configuration (no MPI): validation messages, rule matching, hint merging, and the shared
+ * corpus of configurations (tests/python/config_cases.json) through the library and through the iotame-config
+ * program, the validator of `iotame config check` and the tuner. */
+#define _GNU_SOURCE /* getline, popen, mkdtemp */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,12 +175,137 @@ static void test_read_file(void)
     free(errors);
 }
 
+/* ---- the corpus: every case's expected lines, through the library and through iotame-config ---- */
+
+/* Whether `got` (the runtime's text, one "iotame: config NAME: message" per line) holds exactly the case's
+ * lines: "errors" in full, or "errors_prefix" up to where the JSON parser's own words start. */
+static int corpus_matches(const json_t *c, const char *name, const json_t *got_lines)
+{
+    json_t *want = json_object_get(c, "errors");
+    int prefix = !want;
+    if (prefix) want = json_object_get(c, "errors_prefix");
+    if (json_array_size(want) != json_array_size(got_lines)) return 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(want, i, w) {
+        char line[4096];
+        snprintf(line, sizeof line, "iotame: config %s: %s", name, json_string_value(w));
+        const char *got = json_string_value(json_array_get(got_lines, i));
+        if (!got || (prefix ? strncmp(got, line, strlen(line)) : strcmp(got, line)) != 0) return 0;
+    }
+    return 1;
+}
+
+static json_t *split_lines(const char *text)
+{
+    json_t *lines = json_array();
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        json_array_append_new(lines, json_stringn(p, n));
+        p += n + (end ? 1 : 0);
+    }
+    return lines;
+}
+
+static void report(const json_t *c, const char *how, const json_t *got)
+{
+    char *g = json_dumps(got, JSON_INDENT(1));
+    fprintf(stderr, "corpus case %s (%s): got %s\n", json_string_value(json_object_get(c, "name")), how, g);
+    free(g);
+    failures++;
+}
+
+static void test_corpus_library(const json_t *cases)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        const char *text = json_string_value(json_object_get(c, "text"));
+        iotame_config_t *cfg = NULL;
+        char *errors = NULL;
+        int rc = iotame_config_parse("case.json", text, json_string_length(json_object_get(c, "text")), &cfg, &errors);
+        json_t *got = split_lines(errors);
+        CHECK((rc == 0) == (json_array_size(got) == 0) && (rc == 0) == (cfg != NULL));
+        if (!corpus_matches(c, "case.json", got)) report(c, "library", got);
+        json_decref(got);
+        free(errors);
+        iotame_config_free(cfg);
+    }
+}
+
+/* The same cases through `iotame-config batch`, one process for all, half given as text, half as files. */
+static void test_corpus_program(const json_t *cases, const char *program)
+{
+    char dir[] = "/tmp/iotame-test-config-XXXXXX", reqs[512], cmd[2048];
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    snprintf(reqs, sizeof reqs, "%s/requests", dir);
+    FILE *f = fopen(reqs, "w");
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        char name[512];
+        snprintf(name, sizeof name, "%s/%s.json", dir, json_string_value(json_object_get(c, "name")));
+        json_t *req = json_pack("{s:s}", "name", name);
+        if (i % 2) {
+            FILE *cf = fopen(name, "w");
+            fputs(json_string_value(json_object_get(c, "text")), cf);
+            fclose(cf);
+            json_object_set_new(req, "path", json_string(name));
+        } else {
+            json_object_set(req, "text", json_object_get(c, "text"));
+        }
+        char *line = json_dumps(req, JSON_COMPACT);
+        fprintf(f, "%s\n", line);
+        free(line);
+        json_decref(req);
+    }
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' batch < '%s'", program, reqs);
+    FILE *out = popen(cmd, "r");
+    CHECK(out != NULL);
+    char *line = NULL;
+    size_t cap = 0, answered = 0;
+    while (out && getline(&line, &cap, out) > 0) {
+        json_t *answer = json_loads(line, 0, NULL), *got = json_object_get(answer, "errors");
+        c = json_array_get(cases, answered++);
+        char name[512];
+        snprintf(name, sizeof name, "%s/%s.json", dir, json_string_value(json_object_get(c, "name")));
+        if (!c || !json_is_array(got) || !corpus_matches(c, name, got)) report(c, "iotame-config", answer);
+        json_decref(answer);
+    }
+    free(line);
+    CHECK(out && pclose(out) == 0);
+    CHECK(answered == json_array_size(cases));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static void test_corpus(void)
+{
+    json_error_t jerr;
+    json_t *cases = json_load_file(IOTAME_CONFIG_CASES, 0, &jerr);
+    if (!json_is_array(cases) || json_array_size(cases) < 40) {
+        fprintf(stderr, "%s: %s\n", IOTAME_CONFIG_CASES, cases ? "expected the array of cases" : jerr.text);
+        failures++;
+        json_decref(cases);
+        return;
+    }
+    test_corpus_library(cases);
+    test_corpus_program(cases, IOTAME_CONFIG_PROGRAM);
+    json_decref(cases);
+}
+
 int main(void)
 {
     test_messages();
     test_rules();
     test_hdf5();
     test_read_file();
+    test_corpus();
     if (failures) fprintf(stderr, "test_config: %d check(s) failed\n", failures);
     else printf("test_config: ok\n");
     return failures ? 1 : 0;

@@ -1,11 +1,10 @@
-"""`iotame config check F…`: validates configuration files against runtime/settings.json."""
+"""`iotame config check F…`: validates configuration files with the runtime's own validator (iotame-config)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..config import check_config
-from ..settings import load_schema
+from ..config import check_configs
 
 NAME = "config"
 
@@ -21,10 +20,8 @@ def add_parser(sub) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    schema = load_schema()
     status = 0
-    for f in args.files:
-        errors = check_config(f, schema)
+    for f, errors in zip(args.files, check_configs(args.files)):
         if errors:
             status = 1
             for line in errors:

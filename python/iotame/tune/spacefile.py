@@ -13,7 +13,8 @@
 Every parameter also gets the value "unset" (leave the setting to the system default); "unset" or "default" in a
 list mean the same (unless the setting has a value of that name, as HDF5's alloc_time has "default"). Errors
 name the file, the table and the key, one per line, like configuration errors, and every value must be one the
-runtime accepts (checked with the runtime's own rules, iotame.config.validate).
+runtime accepts: every value of the document is checked by the runtime's own validator, in one run of it
+(iotame.config.validate_many).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..config import format_error, render_value, validate
+from ..config import format_error, render_value, validate_many
 from ..errors import ConfigError
 from ..settings import Schema, Setting, load_schema
 from .builtin import FILE_SYSTEMS, NPROCS, builtin_space, tunable_settings
@@ -67,8 +68,9 @@ def _type(v: Any) -> str:
 class _Parser:
     def __init__(self, filename: str, schema: Schema, fs: str, nprocs: int):
         self.filename, self.schema, self.fs, self.nprocs = filename, schema, fs, nprocs
-        self.errors: list[str] = []
+        self.errors: list[str | list[str]] = []   # a list: where check_values puts its messages
         self.notes: list[str] = []
+        self.pending: list[tuple[list[str], str, str, Setting, list]] = []
         self.known = tunable_settings(schema)
 
     def error(self, where: str, message: str) -> None:
@@ -96,8 +98,10 @@ class _Parser:
             else:
                 for name, spec in table.items():
                     self.parameter(layer, f"{layer}.{name}", name, spec, chosen)
-        if self.errors:
-            raise SpaceError(self.errors)
+        self.check_values()
+        errors = [m for e in self.errors for m in (e if isinstance(e, list) else [e])]
+        if errors:
+            raise SpaceError(errors)
         params: list[Param] = []
         if base == "builtin":
             built = builtin_space(self.fs, self.nprocs, self.schema)
@@ -157,8 +161,9 @@ class _Parser:
         values = self.values(where, setting, spec)
         if values is None:
             return
-        if not self.runtime_accepts(where, section, setting, values):
-            return
+        slot: list[str] = []                   # the runtime's verdicts arrive later, in this place
+        self.errors.append(slot)
+        self.pending.append((slot, where, section, setting, values))
         if setting.fs is not None and self.fs not in setting.fs:
             self.notes.append(f"{name} left out: it matters on {', '.join(setting.fs)} only, and this is "
                               f"{self.fs}")
@@ -217,16 +222,17 @@ class _Parser:
             return None
         return pow2_values(lo, hi)
 
-    def runtime_accepts(self, where: str, section: str, setting: Setting, values: list) -> bool:
-        ok = True
-        for v in values:
-            problems = validate({"version": self.schema.config_version, "defaults": {section: {setting.name: v}}},
-                                "space", self.schema)
-            if problems:
-                detail = problems[0].split(f"defaults.{section}.{setting.name}: ", 1)[-1]
-                self.error(where, f"value {_show(v)} rejected by the runtime: {detail}")
-                ok = False
-        return ok
+    def check_values(self) -> None:
+        """Every value of the document through the runtime's validator, in one run of it."""
+        docs = [{"version": self.schema.config_version, "defaults": {section: {setting.name: v}}}
+                for _, _, section, setting, values in self.pending for v in values]
+        verdicts = iter(validate_many(docs, "space", self.schema))
+        for slot, where, section, setting, values in self.pending:
+            for v in values:
+                problems = next(verdicts)
+                if problems:
+                    detail = problems[0].split(f"defaults.{section}.{setting.name}: ", 1)[-1]
+                    slot.append(_message(self.filename, where, f"value {_show(v)} rejected by the runtime: {detail}"))
 
 
 def parse_space(doc: dict, filename: str, *, fs: str = "local", nprocs: int = 1,

@@ -1,6 +1,7 @@
-/* Configuration: JSON (jansson) validated against the embedded runtime/settings.json, so the runtime, the
- * Python `iotame config check` and the tuner accept exactly the same files. Error texts are documented in
- * docs/formats.md and must stay identical to python/iotame/config.py. */
+/* Configuration: JSON (jansson) validated against the embedded runtime/settings.json. This is the only
+ * validator: `iotame config check` and the tuner run it through the iotame-config program
+ * (runtime/tools/iotame_config.c), so they accept exactly the files the runtime accepts. Error texts are
+ * documented in docs/formats.md. */
 #include "config.h"
 
 #include <errno.h>
@@ -73,9 +74,12 @@ static void render(const json_t *v, char *buf, size_t n)
 
 /* ---- the schema: runtime/settings.json, parsed once ---- */
 
+static json_t *settings_override; /* iotame_config_use_settings() */
+
 static json_t *schema(void)
 {
     static json_t *s;
+    if (settings_override) return settings_override;
     if (!s) s = json_loadb((const char *)iotame__settings_json, iotame__settings_json_len, 0, NULL);
     return s;
 }
@@ -377,6 +381,24 @@ static void check_top(errors_t *e, json_t *root, iotame_config_t *cfg)
 }
 
 /* ---- public ---- */
+
+int iotame_config_use_settings(const char *text, size_t len, char **errors)
+{
+    *errors = NULL;
+    json_error_t jerr;
+    json_t *s = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!s || !json_is_object(json_object_get(s, "sections"))) {
+        char msg[512];
+        if (s) snprintf(msg, sizeof msg, "expected an object with \"sections\"");
+        else snprintf(msg, sizeof msg, "line %d, column %d: invalid JSON (%s)", jerr.line, jerr.column, jerr.text);
+        *errors = strdup(msg);
+        json_decref(s);
+        return -EINVAL;
+    }
+    json_decref(settings_override);
+    settings_override = s;
+    return 0;
+}
 
 int iotame_config_read_file(const char *path, char **text, size_t *len, char **errors)
 {

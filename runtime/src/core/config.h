@@ -47,6 +47,11 @@ int iotame_config_parse(const char *path, const char *text, size_t len, iotame_c
 
 void iotame_config_free(iotame_config_t *cfg);
 
+/* Validates against the settings description `text` (the shape of runtime/settings.json) instead of the embedded
+ * one, from now on in this process: for tools and tests only (iotame-config --settings), never the runtime.
+ * Returns 0, or -EINVAL with *errors set to a one-line message (free it). */
+int iotame_config_use_settings(const char *text, size_t len, char **errors);
+
 /* The settings for the file `path` (as given to MPI_File_open; a ROMIO "fs:" prefix is ignored).
  * Returns 0 or -ENOMEM; free with iotame_config_file_release(). */
 int iotame_config_for_file(const iotame_config_t *cfg, const char *path, iotame_file_config_t *out);
