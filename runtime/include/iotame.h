@@ -17,5 +17,9 @@
 
 /* The runtime's version string, e.g. "0.1.0". */
 __attribute__((visibility("default"))) const char *iotame_version(void);
+/* The registered modules and what they register (the collective strategies), as JSON text:
+ * {"modules": [{"name": "stats", "settings": null}, {"name": "collective", "settings": "collective",
+ * "strategies": [{"name": "passthrough", "options": []}, ...]}, ...]}. Needs no MPI. */
+__attribute__((visibility("default"))) const char *iotame_registry(void);
 
 #endif

@@ -82,8 +82,18 @@ static void merge(json_t *into, const json_t *rank)
 /* The section's keys (decisions, strategies, steady windows) are the file's own (docs/formats.md). */
 static void report(json_t *file, json_t *merged) { json_object_update(file, merged); }
 
+/* The strategies of the registry (registry.c), in its order. */
+static void describe(json_t *entry)
+{
+    json_t *list = json_array();
+    for (int s = 0; s < iotame_nstrategies; s++)
+        json_array_append_new(list, json_pack("{s:s,s:[]}", "name", iotame_strategies[s]->name, "options"));
+    json_object_set_new(entry, "strategies", list);
+}
+
 const iotame_module_t iotame_module_collective = {
     .name = "collective",
+    .settings = "collective",
     .open = open_file,
     .set_view = set_view,
     .set_info = set_info,
@@ -94,4 +104,5 @@ const iotame_module_t iotame_module_collective = {
     .finalize = iotame_collective_finalize,
     .merge = merge,
     .report = report,
+    .describe = describe,
 };

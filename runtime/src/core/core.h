@@ -50,8 +50,8 @@ static inline uint64_t iotame_monotonic_ns(void)
 /* Nonzero when timestamps are ticks of an invariant TSC. */
 extern int iotame__tsc;
 
-/* A timestamp for the hot path. RATIONALE: the TSC costs a third of clock_gettime (11 vs 28 ns here) and
- * every wrapper takes two; ticks become nanoseconds with the rate measured over the whole job. */
+/* A timestamp for the hot path: the TSC costs a fraction of clock_gettime and every wrapper takes two; ticks
+ * become nanoseconds with the rate measured over the whole job. */
 static inline uint64_t iotame_now(void)
 {
 #if defined(__x86_64__)
@@ -67,7 +67,7 @@ double iotame_ns_per_tick(void);
  * The large-count functions (_c) are MPI-4. With an MPI-3 library the application cannot call them (no wrappers of
  * them are built), but the runtime's packing of a call's data stream takes MPI_Count sizes (nbytes may pass
  * INT_MAX even when the count does not): these do it with the int forms, in pieces of whole elements, and return
- * an MPI error code. RATIONALE: defined under the MPI-4 names, so that the code using them (collective/route.c)
+ * an MPI error code. defined under the MPI-4 names, so that the code using them (collective/route.c)
  * is one text for both kinds of library. */
 #if MPI_VERSION < 4
 int iotame__mpi3_pack(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize,

@@ -64,7 +64,8 @@ typedef struct {
 } iotame_posix_io_t;
 
 typedef struct iotame_module {
-    const char *name; /* the module's statistics section in each file's record */
+    const char *name;     /* the module's statistics section in each file's record */
+    const char *settings; /* the section of runtime/settings.json it reads ("owner" there), or NULL */
     /* At MPI_Init, after the configuration was read (cfg NULL without one). Returns nonzero when the module is
      * active in this job: the hooks of an inactive module are never called. */
     int (*start)(const iotame_config_t *cfg);
@@ -104,6 +105,8 @@ typedef struct iotame_module {
     void (*merge)(json_t *into, const json_t *rank_section);
     /* Writes the merged section into the file's JSON object. NULL: as file[name]. */
     void (*report)(json_t *file, json_t *merged);
+    /* Adds what the module registers of its own (the collective strategies) to its entry of iotame_registry(). */
+    void (*describe)(json_t *entry);
 } iotame_module_t;
 
 /* Every module, in hook order (core/modules.c); NULL-terminated. */

@@ -1,5 +1,9 @@
 /* The module registry: the one list of the runtime's parts, and the loops that call their hooks. */
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "iotame.h"
 
 #include "module.h"
 
@@ -79,4 +83,21 @@ void iotame_modules_finalize(void)
     iotame__posix_before.n = iotame__posix_after.n = 0;
     EACH(finalize, finalize());
     active.n = 0;
+}
+
+const char *iotame_registry(void)
+{
+    static char *text;
+    if (text) return text;
+    json_t *modules = json_array();
+    for (int i = 0; iotame_modules[i]; i++) {
+        const iotame_module_t *m = iotame_modules[i];
+        json_t *entry = json_pack("{s:s,s:s?}", "name", m->name, "settings", m->settings);
+        if (m->describe) m->describe(entry);
+        json_array_append_new(modules, entry);
+    }
+    json_t *all = json_pack("{s:o}", "modules", modules);
+    text = json_dumps(all, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(all);
+    return text ? text : "{}";
 }

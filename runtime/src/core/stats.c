@@ -172,7 +172,7 @@ iotame_file_stats_t *iotame_stats_lookup(MPI_File fh)
 
 static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
 
-/* One update of a record. RATIONALE: the threaded test is taken once per call, not once per counter, since
+/* One update of a record. the threaded test is taken once per call, not once per counter, since
  * these few additions are most of what a wrapper costs. */
 static inline void update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data, uint64_t bytes)
 {

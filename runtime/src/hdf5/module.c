@@ -29,5 +29,6 @@ static void merge(json_t *into, const json_t *rank)
 
 const iotame_module_t iotame_module_hdf5 = {
     .name = "hdf5",
+    .settings = "hdf5",
     .merge = merge,
 };

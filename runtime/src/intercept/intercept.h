@@ -21,7 +21,7 @@ static inline int iotame__enter(void)
 
 static inline void iotame__leave(void) { iotame__depth--; }
 
-/* Bytes a completed call moved, from its status. RATIONALE: MPICH and Open MPI keep the byte count in public
+/* Bytes a completed call moved, from its status. MPICH and Open MPI keep the byte count in public
  * fields of MPI_Status (mpi.h); reading them costs a few instructions where PMPI_Get_elements_x costs a hundred,
  * which is most of a wrapper's overhead on small requests. Other MPIs take the portable call. */
 static inline uint64_t iotame__status_bytes(const MPI_Status *status, int rc)
@@ -39,7 +39,7 @@ static inline uint64_t iotame__status_bytes(const MPI_Status *status, int rc)
 #endif
 }
 
-/* The size of a datatype. RATIONALE: MPICH encodes the size of its builtin types in the handle (kind 0x1 in
+/* The size of a datatype. MPICH encodes the size of its builtin types in the handle (kind 0x1 in
  * bits 30-31, size in bits 8-15; core checks this against PMPI_Type_size_x at start-up and sets
  * iotame__builtin_sizes), which saves a library call on every request of a basic type. */
 static inline uint64_t iotame__type_size(MPI_Datatype datatype)
@@ -60,8 +60,8 @@ static inline uint64_t iotame__request_bytes(MPI_Count count, MPI_Datatype datat
 }
 
 /* Bytes a blocking call moved. With a status, what it reports; with MPI_STATUS_IGNORE, what was asked.
- * RATIONALE: giving the library a status of our own makes ROMIO fill it (about 80 instructions, more than the
- * rest of the wrapper); a write moves all it asked for or fails, and a read past the end of file whose caller
+ * Giving the library a status of our own makes ROMIO fill it (more instructions than the rest of the
+ * wrapper); a write moves all it asked for or fails, and a read past the end of file whose caller
  * ignores the count is rare enough to count as asked. */
 static inline uint64_t iotame__moved_bytes(const MPI_Status *status, int rc, MPI_Count count, MPI_Datatype datatype)
 {
