@@ -13,7 +13,7 @@ NAME = "info"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(NAME, help="paths of libiotame.so and iotame-kernel, MPI, HDF5 and versions",
+    p = sub.add_parser(NAME, help="paths of libiotame.so, iotame-kernel and iotame-config, MPI, HDF5 and versions",
                        description="Where libiotame.so and iotame-kernel are, the MPI implementation and the "
                                    "versions of iotame, MPI, HDF5 and Python.")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     mpi, hdf5 = info["mpi"], info["hdf5"]
     t.add_row("libiotame.so", _present(info["libiotame"]))
     t.add_row("iotame-kernel", _present(info["kernel"]))
+    t.add_row("iotame-config", _present(info["config_tool"]))
     t.add_row("settings", _present(info["settings"]))
     t.add_row("MPI", f"{mpi['implementation']} {mpi['version']}" if mpi["implementation"] else "not found")
     t.add_row("mpiexec", mpi["mpiexec"] or "not found")
