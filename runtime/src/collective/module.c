@@ -1,9 +1,29 @@
 /* The collective part as a module (core/module.h): routing of the blocking collective data calls of files whose
  * collective.strategy is not passthrough, and the "collective" statistics section (decisions, strategies). */
 #include <jansson.h>
+#include <string.h>
 
 #include "core/module.h"
 #include "strategy.h"
+
+/* A rule's collective.strategy, else the default's (NULL: not set). */
+static const char *strategy_of(const iotame_rule_t *r)
+{
+    return json_string_value(json_object_get(json_object_get(r->json, "collective"), "strategy"));
+}
+
+static int asks(const char *strategy) { return strategy && strcmp(strategy, "passthrough") != 0; }
+
+/* Active when some rule of the configuration, or the settings' default, routes a file: otherwise every collective
+ * call is the library's and the data path does not even ask. */
+static int start(const iotame_config_t *cfg)
+{
+    if (asks(json_string_value(iotame_config_default("collective", "strategy")))) return 1;
+    if (!cfg) return 0;
+    int routed = asks(strategy_of(&cfg->defaults));
+    for (size_t i = 0; i < cfg->nrules && !routed; i++) routed = asks(strategy_of(&cfg->rules[i]));
+    return routed;
+}
 
 static void open_file(const iotame_open_t *o)
 {
@@ -94,6 +114,7 @@ static void describe(json_t *entry)
 const iotame_module_t iotame_module_collective = {
     .name = "collective",
     .settings = "collective",
+    .start = start,
     .open = open_file,
     .set_view = set_view,
     .set_info = set_info,
