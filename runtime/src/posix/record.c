@@ -236,10 +236,31 @@ static const char *watched_path(int dirfd, const char *path)
     return NULL;
 }
 
-/* Paths that are never files of the application's data, as Darshan leaves them out. */
-static int excluded(const char *path)
+/* The runtime's own files that reach these wrappers (the knowledge file's lock, opened with open(2)): the
+ * configured collective.knowledge paths, which also prefix their lock and temporary files. RATIONALE: the
+ * statistics and the configuration are read and written outside MPI_Init..MPI_Finalize, and the runtime's stdio
+ * (fopen) reaches the kernel through the C library's internal calls, which no interposer sees. */
+static char **own_paths;
+static size_t nown;
+
+static void add_own_path(const json_t *rule)
 {
-    return strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/sys/", 5) == 0 || strncmp(path, "/dev/", 5) == 0;
+    const json_t *k = json_object_get(json_object_get(rule, "collective"), "knowledge");
+    char **grown;
+    if (!json_is_string(k) || !(grown = realloc(own_paths, (nown + 1) * sizeof *own_paths))) return;
+    own_paths = grown;
+    if ((own_paths[nown] = strdup(json_string_value(k)))) nown++;
+}
+
+/* Paths that are never files of the application's data (as Darshan leaves them out), and our own. */
+static int excluded(const char *canonical, const char *given)
+{
+    if (strncmp(canonical, "/proc/", 6) == 0 || strncmp(canonical, "/sys/", 5) == 0 ||
+        strncmp(canonical, "/dev/", 5) == 0)
+        return 1;
+    for (size_t i = 0; i < nown; i++)
+        if (strncmp(given, own_paths[i], strlen(own_paths[i])) == 0) return 1;
+    return 0;
 }
 
 void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64_t ticks)
@@ -257,7 +278,7 @@ void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64
             ssize_t n = readlink(link, canonical, sizeof canonical - 1);
             if (n > 0) canonical[n] = '\0';
             name = n > 0 ? canonical : path;
-            if (excluded(name)) name = NULL;
+            if (excluded(name, path)) name = NULL;
         }
         if (name) f = file_of(st.st_dev, st.st_ino, name);
     }
@@ -376,6 +397,10 @@ static int start(const iotame_config_t *cfg)
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* defaults only */
     const json_t *v = iotame_config_value(&process, "posix", "all_files");
     all_files = json_is_true(v ? v : iotame_config_default("posix", "all_files"));
+    if (all_files && cfg) {
+        add_own_path(cfg->defaults.json);
+        for (size_t i = 0; i < cfg->nrules; i++) add_own_path(cfg->rules[i].json);
+    }
     start_ns = iotame_monotonic_ns();
     start_tick = iotame_now();
     segment_setup(); /* collective: before any rank can return early */
@@ -425,9 +450,10 @@ static json_t *access_json(const iotame_posix_file_t *f, int d)
 static json_t *section_json(const iotame_posix_file_t *f, double ns_per_tick)
 {
     const uint64_t *m = f->meta;
-    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:o,s:o},s:{s:o,s:o},s:{s:I,s:I},"
+    return json_pack("{s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:o,s:o},s:{s:o,s:o},s:{s:I,s:I},"
                      "s:{s:o,s:o,s:o,s:o},s:i}",
-                     "ranks", 1, "opens", (json_int_t)m[IOTAME_POSIX_N_OPEN], "closes",
+                     "ranks", 1, "reading_ranks", f->requests[READ] > 0, "writing_ranks", f->requests[WRITE] > 0,
+                     "opens", (json_int_t)m[IOTAME_POSIX_N_OPEN], "closes",
                      (json_int_t)m[IOTAME_POSIX_N_CLOSE], "reads", (json_int_t)f->requests[READ], "writes",
                      (json_int_t)f->requests[WRITE], "bytes_read", (json_int_t)f->bytes[READ], "bytes_written",
                      (json_int_t)f->bytes[WRITE], "seeks", (json_int_t)m[IOTAME_POSIX_N_SEEK], "syncs",
@@ -519,6 +545,7 @@ static void merge(json_t *into, const json_t *rank_section)
 
 const iotame_module_t iotame_module_posix = {
     .name = "posix",
+    .settings = "posix",
     .start = start,
     .opening = opening,
     .finalize = finalize,

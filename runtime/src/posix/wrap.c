@@ -20,7 +20,12 @@
 #include "intercept/intercept.h"
 #include "posix.h"
 
-_Thread_local int iotame__posix_quiet;
+/* The fortified forms' prototypes (their headers declare them only under _FORTIFY_SOURCE). */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+
+_Thread_local int iotame__posix_quiet __attribute__((tls_model("initial-exec")));
 
 /* ---- the real functions ---- */
 
@@ -210,167 +215,120 @@ static size_t iov_bytes(const struct iovec *iov, int n)
     return b;
 }
 
-/* A request on a recorded descriptor d: the hooks before it, the real call (inside the file's in-flight count),
- * the accounting, the hooks after. POSITIONAL: the call reads or moves the descriptor's file position. */
+/* A request on a recorded descriptor: the hooks before it, the real call (inside the file's in-flight count), the
+ * accounting, the hooks after. POSITIONAL: the call reads or moves the descriptor's file position. errno is saved
+ * only where something after the call may change it (a hook, the lseek of an O_APPEND write): the accounting
+ * itself is arithmetic. */
 #define REQUEST(W, OFF, BYTES, CALL, POSITIONAL)                                                                \
-    do {                                                                                                       \
-        iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), d->file};                                \
-        hooks_before(&io);                                                                                     \
-        iotame__posix_request_begin(io.file);                                                                  \
-        uint64_t t0 = iotame_now();                                                                            \
-        ssize_t rc = CALL;                                                                                     \
-        uint64_t t = iotame_now() - t0;                                                                        \
-        int e = errno;                                                                                         \
-        if (POSITIONAL && rc > 0) {                                                                            \
-            if (W && d->append) {                                                                              \
-                off_t end = real.lseek ? real.lseek(fd, 0, SEEK_CUR) : -1;                                     \
-                if (end >= rc) io.offset = end - rc;                                                           \
-            }                                                                                                  \
-            d->pos = io.offset + rc;                                                                           \
+    iotame__posix_fd_t *d = &iotame__posix_fds[fd];                                                            \
+    iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), d->file};                                    \
+    hooks_before(&io);                                                                                         \
+    iotame__posix_request_begin(io.file);                                                                      \
+    uint64_t t0 = iotame_now();                                                                                \
+    ssize_t rc = CALL;                                                                                         \
+    uint64_t t = iotame_now() - t0;                                                                            \
+    int careful = iotame__posix_after.n || (W && d->append), e = careful ? errno : 0;                          \
+    if (POSITIONAL && rc > 0) {                                                                                \
+        if (W && d->append) {                                                                                  \
+            off_t end = real.lseek ? real.lseek(fd, 0, SEEK_CUR) : -1;                                         \
+            if (end >= rc) io.offset = end - rc;                                                               \
         }                                                                                                      \
-        iotame__posix_request_end(io.file, W, io.offset, rc, t);                                              \
-        hooks_after(&io, rc, t);                                                                               \
-        errno = e;                                                                                             \
-        return rc;                                                                                             \
-    } while (0)
+        d->pos = io.offset + rc;                                                                               \
+    }                                                                                                          \
+    iotame__posix_request_end(io.file, W, io.offset, rc, t);                                                   \
+    hooks_after(&io, rc, t);                                                                                   \
+    if (careful) errno = e;                                                                                    \
+    return rc;
 
-/* A data call: pass-through unless the descriptor is recorded. */
-#define DATA(NAME, W, OFF, BYTES, ARGS, FALLBACK, POSITIONAL)                                                   \
-    if (!REAL(NAME)) return FALLBACK;                                                                          \
-    iotame__posix_fd_t *d = iotame__posix_fd(fd);                                                              \
-    if (__builtin_expect(!d, 1)) return real.NAME ARGS;                                                        \
-    REQUEST(W, OFF, BYTES, real.NAME ARGS, POSITIONAL);
+/* A data call: pass-through unless the descriptor is recorded. RATIONALE: the recorded path is a function of its
+ * own, so that the pass-through path saves no registers and tail-calls the real function. */
+#define DATA(NAME, PARAMS, ARGS, W, OFF, BYTES, FALLBACK, POSITIONAL)                                           \
+    static __attribute__((noinline)) ssize_t NAME##_recorded PARAMS { REQUEST(W, OFF, BYTES, real.NAME ARGS, POSITIONAL) } \
+    static __attribute__((noinline, cold)) ssize_t NAME##_unresolved PARAMS                                    \
+    {                                                                                                          \
+        return REAL(NAME) ? NAME ARGS : FALLBACK;                                                              \
+    }                                                                                                          \
+    IOTAME_WRAPPER ssize_t NAME PARAMS                                                                         \
+    {                                                                                                          \
+        if (__builtin_expect(!real.NAME, 0)) return NAME##_unresolved ARGS;                                    \
+        if (__builtin_expect(!iotame__posix_fd(fd), 1)) return real.NAME ARGS;                                 \
+        return NAME##_recorded ARGS;                                                                           \
+    }
 
 #define SYS(...) syscall(__VA_ARGS__)
 /* Offsets of the vectored system calls are passed as two longs (low, high). */
 #define LO(o) ((unsigned long)(o))
 #define HI(o) ((unsigned long)((uint64_t)(o) >> 32 >> 32))
+#define IOV const struct iovec *iov, int cnt
 
-IOTAME_WRAPPER ssize_t read(int fd, void *buf, size_t n)
-{
-    DATA(read, 0, d->pos, n, (fd, buf, n), SYS(SYS_read, fd, buf, n), 1)
-}
-IOTAME_WRAPPER ssize_t write(int fd, const void *buf, size_t n)
-{
-    DATA(write, 1, d->pos, n, (fd, buf, n), SYS(SYS_write, fd, buf, n), 1)
-}
-IOTAME_WRAPPER ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
-{
-    DATA(__read_chk, 0, d->pos, n, (fd, buf, n, buflen), SYS(SYS_read, fd, buf, n), 1)
-}
-IOTAME_WRAPPER ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-    DATA(pread, 0, off, n, (fd, buf, n, off), SYS(SYS_pread64, fd, buf, n, off), 0)
-}
-IOTAME_WRAPPER ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-    DATA(pread64, 0, off, n, (fd, buf, n, off), SYS(SYS_pread64, fd, buf, n, off), 0)
-}
-IOTAME_WRAPPER ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-    DATA(__pread_chk, 0, off, n, (fd, buf, n, off, buflen), SYS(SYS_pread64, fd, buf, n, off), 0)
-}
-IOTAME_WRAPPER ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
-{
-    DATA(__pread64_chk, 0, off, n, (fd, buf, n, off, buflen), SYS(SYS_pread64, fd, buf, n, off), 0)
-}
-IOTAME_WRAPPER ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    DATA(pwrite, 1, off, n, (fd, buf, n, off), SYS(SYS_pwrite64, fd, buf, n, off), 0)
-}
-IOTAME_WRAPPER ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
-{
-    DATA(pwrite64, 1, off, n, (fd, buf, n, off), SYS(SYS_pwrite64, fd, buf, n, off), 0)
-}
-IOTAME_WRAPPER ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-    DATA(readv, 0, d->pos, iov_bytes(iov, cnt), (fd, iov, cnt), SYS(SYS_readv, fd, iov, cnt), 1)
-}
-IOTAME_WRAPPER ssize_t writev(int fd, const struct iovec *iov, int cnt)
-{
-    DATA(writev, 1, d->pos, iov_bytes(iov, cnt), (fd, iov, cnt), SYS(SYS_writev, fd, iov, cnt), 1)
-}
-IOTAME_WRAPPER ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    DATA(preadv, 0, off, iov_bytes(iov, cnt), (fd, iov, cnt, off), SYS(SYS_preadv, fd, iov, cnt, LO(off), HI(off)), 0)
-}
-IOTAME_WRAPPER ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-    DATA(preadv64, 0, off, iov_bytes(iov, cnt), (fd, iov, cnt, off), SYS(SYS_preadv, fd, iov, cnt, LO(off), HI(off)),
-         0)
-}
-IOTAME_WRAPPER ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    DATA(pwritev, 1, off, iov_bytes(iov, cnt), (fd, iov, cnt, off), SYS(SYS_pwritev, fd, iov, cnt, LO(off), HI(off)),
-         0)
-}
-IOTAME_WRAPPER ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-    DATA(pwritev64, 1, off, iov_bytes(iov, cnt), (fd, iov, cnt, off),
-         SYS(SYS_pwritev, fd, iov, cnt, LO(off), HI(off)), 0)
-}
+DATA(read, (int fd, void *buf, size_t n), (fd, buf, n), 0, d->pos, n, SYS(SYS_read, fd, buf, n), 1)
+DATA(write, (int fd, const void *buf, size_t n), (fd, buf, n), 1, d->pos, n, SYS(SYS_write, fd, buf, n), 1)
+DATA(__read_chk, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), 0, d->pos, n,
+     SYS(SYS_read, fd, buf, n), 1)
+DATA(pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), 0, off, n,
+     SYS(SYS_pread64, fd, buf, n, off), 0)
+DATA(pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), 0, off, n,
+     SYS(SYS_pread64, fd, buf, n, off), 0)
+DATA(__pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen), 0, off, n,
+     SYS(SYS_pread64, fd, buf, n, off), 0)
+DATA(__pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buflen), (fd, buf, n, off, buflen), 0, off,
+     n, SYS(SYS_pread64, fd, buf, n, off), 0)
+DATA(pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), 1, off, n,
+     SYS(SYS_pwrite64, fd, buf, n, off), 0)
+DATA(pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), 1, off, n,
+     SYS(SYS_pwrite64, fd, buf, n, off), 0)
+DATA(readv, (int fd, IOV), (fd, iov, cnt), 0, d->pos, iov_bytes(iov, cnt), SYS(SYS_readv, fd, iov, cnt), 1)
+DATA(writev, (int fd, IOV), (fd, iov, cnt), 1, d->pos, iov_bytes(iov, cnt), SYS(SYS_writev, fd, iov, cnt), 1)
+DATA(preadv, (int fd, IOV, off_t off), (fd, iov, cnt, off), 0, off, iov_bytes(iov, cnt),
+     SYS(SYS_preadv, fd, iov, cnt, LO(off), HI(off)), 0)
+DATA(preadv64, (int fd, IOV, off64_t off), (fd, iov, cnt, off), 0, off, iov_bytes(iov, cnt),
+     SYS(SYS_preadv, fd, iov, cnt, LO(off), HI(off)), 0)
+DATA(pwritev, (int fd, IOV, off_t off), (fd, iov, cnt, off), 1, off, iov_bytes(iov, cnt),
+     SYS(SYS_pwritev, fd, iov, cnt, LO(off), HI(off)), 0)
+DATA(pwritev64, (int fd, IOV, off64_t off), (fd, iov, cnt, off), 1, off, iov_bytes(iov, cnt),
+     SYS(SYS_pwritev, fd, iov, cnt, LO(off), HI(off)), 0)
 /* preadv2/pwritev2 with offset -1 use and move the file position. */
-IOTAME_WRAPPER ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    DATA(preadv2, 0, off == -1 ? d->pos : off, iov_bytes(iov, cnt), (fd, iov, cnt, off, flags),
-         SYS(SYS_preadv2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
-}
-IOTAME_WRAPPER ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
-{
-    DATA(preadv64v2, 0, off == -1 ? d->pos : off, iov_bytes(iov, cnt), (fd, iov, cnt, off, flags),
-         SYS(SYS_preadv2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
-}
-IOTAME_WRAPPER ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    DATA(pwritev2, 1, off == -1 ? d->pos : off, iov_bytes(iov, cnt), (fd, iov, cnt, off, flags),
-         SYS(SYS_pwritev2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
-}
-IOTAME_WRAPPER ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
-{
-    DATA(pwritev64v2, 1, off == -1 ? d->pos : off, iov_bytes(iov, cnt), (fd, iov, cnt, off, flags),
-         SYS(SYS_pwritev2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
-}
+DATA(preadv2, (int fd, IOV, off_t off, int flags), (fd, iov, cnt, off, flags), 0, off == -1 ? d->pos : off,
+     iov_bytes(iov, cnt), SYS(SYS_preadv2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
+DATA(preadv64v2, (int fd, IOV, off64_t off, int flags), (fd, iov, cnt, off, flags), 0, off == -1 ? d->pos : off,
+     iov_bytes(iov, cnt), SYS(SYS_preadv2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
+DATA(pwritev2, (int fd, IOV, off_t off, int flags), (fd, iov, cnt, off, flags), 1, off == -1 ? d->pos : off,
+     iov_bytes(iov, cnt), SYS(SYS_pwritev2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
+DATA(pwritev64v2, (int fd, IOV, off64_t off, int flags), (fd, iov, cnt, off, flags), 1, off == -1 ? d->pos : off,
+     iov_bytes(iov, cnt), SYS(SYS_pwritev2, fd, iov, cnt, LO(off), HI(off), flags), off == -1)
 
 /* ---- metadata and sync ---- */
 
-/* A call that moves no data on a recorded descriptor: timed and counted. */
-#define META(NAME, RET, WHAT, CAT, ARGS, FALLBACK, AFTER)                                                       \
-    if (!REAL(NAME)) return (RET)(FALLBACK);                                                                   \
-    iotame__posix_fd_t *d = iotame__posix_fd(fd);                                                              \
-    if (__builtin_expect(!d, 1)) return real.NAME ARGS;                                                        \
-    uint64_t t0 = iotame_now();                                                                                \
-    RET rc = real.NAME ARGS;                                                                                   \
-    uint64_t t = iotame_now() - t0;                                                                            \
-    int e = errno;                                                                                             \
-    AFTER;                                                                                                     \
-    iotame__posix_meta(d->file, WHAT, CAT, t);                                                                 \
-    errno = e;                                                                                                 \
-    return rc;
+/* A call that moves no data on a recorded descriptor: timed and counted (the recorded path out of line, as DATA's). */
+#define META(NAME, RET, PARAMS, ARGS, WHAT, CAT, FALLBACK, AFTER)                                               \
+    static __attribute__((noinline)) RET NAME##_recorded PARAMS                                                \
+    {                                                                                                          \
+        iotame__posix_fd_t *d = &iotame__posix_fds[fd];                                                        \
+        uint64_t t0 = iotame_now();                                                                            \
+        RET rc = real.NAME ARGS;                                                                               \
+        uint64_t t = iotame_now() - t0;                                                                        \
+        AFTER;                                                                                                 \
+        iotame__posix_meta(d->file, WHAT, CAT, t);                                                             \
+        return rc;                                                                                             \
+    }                                                                                                          \
+    static __attribute__((noinline, cold)) RET NAME##_unresolved PARAMS                                        \
+    {                                                                                                          \
+        return REAL(NAME) ? NAME ARGS : (RET)(FALLBACK);                                                       \
+    }                                                                                                          \
+    IOTAME_WRAPPER RET NAME PARAMS                                                                             \
+    {                                                                                                          \
+        if (__builtin_expect(!real.NAME, 0)) return NAME##_unresolved ARGS;                                    \
+        if (__builtin_expect(!iotame__posix_fd(fd), 1)) return real.NAME ARGS;                                 \
+        return NAME##_recorded ARGS;                                                                           \
+    }
 
-IOTAME_WRAPPER off_t lseek(int fd, off_t off, int whence)
-{
-    META(lseek, off_t, IOTAME_POSIX_N_SEEK, IOTAME_POSIX_T_META, (fd, off, whence), SYS(SYS_lseek, fd, off, whence),
-         if (rc >= 0) d->pos = rc)
-}
-IOTAME_WRAPPER off64_t lseek64(int fd, off64_t off, int whence)
-{
-    META(lseek64, off64_t, IOTAME_POSIX_N_SEEK, IOTAME_POSIX_T_META, (fd, off, whence),
-         SYS(SYS_lseek, fd, off, whence), if (rc >= 0) d->pos = rc)
-}
-IOTAME_WRAPPER int fsync(int fd)
-{
-    META(fsync, int, IOTAME_POSIX_N_SYNC, IOTAME_POSIX_T_SYNC, (fd), SYS(SYS_fsync, fd), (void)0)
-}
-IOTAME_WRAPPER int fdatasync(int fd)
-{
-    META(fdatasync, int, IOTAME_POSIX_N_SYNC, IOTAME_POSIX_T_SYNC, (fd), SYS(SYS_fdatasync, fd), (void)0)
-}
-IOTAME_WRAPPER int ftruncate(int fd, off_t len)
-{
-    META(ftruncate, int, IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_T_META, (fd, len), SYS(SYS_ftruncate, fd, len), (void)0)
-}
-IOTAME_WRAPPER int ftruncate64(int fd, off64_t len)
-{
-    META(ftruncate64, int, IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_T_META, (fd, len), SYS(SYS_ftruncate, fd, len),
-         (void)0)
-}
+META(lseek, off_t, (int fd, off_t off, int whence), (fd, off, whence), IOTAME_POSIX_N_SEEK, IOTAME_POSIX_T_META,
+     SYS(SYS_lseek, fd, off, whence), if (rc >= 0) d->pos = rc)
+META(lseek64, off64_t, (int fd, off64_t off, int whence), (fd, off, whence), IOTAME_POSIX_N_SEEK,
+     IOTAME_POSIX_T_META, SYS(SYS_lseek, fd, off, whence), if (rc >= 0) d->pos = rc)
+META(fsync, int, (int fd), (fd), IOTAME_POSIX_N_SYNC, IOTAME_POSIX_T_SYNC, SYS(SYS_fsync, fd), (void)0)
+META(fdatasync, int, (int fd), (fd), IOTAME_POSIX_N_SYNC, IOTAME_POSIX_T_SYNC, SYS(SYS_fdatasync, fd), (void)0)
+META(ftruncate, int, (int fd, off_t len), (fd, len), IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_T_META,
+     SYS(SYS_ftruncate, fd, len), (void)0)
+META(ftruncate64, int, (int fd, off64_t len), (fd, len), IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_T_META,
+     SYS(SYS_ftruncate, fd, len), (void)0)
