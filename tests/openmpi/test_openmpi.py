@@ -246,3 +246,19 @@ def test_open_mpi_is_not_the_default():
     assert "mpich" in subprocess.run(["mpicc", "-show"], capture_output=True, text=True).stdout
     assert "HYDRA" in subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
     assert shutil.which("mpicc") and shutil.which("mpiexec")
+
+
+# ---- the POSIX layer under OMPIO (its fbtl calls pwrite/pwritev/preadv) ----
+
+@pytest.mark.parametrize("mode", ["independent", "collective"])
+def test_posix_layer_counts_what_ompio_writes(ompi, mode):
+    """tests/preload/test_posix.py's first check under Open MPI: the bytes the POSIX layer saw are the file's and
+    the MPI-IO layer's."""
+    data, stats = ompi.tmp / "posix.dat", ompi.tmp / "stats.json"
+    p = ompi.run(2, [PROGRAMS / "posix_io", mode, data, 65536, 4], preload=True, stats=stats)
+    assert json.loads(p.stdout)["verified"] is True
+    f = file_stats(stats, "posix.dat")
+    size = data.stat().st_size
+    assert size == 2 * 4 * 65536 == f["bytes_written"] == f["posix"]["bytes_written"]
+    assert f["bytes_read"] == f["posix"]["bytes_read"] == size
+    assert 1 <= f["posix"]["writing_ranks"] <= 2 and 1 <= f["posix"]["max_concurrent"] <= 2
