@@ -231,7 +231,7 @@ def test_a_budget_keeps_short_signatures_with_their_first_candidate(job):
     long = run_kernel(job, 2, "matrix", ["--rows", "6000", "--cols", "512", "--depth", "4"],
                       collective_config(job.tmp / "c.json", strategy="auto"))
     assert len(served(long)) >= 2 and long["steady_calls"] > 0
-    assert all(d["examination_calls"] > 3 for d in long["decisions"])
+    assert any(len(d["throughputs"]) > 1 for d in long["decisions"])  # another candidate measured
 
 
 def test_the_opening_window_learns_the_signature_of_its_calls(job):

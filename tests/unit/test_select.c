@@ -2,7 +2,7 @@
  * winner, dropping a clearly losing candidate, monitoring (one noisy window is tolerated, two deviating windows
  * start a re-examination with the last winner first), the knowledge file (parse, start from it, save and merge,
  * never overwrite a file that is not ours), and the digest that tells ranks apart when they diverge.
- * The selector needs the file's statistics object and the strategy registry: both are stand-ins here. */
+ * The selector needs the strategy registry: a stand-in here. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +13,6 @@
 #include <jansson.h>
 
 #include "collective/strategy.h"
-#include "core/module.h"
 #include "select/select.h"
 
 #include "check.h"
@@ -36,21 +35,20 @@ int iotame_strategy_find(const char *name)
     return -1;
 }
 
+/* A fake file record, which holds the file's selector as the window protocol does. */
 struct iotame_file_stats {
-    json_t *collective;
+    iotame_selector_t *sel;
 };
 
-/* A new file record: the selector is found by its record's address, which the runtime never reuses. */
 static iotame_file_stats_t *new_fs(void) { return calloc(1, sizeof(iotame_file_stats_t)); }
 
-const iotame_module_t iotame_module_collective = {.name = "collective"};
-
-json_t *iotame_stats_section(iotame_file_stats_t *fs, const iotame_module_t *m)
+static iotame_selector_t *select_for(iotame_file_stats_t *fs)
 {
-    (void)m;
-    if (!fs->collective) fs->collective = json_object();
-    return fs->collective;
+    if (!fs->sel) fs->sel = iotame_select_new();
+    return fs->sel;
 }
+
+void iotame_log_warn(const char *fmt, ...) { (void)fmt; }
 
 /* ---- helpers ---- */
 
@@ -67,7 +65,7 @@ static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4
 
 static const json_t *decision(iotame_file_stats_t *fs, size_t i)
 {
-    return json_array_get(json_object_get(fs->collective, "decisions"), i);
+    return json_array_get(iotame_select_decisions(fs->sel), i);
 }
 
 static const char *dstr(const json_t *d, const char *key) { return json_string_value(json_object_get(d, key)); }
@@ -78,7 +76,7 @@ static long long dint(const json_t *d, const char *key) { return json_integer_va
 static void test_examination_picks_the_fastest(void)
 {
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1 << 20, 64, 4096};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     const double mbs[4] = {160, 170, 300, 200};
@@ -98,7 +96,7 @@ static void test_examination_picks_the_fastest(void)
     iotame_sig_t other = sig;
     other.write = 0;
     CHECK(iotame_select_entry(s, &other, &CONF, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL) == e);
-    CHECK(json_array_size(json_object_get(fs->collective, "decisions")) == 2);
+    CHECK(json_array_size(iotame_select_decisions(fs->sel)) == 2);
 }
 
 static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
@@ -107,7 +105,7 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
      * 350 MB/s moved the signature's bytes at 955 MB/s (the harmonic mean), slower than three calls at 2000; the
      * mean of the throughputs (4783) would have kept the first and dropped the second after one call. */
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     static const int two[] = {PT, TP};
     const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0, 0};
     iotame_sig_t sig = {0, 2, 1 << 21, 32768, 64};
@@ -127,7 +125,7 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
 static void test_a_clearly_losing_candidate_gets_one_measured_call(void)
 {
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 4096, 8, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     const double mbs[4] = {400, 10, 390, 150};
@@ -141,7 +139,7 @@ static void test_a_clearly_losing_candidate_gets_one_measured_call(void)
 static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
 {
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {0, 1, 65536, 16, 128};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
     double mbs[4] = {100, 200, 150, 30};
@@ -199,7 +197,7 @@ static void test_a_new_winner_slower_than_the_strategy_before_hands_back(void)
     iotame_sig_t sig = {0, 2, 1000000, 64, 0};
     for (int slower = 0; slower < 2; slower++) {
         iotame_file_stats_t *fs = new_fs();
-        iotame_selector_t *s = iotame_select_for(fs);
+        iotame_selector_t *s = select_for(fs);
         iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
         double mbs[4] = {100, 400, 0, 0};
         for (int i = 0; i < 4; i++) CHECK(serve(s, e, mbs) == PT); /* its transition call and examination */
@@ -225,7 +223,7 @@ static void test_monitoring_windows_span_their_least_time(void)
     static const int one[] = {TP};
     const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095, 0};
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {0, 1000, 0, 0};
@@ -240,7 +238,7 @@ static void test_monitoring_windows_span_their_least_time(void)
 static void test_examinations_wait_for_their_budget(void)
 {
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0}; /* 1 MB a call: 10 ms at passthrough's 100 MB/s */
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
@@ -266,7 +264,7 @@ static void test_examinations_wait_for_their_budget(void)
     CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "examination_calls") == 8);
     /* A budget of 0: the first candidate serves for ever (but is still measured and published). */
     const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0};
-    iotame_selector_t *s0 = iotame_select_for(new_fs());
+    iotame_selector_t *s0 = select_for(new_fs());
     iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL);
     for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
 }
@@ -280,7 +278,7 @@ static void test_a_candidate_is_measured_after_its_transition_call(void)
     static const int two[] = {PT, TA};
     const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0};
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 0, 0, 150};
@@ -313,7 +311,7 @@ static iotame_sel_entry_t *read_entry(const iotame_select_conf_t *conf, iotame_f
 {
     iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
     *fs = new_fs();
-    *s = iotame_select_for(*fs);
+    *s = select_for(*fs);
     return iotame_select_entry(*s, &rd, conf, NULL);
 }
 
@@ -400,13 +398,13 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     CHECK(iotame_knowledge_parse("{\"entries\": 3}", 14) == NULL && iotame_knowledge_parse("[1", 2) == NULL);
 
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     iotame_sig_t known = {1, 2, 100, 4, 0}, fresh = {0, 2, 100, 4, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
     const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0};
-    iotame_selector_t *s2 = iotame_select_for(new_fs());
+    iotame_selector_t *s2 = select_for(new_fs());
     CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
 
     /* The first window of a known winner sets its reference; a later window far from it counts. */
@@ -459,7 +457,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double mbs[4] = {100, 400, 20, 100};
     /* Run 1: 20 calls of 10 ms, too short for two_phase's turn (as in the budget test: from call 135 on). */
-    iotame_selector_t *s1 = iotame_select_for(new_fs());
+    iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL);
     for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
     CHECK(iotame_knowledge_save(s1, path) == 0);
@@ -471,7 +469,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     /* Run 2 examines anew (transition call, passthrough's 3 calls), its time added to the 0.2 s of run 1:
      * two_phase serves after 114 calls, not 134. */
     iotame_file_stats_t *fs2 = new_fs();
-    iotame_selector_t *s2 = iotame_select_for(fs2);
+    iotame_selector_t *s2 = select_for(fs2);
     iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, k);
     CHECK(json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     int pt = 0;
@@ -507,7 +505,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     const double mbs[4] = {100, 400, 20, 100};
     /* Run 1 ends in two_phase's turn: passthrough's transition call and 3 calls, two_phase's transition call and one
      * measured call, faster. */
-    iotame_selector_t *s1 = iotame_select_for(new_fs());
+    iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL);
     CHECK(serve_until(s1, e1, mbs, TP) == 4 && serve(s1, e1, mbs) == TP);
     CHECK(iotame_knowledge_save(s1, path) == 0);
@@ -518,15 +516,15 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     CHECK(dstr(x, "first") && strcmp(dstr(x, "first"), "two_phase") == 0);
     /* Run 2 starts with two_phase and measures it anew: its transition call and 3 calls, then passthrough's turn. */
     iotame_file_stats_t *fs2 = new_fs();
-    iotame_selector_t *s2 = iotame_select_for(fs2);
+    iotame_selector_t *s2 = select_for(fs2);
     iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, k);
     CHECK(serve_until(s2, e2, mbs, PT) == 4 && json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     /* Without the credit for another turn, the lead is what the operation's calls open with. */
     const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0};
-    CHECK(iotame_select_opening(iotame_select_for(new_fs()), k, &none, 1, 2) == TP);
+    CHECK(iotame_select_opening(select_for(new_fs()), k, &none, 1, 2) == TP);
     /* One candidate measured: nothing was compared, the next run starts where this one did; a lead that is not a
      * candidate (any more) is ignored. */
-    iotame_selector_t *s3 = iotame_select_for(new_fs());
+    iotame_selector_t *s3 = select_for(new_fs());
     iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &CONF, NULL);
     CHECK(serve_until(s3, e3, mbs, TP) == 4);
     remove_knowledge(path);
@@ -535,7 +533,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
     CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */
     json_object_set_new(x3, "first", json_string("bogus"));
-    CHECK(iotame_select_choose(iotame_select_entry(iotame_select_for(new_fs()), &sig, &CONF, k3)) == PT);
+    CHECK(iotame_select_choose(iotame_select_entry(select_for(new_fs()), &sig, &CONF, k3)) == PT);
     json_decref(k3);
     json_decref(k);
     remove_knowledge(path);
@@ -544,7 +542,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
 static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
-    iotame_selector_t *s = iotame_select_for(fs);
+    iotame_selector_t *s = select_for(fs);
     const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0, 0};
     iotame_sig_t sig = {1, 1, 10, 1, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
@@ -560,7 +558,7 @@ static void test_trace_records_the_first_calls(void)
 static void test_digests_agree_only_on_the_same_history(void)
 {
     iotame_file_stats_t *fa = new_fs(), *fb = new_fs();
-    iotame_selector_t *a = iotame_select_for(fa), *b = iotame_select_for(fb);
+    iotame_selector_t *a = select_for(fa), *b = select_for(fb);
     iotame_sig_t sig = {1, 2, 1000, 10, 0};
     const double mbs[4] = {1, 2, 3, 4};
     iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL), *eb = iotame_select_entry(b, &sig, &CONF, NULL);
@@ -570,7 +568,7 @@ static void test_digests_agree_only_on_the_same_history(void)
     CHECK(iotame_select_digest(a) != iotame_select_digest(b));
     uint64_t generation = iotame_select_generation(a);
     iotame_select_reset(a);
-    CHECK(json_array_size(json_object_get(fa->collective, "decisions")) == 0);
+    CHECK(json_array_size(iotame_select_decisions(fa->sel)) == 0);
     /* an entry held across calls (a steady window) learns of the reset from the generation */
     CHECK(iotame_select_generation(a) == generation + 1 && iotame_select_generation(b) == 0);
 }

@@ -71,8 +71,8 @@ void iotame_collective_note(MPI_File fh, const char *reason);
 
 typedef struct iotame_coll_file iotame_coll_file_t;
 
-/* Facts about the handle a strategy needs, stable between calls (agreed at open; nodes and hints when an engine
- * strategy is first chosen). */
+/* Facts about the handle a strategy needs, stable between calls (agreed at open; nodes, hints and the shadow handle
+ * when an engine strategy is first chosen: collective/env.c). */
 typedef struct {
     MPI_Comm comm;      /* our duplicate of the file's communicator */
     int rank, nprocs;
@@ -83,7 +83,45 @@ typedef struct {
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
     int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration or hints) */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
+    int hints_stale;              /* MPI_File_set_info since the hints were read */
+    int64_t virtual_node_size, conf_targets, conf_target_unit; /* the configuration's (0: not set) */
 } iotame_coll_env_t;
+
+/* ---- the environment (env.c) ---- */
+
+/* Whether path is on a local disk file system (where ROMIO's data-sieving locks work). */
+int iotame_coll_local_fs(const char *path);
+/* Bytes the kernel reads ahead of a sequential reader of the file: its disk's read_ahead_kb (a partition's is its
+ * disk's), else its file system's backing device's (NFS, FUSE); 0 when unknown (tmpfs, a parallel file system's
+ * client, which has its own settings). */
+int64_t iotame_coll_readahead(const char *path);
+/* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open),
+ * ROMIO's defaults when the library does not say; targets and target_unit from the configuration, else those. */
+void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
+/* What engine strategies need, set up when the first of them is chosen (collective; every rank chooses alike): the
+ * nodes, the hints, and the shadow handle (read-modify-write needs reading, so RDWR even when the application writes
+ * only). NULL, or why the handle's calls must go to the library from now on (every rank alike). */
+const char *iotame__coll_env_engine(iotame_coll_env_t *e, MPI_File fh, const char *path, int amode);
+/* Frees the communicator and the node tables (not the shadow handle: closing it is collective). */
+void iotame__coll_env_free(iotame_coll_env_t *e);
+
+/* ---- the file view of a routed handle (view.c) ---- */
+
+typedef struct {
+    MPI_Offset disp;
+    MPI_Datatype etype, filetype; /* owned (duplicated at set_view) unless named; MPI_DATATYPE_NULL at first */
+    int64_t etype_size;
+    int native_rep; /* the data representation is "native" */
+    iotame_flat_t *flat;
+    int flat_rc; /* 1: not flattened yet, else iotame_flatten_type's result */
+} iotame_coll_view_t;
+
+void iotame__coll_view_set(iotame_coll_view_t *v, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                           int native);
+void iotame__coll_view_release(iotame_coll_view_t *v);
+/* This rank's file extents of nbytes of the data stream from stream byte `start`; NULL, or why they cannot be had
+ * (a pass-through reason). */
+const char *iotame__coll_view_map(iotame_coll_view_t *v, int64_t start, int64_t nbytes, iotame_extents_t *ext);
 
 /* Per-rank facts of one call, gathered on every rank. */
 enum { IOTAME_INFO_START, IOTAME_INFO_END, IOTAME_INFO_BYTES, IOTAME_INFO_EXTENTS, IOTAME_INFO_FLAGS,

@@ -38,7 +38,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,14 +90,10 @@ struct iotame_sel_entry {
 };
 
 struct iotame_selector {
-    iotame_file_stats_t *fs;
     uint64_t digest, generation;
     iotame_sel_entry_t *entries;
-    iotame_selector_t *next;
+    json_t *decisions; /* one object per entry, in the statistics' "decisions" list */
 };
-
-static iotame_selector_t *selectors;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -108,33 +103,21 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 29);
 }
 
-iotame_selector_t *iotame_select_for(iotame_file_stats_t *fs)
+iotame_selector_t *iotame_select_new(void)
 {
-    pthread_mutex_lock(&lock);
-    iotame_selector_t *s;
-    for (s = selectors; s && s->fs != fs; s = s->next) {}
-    if (!s && (s = calloc(1, sizeof *s))) {
-        s->fs = fs;
-        s->digest = 1;
-        s->next = selectors;
-        selectors = s;
-    }
-    pthread_mutex_unlock(&lock);
+    iotame_selector_t *s = calloc(1, sizeof *s);
+    if (s) s->digest = 1;
     return s;
 }
 
+json_t *iotame_select_decisions(const iotame_selector_t *s) { return s->decisions; }
+
 uint64_t iotame_select_digest(const iotame_selector_t *s) { return s->digest; }
 
-static json_t *decisions(const iotame_selector_t *s)
+static json_t *decisions(iotame_selector_t *s)
 {
-    json_t *coll = iotame_stats_collective(s->fs);
-    if (!coll) return NULL;
-    json_t *d = json_object_get(coll, "decisions");
-    if (!d) {
-        d = json_array();
-        json_object_set_new(coll, "decisions", d);
-    }
-    return d;
+    if (!s->decisions) s->decisions = json_array();
+    return s->decisions;
 }
 
 void iotame_select_reset(iotame_selector_t *s)
@@ -144,8 +127,7 @@ void iotame_select_reset(iotame_selector_t *s)
         s->entries = e->next;
         free(e);
     }
-    json_t *d = decisions(s);
-    if (d) json_array_clear(d);
+    if (s->decisions) json_array_clear(s->decisions);
     s->digest = 1;
     s->generation++;
 }
@@ -669,16 +651,6 @@ void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int 
 
 /* ---- the knowledge file ---- */
 
-json_t *iotame_knowledge_parse(const char *text, size_t len)
-{
-    json_t *k = json_loadb(text, len, 0, NULL);
-    if (k && (!json_is_object(k) || !json_is_array(json_object_get(k, "entries")))) {
-        json_decref(k);
-        k = NULL;
-    }
-    return k;
-}
-
 /* The candidate the next run of an undecided signature starts with: the best this run measured when it compared
  * two or more, else the one this run started with.
  * RATIONALE: a job too short to finish an examination serves its first candidate while the examination waits for
@@ -714,60 +686,10 @@ static json_t *entry_json(const iotame_sel_entry_t *e)
 /* Whether an entry has anything to save: a winner, or seconds of I/O that count towards an examination. */
 static int learned(const iotame_sel_entry_t *e) { return e->decided || e->spent > 0; }
 
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
+json_t *iotame_select_learned(const iotame_selector_t *s)
 {
-    int any = 0;
-    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) any |= learned(e);
-    if (!any) return 0;
-    /* RATIONALE: several jobs (or files of one job) may save at once: a lock file serializes read-merge-write, and
-     * the rename makes a reader see the old or the new file, never half of one. */
-    char lockpath[4096], tmp[4096];
-    snprintf(lockpath, sizeof lockpath, "%s.lock", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    int fd = open(lockpath, O_CREAT | O_RDWR, 0644);
-    if (fd < 0) return -errno;
-    flock(fd, LOCK_EX);
-    json_t *k = json_load_file(path, 0, NULL);
-    if (k && (!json_is_object(k) || !json_is_array(json_object_get(k, "entries")))) {
-        json_decref(k);
-        k = NULL;
-    }
-    if (!k && access(path, F_OK) == 0) { /* someone else's file, or a broken one: never overwritten */
-        flock(fd, LOCK_UN);
-        close(fd);
-        return -EEXIST;
-    }
-    if (!k) k = json_pack("{s:i,s:[]}", "version", 1, "entries");
-    json_t *entries = json_object_get(k, "entries");
-    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next) {
-        if (!learned(e)) continue;
-        json_t *fresh = entry_json(e), *g = json_object_get(fresh, "signature");
-        size_t i;
-        json_t *item;
-        int replaced = 0;
-        json_array_foreach(entries, i, item) {
-            if (json_equal(json_object_get(item, "signature"), g)) {
-                /* an undecided entry never replaces a winner (another job decided meanwhile) */
-                if (e->decided || !json_is_string(json_object_get(item, "strategy"))) json_array_set(entries, i, fresh);
-                replaced = 1;
-                break;
-            }
-        }
-        if (!replaced) json_array_append(entries, fresh);
-        json_decref(fresh);
-    }
-    int rc = 0;
-    if (json_dump_file(k, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || rename(tmp, path) != 0) {
-        rc = -EIO;
-        remove(tmp);
-    }
-    json_decref(k);
-    flock(fd, LOCK_UN);
-    close(fd);
-    return rc;
+    json_t *all = NULL;
+    for (const iotame_sel_entry_t *e = s->entries; e; e = e->next)
+        if (learned(e) && (all || (all = json_array()))) json_array_append_new(all, entry_json(e));
+    return all;
 }

@@ -1,13 +1,17 @@
-/* select: the online selector of collective strategies (Orthrus, Zhang et al., ISC 2014, section 2.1) and the
- * knowledge file that carries what it learned into the next run. The only interface of runtime/src/select/.
- *
- * Every input is a value reduced over the file's communicator (signature, throughput), and every rank makes the
- * same sequence of calls, so every rank holds the same state and takes the same decision without talking. */
+/* select: the online selector of collective strategies (Orthrus, Zhang et al., ISC 2014, section 2.1). The only
+ * interface of runtime/src/select/, in three parts:
+ *   - the policy (select.c): deterministic and MPI-free; given a signature's measured calls it decides which strategy
+ *     serves the next one. Every input is a value reduced over the file's communicator (signature, throughput), and
+ *     every rank makes the same sequence of calls, so every rank holds the same state and decides alike.
+ *   - the knowledge file (knowledge.c) that carries what the policy learned into the next run.
+ *   - the window protocol (window.c): how a handle under strategy auto feeds the policy, with library strategies'
+ *     calls served in windows without a collective of ours and their gathers posted without waiting. */
 #ifndef IOTAME_SELECT_H
 #define IOTAME_SELECT_H
 
 #include <stdint.h>
 
+#include "collective/strategy.h"
 #include "core/core.h"
 
 typedef struct json_t json_t;
@@ -38,8 +42,11 @@ typedef struct {
 typedef struct iotame_selector iotame_selector_t;
 typedef struct iotame_sel_entry iotame_sel_entry_t;
 
-/* The selector of a file (one per path, shared by its handles; created on first use). NULL on ENOMEM. */
-iotame_selector_t *iotame_select_for(iotame_file_stats_t *fs);
+/* A new selector (window.c keeps one per file record, shared by the file's handles). NULL on ENOMEM. */
+iotame_selector_t *iotame_select_new(void);
+/* The selector's decisions, one JSON object per signature kept up to date (borrowed; NULL before the first entry):
+ * the "decisions" list of the file's statistics. */
+json_t *iotame_select_decisions(const iotame_selector_t *s);
 /* A digest of everything the selector saw: ranks whose digests differ have diverged (the path was used by
  * different communicators) and must reset. */
 uint64_t iotame_select_digest(const iotame_selector_t *s);
@@ -93,14 +100,62 @@ int iotame_select_wait_calls(const iotame_sel_entry_t *e);
  * budget is >= 1, as the paper's monitoring of every call). */
 int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring, int wait);
 
-/* The knowledge file: {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]};
- * a signature not decided yet has "strategy": null and "examination": {"spent": s, "debt": s}, the examination
- * budget's seconds, which the next run starts from. Parses text (NULL when it is not a knowledge file). */
+/* ---- the knowledge file (knowledge.c) ----
+ * {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]}; a signature not decided
+ * yet has "strategy": null and "examination": {"spent": s, "debt": s, "first": name}, the examination budget's
+ * seconds and the candidate the next run starts with. */
+
+/* Parses text (NULL when it is not a knowledge file). */
 json_t *iotame_knowledge_parse(const char *text, size_t len);
+/* The knowledge entries of what s learned (winners, and the budgets of undecided signatures); NULL when nothing. */
+json_t *iotame_select_learned(const iotame_selector_t *s);
+/* Rank 0 reads the file at path and broadcasts it over comm (collective; every rank takes part in every broadcast,
+ * also when it cannot allocate: it then knows nothing). NULL when there is none yet; *broken on rank 0 when the
+ * file is there but cannot be used (reported; it is then left as it is); *exists when rank 0 could read a file. */
+json_t *iotame_knowledge_load(const char *path, MPI_Comm comm, int rank, int *broken, int *exists);
 /* Merges the winners of s, and the budgets of its undecided signatures, into the file at path (created if missing;
  * entries of other signatures kept; a winner never replaced by an undecided entry; locked against concurrent
  * writers, replaced atomically; an existing file that is not a knowledge file is left alone: -EEXIST). Returns 0
  * or -errno. */
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
+
+/* ---- the window protocol (window.c): one handle under strategy auto ----
+ * A handle's calls are served either in a steady window (a library strategy's calls, served without a collective
+ * of ours; one gather at the window's end, posted and completed a window later) or measured one by one by the
+ * router (whose gather of the call's signature and reduction of its time give the policy its inputs). */
+typedef struct iotame_window iotame_window_t;
+
+/* The ints the window adds to the open's one reduction (MPI_MAX). */
+enum { IOTAME_WINDOW_AGREE = 11 };
+
+/* At the open (collective over comm): the file's settings, the knowledge file (rank 0 reads it, every rank takes
+ * part in its broadcast) and this rank's part of the open's one agreement (agree, reduced with MPI_MAX by the
+ * caller). NULL when this rank cannot route the handle (out of memory). */
+iotame_window_t *iotame_window_open(iotame_file_stats_t *fs, const iotame_file_config_t *fc, MPI_Comm comm,
+                                    int agree[IOTAME_WINDOW_AGREE]);
+/* After the agreement: env is the handle's (its communicator, borrowed until iotame_window_close), agree the
+ * reduced values, cost_ns what the reduction took (a first estimate of what a collective of ours costs). */
+void iotame_window_agreed(iotame_window_t *w, const iotame_coll_env_t *env, const int agree[IOTAME_WINDOW_AGREE],
+                          int64_t cost_ns);
+/* The strategy that serves this call without a collective of ours (a steady window under way, or the opening
+ * window at the handle's first call), else -1: the router measures the call. */
+int iotame_window_serving(iotame_window_t *w, int write);
+/* After a call served in a window: whether this rank could map it (shaped), its bytes and extents, its seconds. */
+void iotame_window_served(iotame_window_t *w, int write, int shaped, int64_t nbytes, const iotame_extents_t *ext,
+                          double seconds);
+/* A measured call: the digest this rank adds to the call's gather, then the entry of the call's signature (the
+ * selector reset first when the ranks' digests differed; NULL on ENOMEM), then, after the call, its throughput
+ * (reduced) and this rank's part of it (the shape a window that starts now goes on with). */
+uint64_t iotame_window_digest(const iotame_window_t *w);
+iotame_sel_entry_t *iotame_window_entry(iotame_window_t *w, const iotame_sig_t *sig, int diverged);
+void iotame_window_measured(iotame_window_t *w, iotame_sel_entry_t *e, int strategy, double mbs, int write,
+                            int64_t nbytes, const iotame_extents_t *ext);
+/* At the handle's close (collective): a window under way is posted as far as it went; its gather completes at
+ * iotame_window_finalize, which then takes *comm over (set to MPI_COMM_NULL); else the window's statistics and
+ * knowledge are saved and w is freed now. */
+void iotame_window_close(iotame_window_t *w, MPI_Comm *comm);
+/* At MPI_Finalize (collective): completes every posted gather, of closed handles and of handles still open (whose
+ * windows are posted as far as they went), and saves their statistics and knowledge. */
+void iotame_window_finalize(void);
 
 #endif

@@ -1,0 +1,135 @@
+/* The environment of a routed handle that the strategies share (iotame_coll_env_t): what the file system is (local
+ * disk file systems, the readahead a sequential reader gets), the node topology (MPI_COMM_TYPE_SHARED groups or
+ * virtual nodes) with the aggregator order ROMIO's default cb_config_list "*:1" gives, the file's hints, and the
+ * shadow handle that engine strategies do their I/O through. Set up lazily: a handle whose calls only ever go to
+ * the library never pays for nodes, hints or the shadow handle. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+
+#include "strategy.h"
+
+static const char *os_path(const char *path) { return strncmp(path, "ufs:", 4) == 0 ? path + 4 : path; }
+
+int iotame_coll_local_fs(const char *path)
+{
+    static const unsigned long local[] = {0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x794C7630, 0x2FC12FC1,
+                                          0xF2F52010}; /* ext2/3/4, xfs, btrfs, tmpfs, overlay, zfs, f2fs */
+    struct statfs sf;
+    if (statfs(os_path(path), &sf) != 0) return 0;
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if ((unsigned long)sf.f_type == local[i]) return 1;
+    return 0;
+}
+
+int64_t iotame_coll_readahead(const char *path)
+{
+    static const char *const where[] = {"/sys/dev/block/%u:%u/queue/read_ahead_kb",
+                                        "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
+                                        "/sys/class/bdi/%u:%u/read_ahead_kb"};
+    struct stat st;
+    if (stat(os_path(path), &st) != 0) return 0;
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, where[i], major(st.st_dev), minor(st.st_dev));
+        FILE *in = fopen(name, "r");
+        long kb = -1;
+        if (in && fscanf(in, "%ld", &kb) != 1) kb = -1;
+        if (in) fclose(in);
+        if (kb >= 0) return (int64_t)kb * 1024;
+    }
+    return 0;
+}
+
+/* Nodes (MPI_COMM_TYPE_SHARED, or virtual nodes of virtual_node_size ranks), numbered by their first rank, and
+ * the aggregator order: the first rank of every node, then the second, ... Collective over env->comm. */
+static int setup_nodes(iotame_coll_env_t *e)
+{
+    MPI_Comm node;
+    int rc = e->virtual_node_size > 0
+                 ? PMPI_Comm_split(e->comm, (int)(e->rank / e->virtual_node_size), e->rank, &node)
+                 : PMPI_Comm_split_type(e->comm, MPI_COMM_TYPE_SHARED, e->rank, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS) return -EIO;
+    int leader = e->rank, *leaders = malloc((size_t)e->nprocs * sizeof *leaders);
+    PMPI_Allreduce(&e->rank, &leader, 1, MPI_INT, MPI_MIN, node);
+    PMPI_Comm_free(&node);
+    int ok = leaders != NULL, all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    if (!all) {
+        free(leaders);
+        return -ENOMEM;
+    }
+    PMPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, e->comm);
+    int *node_of = malloc((size_t)e->nprocs * sizeof *node_of), *spread = malloc((size_t)e->nprocs * sizeof *spread);
+    int *local = calloc((size_t)e->nprocs, sizeof *local), *count = calloc((size_t)e->nprocs, sizeof *count);
+    e->node_of = node_of;
+    e->spread = spread;
+    if (!node_of || !spread || !local || !count) {
+        free(leaders), free(local), free(count);
+        return -ENOMEM; /* every rank allocates alike; a failure here is agreed by the caller */
+    }
+    e->nnodes = 0;
+    for (int r = 0; r < e->nprocs; r++) {
+        if (leaders[r] == r) node_of[r] = e->nnodes++;
+        else node_of[r] = node_of[leaders[r]];
+        local[r] = count[node_of[r]]++;
+    }
+    int k = 0;
+    for (int i = 0; k < e->nprocs; i++)
+        for (int n = 0; n < e->nnodes; n++)
+            for (int r = 0; r < e->nprocs; r++)
+                if (node_of[r] == n && local[r] == i) spread[k++] = r;
+    free(leaders), free(local), free(count);
+    return 0;
+}
+
+static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
+{
+    char value[64];
+    int flag = 0;
+    if (info == MPI_INFO_NULL || PMPI_Info_get(info, key, sizeof value - 1, value, &flag) != MPI_SUCCESS || !flag)
+        return dflt;
+    char *end;
+    long long v = strtoll(value, &end, 10);
+    return end != value && v > 0 ? (int64_t)v : dflt;
+}
+
+void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    PMPI_File_get_info(fh, &info);
+    e->cb_buffer_size = info_int(info, "cb_buffer_size", 16777216);
+    e->cb_nodes = info_int(info, "cb_nodes", e->nnodes);
+    e->striping_unit = info_int(info, "striping_unit", 0);
+    e->striping_factor = info_int(info, "striping_factor", 0);
+    e->targets = e->conf_targets > 0 ? e->conf_targets : e->striping_factor > 0 ? e->striping_factor : 1;
+    e->target_unit = e->conf_target_unit > 0 ? e->conf_target_unit : e->striping_unit > 0 ? e->striping_unit : 1048576;
+    if (info != MPI_INFO_NULL) PMPI_Info_free(&info);
+    e->hints_stale = 0;
+}
+
+const char *iotame__coll_env_engine(iotame_coll_env_t *e, MPI_File fh, const char *path, int amode)
+{
+    if (e->shadow != MPI_FILE_NULL) return NULL;
+    int nodes = setup_nodes(e) == 0, all = 0;
+    if (nodes) iotame__coll_env_hints(e, fh);
+    int rw = (amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
+    int ok = nodes && PMPI_File_open(e->comm, path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    if (all) return NULL;
+    /* A handle opened on some ranks only is left open: closing it is collective. */
+    return nodes ? "the file cannot be opened for reading and writing (shadow handle)"
+                 : "out of memory (collective routing)";
+}
+
+void iotame__coll_env_free(iotame_coll_env_t *e)
+{
+    if (e->comm != MPI_COMM_NULL) PMPI_Comm_free(&e->comm);
+    free((int *)e->node_of);
+    free((int *)e->spread);
+    e->node_of = e->spread = NULL;
+}
