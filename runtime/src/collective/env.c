@@ -112,18 +112,22 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
     e->hints_stale = 0;
 }
 
-const char *iotame__coll_env_engine(iotame_coll_env_t *e, MPI_File fh, const char *path, int amode)
+int iotame_coll_engine_setup(iotame_coll_env_t *e)
 {
-    if (e->shadow != MPI_FILE_NULL) return NULL;
+    if (e->shadow != MPI_FILE_NULL) return 0; /* another engine strategy set it up */
     int nodes = setup_nodes(e) == 0, all = 0;
-    if (nodes) iotame__coll_env_hints(e, fh);
-    int rw = (amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
-    int ok = nodes && PMPI_File_open(e->comm, path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
+    if (nodes) iotame__coll_env_hints(e, e->fh);
+    int rw = (e->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
+    int ok = nodes && PMPI_File_open(e->comm, e->path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
-    if (all) return NULL;
+    if (all) return 0;
     /* A handle opened on some ranks only is left open: closing it is collective. */
-    return nodes ? "the file cannot be opened for reading and writing (shadow handle)"
-                 : "out of memory (collective routing)";
+    return nodes ? -EACCES : -ENOMEM;
+}
+
+void iotame_coll_engine_teardown(iotame_coll_env_t *e)
+{
+    if (e->shadow != MPI_FILE_NULL) PMPI_File_close(&e->shadow);
 }
 
 void iotame__coll_env_free(iotame_coll_env_t *e)

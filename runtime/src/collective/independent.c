@@ -14,10 +14,14 @@
 
 #include "strategy.h"
 
+/* ROMIO's data-sieving writes lock the range they rewrite (fcntl), and a file system without working locks makes
+ * ROMIO abort the job: only files on local disk file systems (agreed at open) take this path. */
+static int applies(const iotame_coll_env_t *env) { return env->local_fs; }
+
 static int call(iotame_coll_call_t *c)
 {
-    /* not a local file system: the library's collective call */
-    c->mpi_error = iotame_coll_library(c->args, c->env->local_fs);
+    /* where it does not apply: the library's collective call */
+    c->mpi_error = iotame_coll_library(c->args, applies(c->env));
     return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;
 }
 
@@ -25,6 +29,7 @@ const iotame_strategy_t iotame_strategy_independent = {
     .name = "independent",
     .summary = "each rank's part as the library's independent call (data sieving), on local file systems",
     .native = 1,
+    .applies = applies,
     .write_all = call,
     .read_all = call,
     .write_at_all = call,

@@ -106,8 +106,11 @@ static void report(json_t *file, json_t *merged) { json_object_update(file, merg
 static void describe(json_t *entry)
 {
     json_t *list = json_array();
-    for (int s = 0; s < iotame_nstrategies; s++)
-        json_array_append_new(list, json_pack("{s:s,s:[]}", "name", iotame_strategies[s]->name, "options"));
+    for (int s = 0; s < iotame_nstrategies; s++) {
+        json_t *options = json_array();
+        for (const char *const *o = iotame_strategies[s]->options; o && *o; o++) json_array_append_new(options, json_string(*o));
+        json_array_append_new(list, json_pack("{s:s,s:o}", "name", iotame_strategies[s]->name, "options", options));
+    }
     json_object_set_new(entry, "strategies", list);
 }
 

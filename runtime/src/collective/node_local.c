@@ -49,6 +49,9 @@ static int run(iotame_coll_call_t *c)
 const iotame_strategy_t iotame_strategy_node_local = {
     .name = "node_local",
     .summary = "Orthrus core-first: one aggregator per node (the rank with the most data), no inter-node exchange",
+    .options = (const char *const[]){"virtual_node_size", NULL},
+    .setup = iotame_coll_engine_setup,
+    .teardown = iotame_coll_engine_teardown,
     .write_all = run,
     .read_all = run,
     .write_at_all = run,

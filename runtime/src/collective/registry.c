@@ -4,6 +4,9 @@
 
 #include "strategy.h"
 
+extern const iotame_strategy_t iotame_strategy_passthrough, iotame_strategy_two_phase, iotame_strategy_node_local,
+    iotame_strategy_target_aligned, iotame_strategy_independent;
+
 const iotame_strategy_t *const iotame_strategies[] = {
     &iotame_strategy_passthrough,
     &iotame_strategy_two_phase,

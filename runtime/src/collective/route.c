@@ -30,6 +30,7 @@ struct iotame_coll_file {
     char *path;
     int amode, atomic, written;
     int strategy;    /* registry index, or AUTO */
+    unsigned ready;  /* the strategies set up (bit s: iotame_strategies[s]->setup ran) */
     const char *off; /* why every call now goes to the library (the engine could not be set up), or NULL */
     iotame_coll_view_t view;
     iotame_coll_env_t env;
@@ -182,7 +183,9 @@ static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int s
     e->virtual_node_size = json_integer_value(setting(fc, "virtual_node_size"));
     e->conf_targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
     e->conf_target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
-    f->path = strdup(iotame_stats_path(fs));
+    e->fh = fh;
+    e->amode = amode;
+    e->path = f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
     if (!fixed) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
     if (!ok) {
@@ -389,8 +392,12 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         s = 0; /* nothing to move: the library's call is the cheapest collective no-op */
     }
     const iotame_strategy_t *st = iotame_strategies[s];
-    if (!st->native && e->shadow == MPI_FILE_NULL && (f->off = iotame__coll_env_engine(e, f->fh, f->path, f->amode)))
-        return pass(f, a, f->off);
+    if (st->setup && !(f->ready & 1u << s)) { /* collective: every rank chose s alike */
+        int rc = st->setup(e);
+        if (rc) return pass(f, a, f->off = rc == -ENOMEM ? "out of memory (collective routing)"
+                                                        : "the file cannot be opened for reading and writing (shadow handle)");
+        f->ready |= 1u << s;
+    }
     iotame_coll_fn fn = function_of(st, a->op);
     iotame_coll_call_t c = {.env = e, .args = a, .write = write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = nbytes, .info = f->info, .gmin = gmin, .gmax = gmax, .gbytes = gbytes};
@@ -481,7 +488,8 @@ void iotame_collective_close(MPI_File fh)
     if (!f) return;
     remove_file(f);
     if (f->window) iotame_window_close(f->window, &f->env.comm); /* may keep the communicator for its last gather */
-    if (f->env.shadow != MPI_FILE_NULL) PMPI_File_close(&f->env.shadow);
+    for (int s = 0; s < iotame_nstrategies; s++)
+        if ((f->ready & 1u << s) && iotame_strategies[s]->teardown) iotame_strategies[s]->teardown(&f->env);
     retire(f);
 }
 

@@ -84,7 +84,12 @@ typedef struct {
     int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration or hints) */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
-    int64_t virtual_node_size, conf_targets, conf_target_unit; /* the configuration's (0: not set) */
+    /* the strategies' options (strategy.options; 0: not set): node_local's virtual_node_size, which also places the
+     * other engine strategies' aggregators, and target_aligned's targets and target_unit */
+    int64_t virtual_node_size, conf_targets, conf_target_unit;
+    MPI_File fh;      /* the application's handle */
+    const char *path; /* as given to MPI_File_open */
+    int amode;
 } iotame_coll_env_t;
 
 /* ---- the environment (env.c) ---- */
@@ -98,10 +103,12 @@ int64_t iotame_coll_readahead(const char *path);
 /* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open),
  * ROMIO's defaults when the library does not say; targets and target_unit from the configuration, else those. */
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
-/* What engine strategies need, set up when the first of them is chosen (collective; every rank chooses alike): the
- * nodes, the hints, and the shadow handle (read-modify-write needs reading, so RDWR even when the application writes
- * only). NULL, or why the handle's calls must go to the library from now on (every rank alike). */
-const char *iotame__coll_env_engine(iotame_coll_env_t *e, MPI_File fh, const char *path, int amode);
+/* The setup and teardown of the engine strategies (two_phase, node_local, target_aligned): the nodes, the hints, and
+ * the shadow handle (read-modify-write needs reading, so RDWR even when the application writes only), shared by them
+ * and set up once. Collective; returns 0, -ENOMEM, or -EACCES (the shadow handle could not be opened), every rank
+ * alike. */
+int iotame_coll_engine_setup(iotame_coll_env_t *e);
+void iotame_coll_engine_teardown(iotame_coll_env_t *e);
 /* Frees the communicator and the node tables (not the shadow handle: closing it is collective). */
 void iotame__coll_env_free(iotame_coll_env_t *e);
 
@@ -143,25 +150,34 @@ typedef struct {
 
 typedef int (*iotame_coll_fn)(iotame_coll_call_t *call);
 
-/* A strategy: functions return 0, or -errno when they could not run (nothing done: the call then passes
- * through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies use the application's
- * handle and arguments themselves (no packing, no file pointer or status handling by the router). */
+/* A strategy (a backend, in the manner of IOR's): functions return 0, or -errno when they could not run (nothing
+ * done: the call then passes through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies
+ * use the application's handle and arguments themselves (no packing, no file pointer or status handling by the
+ * router). A NULL hook is not needed. */
 typedef struct {
     const char *name;
     const char *summary;
     int native;
+    /* the collective settings this strategy owns (runtime/settings.json marks them with "strategy": name);
+     * NULL-terminated, NULL for none */
+    const char *const *options;
+    /* whether the strategy does what its name says on this handle (NULL: everywhere); where it does not, it does the
+     * library's collective call, and the selector leaves it out when passthrough is a candidate */
+    int (*applies)(const iotame_coll_env_t *env);
+    /* before the strategy first serves a handle's call (collective, every rank alike): 0 or -errno; and at close */
+    int (*setup)(iotame_coll_env_t *env);
+    void (*teardown)(iotame_coll_env_t *env);
     iotame_coll_fn write_all, read_all, write_at_all, read_at_all;
 } iotame_strategy_t;
 
-extern const iotame_strategy_t iotame_strategy_passthrough, iotame_strategy_two_phase, iotame_strategy_node_local,
-    iotame_strategy_target_aligned, iotame_strategy_independent;
 
 /* The application's call made by the library on the application's handle: the collective call itself, or with
  * `independent` its independent form (MPI_File_write_all -> MPI_File_write, ...). Returns the MPI return code. */
 int iotame_coll_library(const iotame_coll_args_t *a, int independent);
 
 #define IOTAME_STRATEGY_MAX 8
-/* Every strategy, in a fixed order (the registry index is the strategy's number everywhere). */
+/* Every strategy, in a fixed order (registry.c, the only place that lists them; the registry index is the strategy's
+ * number everywhere, and index 0 is passthrough, the library's own collective I/O). */
 extern const iotame_strategy_t *const iotame_strategies[];
 extern const int iotame_nstrategies;
 /* The registry index of a strategy name, or -1. */

@@ -38,6 +38,9 @@ static int run(iotame_coll_call_t *c)
 const iotame_strategy_t iotame_strategy_target_aligned = {
     .name = "target_aligned",
     .summary = "Orthrus disk-first: one aggregator per storage target, requests in ascending offset",
+    .options = (const char *const[]){"targets", "target_unit", NULL},
+    .setup = iotame_coll_engine_setup,
+    .teardown = iotame_coll_engine_teardown,
     .write_all = run,
     .read_all = run,
     .write_at_all = run,

@@ -121,14 +121,17 @@ static void free_window(iotame_window_t *w)
 
 /* ---- open ---- */
 
-/* The candidates on the file's file system: away from a local one independent is the library's collective call, and
- * with passthrough also a candidate, examining both would measure one thing twice. */
+/* The candidates on the file's file system: a strategy that does not apply there does the library's collective
+ * call, and with passthrough also a candidate, examining both would measure one thing twice. */
 static int candidates_on(const iotame_window_t *w, int local_fs, int *cand)
 {
-    int ind = iotame_strategy_find("independent"), pt = iotame_strategy_find("passthrough"), has_pt = 0, k = 0;
-    for (int i = 0; i < w->ncand; i++) has_pt |= w->cand[i] == pt;
-    for (int i = 0; i < w->ncand; i++)
-        if (local_fs || !has_pt || w->cand[i] != ind) cand[k++] = w->cand[i];
+    const iotame_coll_env_t env = {.local_fs = local_fs};
+    int has_pt = 0, k = 0;
+    for (int i = 0; i < w->ncand; i++) has_pt |= w->cand[i] == iotame_strategy_find("passthrough");
+    for (int i = 0; i < w->ncand; i++) {
+        const iotame_strategy_t *st = iotame_strategies[w->cand[i]];
+        if (!has_pt || !st->applies || st->applies(&env)) cand[k++] = w->cand[i];
+    }
     return k;
 }
 
