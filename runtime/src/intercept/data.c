@@ -5,42 +5,33 @@
  * One macro per signature shape keeps the ~80 wrappers identical in behaviour. */
 #include "intercept.h"
 
-/* The call as the modules see it. */
-#define IO(OP, KIND, WRITE, AT, LARGE, OFF, STATUS)                                                           \
-    {IOTAME_OP_##OP, IOTAME_IO_##KIND, WRITE, AT, LARGE, fh, iotame_stats_lookup(fh), OFF, (void *)buf, count,  \
-     datatype, STATUS}
-
-/* A blocking call: served by a module or the library, timed, counted with the bytes it moved. */
-#define BLOCKING(NAME, OP, PARAMS, ARGS, KIND, WRITE, AT, LARGE, OFF)                                          \
-    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
+/* A data call: seen by the modules before, served by one of them or the library, then counted with its duration
+ * and BYTES. */
+#define CALL(NAME, ARGS, OP, KIND, WRITE, AT, LARGE, OFF, STATUS, BYTES)                                        \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        const iotame_io_t io = IO(OP, KIND, WRITE, AT, LARGE, OFF, status);                                    \
+        const iotame_io_t io = {IOTAME_OP_##OP, IOTAME_IO_##KIND, WRITE, AT, LARGE, fh, iotame_stats_lookup(fh), \
+                                OFF, (void *)buf, count, datatype, STATUS};                                    \
         iotame_modules_before(&io);                                                                            \
         uint64_t t0 = iotame_now();                                                                            \
         int rc;                                                                                                \
         if (!iotame_modules_serve(&io, &rc)) rc = PMPI_File_##NAME ARGS;                                       \
         uint64_t ticks = iotame_now() - t0;                                                                    \
-        iotame_modules_after(&io, rc, ticks, iotame__moved_bytes(status, rc, count, datatype));                \
+        iotame_modules_after(&io, rc, ticks, BYTES);                                                           \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
+
+/* A blocking call: counted with the bytes it moved. */
+#define BLOCKING(NAME, OP, PARAMS, ARGS, KIND, WRITE, AT, LARGE, OFF)                                          \
+    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
+    CALL(NAME, ARGS, OP, KIND, WRITE, AT, LARGE, OFF, status, iotame__moved_bytes(status, rc, count, datatype))
 
 /* A call that starts an operation (nonblocking or split-collective begin): counted with the bytes requested. */
 #define STARTING(NAME, OP, PARAMS, ARGS, KIND, WRITE, AT, LARGE, OFF)                                          \
     IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
-    {                                                                                                          \
-        if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        const iotame_io_t io = IO(OP, KIND, WRITE, AT, LARGE, OFF, MPI_STATUS_IGNORE);                         \
-        iotame_modules_before(&io);                                                                            \
-        uint64_t t0 = iotame_now();                                                                            \
-        int rc;                                                                                                \
-        if (!iotame_modules_serve(&io, &rc)) rc = PMPI_File_##NAME ARGS;                                       \
-        uint64_t ticks = iotame_now() - t0;                                                                    \
-        iotame_modules_after(&io, rc, ticks, rc == MPI_SUCCESS ? iotame__request_bytes(count, datatype) : 0);  \
-        iotame__leave();                                                                                       \
-        return rc;                                                                                             \
-    }
+    CALL(NAME, ARGS, OP, KIND, WRITE, AT, LARGE, OFF, MPI_STATUS_IGNORE,                                       \
+         rc == MPI_SUCCESS ? iotame__request_bytes(count, datatype) : 0)
 
 /* The end of a split collective: its bytes were counted at the begin. */
 #define ENDING(NAME, CONST)                                                                                    \
