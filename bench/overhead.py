@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The runtime's overhead: 1,000,000 independent 4 KiB MPI_File_write_at calls into the page cache (no sync),
-without and with libiotame.so preloaded (statistics on), alternating A B A B ... in one run.
-Prints each run's loop time, the medians and the ratio. Usage: bench/overhead.py [--runs 7] [--writes N] [--dir D]"""
+without and with libiotame.so preloaded (statistics on; each call reaches the file system as one pwrite, which the
+POSIX layer records), alternating A B A B ... in one run. With --baseline OLD/libiotame.so, that library runs too
+(A B C A B C ...), to show what a change costs. Prints each run's loop time, the medians and the ratios.
+Usage: bench/overhead.py [--runs 7] [--writes N] [--dir D] [--baseline LIB]"""
 import argparse
 import os
 import statistics
@@ -16,9 +18,10 @@ LIB = ROOT / "build" / "runtime" / "libiotame.so"
 
 
 def one(preload, path, writes, stats):
+    """preload: the library to preload, or None."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
     if preload:
-        env.update(LD_PRELOAD=str(LIB), IOTAME_STATS=str(stats))
+        env.update(LD_PRELOAD=str(preload), IOTAME_STATS=str(stats))
     out = subprocess.run(["mpiexec", "-n", "1", str(PROGRAM), str(path), str(writes)], env=env,
                          capture_output=True, text=True, check=True)
     return float(out.stdout.strip())
@@ -29,19 +32,27 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--writes", type=int, default=1_000_000)
     ap.add_argument("--dir", default=str(ROOT / "build"))
+    ap.add_argument("--baseline", help="another libiotame.so (e.g. a build before a change), run side by side")
     args = ap.parse_args()
-    times = {"plain": [], "iotame": []}
+    libs = {"plain": None, "iotame": LIB}
+    if args.baseline:
+        libs["baseline"] = Path(args.baseline).resolve()
+    times = {name: [] for name in libs}
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         path, stats = Path(tmp) / "overhead.dat", Path(tmp) / "stats.json"
-        one(False, path, 1000, stats)  # warm the page cache and the binaries
+        one(None, path, 1000, stats)  # warm the page cache and the binaries
         for i in range(args.runs):
-            for name in ("plain", "iotame"):
-                t = one(name == "iotame", path, args.writes, stats)
+            for name, lib in libs.items():
+                t = one(lib, path, args.writes, stats)
                 times[name].append(t)
-                print(f"run {i + 1:2d} {name:7s} {t:8.3f} s  ({args.writes / t / 1e6:.2f} M writes/s)", flush=True)
+                print(f"run {i + 1:2d} {name:8s} {t:8.3f} s  ({args.writes / t / 1e6:.2f} M writes/s)", flush=True)
     plain, wrapped = statistics.median(times["plain"]), statistics.median(times["iotame"])
     print(f"median plain {plain:.3f} s, with libiotame {wrapped:.3f} s: ratio {wrapped / plain:.4f} "
           f"({(wrapped / plain - 1) * 100:+.2f} %), {(wrapped - plain) / args.writes * 1e9:+.1f} ns per call")
+    if args.baseline:
+        base = statistics.median(times["baseline"])
+        print(f"median baseline {base:.3f} s: ratio to plain {base / plain:.4f}; libiotame to baseline "
+              f"{wrapped / base:.4f} ({(wrapped - base) / args.writes * 1e9:+.1f} ns per call)")
     return 0
 
 
