@@ -52,8 +52,13 @@ void iotame_log_warn(const char *fmt, ...) { (void)fmt; }
 
 /* ---- helpers ---- */
 
+/* The policy's knobs at their defaults in runtime/settings.json (filled in main). */
+static iotame_select_knobs_t K;
+
+static double knob(const char *key) { return json_number_value(iotame_config_default("collective", key)); }
+
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0}; /* no budget limit: the paper's examination */
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K}; /* no budget limit: the paper's examination */
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -107,7 +112,7 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0, 0};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0, 0, &K};
     iotame_sig_t sig = {0, 2, 1 << 21, 32768, 64};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double calls[8] = {500, 7000, 7000, 350, 90, 2000, 2000, 2000}; /* each after its transition call */
@@ -193,7 +198,7 @@ static void test_a_new_winner_slower_than_the_strategy_before_hands_back(void)
      * page cache) and wins. Running at 150, more than the threshold below passthrough's last window (200): back to
      * passthrough. At 180 it stays. */
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0, 0};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0, 0, &K};
     iotame_sig_t sig = {0, 2, 1000000, 64, 0};
     for (int slower = 0; slower < 2; slower++) {
         iotame_file_stats_t *fs = new_fs();
@@ -221,7 +226,7 @@ static void test_monitoring_windows_span_their_least_time(void)
 {
     /* calls of 1 MB at 1000 MB/s (1 ms): a window of 9.5 ms is 10 calls, not exam_calls */
     static const int one[] = {TP};
-    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095, 0};
+    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095, 0, &K};
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
@@ -239,7 +244,7 @@ static void test_examinations_wait_for_their_budget(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0, 0};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0, 0, &K};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0}; /* 1 MB a call: 10 ms at passthrough's 100 MB/s */
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 400, 20, 100};
@@ -263,7 +268,7 @@ static void test_examinations_wait_for_their_budget(void)
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "examination_calls") == 8);
     /* A budget of 0: the first candidate serves for ever (but is still measured and published). */
-    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0};
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K};
     iotame_selector_t *s0 = select_for(new_fs());
     iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL);
     for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
@@ -276,7 +281,7 @@ static void test_a_candidate_is_measured_after_its_transition_call(void)
      * follow each other, the first not measured, so it wins. Measured a call at a time between passthrough's calls,
      * every one of its calls would have been a switch (7.5 MB/s): clearly losing. */
     static const int two[] = {PT, TA};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0, &K};
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
@@ -319,7 +324,7 @@ static void test_a_read_transition_spans_the_readahead(void)
 {
     /* A readahead of 4 calls: a read candidate serves 4 transition calls, then is measured over 4; a write's
      * transition stays one call and its examination exam_calls (3). */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20, &K};
     iotame_file_stats_t *fs;
     iotame_selector_t *s;
     iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
@@ -340,7 +345,7 @@ static void test_a_candidate_clearly_losing_in_its_read_transition_stops(void)
     /* two_phase at a hundredth of passthrough: its transition calls (whose reads the one before may have read
      * ahead, so they are if anything too fast) lose more than a whole turn of passthrough's calls on its second
      * call, and it stops there, not measured; the others are examined in full. */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20, &K};
     iotame_file_stats_t *fs;
     iotame_selector_t *s;
     iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
@@ -359,7 +364,7 @@ static void test_a_waiting_examination_knows_when_its_credit_is_there(void)
     /* Budget 1/4, a read turn of 8 calls (4 transition, 4 measured): after passthrough's 8 calls the credit pays
      * for 2 of the 8 calls of the turn; each further call of passthrough earns a quarter of a call: 24 more. */
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.25, 0, 4 << 20};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.25, 0, 4 << 20, &K};
     iotame_file_stats_t *fs;
     iotame_selector_t *s;
     iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
@@ -369,7 +374,7 @@ static void test_a_waiting_examination_knows_when_its_credit_is_there(void)
     CHECK(w >= 24 && w <= 25); /* 24, or one more where the seconds' rounding falls short */
     for (int i = 0; i < w; i++) CHECK(serve(s, e, mbs) == PT);
     CHECK(iotame_select_wait_calls(e) == 0 && iotame_select_choose(e) == TP);
-    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0, w) == w + 1); /* the window waits it out */
+    CHECK(iotame_select_window_calls(&conf, 12, 2000, 1e4, 0, w) == w + 1); /* the window waits it out */
 }
 
 /* A knowledge file and the lock file its saves leave beside it. */
@@ -403,7 +408,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
-    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0};
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0, &K};
     iotame_selector_t *s2 = select_for(new_fs());
     CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
 
@@ -453,7 +458,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     CHECK(fd >= 0);
     close(fd);
     unlink(path); /* no knowledge yet */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0, 0};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0, 0, &K};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double mbs[4] = {100, 400, 20, 100};
     /* Run 1: 20 calls of 10 ms, too short for two_phase's turn (as in the budget test: from call 135 on). */
@@ -520,7 +525,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, k);
     CHECK(serve_until(s2, e2, mbs, PT) == 4 && json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     /* Without the credit for another turn, the lead is what the operation's calls open with. */
-    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0};
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K};
     CHECK(iotame_select_opening(select_for(new_fs()), k, &none, 1, 2) == TP);
     /* One candidate measured: nothing was compared, the next run starts where this one did; a lead that is not a
      * candidate (any more) is ignored. */
@@ -543,7 +548,7 @@ static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0, 0};
+    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0, 0, &K};
     iotame_sig_t sig = {1, 1, 10, 1, 0};
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
     const double mbs[4] = {100, 150.04, 90, 80};
@@ -575,22 +580,69 @@ static void test_digests_agree_only_on_the_same_history(void)
 
 static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
 {
+    const iotame_select_conf_t b5 = {ALL, 4, 3, 0.15, 0, 0.05, 0.01, 0, &K}, b1 = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K},
+                               b0 = {ALL, 4, 3, 0.15, 0, 0, 0.01, 0, &K}, b01 = {ALL, 4, 3, 0.15, 0, 0.001, 0.01, 0, &K};
     /* a gather of 6 ms against calls of 3 ms under a 5 % budget: 40 calls, whose 120 ms pay for it */
-    int n = iotame_select_window_calls(0.05, 12, 6000000, 3e6, 1, 0);
+    int n = iotame_select_window_calls(&b5, 12, 6000000, 3e6, 1, 0);
     CHECK(n >= 40 && n <= 41);
     CHECK(6e6 <= 0.05 * n * 3e6);
-    CHECK(iotame_select_window_calls(0.05, 12, 2000, 3e6, 1, 0) == 12);        /* a cheap gather: the shortest window */
-    n = iotame_select_window_calls(0.05, 12, 2000, 1e4, 1, 0); /* calls of 10 us monitored: about 10 ms of them */
+    CHECK(iotame_select_window_calls(&b5, 12, 2000, 3e6, 1, 0) == 12);        /* a cheap gather: the shortest window */
+    n = iotame_select_window_calls(&b5, 12, 2000, 1e4, 1, 0); /* calls of 10 us monitored: about 10 ms of them */
     CHECK(n >= 1000 && n <= 1001);
-    CHECK(iotame_select_window_calls(0.05, 12, 2000, 1e4, 0, 0) == 12); /* waiting, the credit there: the shortest */
-    CHECK(iotame_select_window_calls(1, 12, 6000000, 3e6, 1, 0) == 12); /* the paper: every window the shortest */
-    CHECK(iotame_select_window_calls(0.05, 12, 6000000, 0, 1, 0) == 12);       /* calls not timed */
-    CHECK(iotame_select_window_calls(0, 12, 2000, 1e6, 1, 0) == 1001);         /* no budget: about a second of calls */
-    CHECK(iotame_select_window_calls(0.001, 12, 900000000, 100, 1, 0) == 1 << 20); /* and never more than 2^20 */
+    CHECK(iotame_select_window_calls(&b5, 12, 2000, 1e4, 0, 0) == 12); /* waiting, the credit there: the shortest */
+    CHECK(iotame_select_window_calls(&b1, 12, 6000000, 3e6, 1, 0) == 12); /* the paper: every window the shortest */
+    CHECK(iotame_select_window_calls(&b5, 12, 6000000, 0, 1, 0) == 12);       /* calls not timed */
+    CHECK(iotame_select_window_calls(&b0, 12, 2000, 1e6, 1, 0) == 1001);         /* no budget: about a second of calls */
+    CHECK(iotame_select_window_calls(&b01, 12, 900000000, 100, 1, 0) == 1 << 20); /* and never more than 2^20 */
+}
+
+/* Recorded call traces (tests/unit/data/select_traces.json) replayed through the policy: given the same measurements
+ * it takes the same decisions, call by call, and ends where the real run ended. The traces' throughputs are rounded to
+ * 0.1 MB/s, which none of their decisions is that close to. */
+static void test_recorded_traces_replay_to_the_same_decisions(void)
+{
+    json_t *doc = json_load_file(IOTAME_SELECT_TRACES, 0, NULL);
+    CHECK(doc != NULL);
+    size_t i;
+    json_t *t;
+    int replayed = 0;
+    json_array_foreach(json_object_get(doc, "traces"), i, t) {
+        static const int engine[] = {TP, NL, TA};
+        const iotame_select_conf_t conf = {engine, 3, 3, 0.15, 0, json_number_value(json_object_get(t, "exam_budget")),
+                                           0, 0, &K};
+        iotame_select_conf_t c = conf;
+        c.window_seconds = c.budget < 1 ? 0.01 : 0;
+        const json_t *g = json_object_get(t, "signature"), *expect = json_object_get(t, "expect");
+        iotame_sig_t sig = {strcmp(dstr(g, "op"), "write") == 0, dint(g, "nprocs"), dint(g, "bytes"),
+                            dint(g, "requests"), dint(g, "gap")};
+        iotame_file_stats_t *fs = new_fs();
+        iotame_selector_t *s = select_for(fs);
+        iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &c, NULL);
+        size_t k;
+        json_t *call;
+        int same = 1;
+        json_array_foreach(json_object_get(t, "trace"), k, call) {
+            int strategy = iotame_strategy_find(json_string_value(json_array_get(call, 0)));
+            same &= iotame_select_choose(e) == strategy;
+            iotame_select_update(s, e, strategy, json_number_value(json_array_get(call, 1)));
+        }
+        const json_t *d = decision(fs, 0);
+        CHECK(same);
+        CHECK(strcmp(dstr(d, "strategy"), dstr(expect, "strategy")) == 0);
+        CHECK(strcmp(dstr(d, "state"), dstr(expect, "state")) == 0);
+        CHECK(dint(d, "calls") == dint(expect, "calls"));
+        CHECK(dint(d, "examination_calls") == dint(expect, "examination_calls"));
+        CHECK(dint(d, "reexaminations") == dint(expect, "reexaminations"));
+        replayed++;
+    }
+    CHECK(replayed >= 4);
+    json_decref(doc);
 }
 
 int main(void)
 {
+    K = (iotame_select_knobs_t){knob("drop"), (int)knob("retry_every"), knob("threshold_max"), knob("gate_calls"),
+                                knob("window_max_seconds")};
     test_examination_picks_the_fastest();
     test_candidates_are_compared_by_their_bytes_over_their_time();
     test_a_clearly_losing_candidate_gets_one_measured_call();
@@ -608,6 +660,7 @@ int main(void)
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
     test_monitoring_windows_keep_their_gather_within_the_budget();
+    test_recorded_traces_replay_to_the_same_decisions();
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;
 }

@@ -44,11 +44,6 @@
 #include "collective/strategy.h"
 #include "select.h"
 
-#define DROP 0.5   /* a first examination call below DROP x the best mean ends the candidate's examination */
-#define MAX_EXAM 64
-#define RETRY_EVERY 4 /* every 4th re-examination gives every candidate its chance again */
-#define THRESHOLD_MAX 0.8 /* the most a false alarm's backoff widens the threshold to */
-#define GATE 4.0          /* the least credit a candidate's turn needs, in calls of the best so far */
 
 enum { EXAMINING, RUNNING };
 
@@ -65,6 +60,7 @@ struct iotame_sel_entry {
     int decided;                               /* a winner is known (examined, or from the knowledge file) */
     double ref;                                /* the winner's reference MB/s; 0 until measured */
     int exam_calls;
+    iotame_select_knobs_t k;
     /* the monitoring window under way (at least exam_calls calls and window_seconds of them): the strategy whose
      * calls it sums (the winner, or the best so far while an examination waits), their count and sum of 1 / MB/s */
     double window_seconds, win_inv;
@@ -272,14 +268,14 @@ static int affords(double budget, double spent, double debt, int64_t bytes, doub
     return budget * spent - debt >= calls * (double)bytes / (mbs * 1e6);
 }
 
-/* The calls of the best so far the credit must pay for before a candidate's turn: GATE, or the turn's length when
- * longer (a read's transition and measured calls span the readahead, settle_calls). */
-static double turn_calls(int settle, int exam_calls) { return fmax(GATE, settle + exam_calls); }
+/* The calls of the best so far the credit must pay for before a candidate's turn: gate_calls, or the turn's length
+ * when longer (a read's transition and measured calls span the readahead, settle_calls). */
+static double turn_calls(double gate, int settle, int exam_calls) { return fmax(gate, settle + exam_calls); }
 
 /* The calls a candidate's examination measures: exam_calls, and for a read at least its transition's length. */
 static int exam_calls_of(const iotame_select_conf_t *conf, int settle)
 {
-    const int n = conf->exam_calls < 1 ? 1 : conf->exam_calls > MAX_EXAM ? MAX_EXAM : conf->exam_calls;
+    const int n = conf->exam_calls < 1 ? 1 : conf->exam_calls; /* settings.json bounds it */
     return settle > n ? settle : n;
 }
 
@@ -300,7 +296,7 @@ static int affordable(const json_t *item, const iotame_select_conf_t *conf, cons
     const int settle = settle_calls(k, conf->readahead);
     return conf->budget >= 1 ||
            (mbs > 0 && affords(conf->budget, carried(item, "spent"), carried(item, "debt"), k->bytes, mbs,
-                               turn_calls(settle, exam_calls_of(conf, settle))));
+                               turn_calls(conf->knobs->gate_calls, settle, exam_calls_of(conf, settle))));
 }
 
 int iotame_select_opening(const iotame_selector_t *s, const json_t *knowledge, const iotame_select_conf_t *conf,
@@ -342,11 +338,11 @@ static void next_candidate(iotame_sel_entry_t *e)
 static void start_examination(iotame_sel_entry_t *e, int first)
 {
     memset(e->skip, 0, sizeof e->skip);
-    /* A re-examination: the clear losers of their last examination sit it out, except every RETRY_EVERY-th. */
-    if (first >= 0 && e->reexams % RETRY_EVERY != 0)
+    /* A re-examination: the clear losers of their last examination sit it out, except every retry_every-th. */
+    if (first >= 0 && (e->k.retry_every <= 1 || e->reexams % e->k.retry_every != 0))
         for (int k = 0; k < e->ncand; k++) {
             int i = e->cand[k];
-            e->skip[i] = i != first && e->last[i] > 0 && e->last[i] < DROP * e->last[first];
+            e->skip[i] = i != first && e->last[i] > 0 && e->last[i] < e->k.drop * e->last[first];
         }
     e->state = EXAMINING;
     e->cur = e->served = e->t_n = 0;
@@ -382,6 +378,7 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     e->sig = *sig;
     e->settle = settle_calls(sig, conf->readahead);
     e->exam_calls = exam_calls_of(conf, e->settle);
+    e->k = *conf->knobs;
     e->threshold = e->thr = conf->threshold;
     e->window_seconds = conf->window_seconds;
     e->fallback = e->win_of = e->prev = -1;
@@ -443,12 +440,15 @@ int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; 
  * calls of 20 us held an independent read phase's ranks so close that the one ahead no longer read the other's
  * pages into the page cache (1378 against 1473 MB/s; 1551 with windows of 128 calls); such short windows also
  * measure noise. */
-int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring, int wait)
+int iotame_select_window_calls(const iotame_select_conf_t *conf, int shortest, int64_t cost_ns, double call_ns,
+                               int monitoring, int wait)
 {
+    const double budget = conf->budget;
     if (call_ns <= 0 || budget >= 1) return shortest;
-    double longest = 1e9 / call_ns, n = budget > 0 ? (double)cost_ns / (budget * call_ns) : longest;
+    double longest = conf->knobs->window_max_seconds * 1e9 / call_ns;
+    double n = budget > 0 ? (double)cost_ns / (budget * call_ns) : longest;
     n = fmin(fmax(n, wait), longest);
-    double least = monitoring ? IOTAME_SELECT_WINDOW_SECONDS * 1e9 / call_ns : 0;
+    double least = monitoring ? conf->window_seconds * 1e9 / call_ns : 0;
     n = n > least ? n : least;
     return n <= shortest ? shortest : n >= 1 << 20 ? 1 << 20 : (int)n + 1;
 }
@@ -465,7 +465,7 @@ int iotame_select_wait_calls(const iotame_sel_entry_t *e)
 {
     if (e->state != EXAMINING || !e->waiting) return 0;
     const double call = call_seconds(e, mean(e, best(e))); /* waiting: the best so far was measured */
-    const double need = turn_calls(e->settle, e->exam_calls) * call + e->debt - e->budget * e->spent;
+    const double need = turn_calls(e->k.gate_calls, e->settle, e->exam_calls) * call + e->debt - e->budget * e->spent;
     const double n = e->budget > 0 && call > 0 ? ceil(need / (e->budget * call)) : 1 << 20;
     return n <= 0 ? 0 : n < 1 << 20 ? (int)n : 1 << 20;
 }
@@ -478,7 +478,7 @@ static void gate(iotame_sel_entry_t *e)
     if (e->state != EXAMINING || e->budget >= 1 || e->prev == e->cand[e->cur]) return;
     int b = best(e);
     if (b < 0 || b == e->cand[e->cur] || mean(e, b) <= 0) return;
-    e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b), turn_calls(e->settle, e->exam_calls));
+    e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b), turn_calls(e->k.gate_calls, e->settle, e->exam_calls));
 }
 
 /* The candidate under examination has had its turn (served its calls, or is clearly losing): the next one's. */
@@ -500,7 +500,7 @@ static int transition_losing(iotame_sel_entry_t *e, int strategy, double mbs)
         return 0;
     e->t_n++;
     e->t_inv += inverse(mbs);
-    return e->t_inv * mean(e, b) > e->t_n + turn_calls(e->settle, e->exam_calls);
+    return e->t_inv * mean(e, b) > e->t_n + turn_calls(e->k.gate_calls, e->settle, e->exam_calls);
 }
 
 static void finish_examination(iotame_sel_entry_t *e)
@@ -509,8 +509,8 @@ static void finish_examination(iotame_sel_entry_t *e)
     e->winner = best(e);
     if (e->winner < 0) e->winner = e->cand[0];
     /* A re-examination that keeps the winner was a false alarm: the noise is wider than the threshold, so widen
-     * it (doubling, up to THRESHOLD_MAX); a new winner means conditions changed: back to the configured one. */
-    if (previous >= 0) e->thr = e->winner == previous ? fmin(2 * e->thr, THRESHOLD_MAX) : e->threshold;
+     * it (doubling, up to threshold_max); a new winner means conditions changed: back to the configured one. */
+    if (previous >= 0) e->thr = e->winner == previous ? fmin(2 * e->thr, e->k.threshold_max) : e->threshold;
     e->ref = 0; /* its first full window, as it runs */
     for (int k = 0; k < e->ncand; k++)
         if (e->n[e->cand[k]]) e->last[e->cand[k]] = mean(e, e->cand[k]);
@@ -598,7 +598,7 @@ static void update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, do
         e->n[strategy]++;
         e->served++;
         e->examined++;
-        int clearly_losing = e->served == 1 && b >= 0 && b != strategy && mbs < DROP * b_mean;
+        int clearly_losing = e->served == 1 && b >= 0 && b != strategy && mbs < e->k.drop * b_mean;
         if (clearly_losing || e->served >= e->exam_calls) next_turn(e);
     } else if (strategy == e->winner) {
         double m = window_add(e, strategy, mbs);

@@ -23,9 +23,15 @@ typedef struct {
     int64_t nprocs, bytes, requests, gap;
 } iotame_sig_t;
 
-/* The least time a monitoring window spans under a budget (not with exam_budget >= 1: the paper's windows of
- * exam_calls calls). */
-#define IOTAME_SELECT_WINDOW_SECONDS 0.01
+/* The policy's knobs: the collective settings of the same names (runtime/settings.json gives their defaults and
+ * docs/design/select-policy.md the reasons). */
+typedef struct {
+    double drop;               /* drop: a first measured examination call below drop x the best mean stops the turn */
+    int retry_every;           /* retry_every: every this-many-th re-examination gives every candidate its chance */
+    double threshold_max;      /* threshold_max: the most a false alarm's backoff widens the threshold to */
+    double gate_calls;         /* gate_calls: the least credit a candidate's turn needs, in calls of the best */
+    double window_max_seconds; /* window_max_seconds: the longest steady window, in seconds of calls */
+} iotame_select_knobs_t;
 
 typedef struct {
     const int *candidates; /* registry indices, in examination order */
@@ -35,8 +41,10 @@ typedef struct {
     int64_t trace;    /* calls per signature recorded in the decision's "trace" */
     double budget;    /* the most of the signature's I/O time examinations may lose against the best so far (>= 1:
                          no limit, the paper's examination at once) */
-    double window_seconds; /* a monitoring window spans at least exam_calls calls and this many seconds of them */
+    double window_seconds; /* a monitoring window spans at least exam_calls calls and this many seconds of them (the
+                              window_seconds setting under a budget, else 0: the paper's windows of exam_calls calls) */
     int64_t readahead;     /* bytes the file system reads ahead of a sequential reader (0: none known) */
+    const iotame_select_knobs_t *knobs;
 } iotame_select_conf_t;
 
 typedef struct iotame_selector iotame_selector_t;
@@ -94,11 +102,12 @@ void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int 
 int iotame_select_wait_calls(const iotame_sel_entry_t *e);
 /* The length of the next steady window (a library strategy's calls served without a collective of ours, then one
  * gather): the gather's cost_ns (the least time the ranks spent in a collective of ours) is at most the budget's
- * share of the window's calls of call_ns each, the window has at least shortest calls, 10 ms of calls when it
- * monitors a winner, and the calls an examination waits for credit (wait: iotame_select_wait_calls; the examination
- * starts at the window's end), and at most about a second of calls, unless monitoring needs more (shortest when the
- * budget is >= 1, as the paper's monitoring of every call). */
-int iotame_select_window_calls(double budget, int shortest, int64_t cost_ns, double call_ns, int monitoring, int wait);
+ * share of the window's calls of call_ns each, the window has at least shortest calls, conf->window_seconds of calls
+ * when it monitors a winner, and the calls an examination waits for credit (wait: iotame_select_wait_calls; the
+ * examination starts at the window's end), and at most window_max_seconds of calls, unless monitoring needs more
+ * (shortest when the budget is >= 1, as the paper's monitoring of every call). */
+int iotame_select_window_calls(const iotame_select_conf_t *conf, int shortest, int64_t cost_ns, double call_ns,
+                               int monitoring, int wait);
 
 /* ---- the knowledge file (knowledge.c) ----
  * {"version": 1, "entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]}; a signature not decided

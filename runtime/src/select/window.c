@@ -31,8 +31,6 @@
 enum { W_CHANGED, W_DELTA, W_START, W_END, W_BYTES, W_EXTENTS, W_WARM_NS, W_NS, W_COST_NS, WINDOW_FIELDS };
 /* A steady window monitors a settled choice, opens a handle, or examines a library candidate. */
 enum { WINDOW_MONITOR, WINDOW_OPENING, WINDOW_EXAM };
-/* the opening window, and the shortest steady window: STEADY_WINDOWS monitoring windows of exam_calls calls */
-#define STEADY_WINDOWS 4
 /* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
  * writes on a local file system [0..3] and elsewhere [4..7], each as (max, -min) over the ranks */
 enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_FIELDS = A_OPENING + 8 };
@@ -45,8 +43,9 @@ struct iotame_window {
     int rank, nprocs;
     /* configuration */
     int cand[IOTAME_STRATEGY_MAX], ncand;
-    iotame_select_conf_t conf; /* its candidates: cand */
-    int shortest;              /* the opening window's length, and the shortest steady window's */
+    iotame_select_conf_t conf; /* its candidates: cand; its knobs: knobs */
+    iotame_select_knobs_t knobs;
+    int shortest; /* the opening window's length, and the shortest steady window's: steady_windows x exam_calls */
     char *knowledge_path;
     int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
     json_t *knowledge;
@@ -183,10 +182,16 @@ static iotame_window_t *new_window(iotame_file_stats_t *fs, const iotame_file_co
     c->trace = json_integer_value(setting(fc, "trace"));
     c->threshold = json_number_value(setting(fc, "threshold"));
     c->budget = json_number_value(setting(fc, "exam_budget"));
-    c->window_seconds = c->budget < 1 ? IOTAME_SELECT_WINDOW_SECONDS : 0;
+    c->window_seconds = c->budget < 1 ? json_number_value(setting(fc, "window_seconds")) : 0;
+    c->knobs = &w->knobs;
+    w->knobs = (iotame_select_knobs_t){json_number_value(setting(fc, "drop")),
+                                       (int)json_integer_value(setting(fc, "retry_every")),
+                                       json_number_value(setting(fc, "threshold_max")),
+                                       json_number_value(setting(fc, "gate_calls")),
+                                       json_number_value(setting(fc, "window_max_seconds"))};
     const char *path = iotame_stats_path(fs);
     c->readahead = (v = setting(fc, "readahead")) ? json_integer_value(v) : path ? iotame_coll_readahead(path) : 0;
-    w->shortest = w->window_calls = STEADY_WINDOWS * c->exam_calls;
+    w->shortest = w->window_calls = (int)json_integer_value(setting(fc, "steady_windows")) * c->exam_calls;
     const char *k = json_string_value(setting(fc, "knowledge"));
     int ok = 1;
     if (k && *k) ok &= (w->knowledge_path = strdup(k)) != NULL;
@@ -375,7 +380,7 @@ static iotame_sel_entry_t *finish(iotame_window_t *w, int unseen)
     }
     const int wait = iotame_select_wait_calls(en);
     if (n > 0) /* the next window's length, from the gather's cost and the calls' mean time, both agreed */
-        w->window_calls = iotame_select_window_calls(w->conf.budget, w->shortest, cost, (double)all / n,
+        w->window_calls = iotame_select_window_calls(&w->conf, w->shortest, cost, (double)all / n,
                                                      iotame_select_running(en), wait > unseen ? wait - unseen : 0);
     return en;
 }
