@@ -596,6 +596,29 @@ static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
     CHECK(iotame_select_window_calls(&b01, 12, 900000000, 100, 1, 0) == 1 << 20); /* and never more than 2^20 */
 }
 
+/* The budget is charged with what a turn loses against the best so far: a candidate that ran faster than the
+ * incumbent (in the earlier run's means of an undecided knowledge entry) costs nothing and is examined as soon as the
+ * incumbent has been measured; one of unknown speed waits for credit for a turn of the incumbent's calls. */
+static void test_a_turn_that_cannot_lose_needs_no_credit(void)
+{
+    static const int two[] = {PT, TP};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0, &K};
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double mbs[4] = {100, 400, 0, 0};
+    json_t *k = json_pack("{s:[{s:{s:s,s:i,s:i,s:i,s:i},s:n,s:{s:f,s:f},s:{s:f,s:f,s:s}}]}", "entries", "signature",
+                          "op", "write", "nprocs", 2, "bytes", 1000000, "requests", 64, "gap", 0, "strategy",
+                          "throughputs", "passthrough", 100.0, "two_phase", 400.0, "examination", "spent", 0.0, "debt",
+                          0.0, "first", "passthrough");
+    iotame_selector_t *s = select_for(new_fs());
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, k);
+    CHECK(serve_until(s, e, mbs, TP) == 4); /* passthrough's transition call and 3 measured calls, then two_phase */
+    json_object_del(json_object_get(json_array_get(json_object_get(k, "entries"), 0), "throughputs"), "two_phase");
+    iotame_selector_t *s2 = select_for(new_fs());
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, k);
+    CHECK(serve_until(s2, e2, mbs, TP) > 50); /* unknown: it waits for credit for gate_calls calls of passthrough */
+    json_decref(k);
+}
+
 /* Recorded call traces (tests/unit/data/select_traces.json) replayed through the policy: given the same measurements
  * it takes the same decisions, call by call, and ends where the real run ended. The traces' throughputs are rounded to
  * 0.1 MB/s, which none of their decisions is that close to. */
@@ -660,6 +683,7 @@ int main(void)
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
     test_monitoring_windows_keep_their_gather_within_the_budget();
+    test_a_turn_that_cannot_lose_needs_no_credit();
     test_recorded_traces_replay_to_the_same_decisions();
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;

@@ -13,6 +13,20 @@
 
 #include "strategy.h"
 
+int iotame_coll_write_sieving(void)
+{
+    static int sieving = -1;
+    if (sieving < 0) {
+        char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+        int len = 0;
+        PMPI_Get_library_version(version, &len);
+        const char *io = getenv("OMPI_MCA_io"); /* Open MPI's io component: ompio unless romio is asked for */
+        sieving = !strstr(version, "Open MPI") ||
+                  (io && (io[0] == '^' ? strstr(io, "ompio") != NULL : strstr(io, "romio") != NULL));
+    }
+    return sieving;
+}
+
 static const char *os_path(const char *path) { return strncmp(path, "ufs:", 4) == 0 ? path + 4 : path; }
 
 int iotame_coll_local_fs(const char *path)

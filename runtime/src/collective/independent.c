@@ -18,6 +18,10 @@
  * ROMIO abort the job: only files on local disk file systems (agreed at open) take this path. */
 static int applies(const iotame_coll_env_t *env) { return env->local_fs; }
 
+/* A library without write sieving (OMPIO) writes small noncontiguous pieces one by one, in its independent and its
+ * collective calls alike: the engine strategies are examined first for writes there. */
+static int likely(const iotame_coll_env_t *env, int write) { return !write || env->write_sieving; }
+
 static int call(iotame_coll_call_t *c)
 {
     /* where it does not apply: the library's collective call */
@@ -29,6 +33,7 @@ const iotame_strategy_t iotame_strategy_independent = {
     .name = "independent",
     .summary = "each rank's part as the library's independent call (data sieving), on local file systems",
     .native = 1,
+    .likely = likely,
     .applies = applies,
     .write_all = call,
     .read_all = call,

@@ -75,6 +75,20 @@ static void close_file(MPI_File fh)
     if (iotame_collective_any()) iotame_collective_close(fh);
 }
 
+void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t bytes, double seconds)
+{
+    json_t *coll = iotame_stats_collective(fs), *all, *o;
+    if (!coll) return;
+    if (!(all = json_object_get(coll, "strategies"))) json_object_set_new(coll, "strategies", all = json_object());
+    const char *name = iotame_strategies[s]->name;
+    if (!(o = json_object_get(all, name)))
+        json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0,
+                                                     "seconds", 0.0));
+    json_object_set_new(o, "calls", json_integer(json_integer_value(json_object_get(o, "calls")) + calls));
+    json_object_set_new(o, "bytes", json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
+    json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
+}
+
 /* Decisions and windows are the first rank's (the selector decides alike on every rank); per strategy every rank
  * counted its own part: the bytes add up, the calls (every rank makes each) and the seconds are the largest rank's. */
 static void merge(json_t *into, const json_t *rank)

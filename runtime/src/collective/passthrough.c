@@ -36,6 +36,10 @@ int iotame_coll_library(const iotame_coll_args_t *a, int independent)
     }
 }
 
+/* A library without write sieving (OMPIO) writes small noncontiguous pieces one by one, in its independent and its
+ * collective calls alike: the engine strategies are examined first for writes there. */
+static int likely(const iotame_coll_env_t *env, int write) { return !write || env->write_sieving; }
+
 static int call(iotame_coll_call_t *c)
 {
     c->mpi_error = iotame_coll_library(c->args, 0);
@@ -46,6 +50,7 @@ const iotame_strategy_t iotame_strategy_passthrough = {
     .name = "passthrough",
     .summary = "the MPI library's own collective I/O on the application's handle",
     .native = 1,
+    .likely = likely,
     .write_all = call,
     .read_all = call,
     .write_at_all = call,

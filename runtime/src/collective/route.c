@@ -97,23 +97,7 @@ static void remove_file(iotame_coll_file_t *f)
     if (iotame__threaded) pthread_mutex_unlock(&lock);
 }
 
-/* ---- statistics: calls, bytes and seconds per strategy ---- */
-
-static void count_strategy(iotame_coll_file_t *f, int s, int64_t calls, int64_t bytes, double seconds)
-{
-    json_t *coll = iotame_stats_collective(f->fs);
-    if (!coll) return;
-    json_t *all = json_object_get(coll, "strategies");
-    if (!all) json_object_set_new(coll, "strategies", all = json_object());
-    const char *name = iotame_strategies[s]->name;
-    json_t *o = json_object_get(all, name);
-    if (!o) json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0, "seconds", 0.0));
-    json_object_set_new(o, "calls", json_integer(json_integer_value(json_object_get(o, "calls")) + calls));
-    json_object_set_new(o, "bytes", json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
-    json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
-}
-
-/* ---- the view ---- */
+/* ---- the view, atomicity and hints ---- */
 
 void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                                 const char *datarep)
@@ -238,6 +222,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     }
     f->env.comm = own;
     f->env.local_fs = all[LOCAL];
+    f->env.write_sieving = iotame_coll_write_sieving();
     if ((f->window = w)) iotame_window_agreed(w, &f->env, all + WINDOW, cost_ns);
 }
 
@@ -431,7 +416,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (entry)
         iotame_window_measured(f->window, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0, write, nbytes,
                                &f->ext);
-    count_strategy(f, s, 1, nbytes, seconds);
+    iotame__coll_count(f->fs, s, 1, nbytes, seconds);
     if (st->native) return c.mpi_error;
     if (worst[0]) {
         int code = c.mpi_error != MPI_SUCCESS ? c.mpi_error : MPI_ERR_IO;
@@ -478,7 +463,7 @@ int iotame_collective_sync(MPI_File fh)
 static void retire(iotame_coll_file_t *f)
 {
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
-        if (f->own_calls[s]) count_strategy(f, s, f->own_calls[s], f->own_bytes[s], f->own_seconds[s]);
+        if (f->own_calls[s]) iotame__coll_count(f->fs, s, f->own_calls[s], f->own_bytes[s], f->own_seconds[s]);
     free_file(f);
 }
 

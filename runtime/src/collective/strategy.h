@@ -83,6 +83,7 @@ typedef struct {
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
     int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration or hints) */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
+    int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
     /* the strategies' options (strategy.options; 0: not set): node_local's virtual_node_size, which also places the
      * other engine strategies' aggregators, and target_aligned's targets and target_unit */
@@ -92,8 +93,15 @@ typedef struct {
     int amode;
 } iotame_coll_env_t;
 
+/* Adds calls, bytes and seconds of strategy s to the file's "strategies" statistics (module.c; this rank's part,
+ * reduced over the ranks at MPI_Finalize). */
+void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t bytes, double seconds);
+
 /* ---- the environment (env.c) ---- */
 
+/* Whether the MPI library in use writes small noncontiguous pieces with data sieving (ROMIO, MPICH's and Open MPI's
+ * romio component), rather than one by one (Open MPI's OMPIO); the same on every rank. */
+int iotame_coll_write_sieving(void);
 /* Whether path is on a local disk file system (where ROMIO's data-sieving locks work). */
 int iotame_coll_local_fs(const char *path);
 /* Bytes the kernel reads ahead of a sequential reader of the file: its disk's read_ahead_kb (a partition's is its
@@ -164,6 +172,9 @@ typedef struct {
     /* whether the strategy does what its name says on this handle (NULL: everywhere); where it does not, it does the
      * library's collective call, and the selector leaves it out when passthrough is a candidate */
     int (*applies)(const iotame_coll_env_t *env);
+    /* whether it is a likely first candidate for the operation here (NULL: yes); the selector examines the unlikely
+     * ones after the others (a library strategy that writes small pieces one by one, for writes) */
+    int (*likely)(const iotame_coll_env_t *env, int write);
     /* before the strategy first serves a handle's call (collective, every rank alike): 0 or -errno; and at close */
     int (*setup)(iotame_coll_env_t *env);
     void (*teardown)(iotame_coll_env_t *env);

@@ -402,6 +402,9 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
             resume_credit(e, item);
             e->from_knowledge = 1;
         }
+        /* the earlier run's means price the turns (turn_loss); the examination compares this run's own */
+        for (int k = 0; k < e->ncand; k++)
+            e->last[e->cand[k]] = json_number_value(json_object_get(json_object_get(item, "throughputs"), sname(e->cand[k])));
     }
     e->next = s->entries;
     s->entries = e;
@@ -461,11 +464,22 @@ int iotame_select_choose(const iotame_sel_entry_t *e)
 /* Seconds one call of the signature takes at `mbs` (0 when not measured). */
 static double call_seconds(const iotame_sel_entry_t *e, double mbs) { return mbs > 0 ? e->sig.bytes / (mbs * 1e6) : 0; }
 
+/* Seconds a turn of candidate c may lose against the best so far b, what the budget's credit must hold before the
+ * turn starts: from c's mean in the last examination it took part in (nothing when it ran faster than b: examining
+ * it while the incumbent is the slow one costs nothing), else as if each of the turn's calls lost one call of b (a
+ * candidate below drop x b stops after its first measured call). What the turn does lose is charged to the debt. */
+static double turn_loss(const iotame_sel_entry_t *e, int c, int b)
+{
+    const double tb = call_seconds(e, mean(e, b));
+    const double per_call = e->last[c] > 0 ? fmax(0, call_seconds(e, e->last[c]) - tb) : tb;
+    return turn_calls(e->k.gate_calls, e->settle, e->exam_calls) * per_call;
+}
+
 int iotame_select_wait_calls(const iotame_sel_entry_t *e)
 {
     if (e->state != EXAMINING || !e->waiting) return 0;
     const double call = call_seconds(e, mean(e, best(e))); /* waiting: the best so far was measured */
-    const double need = turn_calls(e->k.gate_calls, e->settle, e->exam_calls) * call + e->debt - e->budget * e->spent;
+    const double need = turn_loss(e, e->cand[e->cur], best(e)) + e->debt - e->budget * e->spent;
     const double n = e->budget > 0 && call > 0 ? ceil(need / (e->budget * call)) : 1 << 20;
     return n <= 0 ? 0 : n < 1 << 20 ? (int)n : 1 << 20;
 }
@@ -478,7 +492,7 @@ static void gate(iotame_sel_entry_t *e)
     if (e->state != EXAMINING || e->budget >= 1 || e->prev == e->cand[e->cur]) return;
     int b = best(e);
     if (b < 0 || b == e->cand[e->cur] || mean(e, b) <= 0) return;
-    e->waiting = !affords(e->budget, e->spent, e->debt, e->sig.bytes, mean(e, b), turn_calls(e->k.gate_calls, e->settle, e->exam_calls));
+    e->waiting = e->budget * e->spent - e->debt < turn_loss(e, e->cand[e->cur], b);
 }
 
 /* The candidate under examination has had its turn (served its calls, or is clearly losing): the next one's. */

@@ -42,8 +42,9 @@ struct iotame_window {
     MPI_Comm comm; /* the handle's (borrowed), owned after the close of a handle whose gather is still posted */
     int rank, nprocs;
     /* configuration */
-    int cand[IOTAME_STRATEGY_MAX], ncand;
-    iotame_select_conf_t conf; /* its candidates: cand; its knobs: knobs */
+    int cand[IOTAME_STRATEGY_MAX], ncand;            /* configured */
+    int order[2][IOTAME_STRATEGY_MAX], norder[2]; /* examined, for reads [0] and writes [1] (agreed at open) */
+    iotame_select_conf_t conf; /* its candidates: order[op]; its knobs: knobs */
     iotame_select_knobs_t knobs;
     int shortest; /* the opening window's length, and the shortest steady window's: steady_windows x exam_calls */
     char *knowledge_path;
@@ -120,18 +121,28 @@ static void free_window(iotame_window_t *w)
 
 /* ---- open ---- */
 
-/* The candidates on the file's file system: a strategy that does not apply there does the library's collective
- * call, and with passthrough also a candidate, examining both would measure one thing twice. */
-static int candidates_on(const iotame_window_t *w, int local_fs, int *cand)
+/* The candidates of an operation on the file's file system and library, in examination order: a strategy that does
+ * not apply there does the library's collective call, so with passthrough also a candidate it is left out (both
+ * would measure one thing); the likely ones first, in the configured order, then the others. */
+static int candidates_on(const iotame_window_t *w, const iotame_coll_env_t *env, int op, int *cand)
 {
-    const iotame_coll_env_t env = {.local_fs = local_fs};
     int has_pt = 0, k = 0;
     for (int i = 0; i < w->ncand; i++) has_pt |= w->cand[i] == iotame_strategy_find("passthrough");
-    for (int i = 0; i < w->ncand; i++) {
-        const iotame_strategy_t *st = iotame_strategies[w->cand[i]];
-        if (!has_pt || !st->applies || st->applies(&env)) cand[k++] = w->cand[i];
-    }
+    for (int likely = 1; likely >= 0; likely--)
+        for (int i = 0; i < w->ncand; i++) {
+            const iotame_strategy_t *st = iotame_strategies[w->cand[i]];
+            if ((has_pt && st->applies && !st->applies(env)) || likely != (!st->likely || st->likely(env, op))) continue;
+            cand[k++] = w->cand[i];
+        }
     return k;
+}
+
+static iotame_select_conf_t conf_of(const iotame_window_t *w, int op)
+{
+    iotame_select_conf_t c = w->conf;
+    c.candidates = w->order[op];
+    c.ncandidates = w->norder[op];
+    return c;
 }
 
 /* The strategy of the opening window of each operation ([0] reads, [1] writes) as this rank sees it, on a local
@@ -139,13 +150,12 @@ static int candidates_on(const iotame_window_t *w, int local_fs, int *cand)
  * operation would run, or, none known, the first candidate; else -1 (the first call is measured on its own). A job
  * that starts from the knowledge file then runs its winner without a collective of ours from the first call, as a
  * job that knows nothing runs its first candidate. */
-static void propose_opening(const iotame_window_t *w, int local_fs, int opening[2])
+static void propose_opening(iotame_window_t *w, int local_fs, int opening[2])
 {
-    int cand[IOTAME_STRATEGY_MAX];
-    iotame_select_conf_t conf = w->conf;
-    conf.candidates = cand;
-    conf.ncandidates = candidates_on(w, local_fs, cand);
+    const iotame_coll_env_t env = {.local_fs = local_fs, .write_sieving = iotame_coll_write_sieving()};
     for (int op = 0; op < 2; op++) {
+        w->norder[op] = candidates_on(w, &env, op, w->order[op]);
+        iotame_select_conf_t conf = conf_of(w, op);
         int s = conf.budget < 1 ? iotame_select_opening(w->sel, w->knowledge, &conf, op, w->nprocs) : -1;
         opening[op] = s >= 0 && iotame_strategies[s]->native ? s : -1;
     }
@@ -177,7 +187,6 @@ static iotame_window_t *new_window(iotame_file_stats_t *fs, const iotame_file_co
     if (w->ncand == 0) w->cand[w->ncand++] = 0; /* settings.json without a default: passthrough alone */
     const json_t *v;
     iotame_select_conf_t *c = &w->conf;
-    c->candidates = w->cand;
     c->exam_calls = (int)json_integer_value(setting(fc, "exam_calls"));
     c->trace = json_integer_value(setting(fc, "trace"));
     c->threshold = json_number_value(setting(fc, "threshold"));
@@ -253,15 +262,15 @@ void iotame_window_agreed(iotame_window_t *w, const iotame_coll_env_t *env, cons
         if (w->rank == 0)
             iotame_log_warn("knowledge file %s: a rank could not hold it (out of memory): not used\n", w->knowledge_path);
     }
-    w->ncand = candidates_on(w, env->local_fs, w->cand);
-    w->conf.ncandidates = w->ncand;
+    for (int op = 0; op < 2; op++) w->norder[op] = candidates_on(w, env, op, w->order[op]);
 }
 
 /* ---- windows ---- */
 
 static iotame_sel_entry_t *entry_of(iotame_window_t *w, const iotame_sig_t *sig)
 {
-    iotame_sel_entry_t *e = iotame_select_entry(w->sel, sig, &w->conf, w->knowledge);
+    const iotame_select_conf_t conf = conf_of(w, sig->write);
+    iotame_sel_entry_t *e = iotame_select_entry(w->sel, sig, &conf, w->knowledge);
     json_t *d = iotame_select_decisions(w->sel), *section = d ? iotame_stats_collective(w->fs) : NULL;
     if (section && json_object_get(section, "decisions") != d) json_object_set(section, "decisions", d);
     return e;
