@@ -1,15 +1,9 @@
 /* independent: each rank's part of the collective call as the MPI library's independent call on the application's
  * handle (MPI_File_write_all -> MPI_File_write, ...), so ROMIO serves it with data sieving: one read-modify-write
- * of the rank's whole range instead of a data exchange. Measured here (docs/reproductions/orthrus.md) it is the
- * fastest way to write and read small interleaved pieces on one node: the exchange of two-phase costs more than
- * the data it saves. Same file pointer, status and error semantics as the collective call (a collective call
- * promises nothing an independent one does not, beyond every rank calling it).
- * RATIONALE: ROMIO's data-sieving writes lock the range they rewrite (fcntl); a file system without working
- * locks makes ROMIO abort the job. Only files on local disk file systems take this path; the others get the
- * library's collective call.
- * Under Open MPI's OMPIO (4.1) the same calls are not sieved on writes (its fbtl sieves writes only inside
- * collective calls): one pwritev per contiguous piece, no locks; reads are sieved. The files are the same
- * (tests/openmpi); the measurements above are ROMIO's. */
+ * of the rank's whole range instead of a data exchange, which on one node with small interleaved pieces is often
+ * the fastest (docs/collective.md). Same file pointer, status and error semantics as the collective call (a
+ * collective call promises nothing an independent one does not, beyond every rank calling it). Under Open MPI's
+ * OMPIO writes are not sieved (one pwritev per contiguous piece, no locks); reads are. */
 #include <errno.h>
 
 #include "strategy.h"

@@ -1,39 +1,26 @@
-/* The Orthrus selector (Zhang, Ou, Davis and Jiang, "Orthrus: a framework for implementing efficient collective
- * I/O in multi-core clusters", ISC 2014, section 2.1): performance examination instead of modelling. A new call
- * signature starts an examination in which every candidate serves exam_calls calls; the best mean throughput
- * wins and serves every later call of the signature while its throughput is monitored; a deviation beyond
- * threshold starts a new examination.
+/* The selector's policy: the Orthrus selector (Zhang, Ou, Davis and Jiang, "Orthrus: a framework for implementing
+ * efficient collective I/O in multi-core clusters", ISC 2014, section 2.1): performance examination instead of
+ * modelling. A new call signature starts an examination in which every candidate serves exam_calls calls; the best
+ * mean throughput wins and serves every later call of the signature while its throughput is monitored; a deviation
+ * beyond threshold starts a new examination.
  *
- * Beyond the paper: a candidate whose first examination call is below DROP x the best mean so far is clearly
- * losing and is not given its remaining calls (a bad strategy can be ten times slower, and the examination would
- * pay for it exam_calls times); a winner taken from the knowledge file serves at once. Monitoring compares the means
- * of windows (at least exam_calls calls and, under a budget, IOTAME_SELECT_WINDOW_SECONDS of them), not single
- * calls, with the reference, the winner's first window as it runs, and only two deviating windows in a row start an
- * examination: small calls' throughputs are noisy (measured here: matrix calls of 16 KB re-examined every few calls
- * under the paper's rule). A new winner whose first window runs clearly slower than the strategy that ran before
- * it hands back to that one (hand_back). A call of a strategy that did not serve the signature's call before is
- * served but not measured (a transition call): it pays for cold buffers and caches, and for whatever the strategy
- * before left (see fresh()); counting it made candidates lose, clearly or at all. So a candidate serves its
- * examination calls in one run: once its turn starts, the budget's gate waits for the next candidate only. A read's
- * transition spans the file system's readahead, and its examination as many calls (settle_calls).
- * A re-examination skips the candidates that were clearly losing
- * (below DROP x the winner) in the previous one: a competing load changes rankings, but not by the factor of 20
- * that separates, say, node_local from the library on small interleaved pieces (every fourth re-examination tries
- * them all again). A re-examination that confirms the winner was a false alarm and doubles the signature's
- * threshold (up to THRESHOLD_MAX); a new winner resets it: under a noisy load the paper's fixed 15 % re-examined a
- * 1600-call matrix job 59 times.
- * Examinations are paid from a budget: a candidate other than the best so far serves an examination call only when
- * the signature has credit for GATE calls of the best (its whole turn when longer), the credit being `budget` x the
- * signature's I/O time so far minus what earlier examination calls lost against the best. Meanwhile the best so far
- * serves. So a signature called a few times stays with its first candidate, and a long one is examined as in the
- * paper; what examinations cost is bounded by `budget` of the I/O time (plus about one turn: a candidate below
- * half the best stops, clearly losing; the excess is charged to later credit), where the
- * paper's rotation can lose most of a short phase to candidates ten times slower (measured here: 0.62 of the best
- * strategy on 64 calls of 64-byte pieces).
- * The knowledge file keeps the budget's seconds of a signature not decided yet: the next run of the job starts
- * with that credit, so a job too short to examine within one run does so in a later one.
+ * Deterministic and MPI-free: the window protocol (window.c) and the router feed it reduced measurements, the same
+ * on every rank, and it decides. Beyond the paper (docs/collective.md lists them; docs/design/ says why), each
+ * governed by a knob of the collective section:
+ * - a candidate whose first measured call is below drop x the best mean so far stops its turn (clearly losing), and
+ *   a re-examination skips such candidates of the last one, except every retry_every-th;
+ * - a strategy's first call after another's is a transition call, served but not measured (transition-calls.md);
+ *   for reads the transition spans the file system's readahead (settle_calls);
+ * - means are harmonic (harmonic-means.md); monitoring compares windows of at least exam_calls calls and
+ *   window_seconds with the reference, and two deviating windows in a row start a re-examination; one that keeps the
+ *   winner doubles the signature's threshold (up to threshold_max); a new winner whose first window runs clearly
+ *   slower than the strategy before it hands back to that one;
+ * - examinations are paid from a budget (select-budget.md, select-policy.md): a candidate's turn starts when the
+ *   credit, exam_budget x the signature's I/O time minus what turns lost against the best so far, covers what the
+ *   turn may lose (turn_loss); meanwhile the best so far serves. A winner from the knowledge file serves at once,
+ *   and an undecided signature's credit carries over to the next run.
  *
- * Decisions are kept live in the statistics (the file's "collective" object, "decisions" list). */
+ * Decisions are kept live in the selector's "decisions" list, which window.c links into the statistics. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -132,11 +119,9 @@ uint64_t iotame_select_generation(const iotame_selector_t *s) { return s->genera
 
 static const char *sname(int i) { return i >= 0 && i < iotame_nstrategies ? iotame_strategies[i]->name : "?"; }
 
-/* RATIONALE: the harmonic mean. A signature's calls move the same bytes, so what several calls achieved is their bytes
- * over their summed time; the mean of their throughputs weighs a fast call as much as a slow one. Reads here stall
- * on the disk every few calls (measured: calls of 0.3 ms, one of 4 to 14 ms about every eighth): calls at 7000,
- * 7000 and 350 MB/s average 4783, while they moved data at 955, less than a steady candidate at 2000. A call
- * measured in no time (mbs 0) adds no time. */
+/* The harmonic mean: a signature's calls move the same bytes, so what several calls achieved is their bytes over
+ * their summed time; the mean of their throughputs would weigh a fast call as much as a slow one
+ * (docs/design/harmonic-means.md). A call measured in no time (mbs 0) adds no time. */
 static double harmonic(int n, double inv) { return n && inv > 0 ? n / inv : 0.0; }
 static double inverse(double mbs) { return mbs > 0 ? 1 / mbs : 0.0; }
 static double mean(const iotame_sel_entry_t *e, int i) { return harmonic(e->n[i], e->inv[i]); }
@@ -148,21 +133,14 @@ static int transition_left(const iotame_sel_entry_t *e, int strategy)
 }
 
 /* Whether the strategy's next call is a transition call, served but not measured: the strategy did not serve the
- * signature's call before, or not yet its transition's calls in a row (settle_calls).
- * RATIONALE: the first call of a strategy after another's runs slowly whatever the strategies are, and so does the
- * first of a signature (cold buffers). Measured with bench/switch_cost.c (matrix, 16 KiB per rank and call, 2
- * ranks): after 200 calls of independent writes or of a spin, ROMIO's first collective write ran at 66-269 MB/s, its
- * second at 598-820 (1380-1600 after 200 collective calls); target_aligned's first at 29-277, its second at
- * 573-1095, its third at 869-1331. Measured a call at a time between the best's calls, the engine's candidates ran at
- * 200-780 MB/s where they ran 1200-1600 as the winner. */
+ * signature's call before, or not yet its transition's calls in a row (settle_calls). The first call of a strategy
+ * after another's runs slowly whatever the strategies are, and so does the first of a signature (cold buffers):
+ * docs/design/transition-calls.md, bench/switch_cost.c. */
 static int fresh(const iotame_sel_entry_t *e, int strategy) { return transition_left(e, strategy) > 0; }
 
-/* How many calls a strategy's transition spans: one; for a read, the file system's readahead's worth.
- * RATIONALE: a candidate examined after another reads what that one's sequential calls left read ahead: with this
- * disk's readahead of 8 MiB (read_ahead_kb 8192), matrix calls of 32 KiB were examined at 2000-2300 MB/s after
- * independent's and then ran at about 1400, below independent's 1750, and independent itself, examined first on a
- * cold file while the kernel's readahead grew, at 83-1173 (run 16). Measured after that many calls, a read
- * candidate pays for its own reads; measured over as many, for its stalls on the disk too (see harmonic()). */
+/* How many calls a strategy's transition spans: one; for a read, the file system's readahead's worth. A candidate
+ * examined after another reads what that one's sequential calls left read ahead: measured after that many calls, a
+ * read candidate pays for its own reads, and measured over as many, for its stalls on the disk too. */
 static int settle_calls(const iotame_sig_t *g, int64_t readahead)
 {
     if (g->write || g->bytes <= 0 || readahead <= g->bytes) return 1;
@@ -288,7 +266,7 @@ static double carried(const json_t *item, const char *key)
 
 /* Whether a signature not decided yet (a knowledge entry) has the credit to examine another candidate than its
  * first in this run: the credit carried over against a turn's calls at the first candidate's throughput of the earlier
- * run. RATIONALE: that throughput only tells what a call may cost; it is not a mean the examination compares. */
+ * run (which only tells what a call may cost; it is not a mean the examination compares). */
 static int affordable(const json_t *item, const iotame_select_conf_t *conf, const iotame_sig_t *k)
 {
     const json_t *tp = json_object_get(item, "throughputs");
@@ -358,10 +336,9 @@ static void start_examination(iotame_sel_entry_t *e, int first)
 }
 
 /* A signature an earlier run could not afford to examine (the knowledge entry's "examination"): the seconds the
- * budget is counted from carry over, so that a job too short to examine within one run does so in a later one.
- * RATIONALE: only the credit, not the candidates' means: candidates measured in different runs are measured under
- * different conditions (measured here: a read signature's calls from the page cache in one run and from the disk
- * in the next, 9745 against 2185 MB/s, made a resumed examination prefer a strategy that read at half the speed). */
+ * budget is counted from carry over, so that a job too short to examine within one run does so in a later one. Only
+ * the credit, not the candidates' means: candidates measured in different runs were measured under different
+ * conditions (a read from the page cache in one run, from the disk in the next). */
 static void resume_credit(iotame_sel_entry_t *e, const json_t *item)
 {
     e->spent = carried(item, "spent");
@@ -436,13 +413,11 @@ void iotame_select_rebase(iotame_sel_entry_t *e)
 }
 int64_t iotame_select_bytes(const iotame_sel_entry_t *e) { return e->sig.bytes; }
 
-/* RATIONALE: with 4 ranks on 2 cores a blocking gather took about 6 ms against calls of 3 ms, and windows of 12 calls
- * spent a sixth of the I/O time in gathers. Posted gathers (collective/route.c) cost microseconds here. The gather's
- * cost is the least time measured (a rank's time includes waiting for the others, and noise only adds). A window
- * that monitors also spans IOTAME_SELECT_WINDOW_SECONDS: each gather bounds how far the ranks drift apart, and 12
- * calls of 20 us held an independent read phase's ranks so close that the one ahead no longer read the other's
- * pages into the page cache (1378 against 1473 MB/s; 1551 with windows of 128 calls); such short windows also
- * measure noise. */
+/* A window's gather costs what the least gather so far took (a rank's time includes waiting for the others, and
+ * noise only adds); the window is long enough for that to be the budget's share of its calls. A monitoring window
+ * also spans window_seconds: each gather bounds how far the ranks drift apart (an independent read phase's rank
+ * ahead reads the other's pages into the page cache), and windows of a few microseconds of calls measure noise
+ * (docs/design/steady-windows.md). */
 int iotame_select_window_calls(const iotame_select_conf_t *conf, int shortest, int64_t cost_ns, double call_ns,
                                int monitoring, int wait)
 {
@@ -551,11 +526,9 @@ static double window_add(iotame_sel_entry_t *e, int strategy, double mbs)
     return e->steady;
 }
 
-/* RATIONALE: an examination measures each candidate right after another, and reads inherit what the one before
- * left in the page cache: with the disk's readahead of 8 MiB, node_local was examined at 4000-8800 MB/s after
- * independent's calls and ran the phase at about 1500, below independent's 1900 (matrix, 32 KiB reads). So a new
- * winner whose first window runs clearly slower (by the threshold) than the strategy before it ran hands back to it.
- * Returns whether it did. */
+/* An examination measures each candidate right after another, and reads inherit what the one before left in the
+ * page cache: a candidate can win an examination it would not win running. So a new winner whose first window runs
+ * clearly slower (by the threshold) than the strategy before it ran hands back to it. Returns whether it did. */
 static int hand_back(iotame_sel_entry_t *e, double m)
 {
     const int back = e->fallback >= 0 && m < (1 - e->thr) * e->fallback_mbs;
@@ -645,8 +618,8 @@ void iotame_select_served(iotame_selector_t *s, iotame_sel_entry_t *e, int strat
     publish(e);
 }
 
-/* RATIONALE: a window's calls are committed when it starts, so the gate is checked at its end only; checked after
- * every call, a candidate's transition call could make the window's other calls wait, served but not measured. */
+/* A window's calls are committed when it starts, so the gate is checked at its end only; checked after every call,
+ * a candidate's transition call could make the window's other calls wait, served but not measured. */
 void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, int n, int64_t first_ns,
                                int64_t all_ns)
 {
@@ -666,12 +639,9 @@ void iotame_select_exam_window(iotame_selector_t *s, iotame_sel_entry_t *e, int 
 /* ---- the knowledge file ---- */
 
 /* The candidate the next run of an undecided signature starts with: the best this run measured when it compared
- * two or more, else the one this run started with.
- * RATIONALE: a job too short to finish an examination serves its first candidate while the examination waits for
- * credit, run after run (matrix, 1 MiB blocks, 16 write calls per run: every candidate was measured in run 7 of a
- * series, node_local at twice independent's throughput, and the examination was decided only in run 13; runs 8-12
- * served independent). Only the order carries over, and candidates compared within one run: the next run measures
- * the lead anew, and whether it wins is decided from that run's own means (resume_credit). */
+ * two or more, else the one this run started with. A job too short to finish an examination would otherwise serve
+ * its first candidate run after run. Only the order carries over, and candidates compared within one run: the next
+ * run measures the lead anew, and whether it wins is decided from that run's own means (resume_credit). */
 static int lead_of(const iotame_sel_entry_t *e)
 {
     int measured = 0;
