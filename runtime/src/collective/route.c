@@ -123,8 +123,7 @@ void iotame_collective_set_info(MPI_File fh)
 /* The file's value of a collective setting, else its default in runtime/settings.json (one source of truth). */
 static const json_t *setting(const iotame_file_config_t *fc, const char *key)
 {
-    const json_t *v = fc ? iotame_config_value(fc, "collective", key) : NULL;
-    return v ? v : iotame_config_default("collective", key);
+    return iotame_config_setting(fc, "collective", key);
 }
 
 static int strategy_of(const iotame_file_config_t *fc)

@@ -560,3 +560,9 @@ const json_t *iotame_config_default(const char *section, const char *key)
     const json_t *sec = json_object_get(json_object_get(schema(), "sections"), section);
     return json_object_get(json_object_get(json_object_get(sec, "settings"), key), "default");
 }
+
+const json_t *iotame_config_setting(const iotame_file_config_t *fc, const char *section, const char *key)
+{
+    const json_t *v = fc ? iotame_config_value(fc, section, key) : NULL;
+    return v ? v : iotame_config_default(section, key);
+}

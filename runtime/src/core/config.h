@@ -62,5 +62,7 @@ void iotame_config_file_release(iotame_file_config_t *fc);
 const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *section, const char *key);
 /* The default of a setting as runtime/settings.json gives it, or NULL when it has none (borrowed). */
 const json_t *iotame_config_default(const char *section, const char *key);
+/* The file's value of a setting (fc may be NULL), else its default in runtime/settings.json, else NULL (borrowed). */
+const json_t *iotame_config_setting(const iotame_file_config_t *fc, const char *section, const char *key);
 
 #endif

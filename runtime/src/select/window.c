@@ -161,11 +161,10 @@ static void propose_opening(iotame_window_t *w, int local_fs, int opening[2])
     }
 }
 
-/* The file's value of a collective setting, else its default in runtime/settings.json. */
+/* The file's value of a collective setting, else its default in runtime/settings.json (one source of truth). */
 static const json_t *setting(const iotame_file_config_t *fc, const char *key)
 {
-    const json_t *v = fc ? iotame_config_value(fc, "collective", key) : NULL;
-    return v ? v : iotame_config_default("collective", key);
+    return iotame_config_setting(fc, "collective", key);
 }
 
 static iotame_window_t *new_window(iotame_file_stats_t *fs, const iotame_file_config_t *fc, int nprocs)
