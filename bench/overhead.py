@@ -22,6 +22,7 @@ def one(preload, path, writes, stats):
     env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
     if preload:
         env.update(LD_PRELOAD=str(preload), IOTAME_STATS=str(stats))
+    os.sync()  # the run before's dirty pages are written back now, not during this run's loop
     out = subprocess.run(["mpiexec", "-n", "1", str(PROGRAM), str(path), str(writes)], env=env,
                          capture_output=True, text=True, check=True)
     return float(out.stdout.strip())
