@@ -26,24 +26,6 @@
 
 enum { READ, WRITE };
 
-/* What every request touches comes first, in as few cache lines as it fits (a request follows a system call, after
- * which little of it is cached). */
-struct iotame_posix_file {
-    int32_t *inflight; /* the slot's count, or the process's own without a segment */
-    iotame_posix_slot_t *slot;
-    int32_t max_inflight, own_inflight;
-    off_t last_end[2]; /* where the last read / write ended */
-    uint64_t requests[2], bytes[2], consecutive[2], sequential[2];
-    uint64_t seek_total, seek_max, ticks[4];
-    uint64_t hist[2][IOTAME_HIST_BUCKETS];
-    uint64_t meta[IOTAME_POSIX_N_COUNT];
-    pthread_mutex_t lock; /* the counters, when the application asked for MPI_THREAD_MULTIPLE */
-    dev_t dev;
-    ino_t ino;
-    char *path; /* the statistics record's path: as given to MPI_File_open/H5Fopen, else the canonical path */
-    struct iotame_posix_file *next, *hash_next;
-};
-
 iotame__posix_fd_t *iotame__posix_fds;
 unsigned iotame__posix_nfds;
 static unsigned fds_cap; /* the table's size (iotame__posix_nfds is 0 while the layer is off) */
@@ -330,42 +312,6 @@ static void opening(const iotame_open_t *o)
 }
 
 /* ---- the hot path ---- */
-
-void iotame__posix_request_begin(iotame_posix_file_t *f)
-{
-    if (!f) return;
-    int32_t n = __atomic_add_fetch(f->inflight, 1, __ATOMIC_RELAXED);
-    if (n > f->max_inflight) __atomic_store_n(&f->max_inflight, n, __ATOMIC_RELAXED);
-    if (f->slot) {
-        int32_t m = __atomic_load_n(&f->slot->max, __ATOMIC_RELAXED);
-        while (n > m && !__atomic_compare_exchange_n(&f->slot->max, &m, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-    }
-}
-
-static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
-
-void iotame__posix_request_end(iotame_posix_file_t *f, int write, off_t offset, ssize_t rc, uint64_t ticks)
-{
-    if (!f) return;
-    __atomic_sub_fetch(f->inflight, 1, __ATOMIC_RELAXED);
-    int threaded = iotame__threaded;
-    if (threaded) pthread_mutex_lock(&f->lock);
-    f->ticks[write] += ticks;
-    if (rc >= 0) { /* Darshan's definitions: consecutive starts where the last ended, sequential at or after it */
-        uint64_t n = (uint64_t)rc;
-        off_t last = f->last_end[write];
-        f->requests[write]++;
-        f->bytes[write] += n;
-        f->hist[write][bucket(n)]++;
-        if (offset == last) f->consecutive[write]++;
-        if (offset >= last) f->sequential[write]++;
-        uint64_t dist = offset >= last ? (uint64_t)(offset - last) : (uint64_t)(last - offset);
-        f->seek_total += dist;
-        if (dist > f->seek_max) f->seek_max = dist;
-        f->last_end[write] = offset + rc;
-    }
-    if (threaded) pthread_mutex_unlock(&f->lock);
-}
 
 void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotame__posix_cat_t cat, uint64_t ticks)
 {
