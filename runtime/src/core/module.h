@@ -165,7 +165,5 @@ static inline void iotame_modules_posix_after(const iotame_posix_io_t *io, ssize
     for (int i = 0; i < iotame__posix_after.n; i++) iotame__posix_after.m[i]->posix_after(io, rc, ns);
 }
 
-/* The registered modules. */
-extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_collective, iotame_module_posix;
 
 #endif

@@ -161,4 +161,7 @@ void iotame_hdf5_transfer_done(iotame_h5_plist_t *p, hid_t dxpl);
 /* Closes a list of ours. */
 void iotame_hdf5_plist_release(iotame_h5_plist_t *p);
 
+/* This part's module table (core/modules.c registers it). */
+extern const iotame_module_t iotame_module_hdf5;
+
 #endif

@@ -146,4 +146,7 @@ void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotam
 /* Nanoseconds of ticks (the POSIX hooks take nanoseconds). */
 uint64_t iotame__posix_ns(uint64_t ticks);
 
+/* This part's module table (core/modules.c registers it). */
+extern const iotame_module_t iotame_module_posix;
+
 #endif
