@@ -6,7 +6,7 @@
 #include "core/module.h"
 #include "strategy.h"
 
-/* A rule's collective.strategy, else the default's (NULL: not set). */
+/* A rule's collective.strategy (NULL: the rule does not set one). */
 static const char *strategy_of(const iotame_rule_t *r)
 {
     return json_string_value(json_object_get(json_object_get(r->json, "collective"), "strategy"));
