@@ -164,6 +164,22 @@ def test_the_selector_examines_every_candidate(ompi):
     assert sum(served(f).values()) == 32 and {d["signature"]["op"] for d in f["decisions"]} == {"write", "read"}
 
 
+def test_under_ompio_writes_start_with_an_engine_strategy(ompi):
+    """OMPIO's independent writes have no write sieving, so a signature's first write candidate is one of our engine
+    strategies (reads keep the configured order, independent first). Budget 0: the first candidate serves every
+    call, whatever the timing; the data verify."""
+    stats = ompi.tmp / "stats.json"
+    args = ["--rows", "64", "--cols", "512", "--depth", "4"]
+    p = ompi.run(2, [KERNEL, "matrix", *args, "--keep"], preload=True, stats=stats,
+                 config=collective_config(ompi.tmp / "c.json", strategy="auto", exam_budget=0))
+    size, phase_bytes, _ = LAYOUTS["matrix"](2, args)
+    check_run(json.loads(p.stdout), "matrix", 2, phase_bytes)
+    check_file(ompi.tmp / NAMES["matrix"], size)
+    first = {d["signature"]["op"]: d["strategy"] for d in file_stats(stats, NAMES["matrix"])["decisions"]}
+    assert first["write"] in {"two_phase", "node_local", "target_aligned"}
+    assert first["read"] == "independent"
+
+
 # ---- the wrappers, and errors ----
 
 def test_every_call_is_byte_identical_and_counted(ompi):
