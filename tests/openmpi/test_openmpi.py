@@ -149,17 +149,22 @@ def test_kernel_verifies(ompi, kernel, args, strategy):
         assert set(served(f)) == {strategy}
 
 
-def test_the_selector_examines_every_candidate(ompi):
-    """16 write and 16 read calls of one signature, examined call by call (budget 1): the library's calls and our
-    strategies take turns on one file, every candidate serves some, and the data verify."""
+def matrix_under_auto(ompi, exam_budget):
+    """16 write and 16 read calls of one matrix signature under strategy auto, the data verified; the file's stats."""
     stats = ompi.tmp / "stats.json"
     args = ["--rows", "64", "--cols", "512", "--depth", "4"]
     p = ompi.run(2, [KERNEL, "matrix", *args, "--keep"], preload=True, stats=stats,
-                 config=collective_config(ompi.tmp / "c.json", strategy="auto", exam_budget=1))
+                 config=collective_config(ompi.tmp / "c.json", strategy="auto", exam_budget=exam_budget))
     size, phase_bytes, _ = LAYOUTS["matrix"](2, args)
     check_run(json.loads(p.stdout), "matrix", 2, phase_bytes)
     check_file(ompi.tmp / NAMES["matrix"], size)
-    f = file_stats(stats, NAMES["matrix"])
+    return file_stats(stats, NAMES["matrix"])
+
+
+def test_the_selector_examines_every_candidate(ompi):
+    """Examined call by call (budget 1): the library's calls and our strategies take turns on one file, every
+    candidate serves some, and the data verify."""
+    f = matrix_under_auto(ompi, exam_budget=1)
     assert set(served(f)) == {"passthrough", "independent", "two_phase", "node_local", "target_aligned"}
     assert sum(served(f).values()) == 32 and {d["signature"]["op"] for d in f["decisions"]} == {"write", "read"}
 
@@ -168,14 +173,7 @@ def test_under_ompio_writes_start_with_an_engine_strategy(ompi):
     """OMPIO's independent writes have no write sieving, so a signature's first write candidate is one of our engine
     strategies (reads keep the configured order, independent first). Budget 0: the first candidate serves every
     call, whatever the timing; the data verify."""
-    stats = ompi.tmp / "stats.json"
-    args = ["--rows", "64", "--cols", "512", "--depth", "4"]
-    p = ompi.run(2, [KERNEL, "matrix", *args, "--keep"], preload=True, stats=stats,
-                 config=collective_config(ompi.tmp / "c.json", strategy="auto", exam_budget=0))
-    size, phase_bytes, _ = LAYOUTS["matrix"](2, args)
-    check_run(json.loads(p.stdout), "matrix", 2, phase_bytes)
-    check_file(ompi.tmp / NAMES["matrix"], size)
-    first = {d["signature"]["op"]: d["strategy"] for d in file_stats(stats, NAMES["matrix"])["decisions"]}
+    first = {d["signature"]["op"]: d["strategy"] for d in matrix_under_auto(ompi, exam_budget=0)["decisions"]}
     assert first["write"] in {"two_phase", "node_local", "target_aligned"}
     assert first["read"] == "independent"
 
