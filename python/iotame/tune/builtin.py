@@ -1,7 +1,8 @@
 """The built-in search spaces, derived from the "tune" entries of runtime/settings.json (one source of truth: a
 runtime setting with a "tune" entry joins the built-in spaces with no change to the tuner).
 
-A "tune" entry is {"values": [...]} or {"pow2": [lo, hi]}, where hi may be "nprocs" (the job's process count);
+A "tune" entry is {"values": [...]} or {"pow2": [lo, hi]}, where hi may be "nprocs" (the job's process count),
+with "also": [...] for values outside the range (a throttle level's "auto");
 "fs" lists the file systems where the setting matters. A setting is left out rather than tried when its "fs" does
 not include the target's file system, or when its range collapses to a single value for this process count
 (cb_nodes on one process).
@@ -20,13 +21,14 @@ NPROCS = "nprocs"          # the upper end of a pow2 range that means the job's 
 
 def tune_values(tune: dict, nprocs: int) -> list:
     """The values a "tune" entry stands for: its "values", or the powers of two of its "pow2" range (an upper end
-    "nprocs" is the process count, itself included when it is not a power of two)."""
+    "nprocs" is the process count, itself included when it is not a power of two), then its "also" values."""
+    also = list(tune.get("also", ()))
     if "values" in tune:
-        return list(tune["values"])
+        return list(tune["values"]) + also
     lo, hi = tune["pow2"]
     if hi == NPROCS:
-        return pow2_values(int(lo), int(nprocs), include_hi=True)
-    return pow2_values(int(lo), int(hi))
+        return pow2_values(int(lo), int(nprocs), include_hi=True) + also
+    return pow2_values(int(lo), int(hi)) + also
 
 
 def tunable_settings(schema: Schema) -> dict[str, dict[str, tuple[str, Setting]]]:

@@ -133,12 +133,19 @@ static void describe(const json_t *desc, char *buf, size_t n)
     } else {
         snprintf(buf, n, "true or false");
     }
+    size_t i, used = strlen(buf);
+    json_t *also;
+    json_array_foreach(json_object_get(desc, "also"), i, also) if (used < n) used +=
+        (size_t)snprintf(buf + used, n - used, " or %s", json_string_value(also));
 }
 
-/* Whether a scalar value fits its description. */
+/* Whether a scalar value fits its description ("also": strings accepted besides the type, a throttle's "auto"). */
 static int scalar_ok(const json_t *desc, const json_t *v)
 {
     const char *type = json_string_value(json_object_get(desc, "type"));
+    size_t i;
+    json_t *also;
+    json_array_foreach(json_object_get(desc, "also"), i, also) if (json_equal(also, (json_t *)v)) return 1;
     json_t *min = json_object_get(desc, "min"), *max = json_object_get(desc, "max");
     if (strcmp(type, "integer") == 0 || strcmp(type, "number") == 0) {
         if (strcmp(type, "integer") == 0 ? !json_is_integer(v) : !json_is_number(v)) return 0;

@@ -135,6 +135,9 @@ const char *iotame_stats_path(const iotame_file_stats_t *fs);
  * rank are reduced at MPI_Finalize by the module's `merge` hook and written by its `report` hook (core/module.h). */
 typedef struct iotame_module iotame_module_t;
 json_t *iotame_stats_section(iotame_file_stats_t *fs, const iotame_module_t *m);
+/* A module's job-wide section on this rank (created empty at first use): what is not about one file, such as the
+ * throttle's phases or the emulated device. Reduced by the module's job_report hook into "modules"/<name>. */
+json_t *iotame_stats_job_section(const iotame_module_t *m);
 /* Counts a reason for passing a call through (per file when fs is given, else for the job). */
 void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason);
 /* Reduces every rank's records to rank 0 and writes the JSON statistics there. Collective. */

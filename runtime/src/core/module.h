@@ -4,7 +4,7 @@
  *
  * The order of core/modules.c is the order every hook runs in, at both layers:
  *   MPI-IO layer: stats, hdf5, collective          (later: stage before collective)
- *   POSIX layer:  posix                            (later: throttle, then emulate)
+ *   POSIX layer:  posix, throttle, emulate
  * A hook a module does not need is NULL. docs/design/module-order.md says why the order is what it is. */
 #ifndef IOTAME_CORE_MODULE_H
 #define IOTAME_CORE_MODULE_H
@@ -96,6 +96,10 @@ typedef struct iotame_module {
     void (*posix_before)(const iotame_posix_io_t *io);
     void (*posix_after)(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns);
 
+    /* ---- the application's synchronization ---- */
+    /* After the application's own MPI_Barrier (not one made inside MPI-IO or HDF5): its duration in nanoseconds. */
+    void (*barrier)(uint64_t ns);
+
     /* ---- the end ---- */
     /* At MPI_Finalize, before the statistics are reduced (collective over MPI_COMM_WORLD): finish background work
      * and put what is left into the file records' sections (iotame_stats_section). */
@@ -105,6 +109,10 @@ typedef struct iotame_module {
     void (*merge)(json_t *into, const json_t *rank_section);
     /* Writes the merged section into the file's JSON object. NULL: as file[name]. */
     void (*report)(json_t *file, json_t *merged);
+    /* Reduces the module's job-wide section (iotame_stats_job_section) over the ranks (rank 0): `ranks` holds every
+     * rank's section, null where a rank had none. Returns what the statistics show as "modules"/<name>; NULL
+     * leaves the module out. Without this hook, a job section is shown as the list of the ranks' sections. */
+    json_t *(*job_report)(const json_t *ranks);
     /* Adds what the module registers of its own (the collective strategies) to its entry of iotame_registry(). */
     void (*describe)(json_t *entry);
 } iotame_module_t;
@@ -121,7 +129,7 @@ typedef struct {
     const iotame_module_t *m[IOTAME_MODULE_MAX];
 } iotame_hooks_t;
 extern iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before,
-    iotame__posix_after;
+    iotame__posix_after, iotame__barrier;
 
 /* Starts every module (MPI_Init) and fills the hook lists; stops them (MPI_Finalize, before the statistics). */
 void iotame_modules_start(const iotame_config_t *cfg);
@@ -164,6 +172,9 @@ static inline void iotame_modules_posix_after(const iotame_posix_io_t *io, ssize
 {
     for (int i = 0; i < iotame__posix_after.n; i++) iotame__posix_after.m[i]->posix_after(io, rc, ns);
 }
-
+static inline void iotame_modules_barrier(uint64_t ns)
+{
+    for (int i = 0; i < iotame__barrier.n; i++) iotame__barrier.m[i]->barrier(ns);
+}
 
 #endif

@@ -9,7 +9,8 @@
 
 /* The order hooks run in (module.h). stats first: it counts every call as the application made it, whatever a
  * later module does with it; collective last at the MPI-IO layer: it may serve the call instead of the library. */
-extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_collective, iotame_module_posix;
+extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_collective, iotame_module_posix,
+    iotame_module_throttle, iotame_module_emulate;
 
 const iotame_module_t *const iotame_modules[] = {
     &iotame_module_stats,
@@ -18,10 +19,13 @@ const iotame_module_t *const iotame_modules[] = {
 #endif
     &iotame_module_collective,
     &iotame_module_posix, /* the POSIX layer: its wrappers call the posix_before/after hooks of the modules after it */
+    &iotame_module_throttle, /* before emulate: a process waits for its token, then for the modelled device */
+    &iotame_module_emulate,
     NULL,
 };
 
-iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before, iotame__posix_after;
+iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before, iotame__posix_after,
+    iotame__barrier;
 static iotame_hooks_t active; /* every started module */
 
 int iotame_module_index(const iotame_module_t *m)
@@ -48,6 +52,7 @@ void iotame_modules_start(const iotame_config_t *cfg)
         add(&iotame__meta, m, m->meta != NULL);
         add(&iotame__posix_before, m, m->posix_before != NULL);
         add(&iotame__posix_after, m, m->posix_after != NULL);
+        add(&iotame__barrier, m, m->barrier != NULL);
     }
 }
 
@@ -82,7 +87,7 @@ int iotame_modules_sync(MPI_File fh)
 void iotame_modules_finalize(void)
 {
     iotame__before.n = iotame__serve.n = iotame__after.n = iotame__meta.n = 0;
-    iotame__posix_before.n = iotame__posix_after.n = 0;
+    iotame__posix_before.n = iotame__posix_after.n = iotame__barrier.n = 0;
     EACH(finalize, finalize());
     active.n = 0;
 }

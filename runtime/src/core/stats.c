@@ -47,6 +47,7 @@ static const char *const cat_name[IOTAME_CAT_COUNT] = {"read", "write", "sync", 
 
 static iotame_file_stats_t *files;  /* every record of this rank, newest first */
 static reason_t job_reasons[MAX_REASONS];
+static json_t *job_section[IOTAME_MODULE_MAX]; /* the modules' job-wide sections on this rank */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* records and handles, when threaded */
 
 /* Open handles and their records: few at a time, so a short array scanned from the newest. */
@@ -219,6 +220,17 @@ json_t *iotame_stats_section(iotame_file_stats_t *fs, const iotame_module_t *m)
     return o;
 }
 
+json_t *iotame_stats_job_section(const iotame_module_t *m)
+{
+    int i = iotame_module_index(m);
+    if (i < 0) return NULL;
+    lock_if_threaded();
+    if (!job_section[i]) job_section[i] = json_object();
+    json_t *o = job_section[i];
+    unlock_if_threaded();
+    return o;
+}
+
 static void add_reason(reason_t *reasons, const char *reason, uint64_t count)
 {
     for (int i = 0; i < MAX_REASONS; i++) {
@@ -386,7 +398,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
                      const char *config_error)
 {
     merged_t *list = NULL;
-    json_t *job_reasons_json = json_object();
+    json_t *job_reasons_json = json_object(), *ranks_sections[IOTAME_MODULE_MAX] = {NULL};
     uint64_t rank_max[IOTAME_CAT_COUNT] = {0}, io_max = 0, bytes[2] = {0, 0};
     const char *p = all;
     for (int rank = 0; rank < nprocs; p += sizes[rank], rank++) {
@@ -394,6 +406,15 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         reader_t r = {p, p + sizes[rank]};
         uint64_t rank_ns[IOTAME_CAT_COUNT] = {0};
         merge_reasons(&r, job_reasons_json);
+        for (int i = 0; iotame_modules[i]; i++) {
+            const char *text = get_str(&r);
+            json_t *section = text ? json_loads(text, 0, NULL) : NULL;
+            if (section && !ranks_sections[i]) ranks_sections[i] = json_array();
+            if (section) { /* the array holds one entry per rank: nulls for the ranks before the first section */
+                while (json_array_size(ranks_sections[i]) < (size_t)rank) json_array_append_new(ranks_sections[i], json_null());
+                json_array_append_new(ranks_sections[i], section);
+            }
+        }
         while (r.p < r.end) {
             const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r);
             numbers_t n;
@@ -448,6 +469,15 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         for (int i = 0; i < IOTAME_MODULE_MAX; i++) json_decref(m->section[i]);
         free(m);
     }
+    json_t *modules_json = json_object();
+    for (int i = 0; iotame_modules[i]; i++) {
+        if (!ranks_sections[i]) continue;
+        while (json_array_size(ranks_sections[i]) < (size_t)nprocs) json_array_append_new(ranks_sections[i], json_null());
+        const iotame_module_t *m = iotame_modules[i];
+        json_t *shown = m->job_report ? m->job_report(ranks_sections[i]) : json_incref(ranks_sections[i]);
+        if (shown) json_object_set_new(modules_json, m->name, shown);
+        json_decref(ranks_sections[i]);
+    }
     double rd = rank_max[IOTAME_CAT_READ] * 1e-9, wr = rank_max[IOTAME_CAT_WRITE] * 1e-9, io = io_max * 1e-9;
     json_t *summary = json_pack(
         "{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "bytes_read", (json_int_t)bytes[0], "bytes_written",
@@ -462,10 +492,10 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
         if (*c == '\t') *c = ' ';
     char *label = strstr(mpi, " Version: "); /* "MPICH Version: 4.0.2" -> "MPICH 4.0.2" */
     if (label) memmove(label + 1, label + 10, strlen(label + 10) + 1);
-    return json_pack("{s:i,s:s,s:s,s:i,s:s?,s:s?,s:I,s:f,s:o,s:o,s:o}", "version", IOTAME_STATS_VERSION,
+    return json_pack("{s:i,s:s,s:s,s:i,s:s?,s:s?,s:I,s:f,s:o,s:o,s:o,s:o}", "version", IOTAME_STATS_VERSION,
                      "iotame_version", iotame_version(), "mpi", mpi, "nprocs", nprocs, "config", config_path,
                      "config_error", config_error, "malloc_threshold", (json_int_t)iotame_memory_threshold(),
-                     "wall_seconds", wall, "summary", summary, "files", files_json,
+                     "wall_seconds", wall, "summary", summary, "files", files_json, "modules", modules_json,
                      "passthrough_reasons", job_reasons_json);
 }
 
@@ -478,6 +508,11 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
     buf_t b = {0};
     double ns_per_tick = iotame_ns_per_tick();
     put_reasons(&b, job_reasons);
+    for (int i = 0; iotame_modules[i]; i++) {
+        char *text = job_section[i] ? json_dumps(job_section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        put_str(&b, text);
+        free(text);
+    }
     for (iotame_file_stats_t *fs = files; fs; fs = fs->next) {
         put_str(&b, fs->path);
         put_str(&b, fs->rule);

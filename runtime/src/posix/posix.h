@@ -24,23 +24,31 @@ static inline void iotame_posix_quiet_end(void) { iotame__posix_quiet--; }
  * One POSIX shared-memory segment per job and node (created at MPI_Init by the node's first rank, opened by the
  * others, unlinked once all have mapped it): a header and a table of file slots found by a hash of the file's
  * device and inode, so that every process of the node that opens a file meets the same slot. A slot counts the
- * requests in progress on its file from all processes of the node; the throttle (issue 21) keeps its per-target
- * tokens and waiters in the slots' reserved words, and its per-node state in the header's. */
+ * requests in progress on its file from all processes of the node. A second table holds one entry per storage
+ * target the node's processes use, with room for the state the POSIX modules keep per target (the throttle's
+ * token queues and controller). */
 #define IOTAME_POSIX_SEGMENT_MAGIC 0x696f706fu /* "iopo" */
-#define IOTAME_POSIX_SEGMENT_VERSION 1u
+#define IOTAME_POSIX_SEGMENT_VERSION 2u
 #define IOTAME_POSIX_SLOTS 1024
+#define IOTAME_POSIX_TARGETS 32
+#define IOTAME_POSIX_TARGET_STATE 8192 /* bytes of module state per target */
 
 typedef struct {
     uint64_t key;      /* hash of (dev, ino), never 0; 0: a free slot (claimed with a compare-and-swap) */
     int32_t inflight;  /* requests in progress on the file, over the node's processes */
     int32_t max;       /* the most seen at once */
-    uint32_t reserved[12]; /* the throttle's: tokens, waiters (futex words), level */
 } __attribute__((aligned(64))) iotame_posix_slot_t;
 
 typedef struct {
+    uint64_t key; /* iotame_posix_target_of's key, never 0; 0: a free entry */
+    uint64_t state[IOTAME_POSIX_TARGET_STATE / 8] __attribute__((aligned(64))); /* zeroed at creation */
+} __attribute__((aligned(64))) iotame_posix_target_t;
+
+typedef struct {
     uint32_t magic, version, nslots, nprocs; /* nprocs: the node's processes */
-    uint32_t reserved[12];                   /* the throttle's per-node state */
+    uint32_t job_nprocs, nnodes;             /* the job's processes and nodes */
     iotame_posix_slot_t slot[IOTAME_POSIX_SLOTS];
+    iotame_posix_target_t target[IOTAME_POSIX_TARGETS];
 } __attribute__((aligned(64))) iotame_posix_segment_t;
 
 /* The node's segment, or NULL (outside MPI_Init..MPI_Finalize, or it could not be set up: then nothing is counted
@@ -48,6 +56,27 @@ typedef struct {
 iotame_posix_segment_t *iotame_posix_segment(void);
 /* A recorded file's slot in the segment, or NULL (no segment, or the table is full). */
 iotame_posix_slot_t *iotame_posix_file_slot(const iotame_posix_file_t *f);
+/* This process's rank among the node's processes (0 without a segment). */
+int iotame_posix_node_rank(void);
+
+/* ---- storage targets ----
+ * A request's storage target: where the file system stripes files over data servers and says how (Lustre's layout,
+ * the "lustre.lov" extended attribute), the server holding the request's first byte; elsewhere the file system
+ * (its device number). A 64-bit key, never 0; 0 when the descriptor is not a regular file. The layout is read once
+ * per recorded file. */
+uint64_t iotame_posix_target_of(const iotame_posix_io_t *io);
+/* The file system's magic number (statfs f_type) of a recorded file, read with its layout; 0 before. */
+uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f);
+/* The node's entry of a target (claimed at first use), or NULL (no segment, or the table is full). */
+iotame_posix_target_t *iotame_posix_target(uint64_t key);
+/* Parses a Lustre layout (lov_user_md v1/v3) into the stripe size and the servers' indexes; returns the stripe
+ * count, 0 when the layout is not a plain striped one (composite layouts: the file system is the target). */
+unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *stripe_size, uint32_t *ost, unsigned max);
+
+/* A module's slot for its own state of a recorded file (NULL at first; the module sets it, and frees what it put
+ * there in its finalize hook if it must: records live until the process ends). */
+static inline void **iotame_posix_file_data(iotame_posix_file_t *f, const iotame_module_t *m);
+
 /* A recorded file's device and inode, and the path its statistics are written under. */
 void iotame_posix_file_id(const iotame_posix_file_t *f, dev_t *dev, ino_t *ino);
 const char *iotame_posix_file_path(const iotame_posix_file_t *f);
@@ -84,6 +113,8 @@ typedef enum { IOTAME_POSIX_T_READ, IOTAME_POSIX_T_WRITE, IOTAME_POSIX_T_SYNC, I
 typedef enum { IOTAME_POSIX_N_OPEN, IOTAME_POSIX_N_CLOSE, IOTAME_POSIX_N_SEEK, IOTAME_POSIX_N_SYNC,
                IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_N_COUNT } iotame__posix_meta_t;
 
+#define IOTAME_POSIX_MAX_STRIPES 64 /* a file striped wider counts its file system as the target */
+
 /* A recorded file: the per-request accounting is inline in the wrappers (posix.h), the rest in record.c. */
 /* What every request touches comes first, in as few cache lines as it fits (a request follows a system call, after
  * which little of it is cached). */
@@ -99,6 +130,11 @@ struct iotame_posix_file {
     pthread_mutex_t lock; /* the counters, when the application asked for MPI_THREAD_MULTIPLE */
     dev_t dev;
     ino_t ino;
+    int layout; /* 0: not read yet; 1: read (posix/target.c) */
+    uint32_t stripe_size, stripe_count;
+    uint64_t fs_type;
+    uint32_t ost[IOTAME_POSIX_MAX_STRIPES];
+    void *data[IOTAME_MODULE_MAX]; /* each POSIX module's own per-file state (iotame_posix_file_data) */
     char *path; /* the statistics record's path: as given to MPI_File_open/H5Fopen, else the canonical path */
     struct iotame_posix_file *next, *hash_next;
 };
@@ -139,6 +175,12 @@ static inline void iotame__posix_request_end(iotame_posix_file_t *f, int write, 
         f->last_end[write] = offset + rc;
     }
     if (threaded) pthread_mutex_unlock(&f->lock);
+}
+
+static inline void **iotame_posix_file_data(iotame_posix_file_t *f, const iotame_module_t *m)
+{
+    int i = iotame_module_index(m);
+    return i >= 0 ? &f->data[i] : NULL;
 }
 
 /* A call that moves no data: counted as `what`, its time in category cat. */

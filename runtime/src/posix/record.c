@@ -76,7 +76,10 @@ void iotame_posix_file_id(const iotame_posix_file_t *f, dev_t *dev, ino_t *ino)
 static iotame_posix_segment_t *segment;
 static const char *segment_problem; /* why there is none (statistics) */
 
+static int node_rank;
+
 iotame_posix_segment_t *iotame_posix_segment(void) { return segment; }
+int iotame_posix_node_rank(void) { return node_rank; }
 
 /* The slot of a file: linear probing from its hash; a free slot is claimed with a compare-and-swap, so the node's
  * processes agree on it without a lock. Slots are never given back during the job. */
@@ -108,6 +111,10 @@ static void segment_setup(void)
     int rank = 0, size = 1;
     PMPI_Comm_rank(node, &rank);
     PMPI_Comm_size(node, &size);
+    node_rank = rank;
+    int job_nprocs = 1, nnodes = 1, first = rank == 0;
+    PMPI_Comm_size(MPI_COMM_WORLD, &job_nprocs);
+    PMPI_Allreduce(&first, &nnodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     char name[64] = "";
     void *map = MAP_FAILED;
     if (rank == 0) {
@@ -133,6 +140,8 @@ static void segment_setup(void)
             s->version = IOTAME_POSIX_SEGMENT_VERSION;
             s->nslots = IOTAME_POSIX_SLOTS;
             s->nprocs = (uint32_t)size;
+            s->job_nprocs = (uint32_t)job_nprocs;
+            s->nnodes = (uint32_t)nnodes;
             __atomic_store_n(&s->magic, IOTAME_POSIX_SEGMENT_MAGIC, __ATOMIC_RELEASE);
         }
     }

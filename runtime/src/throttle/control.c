@@ -1,0 +1,163 @@
+/* The adaptive controller: the paper's future work, choosing the number of concurrent streams by measurement.
+ * A search measures the target's aggregate throughput for one window per level, the unthrottled level first (it is
+ * the default, so measuring it loses nothing), then 1, 2, 4, ... below it, then refines between the best level and
+ * its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
+ * imbalance at the next barrier). A level is examined only while what the search lost against the best so far is
+ * under `budget` of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two
+ * windows in a row that deviate from the reference by more than `threshold` start a new search. No MPI, no time
+ * source of its own: the gate (gate.c) calls it with each finished window, under the gate's lock. */
+#include <math.h>
+#include <string.h>
+
+#include "throttle.h"
+
+#define REFINE_ROUNDS 2
+
+static int find(const throttle_ctl_t *c, int level)
+{
+    for (int i = 0; i < c->ncand; i++)
+        if (c->level_cand[i] == level) return i;
+    return -1;
+}
+
+static void add(throttle_ctl_t *c, int level)
+{
+    if (level >= 1 && level <= c->nmax && find(c, level) < 0 && c->ncand < THROTTLE_CANDIDATES)
+        c->level_cand[c->ncand++] = level;
+}
+
+/* The search's plan: nmax, then the powers of two below it. */
+static void plan(throttle_ctl_t *c)
+{
+    c->ncand = 0;
+    add(c, c->nmax);
+    for (int l = 1; l < c->nmax; l *= 2) add(c, l);
+    c->nplan = c->ncand;
+    memset(c->mbs, 0, sizeof c->mbs);
+    c->next = 0;
+    c->refined = 0;
+    c->loss_ns = 0;
+    c->busy_ns = 0;
+    c->state = THROTTLE_SEARCH;
+    c->searches++;
+}
+
+/* The best measured candidate: the highest level within tolerance of the fastest; -1 when none is measured. */
+static int best_index(const throttle_ctl_t *c, double tolerance)
+{
+    double top = 0;
+    for (int i = 0; i < c->ncand; i++)
+        if (c->mbs[i] > top) top = c->mbs[i];
+    int best = -1;
+    for (int i = 0; i < c->ncand; i++)
+        if (c->mbs[i] > 0 && c->mbs[i] >= top * (1 - tolerance) && (best < 0 || c->level_cand[i] > c->level_cand[best]))
+            best = i;
+    return best;
+}
+
+int throttle_ctl_best(const throttle_ctl_t *c)
+{
+    int b = best_index(c, 0);
+    return b >= 0 ? c->level_cand[b] : 0;
+}
+
+/* Adds the midpoints between the best level and its closest measured neighbours; 0 when there is none new. */
+static int refine(throttle_ctl_t *c, double tolerance)
+{
+    if (c->refined >= REFINE_ROUNDS) return 0;
+    c->refined++;
+    int b = c->level_cand[best_index(c, tolerance)], lo = 0, hi = 0, before = c->ncand;
+    for (int i = 0; i < c->ncand; i++) {
+        int l = c->level_cand[i];
+        if (c->mbs[i] <= 0) continue;
+        if (l < b && l > lo) lo = l;
+        if (l > b && (!hi || l < hi)) hi = l;
+    }
+    if (lo) add(c, (lo + b) / 2);
+    if (hi) add(c, (b + hi) / 2);
+    return c->ncand > before;
+}
+
+/* The next unmeasured candidate, -1 when none. */
+static int next_unmeasured(const throttle_ctl_t *c)
+{
+    for (int i = 0; i < c->ncand; i++)
+        if (c->mbs[i] <= 0) return i;
+    return -1;
+}
+
+static void log_phase(throttle_ctl_t *c, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns)
+{
+    throttle_phase_t *p = c->nphases ? &c->phase[c->nphases - 1] : NULL;
+    int searching = c->state == THROTTLE_SEARCH;
+    if (!p || p->level != c->level || p->searching != searching) {
+        if (c->nphases >= THROTTLE_PHASES) return;
+        p = &c->phase[c->nphases++];
+        memset(p, 0, sizeof *p);
+        p->level = c->level;
+        p->searching = searching;
+        p->start_ns = now_ns;
+    }
+    p->windows++;
+    p->bytes += bytes;
+    p->busy_ns += busy_ns;
+}
+
+void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, uint64_t now_ns)
+{
+    (void)now_ns;
+    memset(c, 0, sizeof *c);
+    c->nmax = nmax > 0 ? nmax : 1;
+    plan(c);
+    c->level = c->level_cand[0];
+    if (known > 0) {
+        c->level = known < c->nmax ? known : c->nmax;
+        c->state = THROTTLE_STEADY;
+        c->known = 1;
+    } else if (c->nmax == 1) {
+        c->state = THROTTLE_STEADY;
+    }
+}
+
+int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns)
+{
+    if (!busy_ns || !bytes) return c->level;
+    double mbs = (double)bytes / (double)busy_ns * 1e3;
+    log_phase(c, bytes, busy_ns, now_ns);
+    c->busy_ns += busy_ns;
+    if (c->state == THROTTLE_STEADY) {
+        if (c->reference <= 0) { /* the first window at a remembered level, or after a search of one level */
+            c->reference = mbs;
+            return c->level;
+        }
+        if (fabs(mbs - c->reference) > k->threshold * c->reference) {
+            if (++c->deviations < 2) return c->level;
+            plan(c); /* the workload or the device changed: search again, from the unthrottled level */
+            c->level = c->level_cand[0];
+            c->deviations = 0;
+            return c->level;
+        }
+        c->deviations = 0;
+        return c->level;
+    }
+    int i = find(c, c->level);
+    if (i < 0) { /* a level outside the candidates (cannot happen): measure from the plan */
+        c->level = c->level_cand[0];
+        return c->level;
+    }
+    c->mbs[i] = c->mbs[i] > 0 ? (c->mbs[i] + mbs) / 2 : mbs;
+    int best = best_index(c, 0);
+    if (c->mbs[best] > mbs) c->loss_ns += (uint64_t)((double)busy_ns * (1 - mbs / c->mbs[best]));
+    int next = next_unmeasured(c);
+    if (next < 0 && refine(c, k->tolerance)) next = next_unmeasured(c);
+    int keep = best_index(c, k->tolerance);
+    if (next < 0) { /* the search is over */
+        c->level = c->level_cand[keep];
+        c->reference = c->mbs[keep];
+        c->state = THROTTLE_STEADY;
+        return c->level;
+    }
+    /* Examine the next level only while the loss so far is within budget; meanwhile the best serves. */
+    c->level = (double)c->loss_ns <= k->budget * (double)c->busy_ns ? c->level_cand[next] : c->level_cand[keep];
+    return c->level;
+}

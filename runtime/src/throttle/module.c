@@ -1,0 +1,365 @@
+/* The throttle module: which requests pass the gate and at what level (the file's throttle.readers/writers), the
+ * gates' setup at MPI_Init, the knowledge file of the adaptive levels, and the statistics: per direction the time
+ * processes waited for a turn, their time in requests, and the paper's load-imbalance view (the time they then
+ * waited at the application's next barrier); per target the level in force per phase and the most processes seen
+ * inside at once. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "posix/posix.h"
+#include "throttle.h"
+
+_Static_assert(sizeof(throttle_target_t) <= IOTAME_POSIX_TARGET_STATE, "a target's throttle state must fit its entry");
+
+enum { READ, WRITE };
+static const char *const dir_name[2] = {"read", "write"};
+
+/* A file's levels per direction: 0 not throttled, AUTO, or the node's share of the job-wide static level. */
+#define AUTO (-1)
+typedef struct {
+    int level[2];
+} file_levels_t;
+
+static throttle_knobs_t knobs;
+static uint64_t stall_ns;
+static int node_procs = 1, job_procs = 1;
+static json_t *knowledge; /* signature -> {"level": n, "mbs": x}, as read at MPI_Init */
+static const char *knowledge_path;
+static uint64_t start_ns; /* phases' start times are from here (MPI_Init) */
+
+/* This process's numbers per direction (atomics: the application may write from several threads). */
+typedef struct {
+    uint64_t requests, waited, wait_ns, io_ns, sync_ns, syncs;
+} dir_stats_t;
+static dir_stats_t mine[2];
+static int last_dir = -1; /* the direction of this process's last throttled request since its last barrier */
+
+static _Thread_local throttle_gate_t *entered;
+static _Thread_local int entered_auto;
+static _Thread_local uint64_t entered_wait;
+
+/* ---- settings ---- */
+
+static int level_of(const json_t *v)
+{
+    if (!v) return 0;
+    if (json_is_string(v)) return AUTO; /* "auto", the only string the validator lets through */
+    long long k = json_integer_value(v);
+    /* The node's share of a job-wide limit, at least one (a node without a token could not get one without a
+     * message, and none may be sent from inside the MPI library's I/O). */
+    long long share = (k * node_procs + job_procs / 2) / job_procs;
+    return share < 1 ? 1 : share > 1000000 ? 1000000 : (int)share;
+}
+
+static file_levels_t *levels_of(iotame_posix_file_t *f)
+{
+    void **slot = iotame_posix_file_data(f, &iotame_module_throttle);
+    file_levels_t *l = slot ? __atomic_load_n((file_levels_t **)slot, __ATOMIC_ACQUIRE) : NULL;
+    if (l || !slot) return l;
+    l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    const iotame_config_t *cfg = iotame_core_config();
+    iotame_file_config_t fc;
+    if (cfg && iotame_config_for_file(cfg, iotame_posix_file_path(f), &fc) == 0) {
+        l->level[READ] = level_of(iotame_config_value(&fc, "throttle", "readers"));
+        l->level[WRITE] = level_of(iotame_config_value(&fc, "throttle", "writers"));
+        iotame_config_file_release(&fc);
+    }
+    file_levels_t *none = NULL;
+    if (!__atomic_compare_exchange_n((file_levels_t **)slot, &none, l, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        free(l); /* another thread of this process was first */
+        l = none;
+    }
+    return l;
+}
+
+/* Whether a rule object sets readers or writers. */
+static int throttles(const json_t *rule)
+{
+    json_t *t = json_object_get(rule, "throttle");
+    return json_object_get(t, "readers") || json_object_get(t, "writers");
+}
+
+static double knob(const iotame_file_config_t *process, const char *key)
+{
+    return json_number_value(iotame_config_setting(process, "throttle", key));
+}
+
+/* ---- the knowledge file ---- */
+
+static unsigned size_class(uint64_t bytes) { return bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0u; }
+
+static void signature(char *buf, size_t n, int dir, uint64_t fs_type, int size_log2)
+{
+    snprintf(buf, n, "%s procs=%d fs=0x%llx size=2^%d", dir_name[dir], node_procs, (unsigned long long)fs_type, size_log2);
+}
+
+static void knowledge_load(void)
+{
+    if (!knowledge_path) return;
+    iotame_posix_quiet_begin();
+    json_error_t err;
+    json_t *root = json_load_file(knowledge_path, 0, &err);
+    iotame_posix_quiet_end();
+    json_t *t = json_object_get(root, "throttle");
+    if (json_is_object(t)) knowledge = json_incref(t);
+    else if (root) iotame_stats_passthrough(NULL, "throttle: the knowledge file has no \"throttle\" object; not used");
+    json_decref(root);
+}
+
+static int knowledge_level(int dir, uint64_t fs_type, int size_log2)
+{
+    char sig[128];
+    signature(sig, sizeof sig, dir, fs_type, size_log2);
+    json_int_t l = json_integer_value(json_object_get(json_object_get(knowledge, sig), "level"));
+    return l > 0 && l <= node_procs ? (int)l : 0;
+}
+
+/* ---- the POSIX hooks ---- */
+
+static void posix_before(const iotame_posix_io_t *io)
+{
+    file_levels_t *l = io->file ? levels_of(io->file) : NULL;
+    int dir = io->write ? WRITE : READ;
+    if (!l || !l->level[dir]) return;
+    iotame_posix_target_t *t = iotame_posix_target(iotame_posix_target_of(io));
+    if (!t) {
+        iotame_stats_passthrough(NULL, "throttle: no shared target entry (no segment, a table full, or not a regular file)");
+        return;
+    }
+    throttle_gate_t *g = &((throttle_target_t *)t->state)->dir[dir];
+    if (l->level[dir] == AUTO && !__atomic_load_n(&g->ctl_started, __ATOMIC_ACQUIRE)) {
+        int size_log2 = (int)size_class(io->bytes);
+        uint64_t fs_type = iotame_posix_fs_type(io->file);
+        g->sig_size_log2 = size_log2;
+        g->sig_fs_type = fs_type;
+        throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2));
+    }
+    entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns);
+    entered = g;
+    entered_auto = l->level[dir] == AUTO;
+}
+
+static void posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
+{
+    throttle_gate_t *g = entered;
+    if (!g) return;
+    entered = NULL;
+    throttle_gate_leave(g, rc > 0 ? (uint64_t)rc : 0, entered_auto, &knobs);
+    dir_stats_t *s = &mine[io->write ? WRITE : READ];
+    __atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
+    if (entered_wait > 1000) __atomic_add_fetch(&s->waited, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->wait_ns, entered_wait, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->io_ns, entered_wait + ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_dir, io->write ? WRITE : READ, __ATOMIC_RELAXED);
+}
+
+/* The paper's LBSTIO: a barrier after throttled I/O is the wait for the processes whose I/O came later. */
+static void barrier(uint64_t ns)
+{
+    int d = __atomic_exchange_n(&last_dir, -1, __ATOMIC_RELAXED);
+    if (d < 0) return;
+    __atomic_add_fetch(&mine[d].sync_ns, ns, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&mine[d].syncs, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- start and finalize ---- */
+
+static int start(const iotame_config_t *cfg)
+{
+    if (!cfg) return 0;
+    int any = throttles(cfg->defaults.json);
+    for (size_t i = 0; i < cfg->nrules; i++) any |= throttles(cfg->rules[i].json);
+    if (!any) return 0; /* the same on every rank: they all read one configuration */
+    const iotame_file_config_t process = {.defaults = &cfg->defaults};
+    knobs.window_ns = knob(&process, "window_seconds") * 1e9;
+    knobs.threshold = knob(&process, "threshold");
+    knobs.tolerance = knob(&process, "tolerance");
+    knobs.budget = knob(&process, "exam_budget");
+    stall_ns = (uint64_t)(knob(&process, "stall_seconds") * 1e9);
+    knowledge_path = json_string_value(iotame_config_setting(&process, "throttle", "knowledge"));
+    iotame_posix_segment_t *seg = iotame_posix_segment();
+    int ok = seg != NULL;
+    if (seg) {
+        node_procs = (int)seg->nprocs;
+        job_procs = (int)seg->job_nprocs;
+        if (iotame_posix_node_rank() == 0)
+            for (int i = 0; i < IOTAME_POSIX_TARGETS && ok; i++)
+                for (int d = 0; d < 2 && ok; d++) ok = throttle_gate_init(&((throttle_target_t *)seg->target[i].state)->dir[d]) == 0;
+    }
+    int all = ok;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* also: the gates are ready before any I/O */
+    if (!all) {
+        iotame_stats_passthrough(NULL, "throttle: the node's shared segment could not hold the gates; not throttled");
+        return 0;
+    }
+    knowledge_load();
+    start_ns = iotame_monotonic_ns();
+    return 1;
+}
+
+static json_t *phases_json(const throttle_ctl_t *c, uint64_t t0)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < c->nphases; i++) {
+        const throttle_phase_t *p = &c->phase[i];
+        double busy = (double)p->busy_ns * 1e-9;
+        json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:f,s:I,s:f,s:f}", "level", p->level, "state",
+                                           p->searching ? "search" : "steady", "windows", (int)p->windows,
+                                           "start_seconds", p->start_ns > t0 ? (double)(p->start_ns - t0) * 1e-9 : 0.0,
+                                           "bytes", (json_int_t)p->bytes, "io_seconds", busy, "mbs",
+                                           busy > 0 ? (double)p->bytes / busy / 1e6 : 0.0));
+    }
+    return a;
+}
+
+static json_t *gate_json(const throttle_gate_t *g, uint64_t t0)
+{
+    json_t *o = json_pack("{s:s,s:I,s:i,s:i}", "mode", g->used_auto ? "auto" : "static", "requests",
+                          (json_int_t)g->requests, "max_inside", g->max_inside, "bypassed", g->bypassed);
+    if (!g->used_auto) {
+        json_object_set_new(o, "level", json_integer(g->static_level));
+        return o;
+    }
+    const throttle_ctl_t *c = &g->ctl;
+    json_object_set_new(o, "level", json_integer(c->level));
+    json_object_set_new(o, "best_measured", json_integer(throttle_ctl_best(c)));
+    json_object_set_new(o, "from_knowledge", json_boolean(c->known));
+    json_object_set_new(o, "searches", json_integer(c->searches));
+    json_t *measured = json_object();
+    for (int i = 0; i < c->ncand; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", c->level_cand[i]);
+        if (c->mbs[i] > 0) json_object_set_new(measured, key, json_real(c->mbs[i]));
+    }
+    json_object_set_new(o, "measured_mbs", measured);
+    json_object_set_new(o, "phases", phases_json(c, t0));
+    return o;
+}
+
+/* Rank 0 of the job keeps what its node's controllers found, merged into the knowledge file. */
+static void knowledge_save(iotame_posix_segment_t *seg)
+{
+    if (!knowledge_path || !seg) return;
+    json_t *k = knowledge ? json_deep_copy(knowledge) : json_object();
+    int changed = 0;
+    for (int i = 0; i < IOTAME_POSIX_TARGETS; i++) {
+        if (!seg->target[i].key) continue;
+        for (int d = 0; d < 2; d++) {
+            const throttle_gate_t *g = &((const throttle_target_t *)seg->target[i].state)->dir[d];
+            if (!g->ctl_started || g->ctl.state != THROTTLE_STEADY || g->ctl.known) continue;
+            char sig[128];
+            signature(sig, sizeof sig, d, g->sig_fs_type, g->sig_size_log2);
+            json_object_set_new(k, sig, json_pack("{s:i,s:f}", "level", g->ctl.level, "mbs", g->ctl.reference));
+            changed = 1;
+        }
+    }
+    if (changed) {
+        json_t *root = json_pack("{s:i,s:o}", "version", 1, "throttle", k);
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp%d", knowledge_path, (int)getpid());
+        iotame_posix_quiet_begin();
+        if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 || rename(tmp, knowledge_path) != 0) {
+            remove(tmp);
+            iotame_log_warn("throttle: cannot write the knowledge file %s\n", knowledge_path);
+        }
+        iotame_posix_quiet_end();
+        json_decref(root);
+    } else {
+        json_decref(k);
+    }
+}
+
+static json_t *dir_json(const dir_stats_t *s)
+{
+    return json_pack("{s:I,s:I,s:f,s:f,s:f,s:I}", "requests", (json_int_t)s->requests, "waited", (json_int_t)s->waited,
+                     "wait_seconds", (double)s->wait_ns * 1e-9, "io_seconds", (double)s->io_ns * 1e-9,
+                     "sync_after_io_seconds", (double)s->sync_ns * 1e-9, "syncs_after_io", (json_int_t)s->syncs);
+}
+
+static void finalize(void)
+{
+    PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has left its last request */
+    json_t *section = iotame_stats_job_section(&iotame_module_throttle);
+    if (!section) return;
+    json_object_set_new(section, "read", dir_json(&mine[READ]));
+    json_object_set_new(section, "write", dir_json(&mine[WRITE]));
+    iotame_posix_segment_t *seg = iotame_posix_segment();
+    if (seg && iotame_posix_node_rank() == 0) {
+        json_t *targets = json_array();
+        uint64_t t0 = start_ns;
+        for (int i = 0; i < IOTAME_POSIX_TARGETS; i++) {
+            if (!seg->target[i].key) continue;
+            const throttle_target_t *t = (const throttle_target_t *)seg->target[i].state;
+            if (!t->dir[READ].requests && !t->dir[WRITE].requests) continue;
+            char key[24];
+            snprintf(key, sizeof key, "%016llx", (unsigned long long)seg->target[i].key);
+            json_t *o = json_pack("{s:s}", "target", key);
+            for (int d = 0; d < 2; d++)
+                if (t->dir[d].requests) json_object_set_new(o, dir_name[d], gate_json(&t->dir[d], t0));
+            json_array_append_new(targets, o);
+        }
+        json_object_set_new(section, "targets", targets);
+        if (iotame_core_rank() == 0) knowledge_save(seg);
+    }
+    json_decref(knowledge);
+    knowledge = NULL;
+}
+
+/* Means over the ranks for the per-process numbers (the paper's TIO and LBSTIO are means over tasks), sums for the
+ * counts; the targets of every node. */
+static json_t *job_report(const json_t *ranks)
+{
+    json_t *out = json_object(), *targets = json_array();
+    double n = 0;
+    dir_stats_t sum[2] = {{0}};
+    double sec[2][3] = {{0}};
+    size_t i;
+    json_t *r;
+    json_array_foreach(ranks, i, r) {
+        if (!json_is_object(r)) continue;
+        n++;
+        for (int d = 0; d < 2; d++) {
+            json_t *s = json_object_get(r, dir_name[d]);
+            sum[d].requests += (uint64_t)json_integer_value(json_object_get(s, "requests"));
+            sum[d].waited += (uint64_t)json_integer_value(json_object_get(s, "waited"));
+            sum[d].syncs += (uint64_t)json_integer_value(json_object_get(s, "syncs_after_io"));
+            sec[d][0] += json_number_value(json_object_get(s, "wait_seconds"));
+            sec[d][1] += json_number_value(json_object_get(s, "io_seconds"));
+            sec[d][2] += json_number_value(json_object_get(s, "sync_after_io_seconds"));
+        }
+        json_t *t;
+        size_t j;
+        json_array_foreach(json_object_get(r, "targets"), j, t) {
+            json_t *copy = json_deep_copy(t);
+            json_object_set_new(copy, "node_of_rank", json_integer((json_int_t)i));
+            json_array_append_new(targets, copy);
+        }
+    }
+    for (int d = 0; d < 2; d++)
+        json_object_set_new(out, dir_name[d],
+                            json_pack("{s:I,s:I,s:I,s:f,s:f,s:f}", "requests", (json_int_t)sum[d].requests, "waited",
+                                      (json_int_t)sum[d].waited, "syncs_after_io", (json_int_t)sum[d].syncs,
+                                      "wait_seconds_mean", n ? sec[d][0] / n : 0.0, "io_seconds_mean",
+                                      n ? sec[d][1] / n : 0.0, "sync_after_io_seconds_mean", n ? sec[d][2] / n : 0.0));
+    json_object_set_new(out, "targets", targets);
+    return out;
+}
+
+const iotame_module_t iotame_module_throttle = {
+    .name = "throttle",
+    .settings = "throttle",
+    .start = start,
+    .posix_before = posix_before,
+    .posix_after = posix_after,
+    .barrier = barrier,
+    .finalize = finalize,
+    .job_report = job_report,
+};

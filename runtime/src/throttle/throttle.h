@@ -1,0 +1,90 @@
+/* throttle: stream throttling on the POSIX layer (Seelam, Kerstens, Teller, "Throttling I/O Streams to Accelerate
+ * File-I/O Performance", UTEP-CS-07-22; docs/design/throttle.md). At most `level` processes of the node are inside
+ * a synchronous read (and, separately, a write) on one storage target at once; the others wait in arrival order.
+ * The level is the file's static setting (the node's share of the job-wide limit) or, with "auto", the one the
+ * controller keeps after measuring the node's aggregate throughput per level. No MPI call on the I/O path: the
+ * gate and the controller live in the node's shared segment (posix/). The only interface of runtime/src/throttle/. */
+#ifndef IOTAME_THROTTLE_H
+#define IOTAME_THROTTLE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/module.h"
+
+/* ---- the controller (control.c): MPI-free, one per target and direction ---- */
+
+#define THROTTLE_CANDIDATES 24 /* levels a search may measure: powers of two up to 2^20 and refinements */
+#define THROTTLE_PHASES 48     /* the phases a target and direction keeps for the statistics (the first ones) */
+
+typedef enum { THROTTLE_SEARCH, THROTTLE_STEADY } throttle_state_t;
+
+typedef struct {
+    double window_ns, threshold, tolerance, budget;
+} throttle_knobs_t;
+
+/* A phase: a run of windows at one level (the statistics' "level in force per phase"). */
+typedef struct {
+    int32_t level, searching;
+    uint32_t windows, pad;
+    uint64_t start_ns, bytes, busy_ns;
+} throttle_phase_t;
+
+typedef struct {
+    int32_t nmax;  /* the highest level: the node's processes (unthrottled) */
+    int32_t level; /* in force */
+    int32_t state;
+    int32_t next;  /* search: index of the next planned candidate */
+    int32_t ncand, nplan, refined, deviations;
+    int32_t level_cand[THROTTLE_CANDIDATES];
+    double mbs[THROTTLE_CANDIDATES]; /* measured throughput (0: not yet) */
+    double reference;                /* steady: the throughput measured for the level in force */
+    uint64_t busy_ns, loss_ns;       /* I/O time seen, and what the search lost against the best so far */
+    uint32_t searches, known;        /* searches started; 1 when the level came from the knowledge file */
+    uint32_t nphases, pad;
+    throttle_phase_t phase[THROTTLE_PHASES];
+} throttle_ctl_t;
+
+/* Starts a controller at nmax (and at a remembered level when known > 0: steady, no search). */
+void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, uint64_t now_ns);
+/* One finished window: bytes moved in busy_ns of I/O time. Returns the level in force from now on. */
+int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns);
+/* The best level measured in the last search, 0 when none finished. */
+int throttle_ctl_best(const throttle_ctl_t *c);
+
+/* ---- the gate (gate.c): one per target and direction, in the node's segment ---- */
+
+typedef struct {
+    pthread_mutex_t lock; /* process-shared, robust: held for a few instructions, never across a request */
+    pthread_cond_t turn;  /* process-shared, CLOCK_MONOTONIC */
+    int32_t ready;        /* the lock and condition are initialized */
+    uint32_t ticket, done; /* requests that took a ticket / left: ticket t enters when t - done < its level */
+    int32_t waiting, inside, max_inside;
+    int32_t active;   /* processes waiting for or inside a request: the target is busy while > 0 */
+    int32_t bypassed; /* requests that went ahead after stall_seconds without progress */
+    uint64_t busy_since, busy_ns, bytes, requests;
+    int32_t static_level, used_auto; /* the highest static level a request came with; whether one came with auto */
+    int32_t sig_size_log2;           /* auto: the workload signature's request size class (the first request's) */
+    uint64_t sig_fs_type;            /* and its file system */
+    throttle_ctl_t ctl;              /* auto only */
+    int32_t ctl_started;
+} throttle_gate_t;
+
+typedef struct {
+    throttle_gate_t dir[2]; /* read, write */
+} throttle_target_t;
+
+/* Initializes a zeroed gate (the node's first process, at MPI_Init). Returns 0 or an errno. */
+int throttle_gate_init(throttle_gate_t *g);
+/* Waits for a turn under `level` (level <= 0: auto, the controller's level) and enters. Returns the nanoseconds
+ * waited. stall_ns: after this long without any process leaving, the request goes ahead (counted in bypassed). */
+uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns);
+/* Starts the gate's controller (auto) once: at a remembered level when known > 0. */
+void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known);
+/* Leaves after a request that moved `bytes`; with auto, closes a measurement window when one is full. */
+void throttle_gate_leave(throttle_gate_t *g, uint64_t bytes, int is_auto, const throttle_knobs_t *k);
+
+/* This part's module table (core/modules.c registers it). */
+extern const iotame_module_t iotame_module_throttle;
+
+#endif
