@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import StatsError
 
-__all__ = ["load_stats", "parse_stats", "summarize", "objectives", "objective", "OBJECTIVES"]
+__all__ = ["load_stats", "parse_stats", "summarize", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
 
 # name -> (summary key, direction): what `iotame tune` can optimize.
 OBJECTIVES = {
@@ -127,6 +127,18 @@ def _hdf5_rows(files: list) -> list[dict]:
         rows.append({"path": str(f.get("path", "?")), "driver": h.get("driver"), "applied": applied,
                      "not_applied": missed})
     return rows
+
+
+def emulated_storage(stats: dict | None) -> str | None:
+    """The line that labels a run made on the emulated storage device (the runtime's modules.emulate), else None."""
+    e = ((stats or {}).get("modules") or {}).get("emulate")
+    if not isinstance(e, dict):
+        return None
+    streams = e.get("streams")
+    return (f"storage: EMULATED {e.get('device', '?')} (servers {e.get('servers')}, {e.get('bandwidth_mbs'):g} MB/s "
+            f"each, positioning {e.get('position_ms'):g} ms + seek up to {e.get('seek_ms'):g} ms over "
+            f"{e.get('span_mb'):g} MB, {streams} prefetched stream{'' if streams == 1 else 's'}, write-behind "
+            f"{'on' if e.get('write_behind') else 'off'}): experiments only, not this machine's storage")
 
 
 def summarize(stats: dict) -> dict:

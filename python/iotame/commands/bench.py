@@ -19,6 +19,7 @@ from ..bench.memory import steady_memory
 from ..config import load_config
 from ..errors import UsageError
 from ..render import console, fmt_mbs, phase_table
+from ..stats import emulated_storage
 from .argtypes import positive_int
 
 NAME = "bench"
@@ -153,6 +154,9 @@ def run_kernel_bench(args: argparse.Namespace) -> int:
             _report_failure(r, total)
     rows = summarize_phases(runs)
     summary = bench_json(spec, runs)
+    label = next(filter(None, (emulated_storage(r.stats or r.read_stats) for r in runs)), None)
+    if label:
+        summary["storage"] = label
     if memory:
         summary["memory"] = memory
     if args.json:
@@ -160,6 +164,8 @@ def run_kernel_bench(args: argparse.Namespace) -> int:
     elif rows:
         out = console()
         out.print(_title(spec, runs), markup=False, soft_wrap=True)   # above the table: a title would wrap
+        if label:
+            out.print(label, markup=False, soft_wrap=True)
         out.print(phase_table("", rows))
     else:
         print(f"{_title(spec, runs)}: no successful run")

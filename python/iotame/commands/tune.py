@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -9,7 +10,7 @@ from rich.table import Table
 
 from ..paths import require_lib
 from ..render import console
-from ..stats import OBJECTIVES
+from ..stats import OBJECTIVES, emulated_storage
 from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, TrialRecord,
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
@@ -155,6 +156,17 @@ def _space(args, fs: str, nprocs: int):
     return builtin_space(fs, nprocs), f"built-in ({fs})"
 
 
+def _storage_label(out_dir: Path) -> str | None:
+    """The emulated-storage label of the study's runs (the device is process-wide, the same in every trial): read
+    from the first statistics file that loads."""
+    for path in sorted(out_dir.glob("trials/*/run-*/stats.json")):
+        try:
+            return emulated_storage(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def print_result(summary: dict, out_dir: Path) -> None:
     unit = summary["unit"]
     out = console()
@@ -174,6 +186,9 @@ def print_result(summary: dict, out_dir: Path) -> None:
               markup=False)
     out.print(f"trials: {trials['total']} ({trials['complete']} complete, {trials['failed']} failed, "
               f"{trials['reused']} reused); page cache {summary['page_cache']}", markup=False)
+    label = _storage_label(out_dir)
+    if label:
+        out.print(label, markup=False, soft_wrap=True)
     out.print(f"best configuration: {summary['best_json']}\nsummary: {out_dir / 'summary.json'}\n"
               f"report: iotame report {out_dir}", markup=False)
 
