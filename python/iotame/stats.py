@@ -138,7 +138,8 @@ def emulated_storage(stats: dict | None) -> str | None:
     return (f"storage: EMULATED {e.get('device', '?')} (servers {e.get('servers')}, {e.get('bandwidth_mbs'):g} MB/s "
             f"each, positioning {e.get('position_ms'):g} ms + seek up to {e.get('seek_ms'):g} ms over "
             f"{e.get('span_mb'):g} MB, {streams} prefetched stream{'' if streams == 1 else 's'}, write-behind "
-            f"{'on' if e.get('write_behind') else 'off'}): experiments only, not this machine's storage")
+            f"{'on' if e.get('write_behind') else 'off'}; {e.get('requests', 0)} requests modelled): experiments "
+            "only, not this machine's storage")
 
 
 def summarize(stats: dict) -> dict:

@@ -15,6 +15,10 @@
 #define EMULATE_MAX_SERVERS 64
 #define EMULATE_MAX_STREAMS 64
 #define EMULATE_STREAM_GAP (128u * 1024u) /* a request at most this far after a stream's end continues it */
+/* The largest request the device sees: a larger system call reaches it in pieces of this size, each queued after
+ * the previous one completed, so that concurrent large requests interleave at the device as the block layer
+ * splits them (Linux's max_sectors_kb), instead of being served whole one after another. */
+#define EMULATE_SEGMENT (512u * 1024u)
 
 /* The parameters in force (settings emulate.*; times in nanoseconds, sizes in bytes). */
 typedef struct {

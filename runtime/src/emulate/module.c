@@ -41,7 +41,7 @@ static state_t *state; /* NULL: requests pass through unmodelled */
 
 /* This process's counts (atomics: the application may do I/O from several threads). */
 static struct {
-    uint64_t requests, reads, writes, positionings, stream_hits, bytes, delay_ns, unmodelled;
+    uint64_t requests, reads, writes, segments, positionings, stream_hits, bytes, delay_ns, unmodelled;
 } mine;
 
 /* ---- the shared state ---- */
@@ -113,7 +113,7 @@ static void sleep_until(uint64_t ns)
 static void posix_before(const iotame_posix_io_t *io)
 {
     if (!io->file) return;
-    if (!state || state_lock(state) != 0) {
+    if (!state) {
         __atomic_add_fetch(&mine.unmodelled, 1, __ATOMIC_RELAXED);
         iotame_stats_passthrough(NULL, "emulate: no device state; request not modelled");
         return;
@@ -123,20 +123,31 @@ static void posix_before(const iotame_posix_io_t *io)
     iotame_posix_file_id(io->file, &dev, &ino);
     emulate_request_t r = {.file = emulate_file_key((uint64_t)dev, (uint64_t)ino),
                            .offset = io->offset > 0 ? (uint64_t)io->offset : 0,
-                           .bytes = io->bytes,
                            .write = io->write};
-    emulate_result_t res;
-    uint64_t now = iotame_monotonic_ns();
-    emulate_schedule(&state->dev, &r, now, &res);
-    pthread_mutex_unlock(&state->lock);
-
+    uint64_t left = io->bytes, delay = 0;
     __atomic_add_fetch(&mine.requests, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(io->write ? &mine.writes : &mine.reads, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&mine.bytes, io->bytes, __ATOMIC_RELAXED);
-    if (res.positioned) __atomic_add_fetch(&mine.positionings, 1, __ATOMIC_RELAXED);
-    if (res.stream_hit) __atomic_add_fetch(&mine.stream_hits, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&mine.delay_ns, res.done - now, __ATOMIC_RELAXED);
-    sleep_until(res.done);
+    while (left > 0) { /* a segment at a time: another process's segment that arrived meanwhile goes before our next */
+        r.bytes = left < EMULATE_SEGMENT ? left : EMULATE_SEGMENT;
+        emulate_result_t res;
+        uint64_t now = iotame_monotonic_ns();
+        if (state_lock(state) != 0) { /* ENOTRECOVERABLE: the state is lost for every process */
+            __atomic_add_fetch(&mine.unmodelled, 1, __ATOMIC_RELAXED);
+            iotame_stats_passthrough(NULL, "emulate: the device's lock is unusable; request not modelled");
+            break;
+        }
+        emulate_schedule(&state->dev, &r, now, &res);
+        pthread_mutex_unlock(&state->lock);
+        __atomic_add_fetch(&mine.segments, 1, __ATOMIC_RELAXED);
+        if (res.positioned) __atomic_add_fetch(&mine.positionings, 1, __ATOMIC_RELAXED);
+        if (res.stream_hit) __atomic_add_fetch(&mine.stream_hits, 1, __ATOMIC_RELAXED);
+        delay += res.done - now;
+        sleep_until(res.done);
+        r.offset += r.bytes;
+        left -= r.bytes;
+    }
+    __atomic_add_fetch(&mine.delay_ns, delay, __ATOMIC_RELAXED);
 }
 
 /* ---- start, finalize, statistics ---- */
@@ -184,6 +195,7 @@ static void finalize(void)
     json_object_set_new(section, "requests", json_integer((json_int_t)mine.requests));
     json_object_set_new(section, "reads", json_integer((json_int_t)mine.reads));
     json_object_set_new(section, "writes", json_integer((json_int_t)mine.writes));
+    json_object_set_new(section, "segments", json_integer((json_int_t)mine.segments));
     json_object_set_new(section, "positionings", json_integer((json_int_t)mine.positionings));
     json_object_set_new(section, "stream_hits", json_integer((json_int_t)mine.stream_hits));
     json_object_set_new(section, "bytes", json_integer((json_int_t)mine.bytes));
@@ -191,7 +203,7 @@ static void finalize(void)
     json_object_set_new(section, "unmodelled", json_integer((json_int_t)mine.unmodelled));
 }
 
-static const char *const counts[] = {"requests", "reads", "writes", "positionings", "stream_hits", "bytes", "unmodelled"};
+static const char *const counts[] = {"requests", "reads", "writes", "segments", "positionings", "stream_hits", "bytes", "unmodelled"};
 #define NCOUNTS (sizeof counts / sizeof counts[0])
 
 /* The device and every parameter in force, the counts summed over the ranks, the requests each rank modelled. */
@@ -215,6 +227,7 @@ static json_t *job_report(const json_t *ranks)
         json_array_append_new(per_rank, json_integer(json_integer_value(json_object_get(r, "requests"))));
     }
     for (size_t k = 0; k < NCOUNTS; k++) json_object_set_new(out, counts[k], json_integer(sum[k]));
+    json_object_set_new(out, "segment_kb", json_integer(EMULATE_SEGMENT / 1024));
     json_object_set_new(out, "delay_seconds", json_real(delay));
     json_object_set_new(out, "delay_seconds_max", json_real(delay_max));
     json_object_set_new(out, "requests_per_rank", per_rank);
