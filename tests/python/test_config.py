@@ -134,25 +134,25 @@ def test_schema_is_read_from_settings_json():
     assert hints.settings["cb_buffer_size"].type == "integer" and hints.settings["cb_buffer_size"].min == 1024
     assert hints.settings["romio_cb_write"].values == ("enable", "disable", "automatic")
     assert schema.sections["mpiio_hints_extra"].free
-    assert schema.sections["throttle"].reserved
+    assert schema.sections["staging"].reserved and not schema.sections["throttle"].reserved
     assert set(schema.rule_keys) == {"match", "override"}
 
 
 def test_validation_follows_the_schema(tmp_path):
     """A setting added to settings.json is accepted and checked with no change to the Python code."""
     raw = json.loads(settings_path().read_text())
-    raw["sections"]["throttle"]["settings"]["window"] = {"type": "integer", "min": 2, "max": 8}
-    raw["sections"]["throttle"]["settings"]["mode"] = {"type": "boolean"}
+    raw["sections"]["staging"]["settings"]["window"] = {"type": "integer", "min": 2, "max": 8}
+    raw["sections"]["staging"]["settings"]["mode"] = {"type": "boolean"}
     p = tmp_path / "settings.json"
     p.write_text(json.dumps(raw))
     schema = load_schema(p)
-    ok = {"version": 1, "defaults": {"throttle": {"window": 4, "mode": True}}}
+    ok = {"version": 1, "defaults": {"staging": {"window": 4, "mode": True}}}
     assert validate(ok, "F", schema) == []
-    bad = {"version": 1, "defaults": {"throttle": {"window": 9, "mode": 1, "x": 1}}}
+    bad = {"version": 1, "defaults": {"staging": {"window": 9, "mode": 1, "x": 1}}}
     assert validate(bad, "F", schema) == [
-        "iotame: config F: defaults.throttle.window: expected an integer from 2 to 8, got 9",
-        "iotame: config F: defaults.throttle.mode: expected true or false, got 1",
-        "iotame: config F: defaults.throttle.x: unknown key (expected one of: mode, window)",
+        "iotame: config F: defaults.staging.window: expected an integer from 2 to 8, got 9",
+        "iotame: config F: defaults.staging.mode: expected true or false, got 1",
+        "iotame: config F: defaults.staging.x: unknown key (expected one of: mode, window)",
     ]
 
 

@@ -53,7 +53,7 @@ static void test_messages(void)
     parse_fails("{\"version\": 1, \"files\": {}}", "files: expected an array, got object");
     parse_fails("{\"version\": 1, \"files\": [3]}", "files[0]: expected an object, got integer");
     parse_fails("{\"version\": 1, \"defaults\": {\"match\": \"*\"}}",
-                "defaults.match: unknown key (expected one of: collective, hdf5, memory, mpiio_hints, "
+                "defaults.match: unknown key (expected one of: collective, emulate, hdf5, memory, mpiio_hints, "
                 "mpiio_hints_extra, override, posix, staging, throttle)");
     parse_fails("{\"version\": 1, \"files\": [{\"match\": \"*\", \"memory\": {}}]}",
                 "files[0].memory: the section sets the whole process: allowed in defaults only");
@@ -67,8 +67,10 @@ static void test_messages(void)
     parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": {\"cb_config_list\": 4}}}",
                 "defaults.mpiio_hints.cb_config_list: expected a string, got 4");
     parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": []}}", "defaults.mpiio_hints: expected an object, got array");
-    parse_fails("{\"version\": 1, \"defaults\": {\"throttle\": {\"level\": 1}}}",
-                "defaults.throttle.level: unknown key (section throttle has no settings yet)");
+    parse_fails("{\"version\": 1, \"defaults\": {\"staging\": {\"level\": 1}}}",
+                "defaults.staging.level: unknown key (section staging has no settings yet)");
+    parse_fails("{\"version\": 1, \"defaults\": {\"throttle\": {\"readers\": \"all\"}}}",
+                "defaults.throttle.readers: expected an integer >= 1 or auto, got \"all\"");
     parse_fails("{\"version\": 1, \"meta\": 3}", "meta: expected an object, got integer");
     parse_fails("{\"version\": 1, \"version\": 1}", "line 1, column");
     /* Every problem is reported, not only the first. */

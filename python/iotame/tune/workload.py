@@ -135,8 +135,8 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
 
 
 def prune(space: Space, w: Workload) -> Space:
-    """The space without the settings this workload cannot feel: read-side hints when it reads nothing,
-    write-side and striping hints when it writes nothing, collective-buffering hints and iotame's collective
+    """The space without the settings this workload cannot feel: read-side hints (and the throttle's readers) when
+    it reads nothing, write-side and striping hints (and the throttle's writers) when it writes nothing, collective-buffering hints and iotame's collective
     settings when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5 properties
     when the statistics show no file opened through HDF5 (the runtime adds an "hdf5" object to such files).
     A workload with no data calls keeps everything."""
@@ -152,6 +152,10 @@ def prune(space: Space, w: Workload) -> Space:
             reasons[p.key] = "opens no file through HDF5"
         if p.section == "collective" and not collective:           # iotame's collective strategies
             reasons[p.key] = "makes no collective calls"
+        if p.section == "throttle" and p.name == "readers" and w.read_ops == 0:
+            reasons[p.key] = "makes no reads"
+        if p.section == "throttle" and p.name == "writers" and w.write_ops == 0:
+            reasons[p.key] = "makes no writes"
         if p.section != "mpiio_hints":
             continue
         if p.name in READ_SIDE and w.read_ops == 0:
