@@ -56,9 +56,10 @@ static void gate_run(int level)
     CHECK(gate.max_inside <= level);      /* and the gate's own counter agrees */
     CHECK(gate.max_inside == inside_max || gate.max_inside >= inside_max);
     CHECK(inside_max == level);           /* with 8 threads and sleeps inside, the level is reached */
-    /* Arrival order: a waiting thread is overtaken at most by the others once each, plus those inside when it
-     * arrived (they had tickets before it). */
-    CHECK(worst_overtaking <= THREADS - 1 + level);
+    /* Arrival order: a waiting thread is overtaken only by tickets taken before its own: the others once each,
+     * and once more each for the moment between its look at the count and its ticket (it may be preempted). An
+     * unfair lock lets a thread wait through many rounds. */
+    CHECK(worst_overtaking <= 2 * (THREADS - 1) + level);
     CHECK(gate.inside == 0 && gate.done == gate.ticket && gate.bypassed == 0);
     fprintf(stderr, "gate level %d: max inside %d, worst overtaking %d\n", level, inside_max, worst_overtaking);
 }
@@ -86,6 +87,8 @@ static double raid(int l) { return l <= 5 ? 40.0 * l : l <= 8 ? 200.0 : 200.0 * 
 /* A device that throttling only hurts (buffered writes, or flash). */
 static double flat(int l) { return 100.0 + l * 0.01; }
 static double two(int l) { return l == 2 ? 150.0 : 100.0; }
+/* A device that wants every stream (throughput grows with concurrency). */
+static double wide(int l) { return 10.0 * l; }
 
 static unsigned noise_state = 12345;
 static double noisy(double v, double amplitude)
@@ -124,7 +127,7 @@ static void controller(void)
     struct {
         curve_t f;
         int nmax;
-    } cases[] = {{disk, 16}, {raid, 16}, {flat, 16}, {two, 16}, {disk, 4}, {raid, 4}, {raid, 12}};
+    } cases[] = {{disk, 16}, {raid, 16}, {flat, 16}, {two, 16}, {wide, 16}, {disk, 4}, {raid, 4}, {raid, 12}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int noise = 0; noise < 2; noise++) {
             throttle_ctl_init(&c, cases[i].nmax, 0, 0);
@@ -148,7 +151,7 @@ static void controller(void)
     CHECK(slow > 0 && raid(c.level) >= 200.0 * 0.95);
     k.budget = 0;
     throttle_ctl_init(&c, 16, 0, 0);
-    converge(&c, &k, raid, 0, 100); /* level 1 loses against 16: nothing more is examined */
+    converge(&c, &k, wide, 0, 100); /* level 8 loses against 16: nothing more is examined */
     CHECK(c.level == 16 && c.state == THROTTLE_SEARCH);
     k.budget = 1.0;
 

@@ -1,7 +1,7 @@
 /* The adaptive controller: the paper's future work, choosing the number of concurrent streams by measurement.
  * A search measures the target's aggregate throughput for one window per level, the unthrottled level first (it is
- * the default, so measuring it loses nothing), then 1, 2, 4, ... below it (stopping once past the peak), then
- * refines between the best level and its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
+ * the default, so measuring it loses nothing), then the powers of two below it, highest first, stopping once past
+ * the peak, then refines between the best level and its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
  * imbalance at the next barrier). A level is examined only while what the search lost against the best so far is
  * under `budget` of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two
  * windows in a row that deviate from the reference by more than `threshold` start a new search. No MPI, no time
@@ -27,12 +27,15 @@ static void add(throttle_ctl_t *c, int level)
         c->level_cand[c->ncand++] = level;
 }
 
-/* The search's plan: nmax, then the powers of two below it. */
+/* The search's plan: nmax, then the powers of two below it, highest first: the levels nearest the default are the
+ * cheapest to try when the default is good, and a device that wants few streams shows it level after level. */
 static void plan(throttle_ctl_t *c)
 {
     c->ncand = 0;
     add(c, c->nmax);
-    for (int l = 1; l < c->nmax; l *= 2) add(c, l);
+    int top = 1;
+    while (top * 2 < c->nmax) top *= 2;
+    for (int l = top; l >= 1; l /= 2) add(c, l);
     c->nplan = c->ncand;
     memset(c->mbs, 0, sizeof c->mbs);
     c->next = 0;
@@ -87,12 +90,12 @@ static int next_unmeasured(const throttle_ctl_t *c)
     return -1;
 }
 
-/* The doubling stops once a level above the best measures clearly below it (by twice the tolerance): the higher
+/* The halving stops once a level below the best measures clearly below it (by twice the tolerance): the lower
  * powers of two are left out, as past the peak of a device's throughput over concurrency. */
 static void skip_past_peak(throttle_ctl_t *c, int i, double tolerance)
 {
     int best = best_index(c, 0);
-    if (i < 1 || i >= c->nplan || best < 0 || c->level_cand[i] <= c->level_cand[best] ||
+    if (i < 1 || i >= c->nplan || best < 0 || c->level_cand[i] >= c->level_cand[best] ||
         c->mbs[i] >= c->mbs[best] * (1 - 2 * tolerance))
         return;
     for (int j = i + 1; j < c->nplan; j++)
