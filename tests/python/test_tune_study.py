@@ -213,3 +213,22 @@ def test_bad_space_launches_nothing(tmp_path, job, capsys):
     assert tune(tmp_path, job, space="[mpiio]\ncb_nodes = []\n") == 2
     assert capsys.readouterr().err == f"iotame: space {tmp_path / 'space.toml'}: mpiio.cb_nodes: empty list of values\n"
     assert not (job.parent / "log.jsonl").exists()
+
+
+def test_every_trial_keeps_the_base_configuration(tmp_path, job):
+    """--base: the default trial and every other start from it; the trial's own settings go on top."""
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"version": 1, "defaults": {"mpiio_hints": {"cb_nodes": 1, "romio_cb_write": "enable"},
+                                                           "throttle": {"readers": 2}}}))
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "6", "--final-repeat", "1", "--base", str(base)) == 0
+    out = tmp_path / "out"
+    configs = [json.loads(p.read_text()) for p in sorted((out / "trials").glob("*/config.json"))]
+    assert configs[0]["defaults"] == {"mpiio_hints": {"cb_nodes": 1, "romio_cb_write": "enable"},
+                                      "throttle": {"readers": 2}}
+    for c in configs:
+        assert c["defaults"]["mpiio_hints"]["cb_nodes"] == 1 and c["defaults"]["throttle"] == {"readers": 2}
+    assert any(c["defaults"]["mpiio_hints"]["romio_cb_write"] == "disable" for c in configs)  # the search's on top
+    final_default = json.loads((out / "final" / "default.json").read_text())
+    assert final_default["defaults"]["throttle"] == {"readers": 2}
+    best = json.loads((out / "best.json").read_text())
+    assert best["defaults"]["mpiio_hints"]["cb_nodes"] == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..config import load_config
 from ..paths import require_lib
 from ..render import console
 from ..stats import OBJECTIVES, emulated_storage
@@ -69,6 +70,9 @@ def add_parser(sub) -> None:
     p.add_argument("--knowledge", metavar="PATH", type=Path,
                    help="knowledge base (default: $IOTAME_KNOWLEDGE, else ~/.cache/iotame/knowledge.sqlite)")
     p.add_argument("--no-knowledge", action="store_true", help="neither use nor update the knowledge base")
+    p.add_argument("--base", metavar="F", type=Path,
+                   help="a configuration every trial starts from, the default trial included: settings the search "
+                        "keeps (an emulated device for an experiment, hints a site requires)")
     p.add_argument("--no-drop-caches", action="store_true",
                    help="do not drop the page cache before each run (dropped by default when root)")
     p.add_argument("--dry-run", action="store_true", help="print the job and the search space, run nothing")
@@ -218,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
                     storage=args.storage, objective=args.objective, sampler=args.sampler, trials=args.trials,
                     repeat=args.repeat, timeout=args.timeout, jobs=args.jobs, final_top=args.final_top,
                     final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
-                    knowledge=knowledge, space_source=source)
+                    knowledge=knowledge, space_source=source,
+                    base=load_config(args.base) if args.base else None)
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if not args.quiet:
         err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "

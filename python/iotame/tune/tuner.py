@@ -14,6 +14,8 @@ count against --trials, and the default is run again only if the study has none.
 """
 from __future__ import annotations
 
+import copy
+
 import json
 import threading
 import time
@@ -76,6 +78,19 @@ class TuneSpec:
     knowledge: Path | None = None           # None: no knowledge base
     cwd: Path | None = None
     space_source: str = "built-in"
+    base: dict | None = None                # settings every trial keeps (--base), the default trial included
+
+    def layered(self, config: dict) -> dict:
+        """`config` over the base configuration: the base's defaults and rules, the trial's settings on top."""
+        if not self.base:
+            return config
+        out = copy.deepcopy(self.base)
+        out.pop("meta", None)
+        for section, values in (config.get("defaults") or {}).items():
+            out.setdefault("defaults", {}).setdefault(section, {}).update(values)
+        if "meta" in config:
+            out["meta"] = config["meta"]
+        return out
 
     @property
     def direction(self) -> str:
@@ -213,7 +228,8 @@ class Tuner:
         default = bool(trial.user_attrs.get(ATTR_DEFAULT))
         space = self.full_space if default else self.space
         point = {p.key: trial.suggest_categorical(p.key, p.choices) for p in space}
-        config = space.config(point, meta={"tool": "iotame tune", "study": spec.study, "trial": trial.number})
+        config = spec.layered(space.config(point, meta={"tool": "iotame tune", "study": spec.study,
+                                                         "trial": trial.number}))
         trial_dir = spec.out / "trials" / f"{trial.number:04d}"
         trial_dir.mkdir(parents=True, exist_ok=True)
         config_path = save_config(config, trial_dir / "config.json")
@@ -387,8 +403,9 @@ class Tuner:
         if not picked or spec.final_repeat < 1:
             return None
         final_dir = spec.out / "final"
-        base = Candidate("default", default.number, save_config({"version": 1, "meta": {"default": True}},
-                                                                _mkdir(final_dir) / "default.json"),
+        base = Candidate("default", default.number,
+                         save_config(spec.layered({"version": 1, "meta": {"default": True}}),
+                                     _mkdir(final_dir) / "default.json"),
                          dict(default.params))
         cands = [Candidate(f"trial-{t.number:04d}", t.number,
                            spec.out / "trials" / f"{t.number:04d}" / "config.json", dict(t.params)) for t in picked]

@@ -100,9 +100,10 @@ void throttle_gate_leave(throttle_gate_t *g, uint64_t bytes, int is_auto, const 
     g->requests++;
     busy_end(g, now);
     if (is_auto && g->ctl_started) {
-        /* The window closes on busy time, the open interval included: a long phase is measured while it runs. */
+        /* A window closes when the target goes idle after window_ns of busy time (no request in flight, whose time
+         * would count without its bytes), or, for I/O that never pauses, after four times that. */
         uint64_t busy = g->busy_ns + (g->active ? now - g->busy_since : 0);
-        if ((double)busy >= k->window_ns) {
+        if ((double)busy >= (g->active ? 4 * k->window_ns : k->window_ns)) {
             throttle_ctl_window(&g->ctl, k, g->bytes, busy, now);
             g->bytes = 0;
             g->busy_ns = 0;
