@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "posix/posix.h"
 #include "throttle/throttle.h"
 
 /* ---- the gate ---- */
@@ -174,8 +175,39 @@ static void controller(void)
     CHECK(c.nphases >= 2 && c.phase[0].level == 16 && c.phase[0].searching);
 }
 
+/* ---- storage targets: Lustre's layout ---- */
+
+static void put32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+
+static size_t layout(unsigned char *buf, uint32_t magic, uint16_t count, uint32_t stripe_size, const uint32_t *ost)
+{
+    size_t objects = magic == 0x0BD30BD0u ? 48 : 32;
+    memset(buf, 0, objects + (size_t)count * 24);
+    put32(buf, magic);
+    put32(buf + 24, stripe_size);
+    memcpy(buf + 28, &count, 2);
+    for (unsigned i = 0; i < count; i++) put32(buf + objects + i * 24 + 20, ost[i]);
+    return objects + (size_t)count * 24;
+}
+
+static void lustre(void)
+{
+    unsigned char buf[IOTAME_POSIX_LUSTRE_XATTR_MAX];
+    uint32_t osts[4] = {7, 2, 11, 5}, size = 0, got[64];
+    size_t n = layout(buf, 0x0BD10BD0u, 4, 1 << 20, osts);
+    CHECK(iotame_posix_lustre_layout(buf, n, &size, got, 64) == 4);
+    CHECK(size == 1u << 20 && got[0] == 7 && got[1] == 2 && got[2] == 11 && got[3] == 5);
+    n = layout(buf, 0x0BD30BD0u, 3, 4 << 20, osts); /* v3: a pool name before the objects */
+    CHECK(iotame_posix_lustre_layout(buf, n, &size, got, 64) == 3 && size == 4u << 20 && got[2] == 11);
+    CHECK(iotame_posix_lustre_layout(buf, n - 1, &size, got, 64) == 0); /* truncated */
+    CHECK(iotame_posix_lustre_layout(buf, n, &size, got, 2) == 0);      /* wider than the caller takes */
+    n = layout(buf, 0x0BD60BD0u, 2, 1 << 20, osts);                    /* composite (PFL): not a plain layout */
+    CHECK(iotame_posix_lustre_layout(buf, n, &size, got, 64) == 0);
+}
+
 int main(void)
 {
+    lustre();
     gate_run(1);
     gate_run(3);
     gate_run(8);

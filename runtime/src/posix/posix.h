@@ -72,6 +72,7 @@ iotame_posix_target_t *iotame_posix_target(uint64_t key);
 /* Parses a Lustre layout (lov_user_md v1/v3) into the stripe size and the servers' indexes; returns the stripe
  * count, 0 when the layout is not a plain striped one (composite layouts: the file system is the target). */
 unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *stripe_size, uint32_t *ost, unsigned max);
+#define IOTAME_POSIX_LUSTRE_XATTR_MAX (48 + 64 * 24) /* a v3 header and 64 stripes (IOTAME_POSIX_MAX_STRIPES) */
 
 /* A module's slot for its own state of a recorded file (NULL at first; the module sets it, and frees what it put
  * there in its finalize hook if it must: records live until the process ends). */

@@ -3,7 +3,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
@@ -11,34 +10,6 @@
 #include "posix.h"
 
 #define LUSTRE_SUPER_MAGIC 0x0BD00BD0u
-#define LOV_MAGIC_V1 0x0BD10BD0u
-#define LOV_MAGIC_V3 0x0BD30BD0u
-#define LOV_HEADER_V1 32u /* magic, pattern, object id (16), stripe size, stripe count (16 bits), offset (16 bits) */
-#define LOV_POOL_NAME 16u /* v3: the pool's name follows the v1 header */
-#define LOV_OBJECT 24u    /* per stripe: object id (16), generation, server index */
-
-static uint32_t u32_at(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *stripe_size, uint32_t *ost, unsigned max)
-{
-    const unsigned char *p = xattr;
-    if (len < LOV_HEADER_V1) return 0;
-    uint32_t magic = u32_at(p);
-    size_t objects = magic == LOV_MAGIC_V1 ? LOV_HEADER_V1 : magic == LOV_MAGIC_V3 ? LOV_HEADER_V1 + LOV_POOL_NAME : 0;
-    if (!objects) return 0;
-    uint16_t count;
-    memcpy(&count, p + 28, sizeof count);
-    *stripe_size = u32_at(p + 24);
-    if (!count || count > max || !*stripe_size || len < objects + (size_t)count * LOV_OBJECT) return 0;
-    for (unsigned i = 0; i < count; i++) ost[i] = u32_at(p + objects + (size_t)i * LOV_OBJECT + 20);
-    return count;
-}
-
 /* Reads a recorded file's layout from its descriptor (once; racing threads read the same values). */
 static void read_layout(iotame_posix_file_t *f, int fd)
 {
@@ -52,7 +23,7 @@ static void read_layout(iotame_posix_file_t *f, int fd)
     f->fs_type = fstatfs(fd, &sfs) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
     f->stripe_count = 1;
     if ((uint32_t)f->fs_type == LUSTRE_SUPER_MAGIC) {
-        unsigned char buf[LOV_HEADER_V1 + LOV_POOL_NAME + IOTAME_POSIX_MAX_STRIPES * LOV_OBJECT];
+        unsigned char buf[IOTAME_POSIX_LUSTRE_XATTR_MAX];
         ssize_t n = fgetxattr(fd, "lustre.lov", buf, sizeof buf);
         unsigned count = n > 0 ? iotame_posix_lustre_layout(buf, (size_t)n, &f->stripe_size, f->ost,
                                                             IOTAME_POSIX_MAX_STRIPES) : 0;
