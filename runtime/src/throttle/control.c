@@ -1,7 +1,8 @@
 /* The adaptive controller: the paper's future work, choosing the number of concurrent streams by measurement.
  * A search measures the target's aggregate throughput for one window per level, the unthrottled level first (it is
- * the default, so measuring it loses nothing), then the powers of two below it, highest first, stopping once past
- * the peak, then refines between the best level and its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
+ * the default, so measuring it loses nothing), then every power of two below it, highest first (a disk's curve is
+ * flat down to two readers and jumps at one: no level can be skipped on the way), then refines between the best
+ * level and its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
  * imbalance at the next barrier). A level is examined only while what the search lost against the best so far is
  * under `budget` of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two
  * windows in a row that deviate from the reference by more than `threshold` start a new search. No MPI, no time
@@ -12,7 +13,6 @@
 #include "throttle.h"
 
 #define REFINE_ROUNDS 1
-#define SKIPPED (-1.0) /* a planned level left out: the doubling passed the peak */
 
 static int find(const throttle_ctl_t *c, int level)
 {
@@ -86,20 +86,8 @@ static int refine(throttle_ctl_t *c, double tolerance)
 static int next_unmeasured(const throttle_ctl_t *c)
 {
     for (int i = 0; i < c->ncand; i++)
-        if (c->mbs[i] == 0) return i;
+        if (c->mbs[i] <= 0) return i;
     return -1;
-}
-
-/* The halving stops once a level below the best measures clearly below it (by twice the tolerance): the lower
- * powers of two are left out, as past the peak of a device's throughput over concurrency. */
-static void skip_past_peak(throttle_ctl_t *c, int i, double tolerance)
-{
-    int best = best_index(c, 0);
-    if (i < 1 || i >= c->nplan || best < 0 || c->level_cand[i] >= c->level_cand[best] ||
-        c->mbs[i] >= c->mbs[best] * (1 - 2 * tolerance))
-        return;
-    for (int j = i + 1; j < c->nplan; j++)
-        if (c->mbs[j] == 0) c->mbs[j] = SKIPPED;
 }
 
 static void log_phase(throttle_ctl_t *c, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns)
@@ -164,7 +152,6 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
     c->mbs[i] = c->mbs[i] > 0 ? (c->mbs[i] + mbs) / 2 : mbs;
     int best = best_index(c, 0);
     if (c->mbs[best] > mbs) c->loss_ns += (uint64_t)((double)busy_ns * (1 - mbs / c->mbs[best]));
-    skip_past_peak(c, i, k->tolerance);
     int next = next_unmeasured(c);
     if (next < 0 && refine(c, k->tolerance)) next = next_unmeasured(c);
     int keep = best_index(c, k->tolerance);
