@@ -276,3 +276,17 @@ def test_posix_layer_counts_what_ompio_writes(ompi, mode):
     assert size == 2 * 4 * 65536 == f["bytes_written"] == f["posix"]["bytes_written"]
     assert f["bytes_read"] == f["posix"]["bytes_read"] == size
     assert 1 <= f["posix"]["writing_ranks"] <= 2 and 1 <= f["posix"]["max_concurrent"] <= 2
+
+
+# ---- stream throttling under OMPIO, with more processes than cores ----
+
+def test_throttle_holds_under_ompio_with_eight_processes(ompi):
+    """tests/preload/test_throttle.py's liveness program with 8 ranks (Open MPI yields when idle): the job ends,
+    the data verifies, and the gate never let more processes in than the level."""
+    stats, config = ompi.tmp / "stats.json", ompi.tmp / "c.json"
+    config.write_text(json.dumps({"version": 1, "defaults": {"throttle": {"readers": 2, "writers": 1}}}))
+    p = ompi.run(8, [PROGRAMS / "throttle_mix", ompi.tmp, 4, 65536], preload=True, config=config, stats=stats)
+    assert json.loads(p.stdout) == {"verified": True, "rounds": 4}
+    (target,) = json.loads(stats.read_text())["modules"]["throttle"]["targets"]
+    assert 1 <= target["read"]["max_inside"] <= 2 and target["write"]["max_inside"] == 1
+    assert target["read"]["bypassed"] == target["write"]["bypassed"] == 0
