@@ -45,9 +45,9 @@ TIMEOUT = 1800
 
 
 def default_configs(np_):
-    """The paper's grid: all or one writer, by all, 8, 4, 2 or 1 readers (those up to np), then auto."""
-    readers = ["all"] + [r for r in (8, 4, 2, 1) if r < np_]
-    return [f"{w}/{r}" for w in ("all", "1") for r in readers] + ["auto"]
+    """The paper's rows: all or one writer by all or one reader (Tables 6 and 7), the readers between them with all
+    writers (Table 8 and Figure 3), then auto."""
+    return ["all/all", "1/all", "all/1", "1/1"] + [f"all/{r}" for r in (2, 4, 8) if r < np_] + ["auto"]
 
 
 def runtime_config(name, device, state, window):
