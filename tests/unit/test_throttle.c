@@ -135,7 +135,7 @@ static void controller(void)
                  {raid, 12}, {cliff, 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int noise = 0; noise < 2; noise++) {
-            throttle_ctl_init(&c, cases[i].nmax, 0, 0);
+            throttle_ctl_init(&c, cases[i].nmax, 0);
             int w = converge(&c, &k, cases[i].f, noise ? 0.08 : 0, 200);
             CHECK(w > 0);
             /* the level kept is within tolerance (and the noise) of the best there is */
@@ -144,30 +144,30 @@ static void controller(void)
         }
     }
     /* Ties go to the higher level: on a flat device nothing is throttled. */
-    throttle_ctl_init(&c, 16, 0, 0);
+    throttle_ctl_init(&c, 16, 0);
     converge(&c, &k, flat, 0, 200);
     CHECK(c.level == 16);
 
     /* A budget: the search takes longer but still ends at the best; with no budget it never leaves the default
      * once a level lost. */
     k.budget = 0.1;
-    throttle_ctl_init(&c, 16, 0, 0);
+    throttle_ctl_init(&c, 16, 0);
     int slow = converge(&c, &k, raid, 0, 1000);
     CHECK(slow > 0 && raid(c.level) >= 200.0 * 0.95);
     k.budget = 0;
-    throttle_ctl_init(&c, 16, 0, 0);
+    throttle_ctl_init(&c, 16, 0);
     converge(&c, &k, wide, 0, 100); /* level 8 loses against 16: nothing more is examined */
     CHECK(c.level == 16 && c.state == THROTTLE_SEARCH);
     k.budget = 1.0;
 
     /* A remembered level: steady at once, no search. */
-    throttle_ctl_init(&c, 16, 4, 0);
+    throttle_ctl_init(&c, 16, 4);
     CHECK(c.state == THROTTLE_STEADY && c.level == 4 && c.known);
     converge(&c, &k, raid, 0, 3);
     CHECK(c.searches == 1 && c.level == 4);
 
     /* A change of device after the search: two deviating windows start a new search, which finds the new best. */
-    throttle_ctl_init(&c, 16, 0, 0);
+    throttle_ctl_init(&c, 16, 0);
     converge(&c, &k, raid, 0, 200);
     int before = (int)c.searches;
     for (int w = 0; w < 3; w++) throttle_ctl_window(&c, &k, (uint64_t)(disk(c.level) * 1e6 * 0.25), 250000000, 0);

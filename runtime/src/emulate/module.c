@@ -39,10 +39,14 @@ static emulate_params_t params;
 static char state_path[4096];
 static state_t *state; /* NULL: requests pass through unmodelled */
 
-/* This process's counts (atomics: the application may do I/O from several threads). */
-static struct {
-    uint64_t requests, reads, writes, segments, positionings, stream_hits, bytes, delay_ns, unmodelled;
-} mine;
+/* This process's counts (atomics: the application may do I/O from several threads), named as the statistics show
+ * them. */
+enum { REQUESTS, READS, WRITES, SEGMENTS, POSITIONINGS, STREAM_HITS, BYTES, UNMODELLED, NCOUNTS };
+static const char *const counts[NCOUNTS] = {"requests", "reads", "writes", "segments", "positionings",
+                                            "stream_hits", "bytes", "unmodelled"};
+static uint64_t mine[NCOUNTS], delay_ns;
+
+static void count(int which, uint64_t n) { __atomic_add_fetch(&mine[which], n, __ATOMIC_RELAXED); }
 
 /* ---- the shared state ---- */
 
@@ -114,7 +118,7 @@ static void posix_before(const iotame_posix_io_t *io)
 {
     if (!io->file) return;
     if (!state) {
-        __atomic_add_fetch(&mine.unmodelled, 1, __ATOMIC_RELAXED);
+        count(UNMODELLED, 1);
         iotame_stats_passthrough(NULL, "emulate: no device state; request not modelled");
         return;
     }
@@ -125,29 +129,29 @@ static void posix_before(const iotame_posix_io_t *io)
                            .offset = io->offset > 0 ? (uint64_t)io->offset : 0,
                            .write = io->write};
     uint64_t left = io->bytes, delay = 0;
-    __atomic_add_fetch(&mine.requests, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(io->write ? &mine.writes : &mine.reads, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&mine.bytes, io->bytes, __ATOMIC_RELAXED);
+    count(REQUESTS, 1);
+    count(io->write ? WRITES : READS, 1);
+    count(BYTES, io->bytes);
     while (left > 0) { /* a segment at a time: another process's segment that arrived meanwhile goes before our next */
         r.bytes = left < EMULATE_SEGMENT ? left : EMULATE_SEGMENT;
         emulate_result_t res;
         uint64_t now = iotame_monotonic_ns();
         if (state_lock(state) != 0) { /* ENOTRECOVERABLE: the state is lost for every process */
-            __atomic_add_fetch(&mine.unmodelled, 1, __ATOMIC_RELAXED);
+            count(UNMODELLED, 1);
             iotame_stats_passthrough(NULL, "emulate: the device's lock is unusable; request not modelled");
             break;
         }
         emulate_schedule(&state->dev, &r, now, &res);
         pthread_mutex_unlock(&state->lock);
-        __atomic_add_fetch(&mine.segments, 1, __ATOMIC_RELAXED);
-        if (res.positioned) __atomic_add_fetch(&mine.positionings, 1, __ATOMIC_RELAXED);
-        if (res.stream_hit) __atomic_add_fetch(&mine.stream_hits, 1, __ATOMIC_RELAXED);
+        count(SEGMENTS, 1);
+        if (res.positioned) count(POSITIONINGS, 1);
+        if (res.stream_hit) count(STREAM_HITS, 1);
         delay += res.done - now;
         sleep_until(res.done);
         r.offset += r.bytes;
         left -= r.bytes;
     }
-    __atomic_add_fetch(&mine.delay_ns, delay, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&delay_ns, delay, __ATOMIC_RELAXED);
 }
 
 /* ---- start, finalize, statistics ---- */
@@ -192,19 +196,9 @@ static void finalize(void)
 {
     json_t *section = iotame_stats_job_section(&iotame_module_emulate);
     if (!section) return;
-    json_object_set_new(section, "requests", json_integer((json_int_t)mine.requests));
-    json_object_set_new(section, "reads", json_integer((json_int_t)mine.reads));
-    json_object_set_new(section, "writes", json_integer((json_int_t)mine.writes));
-    json_object_set_new(section, "segments", json_integer((json_int_t)mine.segments));
-    json_object_set_new(section, "positionings", json_integer((json_int_t)mine.positionings));
-    json_object_set_new(section, "stream_hits", json_integer((json_int_t)mine.stream_hits));
-    json_object_set_new(section, "bytes", json_integer((json_int_t)mine.bytes));
-    json_object_set_new(section, "delay_seconds", json_real((double)mine.delay_ns * 1e-9));
-    json_object_set_new(section, "unmodelled", json_integer((json_int_t)mine.unmodelled));
+    for (int k = 0; k < NCOUNTS; k++) json_object_set_new(section, counts[k], json_integer((json_int_t)mine[k]));
+    json_object_set_new(section, "delay_seconds", json_real((double)delay_ns * 1e-9));
 }
-
-static const char *const counts[] = {"requests", "reads", "writes", "segments", "positionings", "stream_hits", "bytes", "unmodelled"};
-#define NCOUNTS (sizeof counts / sizeof counts[0])
 
 /* The device and every parameter in force, the counts summed over the ranks, the requests each rank modelled. */
 static json_t *job_report(const json_t *ranks)
@@ -220,13 +214,13 @@ static json_t *job_report(const json_t *ranks)
     size_t i;
     json_t *r;
     json_array_foreach(ranks, i, r) {
-        for (size_t k = 0; k < NCOUNTS; k++) sum[k] += json_integer_value(json_object_get(r, counts[k]));
+        for (int k = 0; k < NCOUNTS; k++) sum[k] += json_integer_value(json_object_get(r, counts[k]));
         double d = json_number_value(json_object_get(r, "delay_seconds"));
         delay += d;
         if (d > delay_max) delay_max = d;
         json_array_append_new(per_rank, json_integer(json_integer_value(json_object_get(r, "requests"))));
     }
-    for (size_t k = 0; k < NCOUNTS; k++) json_object_set_new(out, counts[k], json_integer(sum[k]));
+    for (int k = 0; k < NCOUNTS; k++) json_object_set_new(out, counts[k], json_integer(sum[k]));
     json_object_set_new(out, "segment_kb", json_integer(EMULATE_SEGMENT / 1024));
     json_object_set_new(out, "delay_seconds", json_real(delay));
     json_object_set_new(out, "delay_seconds_max", json_real(delay_max));

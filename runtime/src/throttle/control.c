@@ -36,9 +36,7 @@ static void plan(throttle_ctl_t *c)
     int top = 1;
     while (top * 2 < c->nmax) top *= 2;
     for (int l = top; l >= 1; l /= 2) add(c, l);
-    c->nplan = c->ncand;
     memset(c->mbs, 0, sizeof c->mbs);
-    c->next = 0;
     c->refined = 0;
     c->loss_ns = 0;
     c->busy_ns = 0;
@@ -107,9 +105,8 @@ static void log_phase(throttle_ctl_t *c, uint64_t bytes, uint64_t busy_ns, uint6
     p->busy_ns += busy_ns;
 }
 
-void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, uint64_t now_ns)
+void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known)
 {
-    (void)now_ns;
     memset(c, 0, sizeof *c);
     c->nmax = nmax > 0 ? nmax : 1;
     plan(c);

@@ -10,13 +10,6 @@
 
 #include "throttle.h"
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int throttle_gate_init(throttle_gate_t *g)
 {
     pthread_mutexattr_t ma;
@@ -56,7 +49,7 @@ static void busy_end(throttle_gate_t *g, uint64_t now)
 uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns)
 {
     lock(g);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = iotame_monotonic_ns();
     busy_begin(g, t0);
     uint32_t ticket = g->ticket++;
     uint32_t seen = g->done;
@@ -65,7 +58,7 @@ uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns)
         int k = level > 0 ? level : g->ctl.level;
         if (k < 1) k = 1;
         if ((int32_t)(ticket - g->done) < k) break;
-        uint64_t now = now_ns();
+        uint64_t now = iotame_monotonic_ns();
         if (g->done != seen) {
             seen = g->done;
             progress = now;
@@ -85,7 +78,7 @@ uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns)
     if (++g->inside > g->max_inside) g->max_inside = g->inside;
     if (level > g->static_level) g->static_level = level;
     if (level <= 0) g->used_auto = 1;
-    uint64_t waited = now_ns() - t0;
+    uint64_t waited = iotame_monotonic_ns() - t0;
     pthread_mutex_unlock(&g->lock);
     return waited;
 }
@@ -93,7 +86,7 @@ uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns)
 void throttle_gate_leave(throttle_gate_t *g, uint64_t bytes, int is_auto, const throttle_knobs_t *k)
 {
     lock(g);
-    uint64_t now = now_ns();
+    uint64_t now = iotame_monotonic_ns();
     g->done++;
     g->inside--;
     g->bytes += bytes;
@@ -118,7 +111,7 @@ void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known)
 {
     lock(g);
     if (!g->ctl_started) {
-        throttle_ctl_init(&g->ctl, nmax, known, now_ns());
+        throttle_ctl_init(&g->ctl, nmax, known);
         g->ctl_started = 1;
     }
     pthread_mutex_unlock(&g->lock);

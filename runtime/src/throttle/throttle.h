@@ -34,8 +34,7 @@ typedef struct {
     int32_t nmax;  /* the highest level: the node's processes (unthrottled) */
     int32_t level; /* in force */
     int32_t state;
-    int32_t next;  /* search: index of the next planned candidate */
-    int32_t ncand, nplan, refined, deviations;
+    int32_t ncand, refined, deviations;
     int32_t level_cand[THROTTLE_CANDIDATES];
     double mbs[THROTTLE_CANDIDATES]; /* measured throughput (0: not yet) */
     double reference;                /* steady: the throughput measured for the level in force */
@@ -46,7 +45,7 @@ typedef struct {
 } throttle_ctl_t;
 
 /* Starts a controller at nmax (and at a remembered level when known > 0: steady, no search). */
-void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, uint64_t now_ns);
+void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known);
 /* One finished window: bytes moved in busy_ns of I/O time. Returns the level in force from now on. */
 int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns);
 /* The best level measured in the last search, 0 when none finished. */
