@@ -110,7 +110,8 @@ def test_the_adaptive_level_is_remembered(job):
             assert not g["from_knowledge"]
             saved = json.loads(knowledge.read_text())["throttle"]
             (sig,) = [s for s in saved if s.startswith("read procs=2 ")]
-            assert saved[sig]["level"] == g["level"]
+            # the level the search kept, even when tiny windows started a re-search before the end
+            assert g["found_level"] >= 1 and saved[sig]["level"] == g["found_level"]
         else:
             # it starts steady at the remembered level (a deviation may start a search later: windows are tiny)
             assert g["from_knowledge"]

@@ -169,11 +169,13 @@ static void controller(void)
     /* A change of device after the search: two deviating windows start a new search, which finds the new best. */
     throttle_ctl_init(&c, 16, 0);
     converge(&c, &k, raid, 0, 200);
-    int before = (int)c.searches;
+    int before = (int)c.searches, kept = c.level;
+    CHECK(c.found == kept && !c.known);
     for (int w = 0; w < 3; w++) throttle_ctl_window(&c, &k, (uint64_t)(disk(c.level) * 1e6 * 0.25), 250000000, 0);
     CHECK((int)c.searches == before + 1);
+    CHECK(c.state == THROTTLE_SEARCH && c.found == kept); /* the last finished search's level until the next ends */
     converge(&c, &k, disk, 0, 200);
-    CHECK(c.level == 1);
+    CHECK(c.level == 1 && c.found == 1);
 
     /* Phases: the log holds the levels in force, the search's first. */
     CHECK(c.nphases >= 2 && c.phase[0].level == 16 && c.phase[0].searching);

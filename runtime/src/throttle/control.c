@@ -153,8 +153,8 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
     if (next < 0 && refine(c, k->tolerance)) next = next_unmeasured(c);
     int keep = best_index(c, k->tolerance);
     if (next < 0) { /* the search is over */
-        c->level = c->level_cand[keep];
-        c->reference = c->mbs[keep];
+        c->level = c->found = c->level_cand[keep];
+        c->reference = c->found_mbs = c->mbs[keep];
         c->state = THROTTLE_STEADY;
         return c->level;
     }

@@ -233,6 +233,7 @@ static json_t *gate_json(const throttle_gate_t *g, uint64_t t0)
     const throttle_ctl_t *c = &g->ctl;
     json_object_set_new(o, "level", json_integer(c->level));
     json_object_set_new(o, "best_measured", json_integer(throttle_ctl_best(c)));
+    json_object_set_new(o, "found_level", json_integer(c->found));
     json_object_set_new(o, "from_knowledge", json_boolean(c->known));
     json_object_set_new(o, "searches", json_integer(c->searches));
     json_t *measured = json_object();
@@ -256,10 +257,11 @@ static void knowledge_save(iotame_posix_segment_t *seg)
         if (!seg->target[i].key) continue;
         for (int d = 0; d < 2; d++) {
             const throttle_gate_t *g = &((const throttle_target_t *)seg->target[i].state)->dir[d];
-            if (!g->ctl_started || g->ctl.state != THROTTLE_STEADY || g->ctl.known) continue;
+            /* the last finished search's level, also when a re-search is under way at the end of the job */
+            if (!g->ctl_started || !g->ctl.found) continue;
             char sig[128];
             signature(sig, sizeof sig, d, g->sig_fs_type, g->sig_size_log2);
-            json_object_set_new(k, sig, json_pack("{s:i,s:f}", "level", g->ctl.level, "mbs", g->ctl.reference));
+            json_object_set_new(k, sig, json_pack("{s:i,s:f}", "level", g->ctl.found, "mbs", g->ctl.found_mbs));
             changed = 1;
         }
     }

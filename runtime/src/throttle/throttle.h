@@ -40,7 +40,9 @@ typedef struct {
     double reference;                /* steady: the throughput measured for the level in force */
     uint64_t busy_ns, loss_ns;       /* I/O time seen, and what the search lost against the best so far */
     uint32_t searches, known;        /* searches started; 1 when the level came from the knowledge file */
-    uint32_t nphases, pad;
+    uint32_t nphases;
+    int32_t found;    /* the level the last finished search kept (0: none finished), what the knowledge file keeps */
+    double found_mbs; /* and its throughput */
     throttle_phase_t phase[THROTTLE_PHASES];
 } throttle_ctl_t;
 
