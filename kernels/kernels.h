@@ -29,5 +29,6 @@ extern const iotame_kernel_t iotame_kernel_madbench;
 extern const iotame_kernel_t iotame_kernel_iobench;
 extern const iotame_kernel_t iotame_kernel_spio;
 extern const iotame_kernel_t iotame_kernel_beffio;
+extern const iotame_kernel_t iotame_kernel_phases;
 
 #endif

@@ -22,6 +22,7 @@ static const iotame_kernel_t *const kernels[] = {
     &iotame_kernel_iobench,
     &iotame_kernel_spio,
     &iotame_kernel_beffio,
+    &iotame_kernel_phases,
 };
 #define NKERNELS (sizeof kernels / sizeof kernels[0])
 

@@ -1,4 +1,4 @@
-"""The classic benchmark kernels madbench, iobench, spio and beffio (real mpiexec, 1 to 4 ranks): phases and byte
+"""The classic benchmark kernels madbench, iobench, spio, beffio and phases (real mpiexec, 1 to 4 ranks): phases and byte
 counts, file layouts checked against the data pattern, corruption found at its exact offset, bad options."""
 import math
 
@@ -297,8 +297,85 @@ def test_beffio_bad_options(job, args, option):
     check_bad_option(job, "beffio", args, option)
 
 
+# ---- phases ----
+
+PHASES = "iotame-phases.dat"
+
+
+def phases_offset(layout, n, records, size, rank, phase, record):
+    """File offset of a record of the phases kernel (kernels/phases.c)."""
+    if layout == "contiguous":
+        return ((phase * n + rank) * records + record) * size
+    return ((phase * records + record) * n + rank) * size
+
+
+@pytest.mark.parametrize("collective", [False, True], ids=["independent", "collective"])
+@pytest.mark.parametrize("layout", ["contiguous", "interleaved"])
+def test_phases(job, layout, collective):
+    n, nphases, records, size = 2, 3, 4, 4 * KiB
+    args = ["--phases", str(nphases), "--records", str(records), "--record-size", "4k", "--layout", layout,
+            "--compute", "0.05", "--compute-mode", "sleep"] + (["--collective"] if collective else [])
+    res, _ = job.kernel(n, "phases", *args, "--keep")
+    assert res["verified"] is True and res["errors"] == []
+    total = n * nphases * records * size
+    check_phases(res, ["write", "write_close", "read"], total)
+    prm = res["params"]
+    assert (prm["phases"], prm["records"], prm["record-size"], prm["layout"], prm["collective"]) == \
+        (nphases, records, size, layout, collective)
+    assert (prm["compute"], prm["compute-mode"]) == (0.05, "sleep")
+
+    app = res["application"]
+    assert app["bytes"] == total and app["phase_bytes"] == n * records * size
+    assert len(app["io_phase_seconds"]) == nphases and all(s >= 0 for s in app["io_phase_seconds"])
+    assert app["io_seconds"] == pytest.approx(sum(app["io_phase_seconds"]), rel=1e-6)
+    write, write_close, _ = res["phases"]
+    assert write["seconds"] == pytest.approx(app["io_seconds"], rel=1e-6)
+    assert write_close["seconds"] == pytest.approx(app["io_seconds"] + app["close_seconds"], rel=1e-6)
+    assert app["mbs"] == pytest.approx(write["mbs"], rel=1e-6)
+    assert app["mbs_with_close"] == pytest.approx(write_close["mbs"], rel=1e-6)
+    assert app["compute_seconds"] >= 0.9 * nphases * 0.05  # every phase sleeps 0.05 s
+    assert app["wall_seconds"] >= max(app["compute_seconds"], app["close_seconds"])
+
+    expected = bytearray(total)
+    for rank in range(n):
+        for phase in range(nphases):
+            for record in range(records):
+                off = phases_offset(layout, n, records, size, rank, phase, record)
+                expected[off:off + size] = pattern(off, size, rank=rank)
+    assert (job.tmp / PHASES).read_bytes() == bytes(expected)
+
+
+def test_phases_defaults_remove_files(job):
+    res, _ = job.kernel(2, "phases", "--records", "2", "--record-size", "1k")
+    prm = res["params"]
+    assert (prm["phases"], prm["compute"], prm["compute-mode"], prm["layout"], prm["collective"]) == \
+        (4, 0, "busy", "contiguous", False)
+    assert res["verified"] is True and len(res["application"]["io_phase_seconds"]) == 4
+    assert list(job.tmp.iterdir()) == []
+
+
+def test_phases_corruption(job):
+    args = ["--phases", "2", "--records", "4", "--record-size", "4k", "--layout", "interleaved"]
+    offset = phases_offset("interleaved", 2, 4, 4 * KiB, 1, 1, 2) + 100  # rank 1, phase 1, record 2
+    res = corrupt_and_reread(job, 2, "phases", args, PHASES, offset, 1)
+    assert [ph["name"] for ph in res["phases"]] == ["read"] and res["application"] is None
+
+
+@pytest.mark.parametrize("args,option", [
+    (["--layout", "diagonal"], "layout"),
+    (["--compute", "-1"], "compute"),
+    (["--compute-mode", "idle"], "compute-mode"),
+    (["--records", "0"], "records"),
+    (["--record-size", "2g"], "record-size"),
+    (["--records", "100", "--record-size", "1g"], "records"),  # over 16 GiB per process and phase
+], ids=["layout", "compute", "compute-mode", "records", "record-size", "phase-too-large"])
+def test_phases_bad_options(job, args, option):
+    line, _ = usage_error(job, 2, "phases", args)
+    assert f"option --{option}" in line or f"options --{option}" in line
+
+
 def test_kernels_are_listed(job):
     p = job.run(1, [KERNEL, "--list"])
-    assert {"madbench", "iobench", "spio", "beffio"} <= set(p.stdout.split())
+    assert {"madbench", "iobench", "spio", "beffio", "phases"} <= set(p.stdout.split())
     p = job.run(1, [KERNEL, "beffio", "--help"])
     assert "--seconds-per-pattern" in p.stdout and "--chunks" in p.stdout
