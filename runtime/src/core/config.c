@@ -274,7 +274,7 @@ static void add_hint(iotame_rule_t *r, const char *key, char *value)
 /* ---- sections and rules ---- */
 
 static void check_section(errors_t *e, const char *where, const char *name, const json_t *section,
-                          const json_t *v, iotame_rule_t *rule)
+                          const json_t *v, iotame_rule_t *rule, int is_default)
 {
     char key[512];
     snprintf(key, sizeof key, "%s.%s", where, name);
@@ -282,10 +282,18 @@ static void check_section(errors_t *e, const char *where, const char *name, cons
     int free_form = json_is_true(json_object_get(section, "free"));
     if (!free_form) check_object(e, key, settings, v, name, 0);
     else if (!json_is_object(v)) add_error(e, key, "expected an object, got %s", type_name(v));
-    if (strncmp(name, "mpiio_hints", 11) != 0 || !json_is_object(v)) return;
-    /* Hints, typed or free, also become the strings merged into MPI_Info. */
+    /* A setting marked "process" sizes something the whole process (or node) shares: in defaults only. */
     const char *k;
     json_t *item;
+    if (!is_default && !free_form && json_is_object(v))
+        json_object_foreach((json_t *)v, k, item) {
+            if (!json_is_true(json_object_get(json_object_get(settings, k), "process"))) continue;
+            char sub[1024];
+            snprintf(sub, sizeof sub, "%.900s.%s", key, k);
+            add_error(e, sub, "the setting is for the whole process: allowed in defaults only");
+        }
+    if (strncmp(name, "mpiio_hints", 11) != 0 || !json_is_object(v)) return;
+    /* Hints, typed or free, also become the strings merged into MPI_Info. */
     json_object_foreach((json_t *)v, k, item) {
         if (free_form && !json_is_string(item) && !json_is_integer(item)) {
             char sub[1024], got[256];
@@ -316,7 +324,7 @@ static void check_rule(errors_t *e, const char *where, const json_t *obj, iotame
         json_t *section = json_object_get(sections, k);
         if (section && !is_default && json_is_true(json_object_get(section, "process")))
             add_error(e, key, "the section sets the whole process: allowed in defaults only");
-        else if (section) check_section(e, where, k, section, v, rule);
+        else if (section) check_section(e, where, k, section, v, rule, is_default);
         else if (strcmp(k, "override") == 0) {
             if (json_is_boolean(v)) rule->override = json_is_true(v);
             else {

@@ -60,6 +60,12 @@ static inline uint64_t iotame_now(void)
     return iotame_monotonic_ns();
 }
 
+/* Node-shared memory (core/shm.c): a segment of `bytes`, created by the node's first process (`init` runs there on
+ * the zeroed map before the others see it) and mapped by every process of `node`; its name is unique to the job
+ * and node and unlinked once all have mapped it, so nothing is left behind whatever happens later. Collective over
+ * node; NULL on every process when any could not map it. */
+void *iotame_node_shared(MPI_Comm node, size_t bytes, void (*init)(void *map, void *arg), void *arg);
+
 /* Nanoseconds per iotame_now() tick (1 without a TSC). */
 double iotame_ns_per_tick(void);
 

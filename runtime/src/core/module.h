@@ -3,7 +3,7 @@
  * modules and call no part by name. A new module is one folder and one line in core/modules.c.
  *
  * The order of core/modules.c is the order every hook runs in, at both layers:
- *   MPI-IO layer: stats, hdf5, collective          (later: stage before collective)
+ *   MPI-IO layer: stats, hdf5, stage, collective
  *   POSIX layer:  posix, throttle, emulate
  * A hook a module does not need is NULL. docs/design/module-order.md says why the order is what it is. */
 #ifndef IOTAME_CORE_MODULE_H
@@ -88,9 +88,14 @@ typedef struct iotame_module {
     /* After a call that moves no data of its own (open, close, sync, set_view, seek, ..., the end of a split
      * collective): its duration in iotame_now() ticks. fs may be NULL. */
     void (*meta)(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks);
-    /* After a successful MPI_File_sync (collective): returns an MPI error code (MPI_SUCCESS). */
+    /* Before MPI_File_sync (collective; the library's sync follows, so it covers what the module wrote): returns an
+     * MPI error code (MPI_SUCCESS), which the sync returns. */
     int (*sync)(MPI_File fh);
-    void (*close)(MPI_File fh); /* before MPI_File_close (collective) */
+    /* Before MPI_File_close (collective): returns an MPI error code, which the close returns (the file is closed
+     * whatever it is). */
+    int (*close)(MPI_File fh);
+    /* Before MPI_File_get_size, set_size or preallocate: the file's size is to be what the application wrote. */
+    void (*sizing)(MPI_File fh);
 
     /* ---- POSIX layer ---- */
     void (*posix_before)(const iotame_posix_io_t *io);
@@ -142,8 +147,9 @@ void iotame_modules_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, M
                              const char *datarep);
 void iotame_modules_set_info(MPI_File fh);
 void iotame_modules_set_atomicity(MPI_File fh, int flag);
-int iotame_modules_sync(MPI_File fh); /* the first error code a module returned, else MPI_SUCCESS */
-void iotame_modules_close(MPI_File fh);
+int iotame_modules_sync(MPI_File fh);  /* the first error code a module returned, else MPI_SUCCESS */
+int iotame_modules_close(MPI_File fh); /* the same */
+void iotame_modules_sizing(MPI_File fh);
 
 /* The data path: inline, since every data call takes it. */
 static inline void iotame_modules_before(const iotame_io_t *io)

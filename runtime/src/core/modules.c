@@ -9,14 +9,15 @@
 
 /* The order hooks run in (module.h). stats first: it counts every call as the application made it, whatever a
  * later module does with it; collective last at the MPI-IO layer: it may serve the call instead of the library. */
-extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_collective, iotame_module_posix,
-    iotame_module_throttle, iotame_module_emulate;
+extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_stage, iotame_module_collective,
+    iotame_module_posix, iotame_module_throttle, iotame_module_emulate;
 
 const iotame_module_t *const iotame_modules[] = {
     &iotame_module_stats,
 #if defined(IOTAME_HAVE_HDF5)
     &iotame_module_hdf5,
 #endif
+    &iotame_module_stage, /* before collective: a staged write is served here, and reads wait for staged data */
     &iotame_module_collective,
     &iotame_module_posix, /* the POSIX layer: its wrappers call the posix_before/after hooks of the modules after it */
     &iotame_module_throttle, /* before emulate: a process waits for its token, then for the modelled device */
@@ -70,18 +71,20 @@ void iotame_modules_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, M
 }
 void iotame_modules_set_info(MPI_File fh) { EACH(set_info, set_info(fh)); }
 void iotame_modules_set_atomicity(MPI_File fh, int flag) { EACH(set_atomicity, set_atomicity(fh, flag)); }
-void iotame_modules_close(MPI_File fh) { EACH(close, close(fh)); }
+void iotame_modules_sizing(MPI_File fh) { EACH(sizing, sizing(fh)); }
 
-int iotame_modules_sync(MPI_File fh)
-{
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < active.n; i++) {
-        if (!active.m[i]->sync) continue;
-        int r = active.m[i]->sync(fh); /* every module syncs, even after another's error */
-        if (rc == MPI_SUCCESS) rc = r;
-    }
+/* Every module's hook runs, even after another's error; the first error is returned. */
+#define FIRST_ERROR(HOOK)                                                                                       \
+    int rc = MPI_SUCCESS;                                                                                      \
+    for (int i = 0; i < active.n; i++) {                                                                       \
+        if (!active.m[i]->HOOK) continue;                                                                      \
+        int r = active.m[i]->HOOK(fh);                                                                         \
+        if (rc == MPI_SUCCESS) rc = r;                                                                         \
+    }                                                                                                          \
     return rc;
-}
+
+int iotame_modules_sync(MPI_File fh) { FIRST_ERROR(sync) }
+int iotame_modules_close(MPI_File fh) { FIRST_ERROR(close) }
 
 /* Stops the hooks of the data path first: a module's finalize may do I/O that must not be counted. */
 void iotame_modules_finalize(void)

@@ -14,9 +14,22 @@
         return rc;                                                                                             \
     }
 
-META(set_size, (MPI_File fh, MPI_Offset size), (fh, size))
-META(preallocate, (MPI_File fh, MPI_Offset size), (fh, size))
-META(get_size, (MPI_File fh, MPI_Offset *size), (fh, size))
+/* A call that observes or changes the file's size: the modules first make the size what the application wrote. */
+#define SIZING(NAME, PARAMS, ARGS)                                                                             \
+    IOTAME_WRAPPER int MPI_File_##NAME PARAMS                                                                  \
+    {                                                                                                          \
+        if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
+        uint64_t t0 = iotame_now();                                                                            \
+        iotame_modules_sizing(fh);                                                                             \
+        int rc = PMPI_File_##NAME ARGS;                                                                        \
+        iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);                     \
+        iotame__leave();                                                                                       \
+        return rc;                                                                                             \
+    }
+
+SIZING(set_size, (MPI_File fh, MPI_Offset size), (fh, size))
+SIZING(preallocate, (MPI_File fh, MPI_Offset size), (fh, size))
+SIZING(get_size, (MPI_File fh, MPI_Offset *size), (fh, size))
 META(get_info, (MPI_File fh, MPI_Info *info_used), (fh, info_used))
 META(seek, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
 META(seek_shared, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence))
@@ -36,8 +49,9 @@ IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
 {
     if (!iotame__enter()) return PMPI_File_sync(fh);
     uint64_t t0 = iotame_now();
+    int mine = iotame_modules_sync(fh); /* first: the library's sync then covers what the modules wrote */
     int rc = PMPI_File_sync(fh);
-    if (rc == MPI_SUCCESS) rc = iotame_modules_sync(fh);
+    if (rc == MPI_SUCCESS) rc = mine;
     iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_sync, iotame_now() - t0);
     iotame__leave();
     return rc;
@@ -79,8 +93,9 @@ IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
     MPI_File handle = *fh; /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = iotame_stats_lookup(handle);
     uint64_t t0 = iotame_now();
-    iotame_modules_close(handle); /* collective, like the close */
+    int mine = iotame_modules_close(handle); /* collective, like the close */
     int rc = PMPI_File_close(fh);
+    if (rc == MPI_SUCCESS) rc = mine;
     iotame_modules_meta(fs, IOTAME_OP_close, iotame_now() - t0);
     if (rc == MPI_SUCCESS) iotame_stats_unbind(handle);
     iotame__leave();

@@ -98,9 +98,24 @@ static iotame_posix_slot_t *slot_of(dev_t dev, ino_t ino)
     return NULL;
 }
 
+typedef struct {
+    uint32_t nprocs, job_nprocs, nnodes;
+} segment_shape_t;
+
+static void segment_init(void *map, void *arg)
+{
+    const segment_shape_t *shape = arg;
+    iotame_posix_segment_t *s = map;
+    s->version = IOTAME_POSIX_SEGMENT_VERSION;
+    s->nslots = IOTAME_POSIX_SLOTS;
+    s->nprocs = shape->nprocs;
+    s->job_nprocs = shape->job_nprocs;
+    s->nnodes = shape->nnodes;
+    __atomic_store_n(&s->magic, IOTAME_POSIX_SEGMENT_MAGIC, __ATOMIC_RELEASE);
+}
+
 /* Creates the segment on the node's first rank and maps it everywhere (collective over MPI_COMM_WORLD, at
- * MPI_Init). Its name is unique to the job and node (the creator's pid and a random number, created exclusively)
- * and unlinked once every process of the node has mapped it: nothing is left behind, whatever happens later. */
+ * MPI_Init; core/shm.c). */
 static void segment_setup(void)
 {
     MPI_Comm node;
@@ -115,48 +130,10 @@ static void segment_setup(void)
     int job_nprocs = 1, nnodes = 1, first = rank == 0;
     PMPI_Comm_size(MPI_COMM_WORLD, &job_nprocs);
     PMPI_Allreduce(&first, &nnodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    char name[64] = "";
-    void *map = MAP_FAILED;
-    if (rank == 0) {
-        for (int tries = 0; tries < 8 && !name[0]; tries++) {
-            unsigned r = 0;
-            if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (unsigned)time(NULL) * 2654435761u;
-            snprintf(name, sizeof name, "/iotame-%ld-%08x", (long)getpid(), r ^ (unsigned)tries);
-            int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-            if (fd < 0) {
-                name[0] = '\0';
-                if (errno != EEXIST) break;
-                continue;
-            }
-            if (ftruncate(fd, sizeof(iotame_posix_segment_t)) == 0)
-                map = mmap(NULL, sizeof(iotame_posix_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            close(fd);
-            if (map == MAP_FAILED) {
-                shm_unlink(name);
-                name[0] = '\0';
-                break;
-            }
-            iotame_posix_segment_t *s = map;
-            s->version = IOTAME_POSIX_SEGMENT_VERSION;
-            s->nslots = IOTAME_POSIX_SLOTS;
-            s->nprocs = (uint32_t)size;
-            s->job_nprocs = (uint32_t)job_nprocs;
-            s->nnodes = (uint32_t)nnodes;
-            __atomic_store_n(&s->magic, IOTAME_POSIX_SEGMENT_MAGIC, __ATOMIC_RELEASE);
-        }
-    }
-    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
-    if (rank != 0 && name[0]) {
-        int fd = shm_open(name, O_RDWR, 0);
-        if (fd >= 0) {
-            map = mmap(NULL, sizeof(iotame_posix_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            close(fd);
-        }
-    }
-    PMPI_Barrier(node); /* every process has mapped it (or failed to) */
-    if (rank == 0 && name[0]) shm_unlink(name);
+    segment_shape_t shape = {(uint32_t)size, (uint32_t)job_nprocs, (uint32_t)nnodes};
+    void *map = iotame_node_shared(node, sizeof(iotame_posix_segment_t), segment_init, &shape);
     PMPI_Comm_free(&node);
-    if (map != MAP_FAILED && ((iotame_posix_segment_t *)map)->magic == IOTAME_POSIX_SEGMENT_MAGIC) segment = map;
+    if (map && ((iotame_posix_segment_t *)map)->magic == IOTAME_POSIX_SEGMENT_MAGIC) segment = map;
     else segment_problem = "the node's shared-memory segment could not be set up";
 }
 

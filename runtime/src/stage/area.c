@@ -1,0 +1,252 @@
+/* The node's staging area: its creation, the file table, and the ring the writers append to. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "stage.h"
+
+#define ALIGN 64
+
+static uint64_t round_up(uint64_t n) { return (n + ALIGN - 1) & ~(uint64_t)(ALIGN - 1); }
+
+static size_t header_bytes(void) { return (size_t)round_up(sizeof(stage_area_t)); }
+
+char *stage_prefetch_buffer(stage_area_t *a, int i) { return (char *)a + header_bytes() + (size_t)a->prefetch_bytes * (size_t)i; }
+
+char *stage_ring(stage_area_t *a) { return stage_prefetch_buffer(a, STAGE_PREFETCH_SLOTS); }
+
+static char *ring(stage_area_t *a) { return stage_ring(a); }
+
+typedef struct {
+    uint64_t cap, prefetch_bytes;
+    uint32_t nprocs;
+} shape_t;
+
+static void init(void *map, void *arg)
+{
+    const shape_t *s = arg;
+    stage_area_t *a = map;
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&a->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->work, &ca);
+    pthread_cond_init(&a->room, &ca);
+    pthread_condattr_destroy(&ca);
+    a->cap = s->cap;
+    a->prefetch_bytes = s->prefetch_bytes;
+    a->nprocs = s->nprocs;
+    __atomic_store_n(&a->magic, STAGE_MAGIC, __ATOMIC_RELEASE);
+}
+
+stage_area_t *stage_area_map(uint64_t cap, uint64_t prefetch_bytes, int *node_rank)
+{
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return NULL;
+    int size = 1;
+    PMPI_Comm_rank(node, node_rank);
+    PMPI_Comm_size(node, &size);
+    shape_t s = {round_up(cap), round_up(prefetch_bytes), (uint32_t)size};
+    size_t bytes = header_bytes() + (size_t)s.prefetch_bytes * STAGE_PREFETCH_SLOTS + (size_t)s.cap;
+    stage_area_t *a = iotame_node_shared(node, bytes, init, &s);
+    PMPI_Comm_free(&node);
+    int ok = a && a->magic == STAGE_MAGIC, all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* staged on every node, or on none */
+    return all ? a : NULL;
+}
+
+void stage_lock(stage_area_t *a)
+{
+    if (pthread_mutex_lock(&a->lock) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
+}
+
+void stage_unlock(stage_area_t *a) { pthread_mutex_unlock(&a->lock); }
+
+static uint64_t key_of(uint64_t dev, uint64_t ino)
+{
+    uint64_t k = (dev * 0x9e3779b97f4a7c15ull) ^ (ino + 0x632be59bd9b4e019ull);
+    return k ? k : 1;
+}
+
+int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino)
+{
+    uint64_t key = key_of(dev, ino);
+    for (int i = 0; i < STAGE_FILES; i++)
+        if (a->file[i].key == key && a->file[i].dev == dev && a->file[i].ino == ino) return i;
+    return -1;
+}
+
+int stage_file_claim(stage_area_t *a, uint64_t dev, uint64_t ino, const char *path)
+{
+    stage_lock(a);
+    int i = stage_file_find(a, dev, ino);
+    if (i < 0)
+        for (int j = 0; j < STAGE_FILES && i < 0; j++)
+            if (!a->file[j].key) i = j;
+    if (i >= 0) {
+        stage_file_t *f = &a->file[i];
+        if (!f->key) {
+            memset(f, 0, sizeof *f);
+            f->key = key_of(dev, ino);
+            f->dev = dev;
+            f->ino = ino;
+            strncpy(f->path, path, sizeof f->path - 1);
+        }
+        f->users++;
+    }
+    stage_unlock(a);
+    return i;
+}
+
+void stage_file_release(stage_area_t *a, int file)
+{
+    stage_lock(a);
+    stage_file_t *f = &a->file[file];
+    if (f->users > 0) f->users--;
+    if (!f->users && !f->pending && !f->error) f->key = 0;
+    stage_unlock(a);
+}
+
+int stage_take_error(stage_area_t *a, int file, int rank)
+{
+    stage_lock(a);
+    stage_file_t *f = &a->file[file];
+    int err = 0;
+    uint64_t bit = 1ull << (rank % 64), *w = &f->error_ranks[(rank / 64) % STAGE_RANK_WORDS];
+    if (f->error && (*w & bit)) {
+        err = f->error;
+        *w &= ~bit;
+        int left = 0;
+        for (int i = 0; i < STAGE_RANK_WORDS; i++) left |= f->error_ranks[i] != 0;
+        if (!left) f->error = 0;
+    }
+    stage_unlock(a);
+    return err;
+}
+
+uint64_t stage_head(stage_area_t *a)
+{
+    stage_lock(a);
+    uint64_t h = a->head;
+    stage_unlock(a);
+    return h;
+}
+
+static void wait_room(stage_area_t *a)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 100 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    a->waiting++;
+    if (pthread_cond_timedwait(&a->room, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
+    a->waiting--;
+}
+
+uint64_t stage_drain(stage_area_t *a, uint64_t upto)
+{
+    uint64_t t0 = iotame_monotonic_ns();
+    stage_lock(a);
+    if (a->tail < upto) {
+        if (a->want < upto) a->want = upto;
+        pthread_cond_signal(&a->work);
+        while (a->tail < upto) wait_room(a);
+    }
+    stage_unlock(a);
+    return iotame_monotonic_ns() - t0;
+}
+
+/* Reserves n bytes at the head, at one place in the ring (padding to the ring's end first if they would wrap);
+ * waits for room. The lock is held. Returns the record's position. */
+static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
+{
+    for (;;) {
+        uint64_t at = a->head % a->cap, pad = a->cap - at < n ? a->cap - at : 0;
+        if (a->head + pad + n - a->tail <= a->cap) {
+            if (pad) {
+                stage_record_t *r = (stage_record_t *)(ring(a) + at);
+                *r = (stage_record_t){.file = -1, .size = pad};
+                __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
+                a->head += pad;
+            }
+            uint64_t pos = a->head;
+            a->head += n;
+            return pos;
+        }
+        uint64_t t0 = iotame_monotonic_ns();
+        pthread_cond_signal(&a->work); /* full: the flusher must run whatever its threshold */
+        if (a->want < a->head) a->want = a->head;
+        wait_room(a);
+        *blocked_ns += iotame_monotonic_ns() - t0;
+    }
+}
+
+/* Appends one record: the extents ext[0..n) with the first starting `skip` bytes in and the last ending after
+ * `last` bytes (a piece of a longer extent), and their `bytes` of data. The lock is not held. */
+static uint64_t put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
+                           int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
+{
+    uint64_t size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes);
+    stage_lock(a);
+    uint64_t pos = reserve(a, size, blocked_ns);
+    a->file[file].pending += bytes;
+    a->file[file].generation++;
+    stage_unlock(a);
+    stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);
+    *r = (stage_record_t){.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n, .size = size, .bytes = bytes};
+    iotame_extent_t *x = (iotame_extent_t *)(r + 1);
+    memcpy(x, ext, n * sizeof *ext);
+    x[0].off += skip;
+    x[0].len -= skip;
+    x[n - 1].len = last - (n == 1 ? skip : 0);
+    memcpy(x + n, data, bytes);
+    __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
+    stage_lock(a);
+    a->last_put_ns = iotame_monotonic_ns();
+    uint64_t dirty = a->head - a->tail;
+    if (dirty > a->max_dirty) a->max_dirty = dirty;
+    if ((double)dirty > threshold * (double)a->cap || a->want > a->tail) pthread_cond_signal(&a->work);
+    stage_unlock(a);
+    return pos + size;
+}
+
+uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
+                   double threshold, uint64_t *blocked_ns)
+{
+    /* Records of at most half the ring, so that one always fits once the flusher has caught up. */
+    const uint64_t room = a->cap / 2 - sizeof(stage_record_t) - ALIGN;
+    uint64_t end = 0;
+    size_t i = 0;
+    int64_t skip = 0; /* bytes of ext[i] already staged */
+    while (i < next) {
+        /* The record: whole extents from ext[i] while they fit, the last one perhaps cut at `last` bytes. */
+        size_t n = 0;
+        uint64_t bytes = 0, used = 0;
+        int64_t last = 0;
+        while (i + n < next) {
+            int64_t from = n ? 0 : skip, left = ext[i + n].len - from;
+            uint64_t fits = used + sizeof *ext < room ? room - used - sizeof *ext : 0;
+            if (fits < 64 && n) break;
+            int64_t take = left < (int64_t)fits ? left : (int64_t)fits;
+            if (take <= 0) break;
+            n++;
+            bytes += (uint64_t)take;
+            used += sizeof *ext + (uint64_t)take;
+            last = from + take;
+            if (take < left) break;
+        }
+        end = put_record(a, file, rank, ext + i, n, skip, last, data, bytes, threshold, blocked_ns);
+        data += bytes;
+        i += n - 1;
+        if (last == ext[i].len) i++, skip = 0;
+        else skip = last;
+    }
+    return end;
+}

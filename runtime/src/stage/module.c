@@ -1,0 +1,559 @@
+/* The stage module at the MPI-IO layer: which calls are staged, MPI-IO's semantics around them, and the statistics.
+ *
+ * A blocking write (independent or collective, explicit offset or individual file pointer) of a file with
+ * staging.enabled is mapped through the handle's view to file extents, copied into the node's ring and returned:
+ * no exchange between ranks, no synchronization. What keeps the semantics:
+ *  - a process reads what it wrote: before any read of a file, its own staged data of the file is written;
+ *  - a write that is not staged (atomic mode, shared pointers, split and nonblocking calls, a view that cannot be
+ *    mapped) first waits for the process's staged data of the file, so the two reach the file in program order;
+ *  - sync, close (with sync_on_close) and MPI_Finalize write everything staged before them; get_size, set_size and
+ *    preallocate see the staged data written; an open of a file with data pending waits for it;
+ *  - a collective write is staged on every rank or on none: the reasons that decide are the same on every rank
+ *    (the configuration, the open mode, atomicity, and whether every rank's view maps, agreed at set_view);
+ *  - a background write's error is kept for the processes whose data it was and returned by their next sync or
+ *    close of the file (through the file's error handler); what is never returned is reported at MPI_Finalize.
+ * Prefetch serves independent blocking reads only (a collective read served on some ranks only would leave the
+ * others waiting in the library's collective). */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/module.h"
+#include "stage.h"
+
+extern const iotame_module_t iotame_module_stage;
+
+typedef struct handle {
+    MPI_File fh;
+    MPI_Comm comm; /* a duplicate of the file's communicator: set_view's agreement */
+    iotame_file_stats_t *fs;
+    int file; /* index in the area's file table */
+    int amode, atomic, sync_on_close, prefetch;
+    int writes; /* staging.enabled: writes are staged (else only prefetch) */
+    int view_ok, view_ok_all, native;
+    int64_t disp, etype_size;
+    iotame_flat_t *flat;
+    uint64_t last_end;  /* ring position after this process's last record of the file (0: none) */
+    int64_t next_read;  /* prefetch: where this process's next sequential read would start (-1: none yet) */
+    int slot[2];        /* prefetch: this handle's read-ahead buffers (-1: none) */
+    struct handle *next;
+} handle_t;
+
+static stage_area_t *area;
+static int node_rank;
+static double threshold;
+static handle_t *handles;
+static iotame_extents_t ext;
+static char *pack;
+static size_t pack_cap;
+
+/* this process's counters */
+static struct {
+    uint64_t calls, bytes, blocked_ns, drain_ns, close_ns, reads_waited, bypassed, errors_returned, prefetch_hits,
+        prefetch_misses, prefetch_bytes;
+} mine;
+
+static handle_t *find(MPI_File fh)
+{
+    for (handle_t *h = handles; h; h = h->next)
+        if (h->fh == fh) return h;
+    return NULL;
+}
+
+static int error_class(int err)
+{
+    switch (err) {
+    case ENOSPC: return MPI_ERR_NO_SPACE;
+    case EDQUOT: return MPI_ERR_QUOTA;
+    case EACCES:
+    case EPERM: return MPI_ERR_ACCESS;
+    case ENOENT:
+    case ESTALE: return MPI_ERR_NO_SUCH_FILE;
+    case EROFS: return MPI_ERR_READ_ONLY;
+    default: return MPI_ERR_IO;
+    }
+}
+
+/* This process's pending background error of h's file, through the file's error handler; MPI_SUCCESS when none. */
+static int take_error(handle_t *h)
+{
+    int err = stage_take_error(area, h->file, node_rank);
+    if (!err) return MPI_SUCCESS;
+    mine.errors_returned++;
+    int code = error_class(err);
+    PMPI_File_call_errhandler(h->fh, code);
+    return code;
+}
+
+static void drain(uint64_t upto) { mine.drain_ns += stage_drain(area, upto); }
+
+/* This process's staged data of h's file is written (a read or an unstaged write comes next). */
+static void own_data_written(handle_t *h)
+{
+    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) drain(h->last_end);
+}
+
+/* ---- views ---- */
+
+static void view_free(handle_t *h)
+{
+    iotame_flatten_free(h->flat);
+    h->flat = NULL;
+}
+
+/* This rank's view as set (default: bytes from 0); agreed over the file's ranks: every view maps, or collective
+ * writes are not staged anywhere. */
+static void view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+{
+    view_free(h);
+    MPI_Count esize = 0;
+    PMPI_Type_size_x(etype, &esize);
+    h->disp = disp;
+    h->etype_size = (int64_t)esize;
+    h->native = datarep && strcmp(datarep, "native") == 0;
+    iotame_view_t v = {disp, h->etype_size, NULL};
+    h->view_ok = h->native && esize > 0 && iotame_flatten_type(filetype, &h->flat) == 0 &&
+                 (v.filetype = h->flat, iotame_flatten_view_ok(&v));
+    PMPI_Allreduce(&h->view_ok, &h->view_ok_all, 1, MPI_INT, MPI_MIN, h->comm);
+}
+
+/* ---- open and close ---- */
+
+static const char *strip_prefix(const char *path)
+{
+    const char *c = strchr(path, ':');
+    if (!c || c == path || c - path > 12) return path;
+    for (const char *p = path; p < c; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return path;
+    return c + 1;
+}
+
+static int enabled(const iotame_file_config_t *fc, const char *key)
+{
+    return json_is_true(iotame_config_setting(fc, "staging", key));
+}
+
+/* An open of a file whose staged data (of a closed handle, with sync_on_close false) is not written yet waits. */
+static void opening(const iotame_open_t *o)
+{
+    struct stat st;
+    if (__atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE)) return;
+    if (stat(strip_prefix(o->path), &st) != 0) return;
+    stage_lock(area);
+    int i = stage_file_find(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    uint64_t head = area->head;
+    int pending = i >= 0 && area->file[i].pending;
+    stage_unlock(area);
+    if (pending) drain(head);
+}
+
+static void open_file(const iotame_open_t *o)
+{
+    if (!o->fc || (!enabled(o->fc, "enabled") && !enabled(o->fc, "prefetch"))) return;
+    /* Whether this rank can stage the file; every rank of the file must agree (collective writes). */
+    const char *why = NULL;
+    char real[PATH_MAX];
+    struct stat st;
+    int file = -1;
+    if (!realpath(strip_prefix(o->path), real) || stat(real, &st) != 0) why = "the file cannot be found by path (staging)";
+    else if ((file = stage_file_claim(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino, real)) < 0)
+        why = "the node's staging table is full";
+    int ok = file >= 0, all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, o->comm);
+    handle_t *h = all ? calloc(1, sizeof *h) : NULL;
+    if (h && PMPI_Comm_dup(o->comm, &h->comm) != MPI_SUCCESS) {
+        free(h);
+        h = NULL;
+    }
+    int have = h != NULL, every = 0;
+    PMPI_Allreduce(&have, &every, 1, MPI_INT, MPI_MIN, o->comm);
+    if (!every) {
+        if (h) PMPI_Comm_free(&h->comm), free(h);
+        if (file >= 0) stage_file_release(area, file);
+        iotame_stats_passthrough(o->fs, why ? why : all ? "out of memory (staging)" : "another rank cannot stage the file");
+        return;
+    }
+    h->fh = o->fh;
+    h->fs = o->fs;
+    h->file = file;
+    h->amode = o->amode;
+    h->writes = enabled(o->fc, "enabled") && !(o->amode & MPI_MODE_RDONLY);
+    h->sync_on_close = enabled(o->fc, "sync_on_close");
+    h->prefetch = enabled(o->fc, "prefetch");
+    h->next_read = -1;
+    h->slot[0] = h->slot[1] = -1;
+    view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
+    h->next = handles;
+    handles = h;
+}
+
+static void set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+{
+    handle_t *h = find(fh);
+    if (h) view_set(h, disp, etype, filetype, datarep);
+}
+
+static void set_atomicity(MPI_File fh, int flag)
+{
+    handle_t *h = find(fh);
+    if (!h) return;
+    h->atomic = flag;
+    if (flag) own_data_written(h);
+}
+
+static void prefetch_release(handle_t *h);
+
+static int sync_file(MPI_File fh)
+{
+    handle_t *h = find(fh);
+    if (!h) return MPI_SUCCESS;
+    drain(stage_head(area));
+    prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
+    return take_error(h);
+}
+
+static int close_file(MPI_File fh)
+{
+    handle_t *h = find(fh);
+    if (!h) return MPI_SUCCESS;
+    uint64_t t0 = iotame_monotonic_ns();
+    if (h->sync_on_close) drain(stage_head(area));
+    int rc = take_error(h);
+    mine.close_ns += iotame_monotonic_ns() - t0;
+    prefetch_release(h);
+    stage_file_release(area, h->file);
+    for (handle_t **p = &handles; *p; p = &(*p)->next)
+        if (*p == h) {
+            *p = h->next;
+            break;
+        }
+    view_free(h);
+    PMPI_Comm_free(&h->comm);
+    free(h);
+    return rc;
+}
+
+static void sizing(MPI_File fh)
+{
+    if (find(fh)) drain(stage_head(area));
+}
+
+/* ---- the data path ---- */
+
+/* Why a write of h cannot be staged, or NULL. */
+static const char *write_reason(const handle_t *h, const iotame_io_t *io)
+{
+    switch (io->kind) {
+    case IOTAME_IO_SPLIT: return "split collective (staging)";
+    case IOTAME_IO_NONBLOCKING:
+    case IOTAME_IO_NONBLOCKING_COLLECTIVE: return "nonblocking (staging)";
+    case IOTAME_IO_SHARED: return "shared file pointer (staging)";
+    default: break;
+    }
+    if (h->atomic) return "atomic mode (staging)";
+    if (h->amode & MPI_MODE_SEQUENTIAL) return "MPI_MODE_SEQUENTIAL (staging)";
+    if (!h->native) return "data representation other than native (staging)";
+    if (!(io->kind == IOTAME_IO_COLLECTIVE ? h->view_ok_all : h->view_ok)) return "file view cannot be mapped (staging)";
+    return NULL;
+}
+
+/* The call's data stream and file extents; NULL, or why they cannot be had. *data points into the buffer or the
+ * packed copy. */
+static const char *map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos, const char **data)
+{
+    MPI_Count tsize = 0;
+    if (PMPI_Type_size_x(io->datatype, &tsize) != MPI_SUCCESS || tsize < 0 || io->count < 0) return "invalid datatype";
+    *nbytes = (int64_t)tsize * (int64_t)io->count;
+    if (*nbytes % h->etype_size) return "request not a whole number of etypes";
+    *pos = io->offset;
+    if (!io->at && PMPI_File_get_position(io->fh, pos) != MPI_SUCCESS) return "no file pointer";
+    iotame_view_t v = {h->disp, h->etype_size, h->flat};
+    if (iotame_flatten_view_map(&v, (int64_t)*pos * h->etype_size, *nbytes, &ext) != 0) return "out of memory (staging)";
+    int64_t first = 0;
+    if (!data) return NULL;
+    if (iotame_flatten_is_contiguous(io->datatype, (int64_t)io->count, &first)) {
+        *data = (const char *)io->buf + first;
+        return NULL;
+    }
+    if ((size_t)*nbytes > pack_cap) {
+        char *p = malloc((size_t)*nbytes);
+        if (!p) return "out of memory (staging)";
+        free(pack);
+        pack = p;
+        pack_cap = (size_t)*nbytes;
+    }
+    MPI_Count at = 0;
+    if (PMPI_Pack_c(io->buf, io->count, io->datatype, pack, (MPI_Count)*nbytes, &at, MPI_COMM_SELF) != MPI_SUCCESS)
+        return "the buffer cannot be packed (staging)";
+    *data = pack;
+    return NULL;
+}
+
+static void complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, int64_t nbytes, int64_t done)
+{
+    if (io->status != MPI_STATUS_IGNORE) {
+        PMPI_Status_set_elements_x(io->status, MPI_BYTE, (MPI_Count)done);
+        PMPI_Status_set_cancelled(io->status, 0);
+    }
+    if (!io->at && nbytes > 0) PMPI_File_seek(io->fh, pos + nbytes / h->etype_size, MPI_SEEK_SET);
+}
+
+static void bypass(handle_t *h, const char *why)
+{
+    mine.bypassed++;
+    iotame_stats_passthrough(h->fs, why);
+    own_data_written(h);
+}
+
+static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
+{
+    const char *why = write_reason(h, io), *data = NULL;
+    int64_t nbytes = 0;
+    MPI_Offset pos = 0;
+    if (!why) why = map_call(h, io, &nbytes, &pos, &data);
+    if (why) {
+        bypass(h, why);
+        return 0;
+    }
+    if (ext.n) h->last_end = stage_put(area, h->file, node_rank, ext.v, ext.n, data, threshold, &mine.blocked_ns);
+    mine.calls++;
+    mine.bytes += (uint64_t)nbytes;
+    complete(io, h, pos, nbytes, nbytes);
+    *rc = MPI_SUCCESS;
+    return 1;
+}
+
+/* ---- prefetch ---- */
+
+static void prefetch_release(handle_t *h)
+{
+    stage_lock(area);
+    for (int k = 0; k < 2; k++) {
+        if (h->slot[k] < 0) continue;
+        stage_prefetch_t *p = &area->prefetch[h->slot[k]];
+        if (p->state == PREFETCH_ASKED) area->asked--; /* not read yet: the flusher skips it */
+        p->state = PREFETCH_FREE;
+        h->slot[k] = -1;
+    }
+    stage_unlock(area);
+    h->next_read = -1;
+}
+
+/* Asks the flusher to read [off, off + prefetch_bytes) into one of h's buffers not covering the read at `keep`.
+ * The lock is held. */
+static void ask(handle_t *h, int64_t off, int64_t keep)
+{
+    for (int k = 0; k < 2; k++) {
+        int s = h->slot[k];
+        if (s >= 0) {
+            stage_prefetch_t *p = &area->prefetch[s];
+            if (p->state == PREFETCH_ASKED || (keep >= p->off && keep < p->off + (int64_t)area->prefetch_bytes)) continue;
+        } else {
+            for (int i = 0; i < STAGE_PREFETCH_SLOTS && s < 0; i++)
+                if (area->prefetch[i].state == PREFETCH_FREE) s = i;
+            if (s < 0) return; /* every buffer of the node is in use */
+            h->slot[k] = s;
+        }
+        area->prefetch[s] = (stage_prefetch_t){PREFETCH_ASKED, h->file, node_rank, 0, off,
+                                               (int64_t)area->prefetch_bytes, area->file[h->file].generation};
+        area->asked++;
+        pthread_cond_signal(&area->work);
+        return;
+    }
+}
+
+/* Serves an independent read of one contiguous extent from h's read-ahead buffers when they hold it, and keeps
+ * the read-ahead going for a sequential reader. Returns 1 when served. */
+static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
+{
+    int64_t nbytes = 0;
+    MPI_Offset pos = 0;
+    if (io->kind != IOTAME_IO_INDEPENDENT || !h->view_ok || map_call(h, io, &nbytes, &pos, NULL) || ext.n != 1)
+        return 0;
+    const int64_t off = ext.v[0].off, len = ext.v[0].len;
+    int served = 0, sequential = off == h->next_read;
+    h->next_read = off + len;
+    stage_lock(area);
+    for (int k = 0; k < 2 && !served; k++) {
+        if (h->slot[k] < 0) continue;
+        stage_prefetch_t *p = &area->prefetch[h->slot[k]];
+        if (off < p->off || off + len > p->off + (int64_t)area->prefetch_bytes) continue;
+        while (p->state == PREFETCH_ASKED) { /* the flusher is reading it: wait rather than read it twice */
+            area->waiting++;
+            pthread_cond_wait(&area->room, &area->lock);
+            area->waiting--;
+        }
+        if (p->state != PREFETCH_READY || p->generation != area->file[h->file].generation || off + len > p->off + p->len)
+            continue; /* stale (written since), or past the end of the file when it was read */
+        stage_unlock(area);
+        const char *from = stage_prefetch_buffer(area, h->slot[k]) + (off - p->off);
+        MPI_Count at = 0;
+        served = PMPI_Unpack_c(from, (MPI_Count)len, &at, io->buf, io->count, io->datatype, MPI_COMM_SELF) == MPI_SUCCESS;
+        stage_lock(area);
+    }
+    if (sequential) {
+        /* keep one buffer ahead of the reader: from the end of what its buffers already cover */
+        int64_t ahead = off + len;
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < 2; k++) {
+                const stage_prefetch_t *p = h->slot[k] >= 0 ? &area->prefetch[h->slot[k]] : NULL;
+                if (p && p->state != PREFETCH_FREE && p->off <= ahead && ahead < p->off + (int64_t)area->prefetch_bytes)
+                    ahead = p->off + (int64_t)area->prefetch_bytes;
+            }
+        if (ahead - (off + len) < (int64_t)area->prefetch_bytes) ask(h, ahead, off);
+    }
+    stage_unlock(area);
+    if (!served) {
+        mine.prefetch_misses++;
+        return 0;
+    }
+    mine.prefetch_hits++;
+    mine.prefetch_bytes += (uint64_t)len;
+    complete(io, h, pos, nbytes, nbytes);
+    *rc = MPI_SUCCESS;
+    return 1;
+}
+
+static int serve(const iotame_io_t *io, int *rc)
+{
+    handle_t *h = find(io->fh);
+    if (!h) return 0;
+    if (io->write && h->writes) return stage_write(h, io, rc);
+    if (io->write) { /* the library writes: what this process read ahead may be stale */
+        if (h->slot[0] >= 0 || h->slot[1] >= 0) prefetch_release(h);
+        return 0;
+    }
+    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) {
+        mine.reads_waited++;
+        own_data_written(h);
+    }
+    return h->prefetch && !h->atomic ? prefetch_read(h, io, rc) : 0;
+}
+
+/* ---- start and finalize ---- */
+
+/* Whether a rule stages writes (1) or prefetches (2). */
+static int stages(const json_t *rule)
+{
+    const json_t *s = json_object_get(rule, "staging");
+    return json_is_true(json_object_get(s, "enabled")) | json_is_true(json_object_get(s, "prefetch")) << 1;
+}
+
+static double number(const iotame_file_config_t *process, const char *key)
+{
+    return json_number_value(iotame_config_setting(process, "staging", key));
+}
+
+static int start(const iotame_config_t *cfg)
+{
+    if (!cfg) return 0;
+    int any = stages(cfg->defaults.json);
+    for (size_t i = 0; i < cfg->nrules; i++) any |= stages(cfg->rules[i].json);
+    if (!any) return 0; /* the same on every rank: they all read one configuration */
+    const iotame_file_config_t process = {.defaults = &cfg->defaults};
+    threshold = number(&process, "flush_threshold");
+    uint64_t cap = (uint64_t)number(&process, "cache_mb") << 20;
+    uint64_t ahead = any & 2 ? (uint64_t)number(&process, "prefetch_kb") << 10 : 0;
+    if (ahead > cap / 4 / STAGE_PREFETCH_SLOTS) ahead = cap / 4 / STAGE_PREFETCH_SLOTS; /* within the cap */
+    area = stage_area_map(cap - ahead * STAGE_PREFETCH_SLOTS, ahead, &node_rank);
+    int ok = area != NULL;
+    if (area && node_rank == 0) {
+        stage_flush_knobs_t k = {threshold, (uint64_t)(number(&process, "flush_delay_ms") * 1e6)};
+        iotame__threaded = 1; /* the flusher's POSIX requests run beside the application's */
+        ok = stage_flusher_start(area, &k) == 0;
+    }
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {
+        if (area && node_rank == 0) stage_flusher_stop(area);
+        iotame_stats_passthrough(NULL, "staging: the node's area or its flusher could not be set up; not staged");
+        area = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static double seconds(uint64_t ns) { return (double)ns * 1e-9; }
+
+static void finalize(void)
+{
+    drain(stage_head(area));
+    PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
+    json_t *s = iotame_stats_job_section(&iotame_module_stage);
+    if (node_rank == 0) stage_flusher_stop(area);
+    if (!s) return;
+    json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)mine.calls,
+                                     "bytes", (json_int_t)mine.bytes, "blocked_seconds", seconds(mine.blocked_ns),
+                                     "drain_seconds", seconds(mine.drain_ns), "close_seconds", seconds(mine.close_ns),
+                                     "reads_waited", (json_int_t)mine.reads_waited, "bypassed", (json_int_t)mine.bypassed,
+                                     "errors_returned", (json_int_t)mine.errors_returned, "prefetch_hits",
+                                     (json_int_t)mine.prefetch_hits, "prefetch_misses", (json_int_t)mine.prefetch_misses,
+                                     "prefetch_bytes", (json_int_t)mine.prefetch_bytes);
+    json_object_update(s, counts);
+    json_decref(counts);
+    if (node_rank != 0) return;
+    stage_area_t *a = area;
+    json_t *failed = json_array();
+    for (int i = 0; i < STAGE_FILES; i++)
+        if (a->file[i].key && (a->file[i].failed_bytes || a->file[i].error)) {
+            json_array_append_new(failed, json_pack("{s:s,s:s,s:I,s:b}", "path", a->file[i].path, "error",
+                                                    strerror(a->file[i].error ? a->file[i].error : EIO), "bytes",
+                                                    (json_int_t)a->file[i].failed_bytes, "unreturned", a->file[i].error != 0));
+            if (a->file[i].error)
+                iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
+                                strerror(a->file[i].error));
+        }
+    json_object_set_new(s, "node", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:o}", "cache_bytes",
+        (json_int_t)a->cap, "records", (json_int_t)a->records, "extents_in", (json_int_t)a->extents_in, "writes_out",
+        (json_int_t)a->writes_out, "bytes_written", (json_int_t)a->bytes_out, "max_dirty_bytes", (json_int_t)a->max_dirty,
+        "flush_seconds", seconds(a->flush_ns), "overlapped_seconds", seconds(a->overlapped_ns), "overlap_batches",
+        (json_int_t)a->overlap_batches, "prefetch_reads", (json_int_t)a->prefetch_reads, "prefetch_bytes_read",
+        (json_int_t)a->prefetch_bytes_read, "failed", failed));
+}
+
+/* into[key] += v, for integers and reals alike. */
+static void add(json_t *into, const char *key, const json_t *v)
+{
+    const json_t *was = json_object_get(into, key);
+    json_object_set_new(into, key, json_is_integer(v) ? json_integer(json_integer_value(was) + json_integer_value(v))
+                                                      : json_real(json_number_value(was) + json_number_value(v)));
+}
+
+/* Sums over the ranks, and over the nodes for the flushers' counters; the failures of every node. */
+static json_t *job_report(const json_t *ranks)
+{
+    json_t *out = json_object(), *flusher = json_object(), *failed = json_array(), *r, *v;
+    size_t i;
+    const char *k;
+    json_array_foreach(ranks, i, r) {
+        json_object_foreach((json_t *)r, k, v)
+            if (json_is_number(v)) add(out, k, v);
+        json_object_foreach(json_object_get(r, "node"), k, v) {
+            if (json_is_array(v)) json_array_extend(failed, v);
+            else if (strcmp(k, "cache_bytes") == 0) json_object_set(flusher, k, v); /* per node */
+            else add(flusher, k, v);
+        }
+    }
+    json_object_set_new(flusher, "failed", failed);
+    json_object_set_new(out, "flusher", flusher);
+    return out;
+}
+
+const iotame_module_t iotame_module_stage = {
+    .name = "stage",
+    .settings = "staging",
+    .start = start,
+    .opening = opening,
+    .open = open_file,
+    .set_view = set_view,
+    .set_atomicity = set_atomicity,
+    .serve = serve,
+    .sync = sync_file,
+    .close = close_file,
+    .sizing = sizing,
+    .finalize = finalize,
+    .job_report = job_report,
+};

@@ -1,0 +1,114 @@
+/* stage: node-level asynchronous staging (paper 002: Isaila et al., I/O forwarding with write-behind and prefetch
+ * on Blue Gene; docs/design/staging.md). The processes of a node share one staging area: a ring of write records in
+ * shared memory, appended to by the writers and written behind, in order, by one flusher per node (a thread of the
+ * node's first process that makes no MPI call). A write returns once its data is in the ring; the flusher merges
+ * adjacent extents of all the node's processes into large writes. A small table of read-ahead buffers serves
+ * prefetch. The only interface of runtime/src/stage/. */
+#ifndef IOTAME_STAGE_H
+#define IOTAME_STAGE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "flatten/flatten.h"
+
+#define STAGE_FILES 256        /* files with staged data on a node at once */
+#define STAGE_RANK_WORDS 16    /* node processes an error can name (bit per process) */
+#define STAGE_PATH_MAX 4096
+#define STAGE_PREFETCH_SLOTS 64 /* read-ahead buffers of the node */
+
+/* A file the node's processes stage data for, found by its device and inode. */
+typedef struct {
+    uint64_t key; /* hash of (dev, ino), never 0; 0: free */
+    uint64_t dev, ino;
+    int32_t users;        /* open handles of the node's processes */
+    int32_t error;        /* errno of a failed background write not yet returned to every process it concerns */
+    uint64_t error_ranks[STAGE_RANK_WORDS]; /* the node processes whose data failed and who were not told yet */
+    uint64_t pending;     /* bytes staged and not yet written (or failed) */
+    uint64_t failed_bytes, generation; /* generation: bumped by every write, so that prefetched data is dropped */
+    char path[STAGE_PATH_MAX];
+} stage_file_t;
+
+/* A read-ahead buffer: the flusher fills [off, off + len) of a file for one process. */
+enum { PREFETCH_FREE, PREFETCH_ASKED, PREFETCH_READY };
+typedef struct {
+    int32_t state, file, owner, pad;
+    int64_t off, len;      /* asked for; len becomes what was read (short at the end of the file) */
+    uint64_t generation;   /* the file's when asked: a later write makes the data stale */
+} stage_prefetch_t;
+
+/* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
+ * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock and copy outside it; the
+ * flusher writes committed records from tail and advances tail, which frees their room. */
+typedef struct {
+    uint32_t magic, nprocs;
+    pthread_mutex_t lock; /* process-shared, robust; held for bookkeeping only, never across a copy or a write */
+    pthread_cond_t work;  /* the flusher waits here (CLOCK_MONOTONIC) */
+    pthread_cond_t room;  /* writers wait for room, drains for the flusher's progress, readers for prefetch */
+    uint64_t cap, head, tail, want; /* want: a drain asked for everything before this position */
+    uint64_t last_put_ns;           /* when a process of the node last staged a write */
+    uint64_t prefetch_bytes;        /* of each read-ahead buffer */
+    int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
+    int32_t asked;                  /* read-ahead buffers asked for */
+    int32_t pad;
+    /* the flusher's counters (the node's statistics) */
+    uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
+        prefetch_reads, prefetch_bytes_read;
+    stage_file_t file[STAGE_FILES];
+    stage_prefetch_t prefetch[STAGE_PREFETCH_SLOTS];
+} stage_area_t;
+
+#define STAGE_MAGIC 0x73746167u /* "stag" */
+
+/* A record in the ring: this header, nextents extents, then the data bytes in extent order, padded to 64. */
+typedef struct {
+    uint32_t committed; /* set (release) once the data is copied */
+    int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end */
+    uint32_t rank;      /* the node process that staged it */
+    uint32_t nextents;
+    uint64_t size;      /* of the whole record */
+    uint64_t bytes;     /* of data */
+} stage_record_t;
+
+/* ---- the area (area.c) ---- */
+
+/* Maps the node's area (collective over MPI_COMM_WORLD, at MPI_Init): ring of cap bytes and read-ahead buffers of
+ * prefetch_bytes. NULL on every process when it could not be set up. */
+stage_area_t *stage_area_map(uint64_t cap, uint64_t prefetch_bytes, int *node_rank);
+/* The ring's bytes, and read-ahead buffer i. */
+char *stage_ring(stage_area_t *a);
+char *stage_prefetch_buffer(stage_area_t *a, int i);
+/* Locks the area (a dead holder's lock is taken over). */
+void stage_lock(stage_area_t *a);
+void stage_unlock(stage_area_t *a);
+/* The file's index for (dev, ino), claimed with its path when new and counted as one more user; -1 when the
+ * table is full. stage_file_release: one user less (the slot is reused once no user, data or error is left). */
+int stage_file_claim(stage_area_t *a, uint64_t dev, uint64_t ino, const char *path);
+void stage_file_release(stage_area_t *a, int file);
+/* The index of (dev, ino) if staged data of it may be pending, else -1. */
+int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino);
+
+/* Copies one write into the ring: `ext` (sorted file extents) and their data, in records of at most half the ring.
+ * Blocks while the ring is full (*blocked_ns adds the time). Returns the ring position after the last record (what
+ * stage_drain waits for). */
+uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
+                   double threshold, uint64_t *blocked_ns);
+/* Waits until everything staged before position `upto` is written (or failed). Returns the nanoseconds waited. */
+uint64_t stage_drain(stage_area_t *a, uint64_t upto);
+/* The current end of the ring (a drain of everything staged so far waits for it). */
+uint64_t stage_head(stage_area_t *a);
+/* Takes this process's pending error of a file (0 when none): returned once per process it concerns. */
+int stage_take_error(stage_area_t *a, int file, int rank);
+
+/* ---- the flusher (flusher.c): a thread of the node's first process ---- */
+
+typedef struct {
+    double threshold;  /* of the ring dirty that starts a flush */
+    uint64_t delay_ns; /* quiet time after the last write that starts one */
+} stage_flush_knobs_t;
+
+/* Starts the flusher (0, or an errno); stops it once everything staged is written, then returns. */
+int stage_flusher_start(stage_area_t *a, const stage_flush_knobs_t *k);
+void stage_flusher_stop(stage_area_t *a);
+
+#endif
