@@ -196,7 +196,7 @@ static uint64_t put_record(stage_area_t *a, int file, int rank, const iotame_ext
     uint64_t size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes);
     stage_lock(a);
     uint64_t pos = reserve(a, size, blocked_ns);
-    a->file[file].pending += bytes;
+    __atomic_add_fetch(&a->file[file].pending, bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
     a->file[file].generation++;
     stage_unlock(a);
     stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);

@@ -97,10 +97,11 @@ static int add_piece(piece_t p)
     return 0;
 }
 
-/* Writes iov[0..n) at off, resuming after short writes. Returns 0 or -errno. */
-static int write_all(int fd, int n, int64_t off)
+/* Writes iov[0..n) at off, resuming after short writes. Returns 0 or -errno; *done: the bytes written. */
+static int write_all(int fd, int n, int64_t off, int64_t *done)
 {
     struct iovec *v = iov;
+    *done = 0;
     while (n > 0) {
         ssize_t w = pwritev(fd, v, n, (off_t)off);
         if (w < 0) {
@@ -109,26 +110,41 @@ static int write_all(int fd, int n, int64_t off)
         }
         if (w == 0) return -EIO;
         off += w;
+        *done += w;
         while (n > 0 && (size_t)w >= v->iov_len) w -= (ssize_t)v->iov_len, v++, n--;
         if (n > 0) v->iov_base = (char *)v->iov_base + w, v->iov_len -= (size_t)w;
     }
     return 0;
 }
 
-/* The outcome of a run of pieces [p, q): bytes off the file's pending count; an error names their processes. */
-static void settle(stage_area_t *a, const piece_t *p, const piece_t *q, int err)
+/* The outcome of a run of pieces [p, q) of which the first `done` bytes were written: bytes off the file's
+ * pending count; an error names the processes whose pieces were not (wholly) written, and is logged. */
+static void settle(stage_area_t *a, const piece_t *p, const piece_t *q, int err, int64_t done)
 {
     stage_file_t *f = &a->file[p->file];
+    uint64_t failed = 0;
     for (const piece_t *x = p; x < q; x++) {
         __atomic_sub_fetch(&f->pending, (uint64_t)x->len, __ATOMIC_RELAXED);
-        if (!err) continue;
-        __atomic_add_fetch(&f->failed_bytes, (uint64_t)x->len, __ATOMIC_RELAXED);
+        if (done >= x->len) {
+            done -= x->len;
+            continue;
+        }
+        failed += (uint64_t)(x->len - done);
+        done = 0;
         __atomic_or_fetch(&f->error_ranks[(x->rank / 64) % STAGE_RANK_WORDS], 1ull << (x->rank % 64), __ATOMIC_RELAXED);
     }
-    if (err) {
-        int none = 0;
-        __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    if (!err) return;
+    int none = 0;
+    __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    stage_lock(a);
+    f->failed_bytes += failed;
+    stage_failure_t *log = a->nfailures ? &a->failure[a->nfailures - 1] : NULL;
+    if (!log || log->error != -err || strcmp(log->path, f->path) != 0) {
+        log = a->nfailures < STAGE_FAILURES ? &a->failure[a->nfailures++] : NULL;
+        if (log) *log = (stage_failure_t){.error = -err}, strncpy(log->path, f->path, sizeof log->path - 1);
     }
+    if (log) log->bytes += failed;
+    stage_unlock(a);
 }
 
 /* Writes the pieces of one file, [p, q), sorted by offset: adjacent ones merged, or one by one in staging order
@@ -151,10 +167,11 @@ static void write_file(stage_area_t *a, piece_t *p, piece_t *q)
             end += p->len;
             p++;
         } while (!overlap && p < q && p->off == end && n < IOV_MAX);
-        int err = fd < 0 ? fd : write_all(fd, n, run->off);
-        settle(a, run, p, err);
+        int64_t done = 0;
+        int err = fd < 0 ? fd : write_all(fd, n, run->off, &done);
+        settle(a, run, p, err, done);
         a->writes_out++;
-        if (!err) a->bytes_out += (uint64_t)(end - run->off);
+        a->bytes_out += (uint64_t)done;
     }
 }
 

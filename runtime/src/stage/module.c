@@ -497,15 +497,13 @@ static void finalize(void)
     if (node_rank != 0) return;
     stage_area_t *a = area;
     json_t *failed = json_array();
+    for (int i = 0; i < a->nfailures; i++)
+        json_array_append_new(failed, json_pack("{s:s,s:s,s:I}", "path", a->failure[i].path, "error",
+                                                strerror(a->failure[i].error), "bytes", (json_int_t)a->failure[i].bytes));
     for (int i = 0; i < STAGE_FILES; i++)
-        if (a->file[i].key && (a->file[i].failed_bytes || a->file[i].error)) {
-            json_array_append_new(failed, json_pack("{s:s,s:s,s:I,s:b}", "path", a->file[i].path, "error",
-                                                    strerror(a->file[i].error ? a->file[i].error : EIO), "bytes",
-                                                    (json_int_t)a->file[i].failed_bytes, "unreturned", a->file[i].error != 0));
-            if (a->file[i].error)
-                iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
-                                strerror(a->file[i].error));
-        }
+        if (a->file[i].key && a->file[i].error)
+            iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
+                            strerror(a->file[i].error));
     json_object_set_new(s, "node", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:o}", "cache_bytes",
         (json_int_t)a->cap, "records", (json_int_t)a->records, "extents_in", (json_int_t)a->extents_in, "writes_out",
         (json_int_t)a->writes_out, "bytes_written", (json_int_t)a->bytes_out, "max_dirty_bytes", (json_int_t)a->max_dirty,

@@ -37,6 +37,14 @@ typedef struct {
     uint64_t generation;   /* the file's when asked: a later write makes the data stale */
 } stage_prefetch_t;
 
+/* A failed background write, kept for the statistics (the file's slot may be reused once the error was returned). */
+#define STAGE_FAILURES 16
+typedef struct {
+    char path[512];
+    int32_t error, pad;
+    uint64_t bytes;
+} stage_failure_t;
+
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
  * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock and copy outside it; the
  * flusher writes committed records from tail and advances tail, which frees their room. */
@@ -54,6 +62,8 @@ typedef struct {
     /* the flusher's counters (the node's statistics) */
     uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
         prefetch_reads, prefetch_bytes_read;
+    int32_t nfailures, pad2;
+    stage_failure_t failure[STAGE_FAILURES];
     stage_file_t file[STAGE_FILES];
     stage_prefetch_t prefetch[STAGE_PREFETCH_SLOTS];
 } stage_area_t;

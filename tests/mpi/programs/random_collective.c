@@ -6,12 +6,17 @@
  * views interleave without overlapping), a random memory datatype (the same constructors over other basic types,
  * blocks out of order, negative lower bounds) and count, then writes collectively (write_at_all, or write_all after
  * a seek; int or large-count form) the same data to DIR/ref.dat and DIR/test.dat, and reads back with another
- * random access (its own view, a neighbour's, or a byte range) from both. The runtime's configuration routes
+ * random access (its own view, a neighbour's, or a byte range) from both. A read-back through its own view keeps
+ * the view the write set (no MPI_File_set_view between the two calls: a strategy that caches views must reuse them),
+ * the others set their own. The runtime's configuration routes
  * test.dat through the strategy under test and leaves ref.dat to the MPI library, so every difference between
  * the two (read buffers with their holes, status counts, file pointers, the files themselves, compared at the
  * end) is a bug. With RANDOM_COLLECTIVE_BYTES set, test.dat too is accessed with the packed byte stream (int form),
  * for configurations in which the library itself serves some of test.dat's calls (strategy auto): MPICH 4.0.2's
- * ROMIO mishandles some of the memory types drawn here (wrong data, or a hang) and its large-count forms. Rank 0
+ * ROMIO mishandles some of the memory types drawn here (wrong data, or a hang) and its large-count forms. With
+ * RANDOM_COLLECTIVE_SYNC set, every write is followed by sync, barrier, sync on both files before another process
+ * touches the bytes: MPI-IO's rule for seeing other processes' writes in nonatomic mode, which the library's
+ * write-through does not need but a runtime that writes behind (staging) does. Rank 0
  * prints {"cases": N, "calls": C, "mismatches": M}; exit 1 on a mismatch. */
 #include <mpi.h>
 #include <stdint.h>
@@ -23,6 +28,7 @@
 
 static int rank, nprocs, mismatches;
 static int bytes_only; /* RANDOM_COLLECTIVE_BYTES set: see the usage */
+static int sync_writes; /* RANDOM_COLLECTIVE_SYNC set: see the usage */
 static long long calls;
 
 static void check(int rc, const char *what)
@@ -240,6 +246,17 @@ typedef struct {
     MPI_File ref, test;
 } files_t;
 
+/* What the processes wrote becomes visible to the others (sync-barrier-sync), with RANDOM_COLLECTIVE_SYNC. */
+static void visible(const files_t *f)
+{
+    if (!sync_writes) return;
+    check(MPI_File_sync(f->ref), "sync ref");
+    check(MPI_File_sync(f->test), "sync test");
+    MPI_Barrier(MPI_COMM_WORLD);
+    check(MPI_File_sync(f->ref), "sync ref");
+    check(MPI_File_sync(f->test), "sync test");
+}
+
 static void fill(unsigned char *p, size_t n, uint64_t seed)
 {
     rng_t g = {seed};
@@ -319,8 +336,9 @@ static void mismatch(int c, const char *what)
     mismatches++;
 }
 
-/* Runs `a` on both files with the same buffer; compares statuses, pointers and (reads) buffers. */
-static void both(files_t *f, const access_t *a, int write, int c, uint64_t seed)
+/* Runs `a` on both files with the same buffer (after setting its view, unless `keep_view`: every rank alike);
+ * compares statuses, pointers and (reads) buffers. */
+static void both(files_t *f, const access_t *a, int write, int c, uint64_t seed, int keep_view)
 {
     MPI_Aint lb, ext = extent_of(a->memtype, &lb), tlb, text;
     MPI_Type_get_true_extent(a->memtype, &tlb, &text);
@@ -340,7 +358,7 @@ static void both(files_t *f, const access_t *a, int write, int c, uint64_t seed)
     as_bytes.count = bytes;
     as_bytes.large = 0; /* RATIONALE: MPICH 4.0.2's large-count collective calls misplace data through views */
     MPI_Status s1, s2;
-    set_views(f, a);
+    if (!keep_view) set_views(f, a);
     check(do_access(f->ref, &as_bytes, write, packed, &s1), write ? "write ref" : "read ref");
     if (bytes_only) { /* the library may serve test.dat too: it gets the byte stream as well */
         unsigned char *packed2 = malloc((size_t)bytes + 1);
@@ -451,9 +469,11 @@ static void run_case(files_t *f, uint64_t seed, int c, MPI_Offset *base)
         set_views(f, &plain);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    visible(f);
     end += 64;
     access_t w = {disp, etype, ft[rank], mt[rank], counts[rank], offsets[rank], rnd(&g, 0, 1), rnd(&g, 0, 3) == 0};
-    both(f, &w, 1, c, seed ^ (uint64_t)(c * 7919 + rank));
+    both(f, &w, 1, c, seed ^ (uint64_t)(c * 7919 + rank), 0);
+    visible(f);
 
     /* Read back: the same access, a neighbour's view with bytes, or a byte range inside what was written. */
     int how = rnd(&g, 0, 3), nb = (rank + 1) % nprocs;
@@ -476,7 +496,8 @@ static void run_case(files_t *f, uint64_t seed, int c, MPI_Offset *base)
     }
     rd.at = rnd(&g, 0, 1);
     rd.large = rnd(&g, 0, 3) == 0;
-    both(f, &rd, 0, c, seed ^ (uint64_t)(c * 104729 + rank));
+    /* how is drawn alike on every rank: all of them keep the write's view, or all set another */
+    both(f, &rd, 0, c, seed ^ (uint64_t)(c * 104729 + rank), how <= 1);
 
     for (int r = 0; r < nprocs; r++) {
         drop(&ft[r]);
@@ -540,6 +561,7 @@ int main(int argc, char **argv)
     MPI_Offset base = 0;
     const char *verbose = getenv("RANDOM_COLLECTIVE_VERBOSE");
     bytes_only = getenv("RANDOM_COLLECTIVE_BYTES") != NULL;
+    sync_writes = getenv("RANDOM_COLLECTIVE_SYNC") != NULL;
     for (int c = first; c < first + cases; c++) {
         if (verbose && rank == 0) fprintf(stderr, "case %d at %lld\n", c, (long long)base);
         run_case(&f, seed, c, &base);
