@@ -42,8 +42,11 @@ def test_prune_by_workload():
     stats["files"][0]["ops"] = {"write_at": {"count": 4, "bytes": 2097152}}          # independent writes only
     pruned = prune(space, workload_from_stats(stats))
     assert pruned.keys() == ["mpiio.romio_ds_write", "mpiio.ind_wr_buffer_size", "striping.striping_factor",
-                             "striping.striping_unit", "iotame.throttle.writers", "iotame.memory.malloc_threshold"]
-    assert "romio_cb_read, romio_ds_read, ind_rd_buffer_size, readers left out: the workload makes no reads" in pruned.notes
+                             "striping.striping_unit", "iotame.throttle.writers", "iotame.staging.enabled",
+                             "iotame.staging.cache_mb", "iotame.staging.flush_threshold",
+                             "iotame.memory.malloc_threshold"]
+    assert ("romio_cb_read, romio_ds_read, ind_rd_buffer_size, readers, prefetch left out: the workload makes no reads"
+            in pruned.notes)
     full = prune(space, workload_from_stats(make_stats())).keys()          # reads, writes, collective: no HDF5
     assert full == [k for k in space.keys() if not k.startswith("hdf5.")]
     h5 = make_stats()

@@ -67,8 +67,8 @@ static void test_messages(void)
     parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": {\"cb_config_list\": 4}}}",
                 "defaults.mpiio_hints.cb_config_list: expected a string, got 4");
     parse_fails("{\"version\": 1, \"defaults\": {\"mpiio_hints\": []}}", "defaults.mpiio_hints: expected an object, got array");
-    parse_fails("{\"version\": 1, \"defaults\": {\"staging\": {\"level\": 1}}}",
-                "defaults.staging.level: unknown key (section staging has no settings yet)");
+    parse_fails("{\"version\": 1, \"files\": [{\"match\": \"*\", \"staging\": {\"cache_mb\": 8}}]}",
+                "files[0].staging.cache_mb: the setting is for the whole process: allowed in defaults only");
     parse_fails("{\"version\": 1, \"defaults\": {\"throttle\": {\"readers\": \"all\"}}}",
                 "defaults.throttle.readers: expected an integer >= 1 or auto, got \"all\"");
     parse_fails("{\"version\": 1, \"meta\": 3}", "meta: expected an object, got integer");

@@ -135,8 +135,9 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
 
 
 def prune(space: Space, w: Workload) -> Space:
-    """The space without the settings this workload cannot feel: read-side hints (and the throttle's readers) when
-    it reads nothing, write-side and striping hints (and the throttle's writers) when it writes nothing, collective-buffering hints and iotame's collective
+    """The space without the settings this workload cannot feel: read-side hints (and the throttle's readers, staging's
+    prefetch) when it reads nothing, write-side and striping hints (and the throttle's writers, staging's write-behind)
+    when it writes nothing, collective-buffering hints and iotame's collective
     settings when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5 properties
     when the statistics show no file opened through HDF5 (the runtime adds an "hdf5" object to such files).
     A workload with no data calls keeps everything."""
@@ -155,6 +156,10 @@ def prune(space: Space, w: Workload) -> Space:
         if p.section == "throttle" and p.name == "readers" and w.read_ops == 0:
             reasons[p.key] = "makes no reads"
         if p.section == "throttle" and p.name == "writers" and w.write_ops == 0:
+            reasons[p.key] = "makes no writes"
+        if p.section == "staging" and p.name == "prefetch" and w.read_ops == 0:
+            reasons[p.key] = "makes no reads"
+        if p.section == "staging" and p.name != "prefetch" and w.write_ops == 0:  # write-behind
             reasons[p.key] = "makes no writes"
         if p.section != "mpiio_hints":
             continue
