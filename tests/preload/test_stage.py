@@ -63,6 +63,19 @@ def test_prefetch_keeps_the_files_and_buffers_identical(job):
     assert json.loads(p.stdout)["mismatches"] == 0
 
 
+def test_prefetch_serves_sequential_reads_and_the_data_verifies(job):
+    """IO_Bench's sequential read phase hits the read-ahead; its backward and random phases miss and go to the
+    library; every phase verifies."""
+    stats = job.tmp / "s.json"
+    res, _ = job.kernel(2, "iobench", "--api", "mpiio", "--file-size", "2m", "--block-size", "16k", preload=True,
+                        stats=stats, config=staging(job.tmp / "c.json", enabled=False, prefetch=True,
+                                                    process={"prefetch_kb": 128}))
+    assert res["verified"] is True
+    s = section(stats)
+    assert s["calls"] == 0 and s["prefetch_hits"] > 0 and s["prefetch_misses"] > 0
+    assert s["prefetch_bytes"] == 16384 * s["prefetch_hits"] and s["flusher"]["prefetch_reads"] > 0
+
+
 def test_a_process_reads_what_it_wrote_and_the_size_counts_staged_data(job):
     stats = job.tmp / "s.json"
     p = job.run(2, [CHECK, "raw", job.tmp / "raw.dat"], preload=True, stats=stats,
