@@ -212,7 +212,7 @@ static uint64_t put_record(stage_area_t *a, int file, int rank, const iotame_ext
     a->last_put_ns = iotame_monotonic_ns();
     uint64_t dirty = a->head - a->tail;
     if (dirty > a->max_dirty) a->max_dirty = dirty;
-    if ((double)dirty > threshold * (double)a->cap || a->want > a->tail) pthread_cond_signal(&a->work);
+    if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) pthread_cond_signal(&a->work);
     stage_unlock(a);
     return pos + size;
 }

@@ -290,7 +290,9 @@ static void *run(void *arg)
         if (a->asked > 0) fill_prefetch(a);
         if (!due) {
             if (a->stop && a->head == a->tail) break;
-            wait_work(a, dirty ? a->last_put_ns + knobs.delay_ns : now + 100000000ull);
+            a->idle = !dirty;
+            wait_work(a, dirty ? a->last_put_ns + knobs.delay_ns : now + 1000000000ull);
+            a->idle = 0;
             continue;
         }
         uint64_t from = a->tail, to = committed_end(a, from, a->head);

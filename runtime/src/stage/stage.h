@@ -58,7 +58,7 @@ typedef struct {
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
     int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
     int32_t asked;                  /* read-ahead buffers asked for */
-    int32_t pad;
+    int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
     /* the flusher's counters (the node's statistics) */
     uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
         prefetch_reads, prefetch_bytes_read;
