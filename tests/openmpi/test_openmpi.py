@@ -28,7 +28,7 @@ LIB = BUILD / "runtime" / "libiotame.so"
 KERNEL = BUILD / "kernels" / "iotame-kernel"
 PROGRAMS = BUILD / "tests"
 SEED = 20261122
-STRATEGIES = ["two_phase", "node_local", "target_aligned", "independent"]
+STRATEGIES = ["two_phase", "node_local", "target_aligned", "view_based", "independent"]
 # Our variables, and MPICH's, must not leak into the jobs from the caller.
 _DROP = ("IOTAME_", "LD_PRELOAD", "HYDRA_", "MPIR_CVAR_", "PMI_")
 
@@ -165,7 +165,7 @@ def test_the_selector_examines_every_candidate(ompi):
     """Examined call by call (budget 1): the library's calls and our strategies take turns on one file, every
     candidate serves some, and the data verify."""
     f = matrix_under_auto(ompi, exam_budget=1)
-    assert set(served(f)) == {"passthrough", "independent", "two_phase", "node_local", "target_aligned"}
+    assert set(served(f)) == {"passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based"}
     assert sum(served(f).values()) == 32 and {d["signature"]["op"] for d in f["decisions"]} == {"write", "read"}
 
 
@@ -174,7 +174,7 @@ def test_under_ompio_writes_start_with_an_engine_strategy(ompi):
     strategies (reads keep the configured order, independent first). Budget 0: the first candidate serves every
     call, whatever the timing; the data verify."""
     first = {d["signature"]["op"]: d["strategy"] for d in matrix_under_auto(ompi, exam_budget=0)["decisions"]}
-    assert first["write"] in {"two_phase", "node_local", "target_aligned"}
+    assert first["write"] in {"two_phase", "node_local", "target_aligned", "view_based"}
     assert first["read"] == "independent"
 
 
@@ -205,7 +205,7 @@ def test_romio_hints_are_harmless_under_ompio(ompi):
     assert got["cb_buffer_size"] == "8388608" and got["romio_ds_write"] == "disable"
 
 
-@pytest.mark.parametrize("strategy", ["two_phase", "node_local", "target_aligned"])
+@pytest.mark.parametrize("strategy", ["two_phase", "node_local", "target_aligned", "view_based"])
 def test_an_io_error_reaches_every_rank(ompi, strategy):
     """The second rank's data lies past a file-size limit. OMPIO returns MPI_SUCCESS for the failed pwrite (only
     the status count is short), so the engine checks the count: through our strategies the failure is returned on
@@ -290,3 +290,24 @@ def test_throttle_holds_under_ompio_with_eight_processes(ompi):
     (target,) = json.loads(stats.read_text())["modules"]["throttle"]["targets"]
     assert 1 <= target["read"]["max_inside"] <= 2 and target["write"]["max_inside"] == 1
     assert target["read"]["bypassed"] == target["write"]["bypassed"] == 0
+
+
+# ---- asynchronous staging under OMPIO, with more processes than cores ----
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_staging_matches_open_mpi(ompi, n):
+    """The randomized oracle with test.dat staged (memory types as they are: OMPIO takes them) and sync-barrier-sync
+    after each write, as MPI-IO requires for reading other processes' writes; then a process's reads of its own
+    staged writes, and the file's size after a sync."""
+    config = ompi.tmp / "c.json"
+    config.write_text(json.dumps({"version": 1, "defaults": {"staging": {"cache_mb": 1}},
+                                  "files": [{"match": "*/test.dat", "staging": {"enabled": True}}]}))
+    stats = ompi.tmp / "stats.json"
+    p = ompi.run(n, [PROGRAMS / "random_collective", ompi.tmp, SEED, 20, 0], preload=True, config=config,
+                 stats=stats, extra_env={"RANDOM_COLLECTIVE_SYNC": "1"}, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout) == {"cases": 20, "calls": 4 * n * 20, "mismatches": 0}
+    assert json.loads(stats.read_text())["modules"]["stage"]["calls"] > 0
+    config.write_text(json.dumps({"version": 1, "defaults": {"staging": {"enabled": True}}}))
+    p = ompi.run(n, [PROGRAMS / "stage_check", "raw", ompi.tmp / "raw.dat"], preload=True, config=config)
+    assert json.loads(p.stdout) == {"checked": 17 * n, "mismatches": 0, "size_ok": True}
