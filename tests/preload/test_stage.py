@@ -85,6 +85,15 @@ def test_a_process_reads_what_it_wrote_and_the_size_counts_staged_data(job):
     assert s["calls"] == 2 * 9 and s["reads_waited"] > 0 and s["bypassed"] == 0
 
 
+def test_threads_of_a_process_stage_under_thread_multiple(job):
+    """Two threads per rank write at once (MPI_THREAD_MULTIPLE): every write is staged and reaches the file."""
+    stats = job.tmp / "s.json"
+    job.run(2, [TEST_PROGRAMS / "threaded_writes", job.tmp / "t.dat", 500], preload=True, stats=stats,
+            config=staging(job.tmp / "c.json", process={"cache_mb": 1}))
+    writes = 2 * 2 * 500
+    assert section(stats)["calls"] == writes and (job.tmp / "t.dat").stat().st_size == writes * 512
+
+
 # ---- every kernel that writes: the same bytes, or verified where the file holds times (HDF5) ----
 
 KERNELS = [

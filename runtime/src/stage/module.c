@@ -46,6 +46,8 @@ static stage_area_t *area;
 static int node_rank;
 static double threshold;
 static handle_t *handles;
+static int app_threaded; /* the application runs MPI_THREAD_MULTIPLE: the hooks lock */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static iotame_extents_t ext;
 static char *pack;
 static size_t pack_cap;
@@ -186,8 +188,10 @@ static void open_file(const iotame_open_t *o)
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
     view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
+    if (app_threaded) pthread_mutex_lock(&lock);
     h->next = handles;
     handles = h;
+    if (app_threaded) pthread_mutex_unlock(&lock);
 }
 
 static void set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
@@ -225,11 +229,13 @@ static int close_file(MPI_File fh)
     mine.close_ns += iotame_monotonic_ns() - t0;
     prefetch_release(h);
     stage_file_release(area, h->file);
+    if (app_threaded) pthread_mutex_lock(&lock);
     for (handle_t **p = &handles; *p; p = &(*p)->next)
         if (*p == h) {
             *p = h->next;
             break;
         }
+    if (app_threaded) pthread_mutex_unlock(&lock);
     view_free(h);
     PMPI_Comm_free(&h->comm);
     free(h);
@@ -417,7 +423,7 @@ static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
     return 1;
 }
 
-static int serve(const iotame_io_t *io, int *rc)
+static int serve_call(const iotame_io_t *io, int *rc)
 {
     handle_t *h = find(io->fh);
     if (!h) return 0;
@@ -431,6 +437,17 @@ static int serve(const iotame_io_t *io, int *rc)
         own_data_written(h);
     }
     return h->prefetch && !h->atomic ? prefetch_read(h, io, rc) : 0;
+}
+
+/* Under MPI_THREAD_MULTIPLE the application's threads take turns here (the handle list, the extents and the packing
+ * buffer are the process's); a thread waiting for room in the ring holds the others back, as a full cache would. */
+static int serve(const iotame_io_t *io, int *rc)
+{
+    if (!app_threaded) return serve_call(io, rc);
+    pthread_mutex_lock(&lock);
+    int served = serve_call(io, rc);
+    pthread_mutex_unlock(&lock);
+    return served;
 }
 
 /* ---- start and finalize ---- */
@@ -454,6 +471,7 @@ static int start(const iotame_config_t *cfg)
     for (size_t i = 0; i < cfg->nrules; i++) any |= stages(cfg->rules[i].json);
     if (!any) return 0; /* the same on every rank: they all read one configuration */
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
+    app_threaded = iotame__threaded;
     threshold = number(&process, "flush_threshold");
     uint64_t cap = (uint64_t)number(&process, "cache_mb") << 20;
     uint64_t ahead = any & 2 ? (uint64_t)number(&process, "prefetch_kb") << 10 : 0;
