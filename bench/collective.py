@@ -9,6 +9,8 @@ cores), under
   two_phase    even file domains among cb_nodes aggregators (ROMIO reports 1 on one machine)
   node_local   Orthrus core-first, virtual nodes of half the ranks (2 virtual nodes: 2 aggregators)
   target_aligned  Orthrus disk-first (one target: one aggregator)
+  view_based   view-based collective I/O: 1 MiB blocks round robin to one aggregator per virtual node, views
+               cached at the aggregators, no offset lists per call
   independent  each rank's part as ROMIO's independent call (data sieving), through the runtime
   auto         the Orthrus selector with its defaults (independent first, examination budget 0.05)
   auto_kb      auto starting from the knowledge file an untimed run of the same case wrote
@@ -127,6 +129,7 @@ CONFIGS = {
     "two_phase": {"collective": {"strategy": "two_phase", "virtual_node_size": "VNODE"}},
     "node_local": {"collective": {"strategy": "node_local", "virtual_node_size": "VNODE"}},
     "target_aligned": {"collective": {"strategy": "target_aligned", "virtual_node_size": "VNODE"}},
+    "view_based": {"collective": {"strategy": "view_based", "virtual_node_size": "VNODE"}},
     "independent": {"collective": {"strategy": "independent"}},
     "auto": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE"}},
     # auto starting from a knowledge file that an untimed run of the same case wrote (the next run of a job)
@@ -143,7 +146,7 @@ CONFIGS = {
     "auto_m16": {"memory": {"malloc_threshold": 16777216},
                  "collective": {"strategy": "auto", "virtual_node_size": "VNODE"}},
 }
-STRATEGIES = ["passthrough", "two_phase", "node_local", "target_aligned", "independent"]
+STRATEGIES = ["passthrough", "two_phase", "node_local", "target_aligned", "view_based", "independent"]
 HINTS = ["default", "cb_disable", "cb_enable", "ds_disable", "cb_all"]
 KERNEL_CONFIGS = ["default", *STRATEGIES, "auto", "auto_kb", *HINTS[1:]]
 DYNAMIC_CONFIGS = ["default", *STRATEGIES, "auto", "cb_disable", "auto_t50"]
@@ -529,7 +532,7 @@ def dynamic_tables(runs):
                 v, base = per(c, k), per("default", k)
                 cells.append(fmt(v) + ("" if c == "default" else ratio(v, base)))
             out.append(f"| {c} | " + " | ".join(cells) + " |")
-        fixed = [c for c in configs if c in ("passthrough", "two_phase", "node_local", "target_aligned", "independent")]
+        fixed = [c for c in configs if c in STRATEGIES]
         for a in (c for c in configs if c.startswith("auto")):
             if not fixed:
                 break
@@ -549,7 +552,7 @@ def dynamic_tables(runs):
             tr = traces(runs, a)
             if tr:
                 out += [f"Call by call in the first {a} run (collective.trace; pt passthrough, tp two_phase, nl "
-                        "node_local, ta target_aligned; strategy x calls (mean MB/s)); A and A again share one "
+                        "node_local, ta target_aligned, vb view_based; strategy x calls (mean MB/s)); A and A again share one "
                         "signature:\n", tr, ""]
     return "\n".join(out)
 
@@ -603,7 +606,8 @@ def traces(runs, config):
     mine = [x for x in runs if x["case"] == "dynamic" and x["config"] == config and not x.get("failed")]
     if not mine:
         return ""
-    short = {"passthrough": "pt", "two_phase": "tp", "node_local": "nl", "target_aligned": "ta", "independent": "in"}
+    short = {"passthrough": "pt", "two_phase": "tp", "node_local": "nl", "target_aligned": "ta", "view_based": "vb",
+             "independent": "in"}
     out = []
     for side in ("write_selector", "read_selector"):
         for d in mine[0][side]["decisions"]:

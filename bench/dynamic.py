@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
 LIB = ROOT / "build" / "runtime" / "libiotame.so"
 
-STRATEGIES = ["passthrough", "independent", "two_phase", "node_local", "target_aligned"]
+STRATEGIES = ["passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based"]
 CONFIGS = ["auto"] + STRATEGIES
 PHASES = ["before", "during", "after"]
 EXAM_CALLS = 3
@@ -61,7 +61,7 @@ TRACE = 1000000
 POLL = 0.05
 TIMEOUT = 900
 COLORS = {"passthrough": "tab:blue", "independent": "tab:purple", "two_phase": "tab:orange",
-          "node_local": "tab:green", "target_aligned": "tab:red"}
+          "node_local": "tab:green", "target_aligned": "tab:red", "view_based": "tab:brown"}
 
 PY_CPU = "while True:\n    pass\n"
 

@@ -16,7 +16,7 @@ from test_collective_kernels import (BTIO, LAYOUTS, MATRIX, NAMES, NONCONTIG, TI
 
 RANDOM = TEST_PROGRAMS / "random_collective"
 EVERY_CALL = TEST_PROGRAMS / "every_call"
-STRATEGIES = ["two_phase", "node_local", "target_aligned"]
+STRATEGIES = ["two_phase", "node_local", "target_aligned", "view_based"]
 
 # Random cases per strategy: (ranks, cases, first case). 250 + 250 + 30 + 15 = 545 per strategy; 3 and 4 ranks
 # oversubscribe the 2 cores (MPICH busy-polls), so they get fewer cases.
@@ -47,6 +47,18 @@ def test_random_datatypes_match_the_library(job, strategy, n, cases, first):
     assert f["passthrough_reasons"] == {}
 
 
+@pytest.mark.parametrize("block", [7, 64, 1000])
+@pytest.mark.parametrize("n,cases,first", [(2, 120, 4000), (3, 25, 4200), (4, 12, 4300)])
+def test_random_datatypes_through_small_view_based_blocks(job, block, n, cases, first):
+    """view_based with blocks far smaller than the random cases' regions: every rank an aggregator (virtual nodes of
+    one rank), each rank's part split over every aggregator's blocks, which each aggregator maps from the cached
+    views block by block, or as a whole when a sparse part crosses many more of its blocks than it has extents."""
+    config = collective_config(job.tmp / "c.json", "*/test.dat", strategy="view_based", block_size=block)
+    f = random_run(job, n, cases, first, config)
+    assert set(served(f)) == {"view_based"} and f["passthrough_reasons"] == {}
+    assert f["strategies"]["view_based"]["offset_list_bytes"] == 0 and f["strategies"]["view_based"]["view_bytes"] > 0
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_random_datatypes_as_independent_calls(job, n):
     """The independent strategy hands each rank's part to the library's independent call: the same files,
@@ -61,7 +73,8 @@ def test_random_datatypes_under_the_selector(job, n):
     """Strategy auto switches between the library and our strategies on one file: files and buffers stay
     identical. The byte-stream mode keeps the library's calls away from ROMIO's own memory-datatype bugs."""
     config = collective_config(job.tmp / "c.json", "*/test.dat", strategy="auto", exam_calls=1, exam_budget=1,
-                               candidates=["two_phase", "passthrough", "independent", "node_local", "target_aligned"])
+                               candidates=["two_phase", "passthrough", "independent", "node_local", "target_aligned",
+                                           "view_based"])
     f = random_run(job, n, 200, 1000 * n, config, extra_env={"RANDOM_COLLECTIVE_BYTES": "1"})
     assert len(served(f)) >= 2 and f["decisions"]
 
@@ -124,7 +137,28 @@ def test_kernels_verify(job, kernel, args, strategy):
         assert sum(served(f).values()) > 0 and f["decisions"]
 
 
-@pytest.mark.parametrize("strategy,vnode", [("node_local", 2), ("two_phase", 1), ("auto", 2)])
+def test_view_based_sends_each_view_once_and_no_offset_lists(job):
+    """The engine counts the offset/length lists it sends between ranks on every call, and view_based the views it
+    sends once per MPI_File_set_view: twice the calls double two_phase's lists, while view_based's views (one per
+    rank and pass, to the other rank's aggregator) stay the same and it sends no list at all."""
+    def metadata(strategy, loops):
+        args = ["--elmtcount", "16", "--veclen", "32", "--loops", str(loops), "--collective"]
+        f = run_kernel(job, 2, "noncontig", args, collective_config(job.tmp / "c.json", strategy=strategy))
+        assert f["passthrough_reasons"] == {}
+        return f["strategies"][strategy]
+    two, two_more = metadata("two_phase", 4), metadata("two_phase", 8)
+    assert two["view_bytes"] == 0 and two["offset_list_bytes"] > 0
+    assert two_more["offset_list_bytes"] == 2 * two["offset_list_bytes"]
+    view, view_more = metadata("view_based", 4), metadata("view_based", 8)
+    assert view["offset_list_bytes"] == 0 == view_more["offset_list_bytes"]
+    assert view["view_bytes"] == view_more["view_bytes"] > 0
+    assert view["calls"] == 8 and view_more["calls"] == 16
+    # a filetype of one vector run: 15 int64s per view, each rank's sent to the other's aggregator, write and read
+    assert view["view_bytes"] == 2 * 2 * 15 * 8
+
+
+@pytest.mark.parametrize("strategy,vnode", [("node_local", 2), ("two_phase", 1), ("view_based", 1), ("view_based", 2),
+                                            ("auto", 2)])
 @pytest.mark.parametrize("kernel,args", [KERNELS[0], KERNELS[3]], ids=["matrix", "btio"])
 def test_kernels_verify_on_four_ranks(job, kernel, args, strategy, vnode):
     """Two virtual nodes of two ranks: node_local gathers within each node."""
@@ -139,7 +173,7 @@ MATRIX_LONG = ["--rows", "64", "--cols", "512", "--depth", "4"]   # 16 write and
 MATRIX_LONGER = ["--rows", "128", "--cols", "512", "--depth", "4"]  # 32 and 32: every candidate examined, transition calls too
 
 
-ALL = {"passthrough", "independent", "two_phase", "node_local", "target_aligned"}
+ALL = {"passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based"}
 
 
 def test_selector_examines_then_keeps_a_winner(job):
@@ -380,7 +414,7 @@ def test_a_broken_knowledge_file_is_reported_and_kept(job):
 
 # ---- what the engine does not take passes through, counted; every call stays byte-identical ----
 
-@pytest.mark.parametrize("strategy", ["two_phase", "auto"])
+@pytest.mark.parametrize("strategy", ["two_phase", "view_based", "auto"])
 def test_every_call_under_a_strategy_is_byte_identical(job, strategy):
     plain, routed, stats = job.tmp / "plain.dat", job.tmp / "routed.dat", job.tmp / "stats.json"
     job.run(2, [EVERY_CALL, plain, 1024])

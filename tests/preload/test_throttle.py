@@ -69,7 +69,7 @@ def test_auto_never_deadlocks_and_counts_its_phases(job):
 
 
 @pytest.mark.parametrize("strategy", ["passthrough", "independent", "two_phase", "node_local", "target_aligned",
-                                      "auto"])
+                                      "view_based", "auto"])
 def test_files_match_the_library_under_every_strategy(job, strategy):
     """The randomized differential test with test.dat throttled to one reader and one writer (ref.dat, the
     library's, is not): files, buffers and statuses identical."""

@@ -4,7 +4,9 @@
  * target_aligned) and one aggregator per node (Orthrus core-first, node_local) share one implementation.
  *
  * 1. Every rank cuts its sorted file extents into pieces that each fall in one round (window) of one aggregator,
- *    and sends each aggregator the list of its pieces (MPI_Alltoall of counts, MPI_Alltoallv of the lists).
+ *    and sends each aggregator the list of its pieces (MPI_Alltoall of counts, MPI_Alltoallv of the lists). With a
+ *    plan's extents_of (view-based collective I/O) no list is sent: each aggregator obtains every rank's extents
+ *    itself and cuts them as that rank does, so both sides know the same pieces.
  * 2. Each aggregator sorts the pieces of its domain by window and offset, then handles its windows in ascending
  *    order: for a write it receives the window's data from every source, fills the holes it may fill (read-modify-
  *    write, only for groups that have holes), and writes each group with one call; for a read it reads each group
@@ -71,8 +73,8 @@ static int64_t pos_of(const iotame_plan_t *p, int a, int64_t o)
     }
 }
 
-/* The aggregator and window of byte o of rank `me`, and how many bytes from o stay in them. */
-static int64_t cut(const iotame_plan_t *p, int me, int64_t o, int *agg, int64_t *win)
+/* The aggregator and window of byte o of rank `src`, and how many bytes from o stay in them. */
+static int64_t cut(const iotame_plan_t *p, int src, int64_t o, int *agg, int64_t *win)
 {
     const int64_t B = p->window;
     switch (p->kind) {
@@ -98,7 +100,7 @@ static int64_t cut(const iotame_plan_t *p, int me, int64_t o, int *agg, int64_t 
         *agg = 0;
         break;
     default:
-        *agg = p->agg_of_rank[me];
+        *agg = p->agg_of_rank[src];
     }
     *win = o / B;
     return (*win + 1) * B - o;
@@ -268,7 +270,7 @@ static int make_pieces(ctx_t *x)
 /* Step 2 (collective): request lists to the aggregators; the aggregator's windows. */
 static int exchange_requests(ctx_t *x)
 {
-    const iotame_coll_call_t *c = x->c;
+    iotame_coll_call_t *c = x->c;
     MPI_Comm comm = c->env->comm;
     int np = x->np, ok = 1;
     int64_t *scount = calloc((size_t)np, sizeof *scount), *rcount = calloc((size_t)np, sizeof *rcount);
@@ -305,6 +307,8 @@ static int exchange_requests(ctx_t *x)
     }
     if (!agree(comm, ok)) goto fail;
     PMPI_Alltoallv(smeta, sc, sd, MPI_INT64_T, rmeta, rc, rd, MPI_INT64_T, comm);
+    for (int s = 0; s < np; s++)
+        if (s != x->me) x->c->list_bytes += scount[s] * (int64_t)sizeof(pair_t);
     x->nap = (size_t)total;
     for (int s = 0; s < np; s++)
         for (int64_t i = 0; i < rcount[s]; i++) {
@@ -332,11 +336,56 @@ fail:
     return -ENOMEM;
 }
 
-/* Step 3 (local, then agreed): the aggregator's windows and buffers. */
-static int prepare_windows(ctx_t *x)
+/* Step 2 without lists (plan->extents_of, local): the aggregator cuts every rank's extents as that rank does and
+ * keeps the pieces of its own domain. Returns 0 or -ENOMEM (agreed in step 3). */
+static int local_requests(ctx_t *x)
 {
-    int ok = 1;
-    if (x->nap) {
+    if (x->my_agg < 0) return 0;
+    const iotame_coll_call_t *c = x->c;
+    const iotame_plan_t *p = x->p;
+    iotame_extents_t theirs = {0};
+    size_t cap = 0;
+    int rc = 0;
+    for (int s = 0; s < x->np && rc == 0; s++) {
+        if (c->info[(size_t)s * IOTAME_INFO_FIELDS + IOTAME_INFO_BYTES] <= 0) continue;
+        const iotame_extent_t *v = c->ext;
+        size_t n = c->next;
+        if (s != x->me) {
+            if ((rc = p->extents_of(p->arg, x->my_agg, s, &theirs)) != 0) break;
+            v = theirs.v;
+            n = theirs.n;
+        }
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            int64_t o = v[i].off, rem = v[i].len;
+            while (rem > 0) {
+                int agg;
+                int64_t win, len = min64(rem, cut(p, s, o, &agg, &win));
+                if (agg == x->my_agg) {
+                    if (x->nap == cap) {
+                        size_t grow = cap ? 2 * cap : 256;
+                        apiece_t *grown = realloc(x->ap, grow * sizeof *grown);
+                        if (!grown) {
+                            rc = -ENOMEM;
+                            break;
+                        }
+                        x->ap = grown;
+                        cap = grow;
+                    }
+                    x->ap[x->nap++] = (apiece_t){o, len, win, s};
+                }
+                o += len;
+                rem -= len;
+            }
+        }
+    }
+    iotame_extents_free(&theirs);
+    return rc ? -ENOMEM : 0;
+}
+
+/* Step 3 (local, then agreed with this rank's ok so far): the aggregator's windows and buffers. */
+static int prepare_windows(ctx_t *x, int ok)
+{
+    if (ok && x->nap) {
         qsort(x->ap, x->nap, sizeof *x->ap, cmp_apiece);
         x->win = malloc(x->nap * sizeof *x->win);
         x->srcbytes = calloc((size_t)x->np, sizeof *x->srcbytes);
@@ -366,7 +415,7 @@ static int prepare_windows(ctx_t *x)
         if (!x->wbuf || !x->stage) ok = 0;
     }
     /* My messages to myself, in window order (they are consecutive: messages are sorted by aggregator). */
-    if (x->my_agg >= 0) {
+    if (ok && x->my_agg >= 0) {
         x->selfmsg = x->msg + x->mfirst[x->my_agg];
         x->nself = x->mfirst[x->my_agg + 1] - x->mfirst[x->my_agg];
     }
@@ -607,12 +656,16 @@ int iotame_coll_engine(iotame_coll_call_t *c, const iotame_plan_t *p)
         if (p->agg_rank[a] == x.me) x.my_agg = a;
     int rc = make_pieces(&x);
     /* A rank that failed here still joins every agreement below with ok = 0. */
-    if (rc == 0) rc = exchange_requests(&x);
-    else {
-        agree(c->env->comm, 0);
-        rc = -ENOMEM;
+    if (p->extents_of) { /* no lists: step 3's agreement is the first */
+        rc = prepare_windows(&x, rc == 0 && local_requests(&x) == 0);
+    } else {
+        if (rc == 0) rc = exchange_requests(&x);
+        else {
+            agree(c->env->comm, 0);
+            rc = -ENOMEM;
+        }
+        if (rc == 0) rc = prepare_windows(&x, 1);
     }
-    if (rc == 0) rc = prepare_windows(&x);
     if (rc == 0) rc = c->write ? run_write(&x) : run_read(&x);
     ctx_free(&x);
     if (rc) return rc;

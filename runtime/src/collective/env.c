@@ -40,6 +40,12 @@ int iotame_coll_local_fs(const char *path)
     return 0;
 }
 
+int64_t iotame_coll_fs_block(const char *path)
+{
+    struct stat st;
+    return stat(os_path(path), &st) == 0 && st.st_blksize > 0 ? (int64_t)st.st_blksize : 0;
+}
+
 int64_t iotame_coll_readahead(const char *path)
 {
     static const char *const where[] = {"/sys/dev/block/%u:%u/queue/read_ahead_kb",
@@ -146,6 +152,7 @@ void iotame_coll_engine_teardown(iotame_coll_env_t *e)
 
 void iotame__coll_env_free(iotame_coll_env_t *e)
 {
+    iotame__coll_views_free(e);
     if (e->comm != MPI_COMM_NULL) PMPI_Comm_free(&e->comm);
     free((int *)e->node_of);
     free((int *)e->spread);

@@ -70,12 +70,19 @@ static int serve(const iotame_io_t *io, int *rc)
 /* Collective writes may have gone through the engine's shadow handle: it is flushed too. */
 static int sync_file(MPI_File fh) { return iotame_collective_any() ? iotame_collective_sync(fh) : MPI_SUCCESS; }
 
-static void close_file(MPI_File fh)
+static int close_file(MPI_File fh)
 {
     if (iotame_collective_any()) iotame_collective_close(fh);
+    return MPI_SUCCESS;
 }
 
-void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t bytes, double seconds)
+static void add_int(json_t *o, const char *key, int64_t n)
+{
+    json_object_set_new(o, key, json_integer(json_integer_value(json_object_get(o, key)) + n));
+}
+
+void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t bytes, double seconds,
+                        int64_t list_bytes, int64_t view_bytes)
 {
     json_t *coll = iotame_stats_collective(fs), *all, *o;
     if (!coll) return;
@@ -84,13 +91,16 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
     if (!(o = json_object_get(all, name)))
         json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0,
                                                      "seconds", 0.0));
-    json_object_set_new(o, "calls", json_integer(json_integer_value(json_object_get(o, "calls")) + calls));
-    json_object_set_new(o, "bytes", json_integer(json_integer_value(json_object_get(o, "bytes")) + bytes));
+    add_int(o, "calls", calls);
+    add_int(o, "bytes", bytes);
     json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
+    if (list_bytes >= 0) add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
+    if (view_bytes >= 0) add_int(o, "view_bytes", view_bytes);
 }
 
 /* Decisions and windows are the first rank's (the selector decides alike on every rank); per strategy every rank
- * counted its own part: the bytes add up, the calls (every rank makes each) and the seconds are the largest rank's. */
+ * counted its own part: the bytes (data, offset lists, views) add up, the calls (every rank makes each) and the
+ * seconds are the largest rank's. */
 static void merge(json_t *into, const json_t *rank)
 {
     json_t *from = json_object_get(rank, "strategies"), *all, *o, *mine;
@@ -108,8 +118,9 @@ static void merge(json_t *into, const json_t *rank)
             json_object_set_new(mine, "calls", json_integer(calls));
         if (seconds > json_number_value(json_object_get(mine, "seconds")))
             json_object_set_new(mine, "seconds", json_real(seconds));
-        json_object_set_new(mine, "bytes", json_integer(json_integer_value(json_object_get(mine, "bytes")) +
-                                                        json_integer_value(json_object_get(o, "bytes"))));
+        static const char *const sums[] = {"bytes", "offset_list_bytes", "view_bytes"};
+        for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
+            if (json_object_get(o, sums[k])) add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
     }
 }
 

@@ -5,7 +5,7 @@
 #include "strategy.h"
 
 extern const iotame_strategy_t iotame_strategy_passthrough, iotame_strategy_two_phase, iotame_strategy_node_local,
-    iotame_strategy_target_aligned, iotame_strategy_independent;
+    iotame_strategy_target_aligned, iotame_strategy_independent, iotame_strategy_view_based;
 
 const iotame_strategy_t *const iotame_strategies[] = {
     &iotame_strategy_passthrough,
@@ -13,6 +13,7 @@ const iotame_strategy_t *const iotame_strategies[] = {
     &iotame_strategy_node_local,
     &iotame_strategy_target_aligned,
     &iotame_strategy_independent,
+    &iotame_strategy_view_based,
 };
 const int iotame_nstrategies = sizeof iotame_strategies / sizeof iotame_strategies[0];
 

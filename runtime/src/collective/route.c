@@ -166,6 +166,7 @@ static iotame_coll_file_t *new_file(MPI_File fh, MPI_Comm comm, int amode, int s
     e->virtual_node_size = json_integer_value(setting(fc, "virtual_node_size"));
     e->conf_targets = (v = setting(fc, "targets")) ? json_integer_value(v) : 0;
     e->conf_target_unit = (v = setting(fc, "target_unit")) ? json_integer_value(v) : 0;
+    e->conf_block_size = (v = setting(fc, "block_size")) ? json_integer_value(v) : 0;
     e->fh = fh;
     e->amode = amode;
     e->path = f->path = strdup(iotame_stats_path(fs));
@@ -341,6 +342,8 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     int64_t pos = 0, nbytes = 0;
     const char *why = prepare(f, a, &pos, &nbytes);
     int64_t row[IOTAME_INFO_FIELDS] = {INT64_MAX, INT64_MIN, 0, 0, 0, f->window ? (int64_t)iotame_window_digest(f->window) : 0};
+    row[IOTAME_INFO_STREAM] = pos * f->view.etype_size;
+    row[IOTAME_INFO_VIEW] = f->view.generation;
     if (why) row[IOTAME_INFO_FLAGS] = FLAG_CANNOT;
     else if (f->ext.n) {
         row[IOTAME_INFO_START] = f->ext.v[0].off;
@@ -384,7 +387,8 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     }
     iotame_coll_fn fn = function_of(st, a->op);
     iotame_coll_call_t c = {.env = e, .args = a, .write = write, .ext = f->ext.v, .next = f->ext.n,
-                            .nbytes = nbytes, .info = f->info, .gmin = gmin, .gmax = gmax, .gbytes = gbytes};
+                            .nbytes = nbytes, .info = f->info, .gmin = gmin, .gmax = gmax, .gbytes = gbytes,
+                            .view = &f->view};
     int64_t first = 0;
     int packed = 0, rc = 0;
     uint64_t t0 = iotame_monotonic_ns();
@@ -415,7 +419,7 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     if (entry)
         iotame_window_measured(f->window, entry, s, slowest > 0 ? (double)gbytes / slowest / 1e6 : 0.0, write, nbytes,
                                &f->ext);
-    iotame__coll_count(f->fs, s, 1, nbytes, seconds);
+    iotame__coll_count(f->fs, s, 1, nbytes, seconds, st->native ? -1 : c.list_bytes, st->native ? -1 : c.view_bytes);
     if (st->native) return c.mpi_error;
     if (worst[0]) {
         int code = c.mpi_error != MPI_SUCCESS ? c.mpi_error : MPI_ERR_IO;
@@ -462,7 +466,7 @@ int iotame_collective_sync(MPI_File fh)
 static void retire(iotame_coll_file_t *f)
 {
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
-        if (f->own_calls[s]) iotame__coll_count(f->fs, s, f->own_calls[s], f->own_bytes[s], f->own_seconds[s]);
+        if (f->own_calls[s]) iotame__coll_count(f->fs, s, f->own_calls[s], f->own_bytes[s], f->own_seconds[s], -1, -1);
     free_file(f);
 }
 

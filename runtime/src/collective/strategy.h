@@ -86,16 +86,20 @@ typedef struct {
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
     /* the strategies' options (strategy.options; 0: not set): node_local's virtual_node_size, which also places the
-     * other engine strategies' aggregators, and target_aligned's targets and target_unit */
-    int64_t virtual_node_size, conf_targets, conf_target_unit;
+     * other engine strategies' aggregators, target_aligned's targets and target_unit, view_based's block_size */
+    int64_t virtual_node_size, conf_targets, conf_target_unit, conf_block_size;
+    int64_t fs_block; /* view_based: the file's st_blksize, the largest over the ranks (0: not asked yet) */
+    struct iotame_coll_views *views; /* view_based: the views cached for the handle (view_based.c), or NULL */
     MPI_File fh;      /* the application's handle */
     const char *path; /* as given to MPI_File_open */
     int amode;
 } iotame_coll_env_t;
 
 /* Adds calls, bytes and seconds of strategy s to the file's "strategies" statistics (module.c; this rank's part,
- * reduced over the ranks at MPI_Finalize). */
-void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t bytes, double seconds);
+ * reduced over the ranks at MPI_Finalize); for an engine strategy also the bytes of offset/length lists and of file
+ * views this rank sent to other ranks (list_bytes, view_bytes; negative: a library strategy, not shown). */
+void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t bytes, double seconds,
+                        int64_t list_bytes, int64_t view_bytes);
 
 /* ---- the environment (env.c) ---- */
 
@@ -104,6 +108,9 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
 int iotame_coll_write_sieving(void);
 /* Whether path is on a local disk file system (where ROMIO's data-sieving locks work). */
 int iotame_coll_local_fs(const char *path);
+/* The file's block size as stat reports it (st_blksize: a local file system's page, a parallel file system's stripe or
+ * block); 0 when unknown. */
+int64_t iotame_coll_fs_block(const char *path);
 /* Bytes the kernel reads ahead of a sequential reader of the file: its disk's read_ahead_kb (a partition's is its
  * disk's), else its file system's backing device's (NFS, FUSE); 0 when unknown (tmpfs, a parallel file system's
  * client, which has its own settings). */
@@ -111,14 +118,17 @@ int64_t iotame_coll_readahead(const char *path);
 /* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open),
  * ROMIO's defaults when the library does not say; targets and target_unit from the configuration, else those. */
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
-/* The setup and teardown of the engine strategies (two_phase, node_local, target_aligned): the nodes, the hints, and
- * the shadow handle (read-modify-write needs reading, so RDWR even when the application writes only), shared by them
- * and set up once. Collective; returns 0, -ENOMEM, or -EACCES (the shadow handle could not be opened), every rank
- * alike. */
+/* The setup and teardown of the engine strategies (two_phase, node_local, target_aligned, view_based): the nodes, the
+ * hints, and the shadow handle (read-modify-write needs reading, so RDWR even when the application writes only),
+ * shared by them and set up once. Collective; returns 0, -ENOMEM, or -EACCES (the shadow handle could not be
+ * opened), every rank alike. */
 int iotame_coll_engine_setup(iotame_coll_env_t *e);
 void iotame_coll_engine_teardown(iotame_coll_env_t *e);
-/* Frees the communicator and the node tables (not the shadow handle: closing it is collective). */
+/* Frees the communicator, the node tables and view_based's cache (not the shadow handle: closing it is
+ * collective). */
 void iotame__coll_env_free(iotame_coll_env_t *e);
+/* Frees view_based's cache of the handle's views (view_based.c). */
+void iotame__coll_views_free(iotame_coll_env_t *e);
 
 /* ---- the file view of a routed handle (view.c) ---- */
 
@@ -129,6 +139,8 @@ typedef struct {
     int native_rep; /* the data representation is "native" */
     iotame_flat_t *flat;
     int flat_rc; /* 1: not flattened yet, else iotame_flatten_type's result */
+    int64_t generation; /* counts the views set on the handle (its open's first): the same on every rank, since
+                           MPI_File_set_view is collective; view_based resends the views when it changes */
 } iotame_coll_view_t;
 
 void iotame__coll_view_set(iotame_coll_view_t *v, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
@@ -138,9 +150,11 @@ void iotame__coll_view_release(iotame_coll_view_t *v);
  * (a pass-through reason). */
 const char *iotame__coll_view_map(iotame_coll_view_t *v, int64_t start, int64_t nbytes, iotame_extents_t *ext);
 
-/* Per-rank facts of one call, gathered on every rank. */
+/* Per-rank facts of one call, gathered on every rank: first and end file offset, bytes, file extents, flags, the
+ * selector's digest, the position of the call's first byte in the view's data stream (bytes), and the view's
+ * generation (view_based maps every rank's part from these two and its cached view). */
 enum { IOTAME_INFO_START, IOTAME_INFO_END, IOTAME_INFO_BYTES, IOTAME_INFO_EXTENTS, IOTAME_INFO_FLAGS,
-       IOTAME_INFO_DIGEST, IOTAME_INFO_FIELDS };
+       IOTAME_INFO_DIGEST, IOTAME_INFO_STREAM, IOTAME_INFO_VIEW, IOTAME_INFO_FIELDS };
 
 /* One call as a strategy sees it. */
 typedef struct {
@@ -153,7 +167,10 @@ typedef struct {
     int64_t nbytes;
     const int64_t *info;        /* nprocs rows of IOTAME_INFO_FIELDS */
     int64_t gmin, gmax, gbytes; /* over all ranks: first and end offset, bytes */
+    const iotame_coll_view_t *view; /* this rank's file view (flattened: the call's extents were mapped from it) */
     int mpi_error;              /* out: the first MPI error code of this rank's I/O, or MPI_SUCCESS */
+    int64_t list_bytes;         /* out: bytes of offset/length lists this rank sent to other ranks (the engine) */
+    int64_t view_bytes;         /* out: bytes of file views this rank sent to other ranks (view_based) */
 } iotame_coll_call_t;
 
 typedef int (*iotame_coll_fn)(iotame_coll_call_t *call);
@@ -211,11 +228,20 @@ typedef struct {
     const int *agg_of_rank; /* BY_SOURCE */
     int64_t window;         /* bytes of an aggregator's domain handled per round */
     int fill_holes;         /* writes may read-modify-write the holes between pieces (exclusive domains) */
+    /* Where an aggregator learns the pieces of its domain. NULL: every rank sends each aggregator the list of its
+     * pieces (offsets and lengths, an MPI_Alltoallv per call). Else no list is sent: aggregator agg asks for the
+     * file extents of rank r's part of the call (each r != itself with bytes in the call), sorted and disjoint,
+     * holding at least every one of r's extents inside agg's domain (those outside are ignored), exactly as r's
+     * view maps them; the engine cuts them as r cuts its own. Returns 0 or -errno; must not communicate. */
+    int (*extents_of)(void *arg, int agg, int rank, iotame_extents_t *out);
+    void *arg;
 } iotame_plan_t;
 
-/* Runs one call through the plan: request lists to the aggregators, then rounds of data exchange and I/O.
- * Collective over env->comm. Returns 0, -EIO (call->mpi_error set), or -errno before anything was done (then on
- * every rank alike). A strategy that cannot make its plan on this rank passes NULL: the call fails everywhere. */
+/* Runs one call through the plan: request lists to the aggregators (unless plan->extents_of), then rounds of data
+ * exchange and I/O. Collective over env->comm; its first collective is an agreement (MPI_Allreduce, MPI_MIN of an
+ * int), which a rank without a plan joins. Returns 0, -EIO (call->mpi_error set), or -errno before anything was
+ * done (then on every rank alike). A strategy that cannot make its plan on this rank passes NULL: the call fails
+ * everywhere. */
 int iotame_coll_engine(iotame_coll_call_t *call, const iotame_plan_t *plan);
 
 #endif

@@ -36,6 +36,7 @@ void iotame__coll_view_set(iotame_coll_view_t *v, MPI_Offset disp, MPI_Datatype 
                            int native)
 {
     iotame__coll_view_release(v);
+    v->generation++;
     v->flat_rc = 1;
     v->disp = disp;
     v->etype = keep_type(etype);
