@@ -78,6 +78,10 @@ unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *str
  * there in its finalize hook if it must: records live until the process ends). */
 static inline void **iotame_posix_file_data(iotame_posix_file_t *f, const iotame_module_t *m);
 
+/* The path the file system knows of a path given to MPI_File_open: ROMIO and OMPIO accept a file-system prefix
+ * ("ufs:", "nfs:", "lustre:", ...) before it. */
+const char *iotame_posix_path(const char *path);
+
 /* A recorded file's device and inode, and the path its statistics are written under. */
 void iotame_posix_file_id(const iotame_posix_file_t *f, dev_t *dev, ino_t *ino);
 const char *iotame_posix_file_path(const iotame_posix_file_t *f);

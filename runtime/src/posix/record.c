@@ -162,8 +162,7 @@ static iotame_posix_file_t *file_of(dev_t dev, ino_t ino, const char *path)
     return f;
 }
 
-/* ROMIO and OMPIO accept a file-system prefix ("ufs:", "nfs:", "lustre:", ...) before the path. */
-static const char *strip_prefix(const char *path)
+const char *iotame_posix_path(const char *path)
 {
     const char *c = strchr(path, ':');
     if (!c || c == path || c - path > 12) return path;
@@ -276,7 +275,7 @@ iotame_posix_file_t *iotame__posix_closing(int fd)
 static void opening(const iotame_open_t *o)
 {
     if (!o->path) return;
-    const char *path = strip_prefix(o->path), *base = base_of(path);
+    const char *path = iotame_posix_path(o->path), *base = base_of(path);
     struct stat dir;
     if (!*base || dir_of(AT_FDCWD, path, &dir) != 0) return; /* the open will fail, or it is no file */
     pthread_mutex_lock(&lock);

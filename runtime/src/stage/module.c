@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "core/module.h"
+#include "posix/posix.h"
 #include "stage.h"
 
 extern const iotame_module_t iotame_module_stage;
@@ -124,15 +125,6 @@ static void view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
 
 /* ---- open and close ---- */
 
-static const char *strip_prefix(const char *path)
-{
-    const char *c = strchr(path, ':');
-    if (!c || c == path || c - path > 12) return path;
-    for (const char *p = path; p < c; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return path;
-    return c + 1;
-}
-
 static int enabled(const iotame_file_config_t *fc, const char *key)
 {
     return json_is_true(iotame_config_setting(fc, "staging", key));
@@ -143,7 +135,7 @@ static void opening(const iotame_open_t *o)
 {
     struct stat st;
     if (__atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE)) return;
-    if (stat(strip_prefix(o->path), &st) != 0) return;
+    if (stat(iotame_posix_path(o->path), &st) != 0) return;
     stage_lock(area);
     int i = stage_file_find(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
     uint64_t head = area->head;
@@ -160,7 +152,7 @@ static void open_file(const iotame_open_t *o)
     char real[PATH_MAX];
     struct stat st;
     int file = -1;
-    if (!realpath(strip_prefix(o->path), real) || stat(real, &st) != 0) why = "the file cannot be found by path (staging)";
+    if (!realpath(iotame_posix_path(o->path), real) || stat(real, &st) != 0) why = "the file cannot be found by path (staging)";
     else if ((file = stage_file_claim(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino, real)) < 0)
         why = "the node's staging table is full";
     int ok = file >= 0, all = 0;
