@@ -106,11 +106,30 @@ static int64_t cut(const iotame_plan_t *p, int src, int64_t o, int *agg, int64_t
     return (*win + 1) * B - o;
 }
 
-/* Whether offset o continues a group starting at g without a jump in the aggregator's positions (striped domains:
- * the next stripe of an aggregator is elsewhere in the file). */
-static int pos_contiguous(const iotame_plan_t *p, int a, int64_t g, int64_t o)
+/* cut() for runs of small extents: the last answer holds for every offset up to the boundary it found (the same
+ * aggregator and window), so most extents of a small-piece pattern need no division. One per source. */
+typedef struct {
+    int64_t lo, hi, win;
+    int agg;
+} cut_cache_t;
+
+static int64_t cut_cached(const iotame_plan_t *p, int src, int64_t o, int *agg, int64_t *win, cut_cache_t *k)
 {
-    return pos_of(p, a, o) - pos_of(p, a, g) == o - g;
+    if (o < k->lo || o >= k->hi) {
+        int64_t n = cut(p, src, o, &k->agg, &k->win);
+        k->lo = o;
+        k->hi = o + n;
+    }
+    *agg = k->agg;
+    *win = k->win;
+    return k->hi - o;
+}
+
+/* Where the aggregator's positions stop running on from file offset g (striped domains: the next stripe of an
+ * aggregator is elsewhere in the file); a group that starts at g ends there at the latest. */
+static int64_t contiguous_end(const iotame_plan_t *p, int64_t g)
+{
+    return p->kind == IOTAME_DOMAINS_STRIPED && p->nagg > 1 ? (g / p->unit + 1) * p->unit : INT64_MAX;
 }
 
 /* ---- file access through the shadow handle ---- */
@@ -220,11 +239,12 @@ static int make_pieces(ctx_t *x)
     x->pc = malloc(cap * sizeof *x->pc);
     if (!x->pc) return -ENOMEM;
     int64_t spos = 0;
+    cut_cache_t k = {0, 0, 0, 0};
     for (size_t i = 0; i < c->next; i++) {
         int64_t o = c->ext[i].off, rem = c->ext[i].len;
         while (rem > 0) {
             int agg;
-            int64_t win, n = min64(rem, cut(x->p, x->me, o, &agg, &win));
+            int64_t win, n = min64(rem, cut_cached(x->p, x->me, o, &agg, &win, &k));
             if (x->npc == cap) {
                 piece_t *grown = realloc(x->pc, (cap *= 2) * sizeof *grown);
                 if (!grown) return -ENOMEM;
@@ -336,43 +356,58 @@ fail:
     return -ENOMEM;
 }
 
-/* Step 2 without lists (plan->extents_of, local): the aggregator cuts every rank's extents as that rank does and
- * keeps the pieces of its own domain. Returns 0 or -ENOMEM (agreed in step 3). */
+static int add_apiece(ctx_t *x, size_t *cap, apiece_t a)
+{
+    if (x->nap == *cap) {
+        size_t grow = *cap ? 2 * *cap : 256;
+        apiece_t *grown = realloc(x->ap, grow * sizeof *grown);
+        if (!grown) return -ENOMEM;
+        x->ap = grown;
+        *cap = grow;
+    }
+    x->ap[x->nap++] = a;
+    return 0;
+}
+
+/* Step 2 without lists (plan->extents_of, local): the aggregator cuts every other rank's extents as that rank does
+ * and keeps the pieces of its own domain; its own are cut already (step 1). Returns 0 or -ENOMEM (agreed in
+ * step 3). */
 static int local_requests(ctx_t *x)
 {
     if (x->my_agg < 0) return 0;
     const iotame_coll_call_t *c = x->c;
     const iotame_plan_t *p = x->p;
     iotame_extents_t theirs = {0};
-    size_t cap = 0;
+    /* Sized from the gathered extent counts (a piece per extent unless one crosses a block or window), so that the
+     * lists rarely grow while they fill. */
+    size_t cap = x->npc, most = 0;
+    for (int s = 0; s < x->np; s++) {
+        const int64_t n = c->info[(size_t)s * IOTAME_INFO_FIELDS + IOTAME_INFO_EXTENTS];
+        if (s == x->me || n <= 0) continue;
+        cap += (size_t)n;
+        if ((size_t)n > most) most = (size_t)n;
+    }
+    x->ap = malloc((cap ? cap : 1) * sizeof *x->ap);
+    theirs.v = malloc((most + 16) * sizeof *theirs.v);
+    if (!x->ap || !theirs.v) {
+        free(theirs.v);
+        return -ENOMEM;
+    }
+    theirs.cap = most + 16;
     int rc = 0;
+    for (size_t i = 0; i < x->npc && rc == 0; i++)
+        if (x->pc[i].agg == x->my_agg)
+            rc = add_apiece(x, &cap, (apiece_t){x->pc[i].off, x->pc[i].len, x->pc[i].win, x->me});
     for (int s = 0; s < x->np && rc == 0; s++) {
-        if (c->info[(size_t)s * IOTAME_INFO_FIELDS + IOTAME_INFO_BYTES] <= 0) continue;
-        const iotame_extent_t *v = c->ext;
-        size_t n = c->next;
-        if (s != x->me) {
-            if ((rc = p->extents_of(p->arg, x->my_agg, s, &theirs)) != 0) break;
-            v = theirs.v;
-            n = theirs.n;
-        }
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            int64_t o = v[i].off, rem = v[i].len;
-            while (rem > 0) {
+        if (s == x->me || c->info[(size_t)s * IOTAME_INFO_FIELDS + IOTAME_INFO_BYTES] <= 0) continue;
+        if ((rc = p->extents_of(p->arg, x->my_agg, s, &theirs)) != 0) break;
+        cut_cache_t k = {0, 0, 0, 0};
+        for (size_t i = 0; i < theirs.n && rc == 0; i++) {
+            int64_t o = theirs.v[i].off, rem = theirs.v[i].len;
+            while (rem > 0 && rc == 0) {
                 int agg;
-                int64_t win, len = min64(rem, cut(p, s, o, &agg, &win));
-                if (agg == x->my_agg) {
-                    if (x->nap == cap) {
-                        size_t grow = cap ? 2 * cap : 256;
-                        apiece_t *grown = realloc(x->ap, grow * sizeof *grown);
-                        if (!grown) {
-                            rc = -ENOMEM;
-                            break;
-                        }
-                        x->ap = grown;
-                        cap = grow;
-                    }
-                    x->ap[x->nap++] = (apiece_t){o, len, win, s};
-                }
+                int64_t win, len = min64(rem, cut_cached(p, s, o, &agg, &win, &k));
+                if (agg == x->my_agg) rc = add_apiece(x, &cap, (apiece_t){o, len, win, s});
                 o += len;
                 rem -= len;
             }
@@ -395,15 +430,15 @@ static int prepare_windows(ctx_t *x, int ok)
     }
     int64_t span_max = 0, stage_max = 0;
     for (size_t i = 0; ok && i < x->nap;) {
-        win_t w = {i, i, INT64_MAX, INT64_MIN};
-        int64_t others = 0;
+        /* positions grow with file offsets in a domain: the window's first piece and its last byte bound it */
+        win_t w = {i, i, pos_of(x->p, x->my_agg, x->ap[i].off), 0};
+        int64_t others = 0, last = x->ap[i].off;
         for (; w.end < x->nap && x->ap[w.end].win == x->ap[i].win; w.end++) {
             const apiece_t *q = &x->ap[w.end];
-            int64_t lo = pos_of(x->p, x->my_agg, q->off);
-            if (lo < w.lo) w.lo = lo;
-            if (lo + q->len > w.hi) w.hi = lo + q->len;
+            if (q->off + q->len - 1 > last) last = q->off + q->len - 1;
             if (q->src != x->me) others += q->len;
         }
+        w.hi = pos_of(x->p, x->my_agg, last) + 1;
         if (w.hi - w.lo > span_max) span_max = w.hi - w.lo;
         if (others > stage_max) stage_max = others;
         x->win[x->nwin++] = w;
@@ -438,10 +473,10 @@ static void for_groups(ctx_t *x, const win_t *w, int fill, group_fn fn)
     size_t i = w->first;
     while (i < w->end) {
         size_t j = i + 1;
-        int64_t gs = x->ap[i].off, ge = gs + x->ap[i].len, covered = x->ap[i].len;
+        int64_t gs = x->ap[i].off, ge = gs + x->ap[i].len, covered = x->ap[i].len, limit = contiguous_end(x->p, gs);
         for (; j < w->end; j++) {
             const apiece_t *q = &x->ap[j];
-            if (q->off > ge + (fill ? HOLE_MAX : 0) || !pos_contiguous(x->p, x->my_agg, gs, q->off)) break;
+            if (q->off > ge + (fill ? HOLE_MAX : 0) || q->off >= limit) break;
             int64_t qe = q->off + q->len;
             if (qe > ge) {
                 covered += qe - (q->off > ge ? q->off : ge);

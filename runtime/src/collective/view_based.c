@@ -236,7 +236,8 @@ static int extents_of(void *arg, int agg, int r, iotame_extents_t *out)
         s0 = clamp(s0, start, end);
         s1 = clamp(s1, start, end);
         if (s1 <= s0) continue;
-        if (iotame_flatten_view_map(v, s0, s1 - s0, &m->cv->tmp) || append(out, &m->cv->tmp)) return -ENOMEM;
+        iotame_extents_t *into = out->n ? &m->cv->tmp : out; /* the first block's straight into out */
+        if (iotame_flatten_view_map(v, s0, s1 - s0, into) || (into != out && append(out, into))) return -ENOMEM;
     }
     return 0;
 }
