@@ -43,7 +43,7 @@ def test_prune_by_workload():
     pruned = prune(space, workload_from_stats(stats))
     assert pruned.keys() == ["mpiio.romio_ds_write", "mpiio.ind_wr_buffer_size", "striping.striping_factor",
                              "striping.striping_unit", "iotame.throttle.writers", "iotame.staging.enabled",
-                             "iotame.staging.cache_mb", "iotame.staging.flush_threshold",
+                             "iotame.staging.cache_mb", "iotame.staging.flush_threshold", "iotame.staging.flush_delay_ms",
                              "iotame.memory.malloc_threshold"]
     assert ("romio_cb_read, romio_ds_read, ind_rd_buffer_size, readers, prefetch left out: the workload makes no reads"
             in pruned.notes)

@@ -27,9 +27,10 @@ void *iotame_node_shared(MPI_Comm node, size_t bytes, void (*init)(void *map, vo
                 if (errno != EEXIST) break;
                 continue;
             }
-            /* posix_fallocate: the pages are reserved now, so that a full /dev/shm fails here, not as SIGBUS later */
+            /* posix_fallocate: the pages are reserved now, so that a full /dev/shm fails here, not as SIGBUS later;
+             * MAP_POPULATE (here and below): the page tables are filled now, not by faults in the first writes */
             if (ftruncate(fd, (off_t)bytes) == 0 && posix_fallocate(fd, 0, (off_t)bytes) == 0)
-                map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
             close(fd);
             if (map == MAP_FAILED) {
                 shm_unlink(name);
@@ -43,7 +44,7 @@ void *iotame_node_shared(MPI_Comm node, size_t bytes, void (*init)(void *map, vo
     if (rank != 0 && name[0]) {
         int fd = shm_open(name, O_RDWR, 0);
         if (fd >= 0) {
-            map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
             close(fd);
         }
     }

@@ -183,7 +183,9 @@ static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
         uint64_t t0 = iotame_monotonic_ns();
         pthread_cond_signal(&a->work); /* full: the flusher must run whatever its threshold */
         if (a->want < a->head) a->want = a->head;
+        a->blocked++;
         wait_room(a);
+        a->blocked--;
         *blocked_ns += iotame_monotonic_ns() - t0;
     }
 }

@@ -1,30 +1,19 @@
-/* The flusher: a thread of the node's first process that writes the ring behind, in batches. A batch is every
- * committed record from the tail; its extents, from all the node's processes, are sorted by file and offset and
- * adjacent ones written with one pwritev. Where two extents of a file in a batch overlap, that file's extents are
- * written one by one in the order they were staged, so the later write wins as it would have without staging.
- * It makes no MPI call: the application's thread level does not matter. Its writes go through the POSIX layer like
- * the library's (throttle and emulate see them). */
+/* The flusher: a thread of the node's first process that writes the ring behind, in batches (batch.c), when a
+ * flush is due: more than flush_threshold of the ring dirty, flush_delay since the node's last write, or a drain
+ * asked for. It also fills the read-ahead buffers. It makes no MPI call: the application's thread level does not
+ * matter. Its writes go through the POSIX layer like the library's (throttle and emulate see them). */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
 #include "stage.h"
 
-typedef struct {
-    int32_t file;
-    uint32_t rank;
-    int64_t off, len;
-    const char *data;
-    uint64_t seq;
-} piece_t;
+#define DRAIN_GRACE 2000000ull /* ns */
 
 static pthread_t thread;
 static int running;
@@ -34,12 +23,6 @@ static struct {
     int wfd, rfd;
     uint64_t dev, ino;
 } fds[STAGE_FILES];
-static piece_t *pieces;
-static size_t npieces, pieces_cap;
-#ifndef IOV_MAX
-#define IOV_MAX 1024
-#endif
-static struct iovec iov[IOV_MAX];
 
 static char *ring(stage_area_t *a) { return stage_ring(a); }
 
@@ -50,9 +33,7 @@ static void close_fds(int i)
     fds[i].wfd = fds[i].rfd = -1;
 }
 
-/* A descriptor of file i for writing (or reading), opened on first use; -errno when it cannot be had. The slot's
- * path is checked to still name the file staged for (not one created in its place). */
-static int fd_of(stage_area_t *a, int i, int write)
+int stage_fd(stage_area_t *a, int i, int write)
 {
     const stage_file_t *f = &a->file[i];
     if ((fds[i].wfd >= 0 || fds[i].rfd >= 0) && (fds[i].dev != f->dev || fds[i].ino != f->ino)) close_fds(i);
@@ -70,148 +51,6 @@ static int fd_of(stage_area_t *a, int i, int write)
     return *fd = d;
 }
 
-static int by_file_offset(const void *x, const void *y)
-{
-    const piece_t *a = x, *b = y;
-    if (a->file != b->file) return a->file < b->file ? -1 : 1;
-    if (a->off != b->off) return a->off < b->off ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static int by_seq(const void *x, const void *y)
-{
-    const piece_t *a = x, *b = y;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static int add_piece(piece_t p)
-{
-    if (npieces == pieces_cap) {
-        size_t cap = pieces_cap ? 2 * pieces_cap : 4096;
-        piece_t *grown = realloc(pieces, cap * sizeof *grown);
-        if (!grown) return -ENOMEM;
-        pieces = grown;
-        pieces_cap = cap;
-    }
-    pieces[npieces++] = p;
-    return 0;
-}
-
-/* Writes iov[0..n) at off, resuming after short writes. Returns 0 or -errno; *done: the bytes written. */
-static int write_all(int fd, int n, int64_t off, int64_t *done)
-{
-    struct iovec *v = iov;
-    *done = 0;
-    while (n > 0) {
-        ssize_t w = pwritev(fd, v, n, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        if (w == 0) return -EIO;
-        off += w;
-        *done += w;
-        while (n > 0 && (size_t)w >= v->iov_len) w -= (ssize_t)v->iov_len, v++, n--;
-        if (n > 0) v->iov_base = (char *)v->iov_base + w, v->iov_len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* The outcome of a run of pieces [p, q) of which the first `done` bytes were written: bytes off the file's
- * pending count; an error names the processes whose pieces were not (wholly) written, and is logged. */
-static void settle(stage_area_t *a, const piece_t *p, const piece_t *q, int err, int64_t done)
-{
-    stage_file_t *f = &a->file[p->file];
-    uint64_t failed = 0;
-    for (const piece_t *x = p; x < q; x++) {
-        __atomic_sub_fetch(&f->pending, (uint64_t)x->len, __ATOMIC_RELAXED);
-        if (done >= x->len) {
-            done -= x->len;
-            continue;
-        }
-        failed += (uint64_t)(x->len - done);
-        done = 0;
-        __atomic_or_fetch(&f->error_ranks[(x->rank / 64) % STAGE_RANK_WORDS], 1ull << (x->rank % 64), __ATOMIC_RELAXED);
-    }
-    if (!err) return;
-    int none = 0;
-    __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    stage_lock(a);
-    f->failed_bytes += failed;
-    stage_failure_t *log = a->nfailures ? &a->failure[a->nfailures - 1] : NULL;
-    if (!log || log->error != -err || strcmp(log->path, f->path) != 0) {
-        log = a->nfailures < STAGE_FAILURES ? &a->failure[a->nfailures++] : NULL;
-        if (log) *log = (stage_failure_t){.error = -err}, strncpy(log->path, f->path, sizeof log->path - 1);
-    }
-    if (log) log->bytes += failed;
-    stage_unlock(a);
-}
-
-/* Writes the pieces of one file, [p, q), sorted by offset: adjacent ones merged, or one by one in staging order
- * when any overlap. */
-static void write_file(stage_area_t *a, piece_t *p, piece_t *q)
-{
-    int overlap = 0;
-    for (piece_t *x = p + 1; x < q && !overlap; x++) overlap = x->off < x[-1].off + x[-1].len;
-    if (overlap) {
-        qsort(p, (size_t)(q - p), sizeof *p, by_seq);
-        __atomic_add_fetch(&a->overlap_batches, 1, __ATOMIC_RELAXED);
-    }
-    int fd = fd_of(a, p->file, 1);
-    while (p < q) {
-        piece_t *run = p;
-        int n = 0;
-        int64_t end = p->off;
-        do {
-            iov[n++] = (struct iovec){(void *)p->data, (size_t)p->len};
-            end += p->len;
-            p++;
-        } while (!overlap && p < q && p->off == end && n < IOV_MAX);
-        int64_t done = 0;
-        int err = fd < 0 ? fd : write_all(fd, n, run->off, &done);
-        settle(a, run, p, err, done);
-        a->writes_out++;
-        a->bytes_out += (uint64_t)done;
-    }
-}
-
-/* Writes the pieces gathered so far, by file. */
-static void write_pieces(stage_area_t *a)
-{
-    qsort(pieces, npieces, sizeof *pieces, by_file_offset);
-    for (size_t i = 0; i < npieces;) {
-        size_t j = i;
-        while (j < npieces && pieces[j].file == pieces[i].file) j++;
-        write_file(a, pieces + i, pieces + j);
-        i = j;
-    }
-    npieces = 0;
-}
-
-/* Writes the committed records in [from, to). Without memory for the whole batch's list, it is written in parts,
- * in staging order: fewer merges, the same bytes. */
-static void write_batch(stage_area_t *a, uint64_t from, uint64_t to)
-{
-    npieces = 0;
-    for (uint64_t pos = from; pos < to;) {
-        stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);
-        if (r->file >= 0) {
-            const iotame_extent_t *x = (const iotame_extent_t *)(r + 1);
-            const char *data = (const char *)(x + r->nextents);
-            a->records++;
-            for (uint32_t i = 0; i < r->nextents; i++) {
-                piece_t p = {r->file, r->rank, x[i].off, x[i].len, data, a->extents_in++};
-                data += x[i].len;
-                if (add_piece(p) == 0) continue;
-                write_pieces(a);
-                if (add_piece(p) != 0) write_file(a, &p, &p + 1);
-            }
-        }
-        pos += r->size;
-    }
-    write_pieces(a);
-}
-
 /* ---- prefetch ---- */
 
 /* Fills the read-ahead buffers asked for. The lock is held, and released around each read. */
@@ -220,7 +59,7 @@ static void fill_prefetch(stage_area_t *a)
     for (int i = 0; i < STAGE_PREFETCH_SLOTS && a->asked > 0; i++) {
         stage_prefetch_t *p = &a->prefetch[i];
         if (p->state != PREFETCH_ASKED) continue;
-        int fd = fd_of(a, p->file, 0);
+        int fd = stage_fd(a, p->file, 0);
         int64_t off = p->off, want = p->len, got = 0;
         stage_unlock(a);
         char *buf = stage_prefetch_buffer(a, i);
@@ -285,13 +124,19 @@ static void *run(void *arg)
     stage_lock(a);
     for (;;) {
         uint64_t now = iotame_monotonic_ns(), dirty = a->head - a->tail;
-        int due = dirty && ((double)dirty > knobs.threshold * (double)a->cap || a->want > a->tail || a->stop ||
-                            now - a->last_put_ns >= knobs.delay_ns);
+        /* A drain waits while other processes of the node are still staging (the node's processes of a collective
+         * sync ask one after the other: their last writes then join the same batch and merge), until every process
+         * waits, a writer waits for room, or the node has been quiet for a moment (DRAIN_GRACE at most). */
+        int quiet = now - a->last_put_ns >= knobs.delay_ns;
+        int drain = a->want > a->tail && (a->waiting >= (int32_t)a->nprocs || a->blocked > 0 ||
+                                          now - a->last_put_ns >= (knobs.delay_ns < DRAIN_GRACE ? knobs.delay_ns : DRAIN_GRACE));
+        int due = dirty && ((double)dirty > knobs.threshold * (double)a->cap || drain || a->stop || quiet);
         if (a->asked > 0) fill_prefetch(a);
         if (!due) {
             if (a->stop && a->head == a->tail) break;
             a->idle = !dirty;
-            wait_work(a, dirty ? a->last_put_ns + knobs.delay_ns : now + 1000000000ull);
+            uint64_t wake = a->last_put_ns + (a->want > a->tail && DRAIN_GRACE < knobs.delay_ns ? DRAIN_GRACE : knobs.delay_ns);
+            wait_work(a, dirty ? wake : now + 1000000000ull);
             a->idle = 0;
             continue;
         }
@@ -303,7 +148,7 @@ static void *run(void *arg)
         int waited = a->waiting;
         stage_unlock(a);
         uint64_t t0 = iotame_monotonic_ns();
-        write_batch(a, from, to);
+        stage_write_batch(a, from, to);
         uint64_t ns = iotame_monotonic_ns() - t0;
         stage_lock(a);
         a->flush_ns += ns;
@@ -335,7 +180,5 @@ void stage_flusher_stop(stage_area_t *a)
     stage_unlock(a);
     pthread_join(thread, NULL);
     running = 0;
-    free(pieces);
-    pieces = NULL;
-    pieces_cap = 0;
+    stage_batch_free();
 }

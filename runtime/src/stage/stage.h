@@ -57,6 +57,7 @@ typedef struct {
     uint64_t last_put_ns;           /* when a process of the node last staged a write */
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
     int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
+    int32_t blocked, pad;           /* writers waiting for room */
     int32_t asked;                  /* read-ahead buffers asked for */
     int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
     /* the flusher's counters (the node's statistics) */
@@ -116,6 +117,13 @@ typedef struct {
     double threshold;  /* of the ring dirty that starts a flush */
     uint64_t delay_ns; /* quiet time after the last write that starts one */
 } stage_flush_knobs_t;
+
+/* A descriptor of staged file i for writing (or reading), opened on first use; -errno when it cannot be had. The
+ * slot's path is checked to still name the file staged for (not one created in its place). */
+int stage_fd(stage_area_t *a, int file, int write);
+/* Writes the committed records of [from, to) (batch.c); stage_batch_free releases its working memory. */
+void stage_write_batch(stage_area_t *a, uint64_t from, uint64_t to);
+void stage_batch_free(void);
 
 /* Starts the flusher (0, or an errno); stops it once everything staged is written, then returns. */
 int stage_flusher_start(stage_area_t *a, const stage_flush_knobs_t *k);

@@ -1,0 +1,388 @@
+/* Writing one batch of the ring (the flusher's work): every committed record from the tail, from all the node's
+ * processes, file by file.
+ *  - dense: where a file's extents in the batch cover a range without a hole (ranks interleaved at fine grain, as
+ *    in Noncontig, together tile the file), their data is copied into one buffer in staging order (a later write
+ *    of a byte wins, as without staging) and the range written with one pwrite;
+ *  - sorted: otherwise the extents are sorted by offset (a stable radix sort) and adjacent ones written together,
+ *    small ones copied into one buffer, larger ones as the iovecs of one pwritev; where two overlap, the file's
+ *    extents are written one by one in staging order.
+ * An error is attributed by extent: the bytes the kernel accepted before it succeeded, the rest name their
+ * processes. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/core.h"
+#include "stage.h"
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
+#define DENSE_MAX (64u << 20) /* the largest range written from one buffer */
+#define GATHER_BYTES (4u << 20)
+#define SMALL_PIECE 4096
+#define RADIX_BITS 11
+
+typedef struct {
+    int32_t file;
+    uint32_t rank;
+    int64_t off, len;
+    const char *data;
+    uint64_t seq;
+} piece_t;
+
+typedef struct {
+    uint64_t key, idx;
+} order_t;
+
+/* the flusher's working memory, kept from batch to batch */
+static piece_t *pieces, *scratch;
+static size_t npieces, pieces_cap, scratch_cap;
+static order_t *order, *order_tmp;
+static size_t order_cap, order_tmp_cap;
+static char *buffer; /* dense ranges, and gathered small pieces */
+static size_t buffer_cap;
+static uint64_t *covered; /* dense: a bit per byte of the range */
+static size_t covered_cap;
+static struct iovec iov[IOV_MAX];
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 1024;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, n * size);
+    if (!q) return -ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static const stage_record_t *record_at(stage_area_t *a, uint64_t pos)
+{
+    return (const stage_record_t *)(stage_ring(a) + pos % a->cap);
+}
+
+static const iotame_extent_t *extents_of(const stage_record_t *r) { return (const iotame_extent_t *)(r + 1); }
+static const char *data_of(const stage_record_t *r) { return (const char *)(extents_of(r) + r->nextents); }
+
+/* Writes iov[0..n) at off, resuming after short writes. Returns 0 or -errno; *done: the bytes written. */
+static int write_all(int fd, int n, int64_t off, int64_t *done)
+{
+    struct iovec *v = iov;
+    *done = 0;
+    while (n > 0) {
+        ssize_t w = pwritev(fd, v, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (w == 0) return -EIO;
+        off += w;
+        *done += w;
+        while (n > 0 && (size_t)w >= v->iov_len) w -= (ssize_t)v->iov_len, v++, n--;
+        if (n > 0) v->iov_base = (char *)v->iov_base + w, v->iov_len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A failure of `failed` bytes of file f: kept for the processes (their bits set by the caller) and logged. */
+static void failed_write(stage_area_t *a, stage_file_t *f, int err, uint64_t failed)
+{
+    int none = 0;
+    __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    stage_lock(a);
+    f->failed_bytes += failed;
+    stage_failure_t *log = a->nfailures ? &a->failure[a->nfailures - 1] : NULL;
+    if (!log || log->error != -err || strncmp(log->path, f->path, sizeof log->path - 1) != 0) {
+        log = a->nfailures < STAGE_FAILURES ? &a->failure[a->nfailures++] : NULL;
+        if (log) { /* the path as far as it fits */
+            *log = (stage_failure_t){.error = -err};
+            memcpy(log->path, f->path, strnlen(f->path, sizeof log->path - 1));
+        }
+    }
+    if (log) log->bytes += failed;
+    stage_unlock(a);
+}
+
+static void blame(stage_file_t *f, uint32_t rank)
+{
+    __atomic_or_fetch(&f->error_ranks[(rank / 64) % STAGE_RANK_WORDS], 1ull << (rank % 64), __ATOMIC_RELAXED);
+}
+
+/* ---- dense ranges ---- */
+
+static void cover(int64_t from, int64_t len)
+{
+    for (int64_t b = from, e = from + len; b < e;) {
+        int s = (int)(b & 63);
+        int64_t n = e - b < 64 - s ? e - b : 64 - s;
+        covered[b >> 6] |= n == 64 ? ~0ull : ((1ull << n) - 1) << s;
+        b += n;
+    }
+}
+
+/* The next run of covered bytes in [at, len): its start (len when none) and *stop its end. */
+static int64_t next_run(int64_t at, int64_t len, int64_t *stop)
+{
+    while (at < len) { /* the first covered byte */
+        uint64_t w = covered[at >> 6] >> (at & 63);
+        if (w) {
+            at += __builtin_ctzll(w);
+            break;
+        }
+        at = (at | 63) + 1;
+    }
+    if (at >= len) return *stop = len;
+    int64_t e = at;
+    while (e < len) { /* the first byte not covered after it */
+        uint64_t w = ~covered[e >> 6] >> (e & 63);
+        if (w) {
+            e += __builtin_ctzll(w);
+            break;
+        }
+        e = (e | 63) + 1;
+    }
+    *stop = e < len ? e : len;
+    return at;
+}
+
+/* Writes file f's extents of [from, to) through one buffer of their range [lo, end), when they are small and cover
+ * at least half of it: each copied to its place in staging order (a later write of a byte wins, as without
+ * staging), then every run of covered bytes written with one pwrite. No sorting. Returns 0 when the extents do not
+ * qualify (nothing written: large extents are written from the ring as they are, without a copy). */
+static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t lo, int64_t end, uint64_t bytes,
+                       uint64_t n)
+{
+    const int64_t len = end - lo;
+    if (len > DENSE_MAX || (uint64_t)len > 2 * bytes || bytes >= n * SMALL_PIECE) return 0;
+    if (grow((void **)&buffer, &buffer_cap, (size_t)len, 1) ||
+        grow((void **)&covered, &covered_cap, (size_t)(len + 63) / 64, sizeof *covered))
+        return 0;
+    memset(covered, 0, (size_t)(len + 63) / 64 * sizeof *covered);
+    for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
+        const stage_record_t *r = record_at(a, pos);
+        if (r->file != f) continue;
+        const iotame_extent_t *x = extents_of(r);
+        const char *d = data_of(r);
+        for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++) {
+            memcpy(buffer + (x[i].off - lo), d, (size_t)x[i].len);
+            cover(x[i].off - lo, x[i].len);
+        }
+    }
+    stage_file_t *sf = &a->file[f];
+    int fd = stage_fd(a, f, 1), first_err = 0;
+    for (int64_t stop, at = next_run(0, len, &stop); at < len; at = next_run(stop, len, &stop)) {
+        iov[0] = (struct iovec){buffer + at, (size_t)(stop - at)};
+        int64_t done = 0;
+        int err = fd < 0 ? fd : write_all(fd, 1, lo + at, &done);
+        a->writes_out++;
+        a->bytes_out += (uint64_t)done;
+        if (err && !first_err) first_err = err;
+        /* bytes not written: uncovered from now on, which names their processes below */
+        for (int64_t b = at + done; err && b < stop; b++) covered[b >> 6] &= ~(1ull << (b & 63));
+    }
+    __atomic_sub_fetch(&sf->pending, bytes, __ATOMIC_RELAXED);
+    if (first_err) {
+        uint64_t failed = 0;
+        for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
+            const stage_record_t *r = record_at(a, pos);
+            const iotame_extent_t *x = extents_of(r);
+            for (uint32_t i = 0; r->file == f && i < r->nextents; i++) {
+                int64_t missing = 0;
+                for (int64_t b = x[i].off - lo; b < x[i].off - lo + x[i].len; b++)
+                    missing += !(covered[b >> 6] >> (b & 63) & 1);
+                if (!missing) continue;
+                failed += (uint64_t)missing;
+                blame(sf, r->rank);
+            }
+        }
+        failed_write(a, sf, first_err, failed);
+    }
+    return 1;
+}
+
+/* ---- sorted extents ---- */
+
+static int by_offset(const void *x, const void *y)
+{
+    const piece_t *a = x, *b = y;
+    if (a->off != b->off) return a->off < b->off ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int by_seq(const void *x, const void *y)
+{
+    const piece_t *a = x, *b = y;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Sorts the pieces of one file by offset, keeping the staging order of equal offsets: a stable radix sort of
+ * (offset - lo) keys, then the pieces copied in that order; qsort when memory is short. */
+static void sort_pieces(int64_t lo, int64_t end)
+{
+    size_t n = npieces, i;
+    for (i = 1; i < n && by_offset(&pieces[i - 1], &pieces[i]) <= 0; i++) {}
+    if (i >= n) return; /* in order already */
+    if (grow((void **)&order, &order_cap, n, sizeof *order) || grow((void **)&order_tmp, &order_tmp_cap, n, sizeof *order) ||
+        grow((void **)&scratch, &scratch_cap, n, sizeof *scratch)) {
+        qsort(pieces, n, sizeof *pieces, by_offset);
+        return;
+    }
+    const int bits = 64 - __builtin_clzll((uint64_t)(end - lo) | 1);
+    for (i = 0; i < n; i++) order[i] = (order_t){(uint64_t)(pieces[i].off - lo), i};
+    static size_t count[1u << RADIX_BITS];
+    for (int shift = 0; shift < bits; shift += RADIX_BITS) {
+        memset(count, 0, sizeof count);
+        for (i = 0; i < n; i++) count[order[i].key >> shift & ((1u << RADIX_BITS) - 1)]++;
+        for (size_t d = 0, sum = 0; d < (1u << RADIX_BITS); d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (i = 0; i < n; i++) order_tmp[count[order[i].key >> shift & ((1u << RADIX_BITS) - 1)]++] = order[i];
+        order_t *t = order;
+        order = order_tmp;
+        order_tmp = t;
+    }
+    for (i = 0; i < n; i++) scratch[i] = pieces[order[i].idx];
+    piece_t *t = pieces;
+    pieces = scratch;
+    scratch = t;
+    size_t c = pieces_cap;
+    pieces_cap = scratch_cap;
+    scratch_cap = c;
+}
+
+/* The outcome of the run of pieces [p, q) of which the first `done` bytes were written. */
+static void settle(stage_area_t *a, const piece_t *p, const piece_t *q, int err, int64_t done)
+{
+    stage_file_t *f = &a->file[p->file];
+    uint64_t bytes = 0, failed = 0;
+    for (const piece_t *x = p; x < q; x++) {
+        bytes += (uint64_t)x->len;
+        if (done >= x->len) {
+            done -= x->len;
+            continue;
+        }
+        failed += (uint64_t)(x->len - done);
+        done = 0;
+        blame(f, x->rank);
+    }
+    __atomic_sub_fetch(&f->pending, bytes, __ATOMIC_RELAXED);
+    if (err) failed_write(a, f, err, failed);
+}
+
+/* Writes n pieces of file f, sorted by offset: adjacent ones together (small ones copied into one buffer, the
+ * kernel's cost per iovec being above a copy of a few bytes), or one by one in staging order when any overlap. */
+static void write_sorted(stage_area_t *a, int f, piece_t *p, size_t n_pieces)
+{
+    piece_t *q = p + n_pieces;
+    int overlap = 0;
+    for (piece_t *x = p + 1; x < q && !overlap; x++) overlap = x->off < x[-1].off + x[-1].len;
+    if (overlap) {
+        qsort(p, n_pieces, sizeof *p, by_seq);
+        a->overlap_batches++;
+    }
+    int gathering = grow((void **)&buffer, &buffer_cap, GATHER_BYTES, 1) == 0;
+    int fd = stage_fd(a, f, 1);
+    while (p < q) {
+        piece_t *run = p;
+        int n = 0, small = gathering && p->len < SMALL_PIECE;
+        int64_t end = p->off;
+        do {
+            if (small) memcpy(buffer + (end - run->off), p->data, (size_t)p->len);
+            else iov[n++] = (struct iovec){(void *)p->data, (size_t)p->len};
+            end += p->len;
+            p++;
+        } while (!overlap && p < q && p->off == end &&
+                 (small ? p->len < SMALL_PIECE && end - run->off + p->len <= GATHER_BYTES : n < IOV_MAX));
+        if (small) iov[n++] = (struct iovec){buffer, (size_t)(end - run->off)};
+        int64_t done = 0;
+        int err = fd < 0 ? fd : write_all(fd, n, run->off, &done);
+        settle(a, run, p, err, done);
+        a->writes_out++;
+        a->bytes_out += (uint64_t)done;
+    }
+}
+
+/* File f's extents of [from, to), sorted. Without memory for the list, each record's extents are written as they
+ * come (in staging order: the same bytes, fewer merges). */
+static void write_extents(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t lo, int64_t end)
+{
+    npieces = 0;
+    int whole = 1;
+    for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
+        const stage_record_t *r = record_at(a, pos);
+        if (r->file != f) continue;
+        const iotame_extent_t *x = extents_of(r);
+        const char *d = data_of(r);
+        if (grow((void **)&pieces, &pieces_cap, npieces + r->nextents, sizeof *pieces)) {
+            if (npieces) { /* what came before, sorted; then this record's extents one by one */
+                qsort(pieces, npieces, sizeof *pieces, by_offset);
+                write_sorted(a, f, pieces, npieces);
+                npieces = 0;
+            }
+            whole = 0;
+            for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++) {
+                piece_t p = {f, r->rank, x[i].off, x[i].len, d, 0};
+                write_sorted(a, f, &p, 1);
+            }
+            continue;
+        }
+        for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++, npieces++)
+            pieces[npieces] = (piece_t){f, r->rank, x[i].off, x[i].len, d, npieces};
+    }
+    if (!npieces) return;
+    if (whole) sort_pieces(lo, end);
+    else qsort(pieces, npieces, sizeof *pieces, by_offset);
+    write_sorted(a, f, pieces, npieces);
+}
+
+void stage_write_batch(stage_area_t *a, uint64_t from, uint64_t to)
+{
+    /* each file's range and bytes in the batch, files in order of first appearance */
+    static struct {
+        int64_t lo, end;
+        uint64_t bytes, n;
+        int seen;
+    } span[STAGE_FILES];
+    int files[STAGE_FILES], nfiles = 0;
+    for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
+        const stage_record_t *r = record_at(a, pos);
+        if (r->file < 0) continue;
+        const iotame_extent_t *x = extents_of(r);
+        if (!span[r->file].seen) {
+            span[r->file].seen = 1, span[r->file].lo = INT64_MAX, span[r->file].end = 0;
+            span[r->file].bytes = span[r->file].n = 0;
+            files[nfiles++] = r->file;
+        }
+        a->records++;
+        a->extents_in += r->nextents;
+        if (!r->nextents) continue;
+        if (x[0].off < span[r->file].lo) span[r->file].lo = x[0].off;
+        if (x[r->nextents - 1].off + x[r->nextents - 1].len > span[r->file].end)
+            span[r->file].end = x[r->nextents - 1].off + x[r->nextents - 1].len;
+        span[r->file].bytes += r->bytes;
+        span[r->file].n += r->nextents;
+    }
+    for (int i = 0; i < nfiles; i++) {
+        int f = files[i];
+        span[f].seen = 0;
+        if (!span[f].bytes) continue;
+        if (!write_dense(a, f, from, to, span[f].lo, span[f].end, span[f].bytes, span[f].n))
+            write_extents(a, f, from, to, span[f].lo, span[f].end);
+    }
+}
+
+void stage_batch_free(void)
+{
+    free(pieces), free(scratch), free(order), free(order_tmp), free(buffer), free(covered);
+    pieces = scratch = NULL;
+    order = order_tmp = NULL;
+    buffer = NULL;
+    covered = NULL;
+    npieces = pieces_cap = scratch_cap = order_cap = order_tmp_cap = buffer_cap = covered_cap = 0;
+}
