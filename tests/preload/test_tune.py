@@ -63,7 +63,7 @@ def test_tune_then_report(tmp_path):
     rows = trials(tmp_path)
     assert len(rows) == 4 and rows[0] == (0, "COMPLETE", True)              # the default first
     first = json.loads((out / "trials" / "0000" / "config.json").read_text())
-    assert "defaults" not in first                                          # the empty configuration
+    assert first["defaults"] == {"posix": {"sync_at_close": True}}          # nothing but durable closes
     stats = json.loads((out / "trials" / "0000" / "run-1" / "stats.json").read_text())
     assert stats["nprocs"] == 1 and stats["summary"]["bytes_written"] == 256 * 1024
     summary = json.loads((out / "summary.json").read_text())
@@ -75,6 +75,40 @@ def test_tune_then_report(tmp_path):
     report = iotame(tmp_path, "report", out)
     assert report.returncode == 0, report.stderr
     assert (out / "index.html").is_file() and (out / "trials.png").is_file() and (out / "params.png").is_file()
+
+
+def durable_syncs(stats_path):
+    """The syncs the POSIX layer saw on the phases kernel's file, and the ranks' close time of it."""
+    (f,) = [f for f in json.loads(stats_path.read_text())["files"] if f["path"].endswith("p.dat")]
+    return f["posix"]["syncs"], f["ops"]["close"]["seconds"]["max"]
+
+
+def test_tuning_runs_make_writes_durable_and_the_job_outside_tuning_is_unchanged(tmp_path):
+    """The phases kernel never syncs: in the tuner's runs every rank's close of the file it wrote syncs it (the time
+    counted in the close, so in the objective), best.json does not carry that, and the job run with best.json
+    closes as it always did; --no-durable leaves the trials alone too."""
+    (tmp_path / "space.toml").write_text(SPACE)
+    job = ["mpiexec", "-n", "2", str(KERNEL), "phases", "--records", "4", "--record-size", "64k", "--file",
+           str(tmp_path / "p.dat")]
+    base = [sys.executable, "-m", "iotame", "tune", "--space", str(tmp_path / "space.toml"), "--no-drop-caches",
+            "--sampler", "random", "--seed", "1", "--trials", "2", "--final-repeat", "1", "--ablation-rounds", "0"]
+    p = subprocess.run([*base, "--out", str(tmp_path / "out"), "--study", "d", "--", *job], cwd=tmp_path,
+                       env=env(tmp_path), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "out"
+    syncs, _ = durable_syncs(out / "trials" / "0000" / "run-1" / "stats.json")
+    assert syncs >= 2                                                       # each writing rank's close
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["durable"] is True and "writes made durable at close" in p.stdout
+    best = json.loads((out / "best.json").read_text())
+    assert "posix" not in (best.get("defaults") or {})
+    stats = tmp_path / "plain.json"
+    Job(tmp_path).run(2, job[3:], preload=True, config=out / "best.json", stats=stats)
+    assert durable_syncs(stats)[0] == 0                                     # outside tuning: unchanged
+    p = subprocess.run([*base, "--no-durable", "--out", str(tmp_path / "out2"), "--study", "e", "--", *job],
+                       cwd=tmp_path, env=env(tmp_path), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert durable_syncs(tmp_path / "out2" / "trials" / "0000" / "run-1" / "stats.json")[0] == 0
 
 
 def test_resume_after_kill(tmp_path):

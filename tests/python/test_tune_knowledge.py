@@ -51,6 +51,7 @@ def test_prune_by_workload():
     assert full == [k for k in space.keys() if not k.startswith("hdf5.")]
     h5 = make_stats()
     h5["files"][0]["hdf5"] = {}
+    h5["modules"] = {"hdf5": {"same_on_every_rank": True}}
     assert prune(space, workload_from_stats(h5)).keys() == space.keys()
     nothing = make_stats()
     nothing["files"] = []
@@ -100,5 +101,28 @@ def test_hdf5_collective_transfer_keeps_collective_hints():
     stats = make_stats()
     stats["files"][0]["ops"] = {"write_at": {"count": 4, "bytes": 2097152}}
     stats["files"][0]["hdf5"] = {"driver": "mpio", "applied": {}}
-    assert prune(space, workload_from_stats(stats)).keys() == space.keys()
+    stats["modules"] = {"hdf5": {"same_on_every_rank": True}}
+    kept = prune(space, workload_from_stats(stats))
+    assert kept.keys() == space.keys() and "transfer kept: every rank made the same HDF5 calls" in kept.notes
     assert prune(space.without(["hdf5.transfer"]), workload_from_stats(stats)).keys() == []
+
+
+@pytest.mark.parametrize("same,why", [(False, "the ranks made different HDF5 calls"),
+                                      (None, "the statistics do not say whether every rank made the same HDF5 calls")])
+def test_hdf5_collective_settings_need_the_same_calls_on_every_rank(same, why):
+    """Collective transfer and metadata hang a job whose ranks make different HDF5 calls: out of the space unless the
+    default run showed every rank making the same ones (and the collective hints they would bring in go too)."""
+    from iotame.tune import Param, Space
+    space = Space((Param("mpiio", "mpiio_hints", "cb_nodes", (1, 2)),
+                   Param("hdf5", "hdf5", "transfer", ("collective", "independent")),
+                   Param("hdf5", "hdf5", "coll_metadata_writes", (True, False)),
+                   Param("hdf5", "hdf5", "chunk_bytes", (1048576,))))
+    stats = make_stats()
+    stats["files"][0]["ops"] = {"write_at": {"count": 4, "bytes": 2097152}}
+    stats["files"][0]["hdf5"] = {"driver": "mpio", "applied": {}}
+    if same is not None:
+        stats["modules"] = {"hdf5": {"H5Dwrite": {"min": 1, "max": 3}, "same_on_every_rank": same}}
+    pruned = prune(space, workload_from_stats(stats))
+    assert pruned.keys() == ["hdf5.chunk_bytes"]
+    assert f"transfer, coll_metadata_writes left out: {why} (collective transfer or metadata could hang the job)" \
+        in pruned.notes

@@ -93,7 +93,9 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     trials = study.get_trials()
     # the default first, with the empty configuration
     assert trials[0].user_attrs["default"] is True
-    assert json.loads((out / "trials" / "0000" / "config.json").read_text()).get("defaults") is None
+    # (every run makes the files it wrote durable at close: the objective measures the storage)
+    assert json.loads((out / "trials" / "0000" / "config.json").read_text())["defaults"] == {
+        "posix": {"sync_at_close": True}}
     assert log(job)[0]["hints"] == {}
     # the grid: 3 x 2 x 3 = 18 configurations, the default's (all unset) among them, then it stops
     assert len(trials) == 18
@@ -121,6 +123,12 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     assert best["meta"]["speedup"] == pytest.approx(4.5) and best["meta"]["study"] == "s"
     printed = capsys.readouterr().out
     assert "speedup: 4.50x" in printed and "450.0 MB/s" in printed
+    # the ablation: both settings carry the gain (x3 and x1.5), the largest first
+    effects = summary["ablation"]["effects"]
+    assert [(e["setting"], e["kept"]) for e in effects] == [("mpiio.romio_cb_write", True),
+                                                            ("mpiio.cb_buffer_size", True)]
+    assert [e["effect"] for e in effects] == [pytest.approx(2.0), pytest.approx(0.5)]
+    assert "romio_cb_write=disable: +200 %, cb_buffer_size=4194304: +50 %" in printed
     # the report
     page = make_report(out)
     assert page == out / "index.html" and "speedup 4.50x" in page.read_text()
@@ -226,7 +234,7 @@ def test_every_trial_keeps_the_base_configuration(tmp_path, job):
     out = tmp_path / "out"
     configs = [json.loads(p.read_text()) for p in sorted((out / "trials").glob("*/config.json"))]
     assert configs[0]["defaults"] == {"mpiio_hints": {"cb_nodes": 1, "romio_cb_write": "enable"},
-                                      "throttle": {"readers": 2}}
+                                      "throttle": {"readers": 2}, "posix": {"sync_at_close": True}}
     for c in configs:
         assert c["defaults"]["mpiio_hints"]["cb_nodes"] == 1 and c["defaults"]["throttle"] == {"readers": 2}
     assert any(c["defaults"]["mpiio_hints"]["romio_cb_write"] == "disable" for c in configs)  # the search's on top
@@ -234,3 +242,34 @@ def test_every_trial_keeps_the_base_configuration(tmp_path, job):
     assert final_default["defaults"]["throttle"] == {"readers": 2}
     best = json.loads((out / "best.json").read_text())
     assert best["defaults"]["mpiio_hints"]["cb_nodes"] == 1
+
+
+def test_ablation_drops_a_setting_without_effect_and_keeps_the_others(tmp_path, job):
+    """The stand-in job's bandwidth depends on romio_cb_write and cb_buffer_size only: in a best configuration that
+    also sets ind_wr_buffer_size, the ablation measures that one at no effect and drops it; the others stay, ranked
+    by what they carry; the configuration without the dropped one is checked against the whole."""
+    from iotame.config import save_config
+    from iotame.tune.ablation import ablate, effect_line
+    from iotame.tune.space import UNSET, Param, Space
+    space = Space((Param("mpiio", "mpiio_hints", "romio_cb_write", ("disable", "enable")),
+                   Param("mpiio", "mpiio_hints", "cb_buffer_size", (4194304,)),
+                   Param("mpiio", "mpiio_hints", "ind_wr_buffer_size", (1048576,)),
+                   Param("mpiio", "mpiio_hints", "romio_ds_read", ("enable",))))
+    point = {"mpiio.romio_cb_write": "disable", "mpiio.cb_buffer_size": 4194304,
+             "mpiio.ind_wr_buffer_size": 1048576, "mpiio.romio_ds_read": "enable"}
+
+    def config_of(p, label):
+        (tmp_path / "ab" / label).mkdir(parents=True, exist_ok=True)
+        return save_config(space.config(p), tmp_path / "ab" / label / "config.json")
+
+    r = ablate([str(job)], space, point, config_of, tmp_path / "ab", "io-bandwidth", "maximize", 2, 0.02)
+    assert r.dropped == ["mpiio.ind_wr_buffer_size", "mpiio.romio_ds_read"]
+    assert r.point == {**point, "mpiio.ind_wr_buffer_size": UNSET, "mpiio.romio_ds_read": UNSET}
+    assert r.verified is True
+    assert [(e.key, round(e.effect, 3)) for e in r.effects[:2]] == [
+        ("mpiio.romio_cb_write", 2.0), ("mpiio.cb_buffer_size", 0.5)]
+    assert effect_line(r.effects, r.noise) == ("romio_cb_write=disable: +200 %, cb_buffer_size=4194304: +50 %, "
+                                               "the rest (ind_wr_buffer_size, romio_ds_read): noise (< 2 %)")
+    hints = [entry["hints"] for entry in log(job)]
+    assert {"romio_cb_write": "disable", "cb_buffer_size": 4194304} in hints  # the reduced one was run
+

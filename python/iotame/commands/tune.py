@@ -73,6 +73,14 @@ def add_parser(sub) -> None:
     p.add_argument("--base", metavar="F", type=Path,
                    help="a configuration every trial starts from, the default trial included: settings the search "
                         "keeps (an emulated device for an experiment, hints a site requires)")
+    p.add_argument("--no-durable", dest="durable", action="store_false",
+                   help="do not make the job's written files durable at their close in the tuning runs (by default "
+                        "every run syncs them, so that the objective measures the storage, not the page cache; "
+                        "best.json does not keep it)")
+    p.add_argument("--ablation-rounds", type=int, default=2, metavar="N",
+                   help="after the search, weigh each setting of the best configuration by running it without that "
+                        "setting, side by side, N times (default 2); settings within the noise are left out of "
+                        "best.json. 0: keep every setting")
     p.add_argument("--no-drop-caches", action="store_true",
                    help="do not drop the page cache before each run (dropped by default when root)")
     p.add_argument("--dry-run", action="store_true", help="print the job and the search space, run nothing")
@@ -153,6 +161,14 @@ class ConsoleEvents(TuneEvents):
             self.err.print(f"  round {round_ + 1} {label}: {_fmt(value, self.unit) if error is None else error}",
                            markup=False, highlight=False)
 
+    def ablation_started(self, runs: int) -> None:
+        self._start("ablation", runs)
+        if not self.quiet and not self.bar:
+            self.err.print(f"ablation: {runs} runs, the best configuration and it without each setting in turn",
+                           markup=False)
+
+    ablation_run = final_run
+
 
 def _space(args, fs: str, nprocs: int):
     if args.space:
@@ -188,8 +204,15 @@ def print_result(summary: dict, out_dir: Path) -> None:
     trials = summary["trials"]
     out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -") + f" ({summary['measured']})",
               markup=False)
+    ablation = summary.get("ablation")
+    if ablation:
+        out.print(f"what carries the gain (each setting's removal, side by side): {ablation['summary']}"
+                  + ("" if ablation["verified"] in (None, True) else "; together they matter: one left out"),
+                  markup=False, soft_wrap=True)
     out.print(f"trials: {trials['total']} ({trials['complete']} complete, {trials['failed']} failed, "
-              f"{trials['reused']} reused); page cache {summary['page_cache']}", markup=False)
+              f"{trials['reused']} reused); page cache {summary['page_cache']}; "
+              f"{'writes made durable at close' if summary.get('durable') else 'writes not synced by the tuner'}",
+              markup=False)
     label = _storage_label(out_dir)
     if label:
         out.print(label, markup=False, soft_wrap=True)
@@ -223,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
                     repeat=args.repeat, timeout=args.timeout, jobs=args.jobs, final_top=args.final_top,
                     final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
                     knowledge=knowledge, space_source=source,
-                    base=load_config(args.base) if args.base else None)
+                    base=load_config(args.base) if args.base else None, durable=args.durable,
+                    ablation_rounds=max(0, args.ablation_rounds))
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if not args.quiet:
         err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "

@@ -29,6 +29,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..config import save_config
 from ..errors import IotameError, UsageError
+from .ablation import AblationResult, ablate, effect_line, noise_of
 from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
@@ -79,17 +80,38 @@ class TuneSpec:
     cwd: Path | None = None
     space_source: str = "built-in"
     base: dict | None = None                # settings every trial keeps (--base), the default trial included
+    durable: bool = True                    # runs make written files durable at close (posix.sync_at_close)
+    ablation_rounds: int = 2                # 0: best.json keeps every setting of the best trial
 
     def layered(self, config: dict) -> dict:
-        """`config` over the base configuration: the base's defaults and rules, the trial's settings on top."""
-        if not self.base:
+        """The configuration a run uses: `config` over the base configuration (the base's defaults and rules, the
+        trial's settings on top), and with `durable` the closes that make the data durable, so that the objective
+        measures the storage rather than the page cache."""
+        if not self.base and not self.durable:
             return config
-        out = copy.deepcopy(self.base)
+        out = copy.deepcopy(self.base) if self.base else {"version": config.get("version", 1)}
         out.pop("meta", None)
         for section, values in (config.get("defaults") or {}).items():
             out.setdefault("defaults", {}).setdefault(section, {}).update(values)
+        if self.durable:
+            out.setdefault("defaults", {}).setdefault("posix", {})["sync_at_close"] = True
         if "meta" in config:
             out["meta"] = config["meta"]
+        return out
+
+    def published(self, config: dict) -> dict:
+        """A run's configuration as the user gets it: without the tuner's own measuring device (durable closes),
+        unless the base configuration asked for it."""
+        if not self.durable or ((self.base or {}).get("defaults") or {}).get("posix", {}).get("sync_at_close"):
+            return config
+        out = copy.deepcopy(config)
+        posix = (out.get("defaults") or {}).get("posix")
+        if posix is not None:
+            posix.pop("sync_at_close", None)
+            if not posix:
+                del out["defaults"]["posix"]
+            if not out["defaults"]:
+                del out["defaults"]
         return out
 
     @property
@@ -137,6 +159,10 @@ class TuneEvents:
     def final_started(self, runs: int) -> None: ...
 
     def final_run(self, label: str, round_: int, value: float | None, error: str | None) -> None: ...
+
+    def ablation_started(self, runs: int) -> None: ...
+
+    def ablation_run(self, label: str, round_: int, value: float | None, error: str | None) -> None: ...
 
 
 @dataclass
@@ -438,10 +464,16 @@ class Tuner:
         is_def = is_default(chosen)
         speedup = 1.0 if is_def else ratio(best_value, default_value, self.direction)
         config = dict(chosen.user_attrs.get("config") or {"version": 1})
+        params = {k: v for k, v in chosen.params.items() if v != UNSET}
+        ablation = None if is_def else self.ablation(chosen, final)
+        if ablation is not None:
+            config = spec.layered(self.full_space.config(ablation.point))
+            params = {k: v for k, v in ablation.point.items() if v != UNSET}
         config["meta"] = {"tool": "iotame tune", "study": spec.study, "trial": best_number,
                           "objective": spec.objective, "value": best_value, "default_value": default_value,
                           "speedup": speedup, "command": list(spec.argv), "default": is_def,
                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        config = spec.published(config)
         best_path = save_config(config, spec.out / "best.json")
         w = self.workload(default)
         summary: dict[str, Any] = {
@@ -457,10 +489,13 @@ class Tuner:
                        "repeat": spec.repeat},
             "default": {"trial": default.number, "objective": default_value, "search_objective": default.value},
             "best": {"trial": best_number, "objective": best_value, "search_objective": chosen.value,
-                     "params": {k: v for k, v in chosen.params.items() if v != UNSET},
+                     "params": params,
                      "config": {k: v for k, v in config.items() if k != "meta"}, "is_default": is_def},
             "speedup": speedup, "measured": measured,
             "final": [c.to_json() for c in ([final.default, *final.candidates] if final else [])],
+            "ablation": None if ablation is None else {**ablation.to_json(),
+                                                       "summary": effect_line(ablation.effects, ablation.noise)},
+            "durable": spec.durable,
             "page_cache": self.page_cache.status, "timeout": self.timeout,
             "workload": w.to_json() if w else None,
             "best_json": str(best_path),
@@ -475,6 +510,33 @@ class Tuner:
             except Exception as e:
                 self.events.note(f"knowledge base {spec.knowledge} not updated: {e}")
         return TuneResult(summary, best_path, summary_path)
+
+    def ablation(self, chosen: FrozenTrial, final: FinalResult | None) -> AblationResult | None:
+        """The best trial's settings measured by their removal (iotame.tune.ablation), side by side; None when there
+        is nothing to weigh (one setting, no rounds) or the best configuration failed."""
+        spec = self.spec
+        point = {k: v for k, v in chosen.params.items() if k in {p.key for p in self.full_space}}
+        if spec.ablation_rounds < 1 or sum(v != UNSET for v in point.values()) < 2:
+            return None
+        if final is not None and final.best.ok and final.default.ok:
+            noise = noise_of([r.value for r in final.best.runs], [r.value for r in final.default.runs])
+        else:
+            noise = noise_of(*[[r["value"] for r in t.user_attrs.get("runs", []) if r.get("value") is not None]
+                               for t in (chosen, self.default)])
+        out = spec.out / "ablation"
+        n = sum(v != UNSET for v in point.values())
+        self.events.ablation_started(spec.ablation_rounds * (1 + n))
+
+        def config_of(p: dict, label: str) -> Path:
+            return save_config(spec.layered(self.full_space.config(p, meta={"tool": "iotame tune", "ablation": label})),
+                               _mkdir(out / label) / "config.json")
+
+        def on_run(label: str, r: int, o) -> None:
+            self.events.ablation_run(label, r, o.value, o.error)
+
+        return ablate(spec.argv, self.full_space, point, config_of, out, spec.objective, self.direction,
+                      spec.ablation_rounds, noise, on_run=on_run, timeout=self.timeout, cwd=spec.cwd,
+                      page_cache=self.page_cache)
 
     def start(self) -> FrozenTrial:
         """Opens (or resumes) the study, runs the default trial and prepares the search; returns the default."""

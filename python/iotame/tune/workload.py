@@ -56,6 +56,7 @@ class Workload:
     read_size: int | None
     write_size: int | None
     hdf5_files: int = 0          # files the runtime saw opened through HDF5 (a per-file "hdf5" object)
+    hdf5_same_calls: bool | None = None  # every rank made the same HDF5 calls (modules.hdf5); None: not known
 
     @property
     def data_ops(self) -> int:
@@ -106,7 +107,8 @@ def workload_from_stats(stats: Mapping[str, Any]) -> Workload:
                     bytes_written=int(s.get("bytes_written", 0) or 0), files=len(files), read_ops=reads,
                     write_ops=writes, collective_ops=coll, independent_ops=indep,
                     read_size=_dominant(hist["read"]), write_size=_dominant(hist["write"]),
-                    hdf5_files=sum(1 for f in files if isinstance(f.get("hdf5"), dict)))
+                    hdf5_files=sum(1 for f in files if isinstance(f.get("hdf5"), dict)),
+                    hdf5_same_calls=((stats.get("modules") or {}).get("hdf5") or {}).get("same_on_every_rank"))
 
 
 def signature(w: Workload, fs: str) -> dict:
@@ -134,6 +136,24 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return abs(float(a.get("collective") or 0) - float(b.get("collective") or 0)) + files
 
 
+# HDF5 settings that make every rank take part in a call: a job whose ranks make different HDF5 calls would hang
+HDF5_COLLECTIVE = {"hdf5.transfer": "collective", "hdf5.coll_metadata_reads": True, "hdf5.coll_metadata_writes": True}
+
+
+def _hdf5_collective_rule(space: Space, w: Workload) -> Space:
+    """HDF5's collective transfer and metadata stay in the space only when the statistics show every rank making the
+    same HDF5 calls; the notes say which way it went."""
+    keys = [p.key for p in space if p.key in HDF5_COLLECTIVE]
+    if not keys or w.hdf5_files == 0:
+        return space
+    names = ", ".join(k.split(".")[-1] for k in keys)
+    if w.hdf5_same_calls:
+        return space.without([], f"{names} kept: every rank made the same HDF5 calls")
+    why = "the ranks made different HDF5 calls" if w.hdf5_same_calls is False else \
+        "the statistics do not say whether every rank made the same HDF5 calls"
+    return space.without(keys, f"{names} left out: {why} (collective transfer or metadata could hang the job)")
+
+
 def prune(space: Space, w: Workload) -> Space:
     """The space without the settings this workload cannot feel: read-side hints (and the throttle's readers, staging's
     prefetch) when it reads nothing, write-side and striping hints (and the throttle's writers, staging's write-behind)
@@ -143,6 +163,7 @@ def prune(space: Space, w: Workload) -> Space:
     A workload with no data calls keeps everything."""
     if w.data_ops == 0:
         return space
+    space = _hdf5_collective_rule(space, w)
     reasons: dict[str, str] = {}
     # a setting of the space that can turn the job's independent calls into collective ones keeps the
     # collective-buffering hints in (HDF5's transfer mode)

@@ -35,6 +35,7 @@ IOTAME_WRAPPER hid_t H5Dcreate2(hid_t loc_id, const char *name, hid_t type_id, h
 {
     const iotame_h5_api_t *h5 = iotame_hdf5_api();
     if (!h5->Dcreate2) return iotame_hdf5_missing("H5Dcreate2");
+    iotame_hdf5_count(IOTAME_H5_DCREATE);
     if (!iotame_hdf5_enter()) return h5->Dcreate2(loc_id, name, type_id, space_id, lcpl_id, dcpl_id, dapl_id);
     hid_t dset;
     CREATE(h5->Dcreate2(loc_id, name, type_id, space_id, lcpl_id, p.id, dapl_id),
@@ -47,6 +48,7 @@ IOTAME_WRAPPER hid_t H5Dcreate1(hid_t loc_id, const char *name, hid_t type_id, h
 {
     const iotame_h5_api_t *h5 = iotame_hdf5_api();
     if (!h5->Dcreate1) return iotame_hdf5_missing("H5Dcreate1");
+    iotame_hdf5_count(IOTAME_H5_DCREATE);
     if (!iotame_hdf5_enter()) return h5->Dcreate1(loc_id, name, type_id, space_id, dcpl_id);
     hid_t dset;
     CREATE(h5->Dcreate1(loc_id, name, type_id, space_id, p.id), h5->Dcreate1(loc_id, name, type_id, space_id, dcpl_id),
@@ -60,6 +62,7 @@ IOTAME_WRAPPER herr_t H5Dwrite(hid_t dset_id, hid_t mem_type_id, hid_t mem_space
 {
     const iotame_h5_api_t *h5 = iotame_hdf5_api();
     if (!h5->Dwrite) return iotame_hdf5_missing("H5Dwrite");
+    iotame_hdf5_count(IOTAME_H5_DWRITE);
     if (!iotame_hdf5_enter()) return h5->Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
     iotame_h5_plist_t p = iotame_hdf5_transfer(dset_id, dxpl_id);
     herr_t rc = h5->Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, p.id, buf);
@@ -73,6 +76,7 @@ IOTAME_WRAPPER herr_t H5Dread(hid_t dset_id, hid_t mem_type_id, hid_t mem_space_
 {
     const iotame_h5_api_t *h5 = iotame_hdf5_api();
     if (!h5->Dread) return iotame_hdf5_missing("H5Dread");
+    iotame_hdf5_count(IOTAME_H5_DREAD);
     if (!iotame_hdf5_enter()) return h5->Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
     iotame_h5_plist_t p = iotame_hdf5_transfer(dset_id, dxpl_id);
     herr_t rc = h5->Dread(dset_id, mem_type_id, mem_space_id, file_space_id, p.id, buf);

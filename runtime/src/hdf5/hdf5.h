@@ -87,6 +87,11 @@ hid_t iotame_hdf5_mpio_driver(void);
 /* A wrapped function that the lookup did not find: says so once and returns HDF5's failure value. */
 int iotame_hdf5_missing(const char *name);
 
+/* The application's HDF5 calls, counted per process (module.c): the statistics say whether every rank made the
+ * same number of each, which the tuner needs before it tries settings that make the calls collective. */
+enum { IOTAME_H5_FCREATE, IOTAME_H5_FOPEN, IOTAME_H5_DCREATE, IOTAME_H5_DWRITE, IOTAME_H5_DREAD, IOTAME_H5_CALLS };
+void iotame_hdf5_count(int call);
+
 /* Enters an HDF5 wrapper: returns 0 when the call must go straight to the library (the runtime is inactive, the
  * HDF5 layer is unusable, or HDF5 is calling its own API from inside one of our wrappers).
  * RATIONALE: a separate guard from iotame__depth, which the HDF5 wrappers leave alone, so that the MPI-IO calls

@@ -1,6 +1,7 @@
 /* Wrappers of the MPI-IO functions that open, close and describe files. MPI_File_open is where the
  * configuration meets a file: the matching rule's hints are merged into the application's MPI_Info. */
 #include "intercept.h"
+#include "posix/posix.h"
 
 /* A metadata call on an open handle: time it, hand it to the modules. */
 #define META(NAME, PARAMS, ARGS)                                                                               \
@@ -93,7 +94,15 @@ IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
     MPI_File handle = *fh; /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = iotame_stats_lookup(handle);
     uint64_t t0 = iotame_now();
+    int amode = 0, durable = MPI_SUCCESS;
+    if (iotame_posix_sync_at_close && fs && PMPI_File_get_amode(handle, &amode) == MPI_SUCCESS &&
+        !(amode & MPI_MODE_RDONLY)) { /* durable before it is closed: staged data too (the modules' sync first) */
+        durable = iotame_modules_sync(handle); /* each reports its own errors through the file's handler, */
+        int library = PMPI_File_sync(handle);  /* as the library does */
+        if (durable == MPI_SUCCESS) durable = library;
+    }
     int mine = iotame_modules_close(handle); /* collective, like the close */
+    if (mine == MPI_SUCCESS) mine = durable;
     int rc = PMPI_File_close(fh);
     if (rc == MPI_SUCCESS) rc = mine;
     iotame_modules_meta(fs, IOTAME_OP_close, iotame_now() - t0);

@@ -179,10 +179,18 @@ IOTAME_WRAPPER int __openat64_2(int dirfd, const char *path, int flags)
 IOTAME_WRAPPER int close(int fd)
 {
     if (!REAL(close)) return (int)syscall(SYS_close, fd);
-    if (__builtin_expect(!iotame__posix_fd(fd), 1)) return real.close(fd);
+    iotame__posix_fd_t *d = iotame__posix_fd(fd);
+    if (__builtin_expect(!d, 1)) return real.close(fd);
+    int durable = iotame_posix_sync_at_close && d->written && REAL(fsync);
     iotame_posix_file_t *f = iotame__posix_closing(fd);
     uint64_t t0 = iotame_now();
+    int synced = durable ? real.fsync(fd) : 0, sync_errno = errno; /* its time is the close's */
+    if (durable && f) iotame__posix_meta(f, IOTAME_POSIX_N_SYNC, IOTAME_POSIX_T_SYNC, iotame_now() - t0);
     int rc = real.close(fd);
+    if (synced != 0 && rc == 0) { /* the data did not reach the storage: the close reports it */
+        rc = -1;
+        errno = sync_errno;
+    }
     uint64_t t = iotame_now() - t0;
     int e = errno;
     if (f) iotame__posix_meta(f, IOTAME_POSIX_N_CLOSE, IOTAME_POSIX_T_META, t);
@@ -228,6 +236,7 @@ static size_t iov_bytes(const struct iovec *iov, int n)
     ssize_t rc = CALL;                                                                                         \
     uint64_t t = iotame_now() - t0;                                                                            \
     int careful = iotame__posix_after.n || (W && d->append), e = careful ? errno : 0;                          \
+    if (W && rc > 0) d->written = 1;                                                                           \
     if (POSITIONAL && rc > 0) {                                                                                \
         if (W && d->append) {                                                                                  \
             off_t end = real.lseek ? real.lseek(fd, 0, SEEK_CUR) : -1;                                         \

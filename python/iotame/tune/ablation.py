@@ -1,0 +1,122 @@
+"""The ablation after the search: which settings of the best configuration carry its gain. The best configuration
+and, for each of its settings, the best configuration without it (left to the system default) are run side by side,
+in turns, `rounds` times; a setting whose removal costs less than the noise of the measurements is dropped, so that
+best.json holds the few settings that matter, ranked by their measured effect. Where several settings are dropped at
+once, the configuration without all of them is checked against the best one, side by side; if it loses more than the
+noise (settings that matter only together), only the least effective one is dropped."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .measure import RunOutcome, ratio, run_once
+from .space import UNSET, Space, decode
+
+__all__ = ["NOISE_FLOOR", "Effect", "AblationResult", "ablate", "noise_of", "effect_line"]
+
+NOISE_FLOOR = 0.02  # below this the runs' own spread is taken as 2 %: a re-run rarely repeats closer than that
+
+
+@dataclass
+class Effect:
+    """A setting of the best configuration and what it carries: how many times better the best configuration is than
+    itself without the setting, minus one (0.14: +14 %; negative: the setting costs)."""
+
+    key: str
+    value: object
+    effect: float | None
+    kept: bool
+
+    def to_json(self) -> dict:
+        return {"setting": self.key, "value": self.value, "effect": self.effect, "kept": self.kept}
+
+
+@dataclass
+class AblationResult:
+    point: dict                 # the best point with the dropped settings left unset
+    effects: list[Effect]       # every setting of the best point, the largest effect first
+    noise: float
+    rounds: int
+    verified: bool | None = None  # several dropped at once: whether the reduced point held up (None: not needed)
+    runs: dict = field(default_factory=dict)  # label -> values
+
+    @property
+    def dropped(self) -> list[str]:
+        return [e.key for e in self.effects if not e.kept]
+
+    def to_json(self) -> dict:
+        return {"noise": self.noise, "rounds": self.rounds, "verified": self.verified,
+                "effects": [e.to_json() for e in self.effects], "dropped": self.dropped, "runs": self.runs}
+
+
+def noise_of(*value_lists: list[float]) -> float:
+    """The measurements' noise: the largest relative spread ((max - min) / median) of the given repeated runs, at
+    least NOISE_FLOOR."""
+    spreads = [(max(v) - min(v)) / statistics.median(v) for v in value_lists if len(v) > 1 and statistics.median(v)]
+    return max([NOISE_FLOOR, *spreads])
+
+
+def effect_line(effects: list[Effect], noise: float) -> str:
+    """`romio_ds_write=enable: +14 %, cb_buffer_size=2097152: +3 %, the rest: noise (< 2 %)`."""
+    kept = [f"{e.key.split('.')[-1]}={e.value}: {e.effect * 100:+.0f} %" for e in effects
+            if e.kept and e.effect is not None]
+    rest = [e for e in effects if not e.kept]
+    text = ", ".join(kept) if kept else "no setting above the noise"
+    if rest:
+        text += f", the rest ({', '.join(e.key.split('.')[-1] for e in rest)}): noise (< {noise * 100:.0f} %)"
+    return text
+
+
+def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Path], out: Path, objective: str,
+           direction: str, rounds: int, noise: float,
+           on_run: Callable[[str, int, RunOutcome], None] | None = None, **run_kw) -> AblationResult | None:
+    """Measures each setting of `point` by its removal. config_of(point, label) writes the configuration file of a
+    point. Returns None when a run of the best point fails (the ablation then keeps everything)."""
+    keys = [p.key for p in space if point.get(p.key, UNSET) != UNSET]
+    points = {"best": dict(point), **{f"without {k}": {**point, k: UNSET} for k in keys}}
+    values: dict[str, list[float]] = {label: [] for label in points}
+    failed: set[str] = set()
+
+    def measure_round(labels: list[str], r: int) -> None:
+        for label in labels:
+            if label in failed:
+                continue
+            safe = label.replace(" ", "-").replace(".", "_")
+            o = run_once(argv, config_of(points[label], safe), out / safe / f"run-{r + 1}", objective, **run_kw)
+            if on_run:
+                on_run(label, r, o)
+            if o.value is None:
+                failed.add(label)
+            else:
+                values[label].append(o.value)
+
+    for r in range(rounds):
+        measure_round(list(points), r)
+    if "best" in failed or not values["best"]:
+        return None
+    best = statistics.median(values["best"])
+    effects = []
+    for k in keys:
+        label = f"without {k}"
+        # a point that fails without the setting needs it
+        e = None if label in failed else ratio(best, statistics.median(values[label]), direction)
+        effects.append(Effect(k, decode(point[k]), None if e is None else e - 1, e is None or e - 1 >= noise))
+    effects.sort(key=lambda e: float("inf") if e.effect is None else e.effect, reverse=True)
+    reduced = {**point, **{e.key: UNSET for e in effects if not e.kept}}
+    verified = None
+    if sum(not e.kept for e in effects) > 1:
+        points["reduced"] = reduced
+        values["reduced"], values["best"] = [], []
+        for r in range(rounds):
+            measure_round(["best", "reduced"], rounds + r)
+        loss = None if "reduced" in failed or not values["reduced"] else \
+            ratio(statistics.median(values["best"]), statistics.median(values["reduced"]), direction)
+        verified = loss is not None and loss - 1 < noise
+        if not verified:  # together they matter: drop only the least effective one
+            weakest = min((e for e in effects if not e.kept), key=lambda e: e.effect)
+            for e in effects:
+                e.kept = e is not weakest
+            reduced = {**point, weakest.key: UNSET}
+    return AblationResult(reduced, effects, noise, rounds, verified, values)
