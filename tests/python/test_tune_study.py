@@ -132,6 +132,7 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     # the report
     page = make_report(out)
     assert page == out / "index.html" and "speedup 4.50x" in page.read_text()
+    assert "<td>romio_cb_write=disable</td><td class=num>+200.0 %</td><td>kept</td>" in page.read_text()
     for png in ("trials.png", "params.png", "phases.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
 

@@ -41,7 +41,25 @@ def _result(data: ReportData) -> str:
     return (f"<table><tr><th></th><th>{_e(s['objective'])}</th><th>trial</th><th>configuration</th></tr>{body}"
             f"</table><p><b>speedup {speed}</b> ({_e(s['measured'])}). Trials: {tr['total']} ({tr['complete']} "
             f"complete, {tr['failed']} failed, {tr['reused']} reused); sampler {_e(s['sampler'])}; page cache "
-            f"{_e(s['page_cache'])}.</p><h2>best.json</h2><pre>{_e(json.dumps(s['best']['config'], indent=1))}</pre>")
+            f"{_e(s['page_cache'])}; {'writes made durable at close' if s.get('durable') else 'writes not synced'}"
+            f".</p>{_ablation(s.get('ablation'))}<h2>best.json</h2>"
+            f"<pre>{_e(json.dumps(s['best']['config'], indent=1))}</pre>")
+
+
+def _ablation(a: dict | None) -> str:
+    """What each setting of the best configuration carries (the ablation's runs), the largest first."""
+    if not a:
+        return ""
+
+    def effect(e: dict) -> str:
+        return "-" if e["effect"] is None else f"{e['effect'] * 100:+.1f} %"
+
+    rows = "".join(f"<tr><td>{_e(e['setting'].split('.', 1)[-1])}={_e(e['value'])}</td><td class=num>"
+                   f"{_e(effect(e))}</td><td>{'kept' if e['kept'] else 'left out of best.json'}</td></tr>"
+                   for e in a["effects"])
+    return (f"<h2>What carries the gain</h2><p>Each setting of the best configuration removed in turn, side by side "
+            f"with it, {a['rounds']} rounds; noise {a['noise'] * 100:.1f} %.</p><table><tr><th>setting</th>"
+            f"<th>effect</th><th></th></tr>{rows}</table>")
 
 
 def _trials(data: ReportData) -> str:
