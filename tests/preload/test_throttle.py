@@ -130,8 +130,10 @@ def test_without_throttle_settings_the_module_is_off(job):
 DEVICES = {
     # one disk: a second reader makes the head seek between streams
     "disk": {"device": "disk", "bandwidth_mbs": 200},
-    # a small array (two servers, two prefetch streams) so that four processes show its peak at two
-    "raid5": {"device": "raid5", "servers": 2, "streams": 2, "bandwidth_mbs": 100},
+    # a small array (two servers, two prefetch streams) so that four processes show its peak at two; positioning as
+    # slow as half a transfer, so that the streams the four readers evict from each other cost more than the
+    # scheduling noise of four ranks on the cores
+    "raid5": {"device": "raid5", "servers": 2, "streams": 2, "bandwidth_mbs": 100, "position_ms": 15, "seek_ms": 15},
 }
 
 
@@ -151,9 +153,10 @@ def madbench_reads(job, device, throttle, name):
 
 @pytest.mark.parametrize("device", sorted(DEVICES))
 def test_auto_converges_to_the_best_static_level(job, device):
-    """Which level is best is the device's: the sweep measures it, auto must find it without being told (a
-    device's time is modelled, so the sweep's order is stable; the check is on levels, with a 10 % margin for a
-    neighbour that measured as well as the best)."""
+    """Which level is best is the device's: the sweep measures it, auto must find it without being told. The
+    device's time is modelled, but which streams hit depends on the order the ranks arrive in, so the devices are
+    chosen with a best level that wins by far more than that order moves it; the check is on levels, with a 10 %
+    margin for a neighbour that measured as well as the best."""
     sweep = {level: madbench_reads(job, device, {"readers": level}, f"s{level}")[0] for level in (1, 2, 4)}
     best = min(sweep, key=sweep.get)
     _, levels = madbench_reads(job, device, {"readers": "auto", "window_seconds": 0.05}, "auto")
