@@ -1,6 +1,9 @@
 /* Unit tests of the storage device model (runtime/src/emulate/device.c), with time passed in: a sequential stream
  * costs its transfer only; more interleaved streams than the device prefetches for pay positioning; a longer seek
- * costs more; servers serve in parallel; write-behind; first come first served; the presets. */
+ * costs more; servers serve in parallel; write-behind; first come first served; the presets. Striped storage: a
+ * request is split at stripe-unit boundaries onto the right targets, files start on different targets, the targets
+ * serve in parallel, one target's queue does not delay another, and a sequential reader keeps one stream per
+ * target. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +49,200 @@ static void test_presets(void)
     CHECK(emulate_params_hash(&p) == emulate_params_hash(&q));
     q.streams = 4;
     CHECK(emulate_params_hash(&p) != emulate_params_hash(&q));
+    CHECK(p.targets == 1 && p.target_unit == MiB); /* one target unless asked */
+    q = p;
+    q.targets = 6;
+    CHECK(emulate_params_hash(&p) != emulate_params_hash(&q));
+    q = p;
+    q.target_unit = 64 * KiB;
+    CHECK(emulate_params_hash(&p) != emulate_params_hash(&q));
+}
+
+static emulate_params_t striped(uint32_t targets, uint64_t unit)
+{
+    emulate_params_t p = params_of("disk");
+    p.targets = targets;
+    p.target_unit = unit;
+    return p;
+}
+
+static void test_limits_of_striping(void)
+{
+    static emulate_striped_t s;
+    emulate_params_t p = striped(0, 0);
+    emulate_striped_init(&s, &p);
+    CHECK(s.p.targets == 1 && s.p.target_unit == 1);
+    p = striped(1000, 64 * KiB);
+    emulate_striped_init(&s, &p);
+    CHECK(s.p.targets == EMULATE_MAX_TARGETS && s.p.target_unit == 64 * KiB);
+    for (uint32_t t = 0; t < s.p.targets; t++) CHECK(s.target[t].p.servers == 1 && s.target[t].requests == 0);
+}
+
+/* Every unit of a range, one at a time: its target by emulate_target_of and its place in the target's object. */
+static void check_split(const emulate_params_t *p, uint64_t file, uint64_t offset, uint64_t bytes)
+{
+    emulate_piece_t piece[EMULATE_MAX_TARGETS];
+    unsigned n = emulate_split(p, file, offset, bytes, piece);
+    uint64_t seen[EMULATE_MAX_TARGETS] = {0}, total = 0, u = p->target_unit;
+    CHECK(n <= p->targets);
+    CHECK((n == 0) == (bytes == 0));
+    for (unsigned i = 0; i < n; i++) {
+        CHECK(piece[i].target < p->targets);
+        for (unsigned j = 0; j < i; j++) CHECK(piece[j].target != piece[i].target);
+        if (i) CHECK(piece[i].file_offset > piece[i - 1].file_offset); /* in file order */
+        CHECK(emulate_target_of(p, file, piece[i].file_offset) == piece[i].target);
+        total += piece[i].bytes;
+    }
+    CHECK(total == bytes);
+    for (uint64_t pos = offset; pos < offset + bytes;) {
+        uint64_t stop = (pos / u + 1) * u < offset + bytes ? (pos / u + 1) * u : offset + bytes;
+        uint32_t t = emulate_target_of(p, file, pos);
+        CHECK(t == (pos / u + emulate_first_target(p, file)) % p->targets);
+        int k = -1;
+        for (unsigned i = 0; i < n; i++)
+            if (piece[i].target == t) k = (int)i;
+        CHECK(k >= 0);
+        if (k < 0) return;
+        /* the unit's bytes continue the target's piece where its previous unit of this range ended */
+        CHECK(piece[k].offset + seen[t] == pos / u / p->targets * u + pos % u);
+        seen[t] += stop - pos;
+        pos = stop;
+    }
+    for (unsigned i = 0; i < n; i++) CHECK(seen[piece[i].target] == piece[i].bytes);
+}
+
+static void test_split_at_unit_boundaries(void)
+{
+    emulate_params_t p = striped(4, 64 * KiB);
+    uint64_t f = emulate_file_key(9, 1234);
+    uint32_t first = emulate_first_target(&p, f);
+    emulate_piece_t piece[EMULATE_MAX_TARGETS];
+    /* 300 KiB from 32 KiB: half a unit, three units, a unit back on the first target, 12 KiB on the second */
+    unsigned n = emulate_split(&p, f, 32 * KiB, 300 * KiB, piece);
+    CHECK(n == 4);
+    CHECK(piece[0].target == first && piece[0].offset == 32 * KiB && piece[0].bytes == 32 * KiB + 64 * KiB);
+    CHECK(piece[1].target == (first + 1) % 4 && piece[1].offset == 0 && piece[1].bytes == 64 * KiB + 12 * KiB);
+    CHECK(piece[2].target == (first + 2) % 4 && piece[2].offset == 0 && piece[2].bytes == 64 * KiB);
+    CHECK(piece[3].target == (first + 3) % 4 && piece[3].offset == 0 && piece[3].bytes == 64 * KiB);
+    /* within one unit: one piece; a request ending on a boundary does not touch the next target */
+    CHECK(emulate_split(&p, f, 5 * 64 * KiB + 100, 1000, piece) == 1 && piece[0].target == (first + 1) % 4 &&
+          piece[0].offset == 64 * KiB + 100);
+    CHECK(emulate_split(&p, f, 64 * KiB, 64 * KiB, piece) == 1 && piece[0].target == (first + 1) % 4);
+    CHECK(emulate_split(&p, f, 64 * KiB, 0, piece) == 0);
+    /* one target: the file is its object */
+    emulate_params_t one = striped(1, 64 * KiB);
+    CHECK(emulate_first_target(&one, f) == 0);
+    CHECK(emulate_split(&one, f, 12345, 10 * MiB, piece) == 1 && piece[0].offset == 12345 && piece[0].bytes == 10 * MiB);
+    /* every unit of many ranges, against the definition */
+    uint64_t x = 88172645463325252ull; /* xorshift64 */
+    for (int i = 0; i < 3000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint32_t targets = 1 + (uint32_t)(x % 7);
+        uint64_t unit = (uint64_t)4096 << (x >> 8) % 6;
+        emulate_params_t q = striped(targets, unit);
+        uint64_t offset = (x >> 16) % (64 * MiB), bytes = (x >> 40) % (unit * (targets + 3)) + (i % 5 == 0);
+        check_split(&q, emulate_file_key(2, (uint64_t)i), offset, bytes);
+    }
+}
+
+static void test_files_start_on_different_targets(void)
+{
+    emulate_params_t p = striped(6, MiB);
+    int started[6] = {0};
+    for (uint64_t i = 0; i < 120; i++) {
+        uint32_t t = emulate_first_target(&p, emulate_file_key(3, i));
+        CHECK(t < 6);
+        if (t < 6) started[t]++;
+        CHECK(emulate_target_of(&p, emulate_file_key(3, i), 0) == t);
+        CHECK(emulate_target_of(&p, emulate_file_key(3, i), 7 * MiB + 5) == (t + 7) % 6);
+    }
+    for (int t = 0; t < 6; t++) CHECK(started[t] > 0);
+}
+
+/* Schedules a whole request on striped storage as the module does with time standing still: each piece on its
+ * target; returns when the last piece completes. */
+static uint64_t striped_req(emulate_striped_t *s, uint64_t file, uint64_t offset, uint64_t bytes, uint64_t now,
+                            int *positioned)
+{
+    emulate_piece_t piece[EMULATE_MAX_TARGETS];
+    unsigned n = emulate_split(&s->p, file, offset, bytes, piece);
+    uint64_t done = now;
+    for (unsigned i = 0; i < n; i++) {
+        emulate_request_t r = {.file = file, .offset = piece[i].offset, .bytes = piece[i].bytes};
+        emulate_result_t res;
+        emulate_schedule(&s->target[piece[i].target], &r, now, &res);
+        CHECK(res.start == now); /* idle targets: every piece starts at once */
+        if (positioned) *positioned += res.positioned;
+        if (res.done > done) done = res.done;
+    }
+    return done;
+}
+
+static void test_targets_serve_in_parallel(void)
+{
+    static emulate_striped_t s;
+    emulate_params_t p = striped(4, MiB);
+    p.position_ns = 0;
+    p.seek_ns = 0;
+    emulate_striped_init(&s, &p);
+    uint64_t f = emulate_file_key(4, 1);
+    /* 4 MiB over four targets takes a quarter of what 4 MiB on one takes */
+    uint64_t wide = striped_req(&s, f, 0, 4 * MiB, 1000, NULL) - 1000;
+    CHECK(wide == transfer(&p, MiB));
+    emulate_params_t q = striped(1, MiB);
+    q.position_ns = q.seek_ns = 0;
+    emulate_striped_init(&s, &q);
+    uint64_t narrow = striped_req(&s, f, 0, 4 * MiB, 1000, NULL) - 1000;
+    CHECK(narrow == transfer(&q, 4 * MiB));
+    CHECK(narrow + 4 >= 4 * wide && narrow <= 4 * wide + 4); /* rounding of the four transfers */
+}
+
+static void test_one_queue_does_not_delay_another(void)
+{
+    static emulate_striped_t s;
+    emulate_params_t p = striped(3, MiB);
+    emulate_striped_init(&s, &p);
+    uint64_t f = emulate_file_key(5, 1), t0 = (0 + emulate_first_target(&p, f)) % 3;
+    /* ten requests queued on the first stripe's target */
+    uint64_t end = 0;
+    for (int i = 0; i < 10; i++) {
+        emulate_request_t r = {.file = emulate_file_key(5, 100 + (uint64_t)i), .offset = 0, .bytes = MiB};
+        emulate_result_t res;
+        emulate_schedule(&s.target[t0], &r, 0, &res);
+        end = res.done;
+    }
+    /* a request on the second stripe's target starts at once; one on the first waits for the ten */
+    emulate_piece_t piece[EMULATE_MAX_TARGETS];
+    CHECK(emulate_split(&p, f, MiB, 4096, piece) == 1 && piece[0].target == (t0 + 1) % 3);
+    emulate_request_t r = {.file = f, .offset = piece[0].offset, .bytes = 4096};
+    emulate_result_t other, same;
+    emulate_schedule(&s.target[piece[0].target], &r, 5, &other);
+    CHECK(other.start == 5);
+    CHECK(emulate_split(&p, f, 0, 4096, piece) == 1 && piece[0].target == t0);
+    r.offset = piece[0].offset;
+    emulate_schedule(&s.target[t0], &r, 5, &same);
+    CHECK(same.start == end);
+    uint64_t t1 = (t0 + 1) % 3;
+    CHECK(s.target[t0].requests == 11 && s.target[t1].requests == 1 && s.target[(t0 + 2) % 3].requests == 0);
+}
+
+static void test_a_sequential_reader_keeps_a_stream_per_target(void)
+{
+    static emulate_striped_t s;
+    emulate_params_t p = striped(4, 64 * KiB); /* one stream per target */
+    emulate_striped_init(&s, &p);
+    uint64_t f = emulate_file_key(6, 1), now = 0;
+    int positioned = 0;
+    /* 64 KiB reads, one unit each, in order: each target's object is read in order, so only the first read on
+     * each target positions (stripe k is unit k / 4 of its object) */
+    for (int i = 0; i < 32; i++) now = striped_req(&s, f, (uint64_t)i * 64 * KiB, 64 * KiB, now, &positioned);
+    CHECK(positioned == 4);
+    /* 1 MiB reads span every target: the same */
+    emulate_striped_init(&s, &p);
+    positioned = 0;
+    now = 0;
+    for (int i = 0; i < 8; i++) now = striped_req(&s, f, (uint64_t)i * MiB, MiB, now, &positioned);
+    CHECK(positioned == 4);
 }
 
 static void test_sequential_stream_costs_transfer_only(void)
@@ -218,6 +415,12 @@ static void test_first_come_first_served(void)
 int main(void)
 {
     test_presets();
+    test_limits_of_striping();
+    test_split_at_unit_boundaries();
+    test_files_start_on_different_targets();
+    test_targets_serve_in_parallel();
+    test_one_queue_does_not_delay_another();
+    test_a_sequential_reader_keeps_a_stream_per_target();
     test_sequential_stream_costs_transfer_only();
     test_interleaved_streams_beyond_the_table_position();
     test_longer_distance_costs_more();

@@ -1,9 +1,11 @@
 /* The environment of a routed handle that the strategies share (iotame_coll_env_t): what the file system is (local
  * disk file systems, the readahead a sequential reader gets), the node topology (MPI_COMM_TYPE_SHARED groups or
- * virtual nodes) with the aggregator order ROMIO's default cb_config_list "*:1" gives, the file's hints, and the
- * shadow handle that engine strategies do their I/O through. Set up lazily: a handle whose calls only ever go to
+ * virtual nodes) with the aggregator order ROMIO's default cb_config_list "*:1" gives, the file's hints, its
+ * striping over storage targets (from the POSIX layer, where the throttle reads it too), and the shadow handle that
+ * engine strategies do their I/O through. Set up lazily: a handle whose calls only ever go to
  * the library never pays for nodes, hints or the shadow handle. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
+#include "posix/posix.h"
 #include "strategy.h"
 
 int iotame_coll_write_sieving(void)
@@ -118,6 +121,19 @@ static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
     return end != value && v > 0 ? (int64_t)v : dflt;
 }
 
+/* targets and target_unit: the configuration's, else the striping hints', else the agreed layout's, else one. */
+static void choose_targets(iotame_coll_env_t *e)
+{
+    if (e->conf_targets > 0) e->targets = e->conf_targets, e->targets_from = "configuration";
+    else if (e->striping_factor > 0) e->targets = e->striping_factor, e->targets_from = "hints";
+    else if (e->layout_targets > 1) e->targets = e->layout_targets, e->targets_from = "layout";
+    else e->targets = 1, e->targets_from = "default";
+    e->target_unit = e->conf_target_unit > 0 ? e->conf_target_unit
+                     : e->striping_unit > 0  ? e->striping_unit
+                     : e->layout_unit > 0 && e->targets == e->layout_targets ? e->layout_unit
+                                                                               : 1048576;
+}
+
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
 {
     MPI_Info info = MPI_INFO_NULL;
@@ -126,10 +142,42 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
     e->cb_nodes = info_int(info, "cb_nodes", e->nnodes);
     e->striping_unit = info_int(info, "striping_unit", 0);
     e->striping_factor = info_int(info, "striping_factor", 0);
-    e->targets = e->conf_targets > 0 ? e->conf_targets : e->striping_factor > 0 ? e->striping_factor : 1;
-    e->target_unit = e->conf_target_unit > 0 ? e->conf_target_unit : e->striping_unit > 0 ? e->striping_unit : 1048576;
     if (info != MPI_INFO_NULL) PMPI_Info_free(&info);
     e->hints_stale = 0;
+    choose_targets(e);
+}
+
+/* The file's layout (posix/target.c: the emulated storage's, else Lustre's, else one target), agreed in the
+ * engine's set-up reduction: every rank that could examine the file says what it found (it is one file, so they
+ * agree), a rank that could not takes theirs, and ranks that disagree, or none that could, take one target. */
+enum { LAYOUT_MIN_COUNT, LAYOUT_MAX_COUNT, LAYOUT_MIN_UNIT, LAYOUT_MAX_UNIT, LAYOUT_FIELDS };
+
+static void layout_mine(const iotame_coll_env_t *e, int64_t v[LAYOUT_FIELDS])
+{
+    iotame_posix_layout_t l;
+    int known = iotame_posix_layout(e->path, &l) == 0;
+    v[LAYOUT_MIN_COUNT] = known ? (int64_t)l.count : INT64_MAX; /* maxima as negated minima: one MPI_MIN */
+    v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l.count : INT64_MAX;
+    v[LAYOUT_MIN_UNIT] = known ? (int64_t)l.unit : INT64_MAX;
+    v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l.unit : INT64_MAX;
+}
+
+static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
+{
+    int same = v[LAYOUT_MIN_COUNT] != INT64_MAX && v[LAYOUT_MIN_COUNT] == -v[LAYOUT_MAX_COUNT] &&
+               v[LAYOUT_MIN_UNIT] == -v[LAYOUT_MAX_UNIT];
+    e->layout_targets = same && v[LAYOUT_MIN_COUNT] > 1 && v[LAYOUT_MIN_UNIT] > 0 ? v[LAYOUT_MIN_COUNT] : 1;
+    e->layout_unit = e->layout_targets > 1 ? v[LAYOUT_MIN_UNIT] : 0;
+}
+
+/* The file's statistics say what target_aligned aligns to and why ("storage_targets"; the same on every rank). */
+static void report_targets(const iotame_coll_env_t *e)
+{
+    json_t *coll = iotame_stats_collective(iotame_stats_file(e->path));
+    if (coll)
+        json_object_set_new(coll, "storage_targets", json_pack("{s:I,s:I,s:s}", "count", (json_int_t)e->targets,
+                                                               "unit", (json_int_t)e->target_unit, "from",
+                                                               e->targets_from));
 }
 
 int iotame_coll_engine_setup(iotame_coll_env_t *e)
@@ -139,7 +187,14 @@ int iotame_coll_engine_setup(iotame_coll_env_t *e)
     if (nodes) iotame__coll_env_hints(e, e->fh);
     int rw = (e->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
     int ok = nodes && PMPI_File_open(e->comm, e->path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    int64_t mine[1 + LAYOUT_FIELDS], agreed[1 + LAYOUT_FIELDS];
+    mine[0] = ok;
+    layout_mine(e, mine + 1);
+    PMPI_Allreduce(mine, agreed, 1 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
+    all = agreed[0] == 1;
+    layout_agreed(e, agreed + 1);
+    choose_targets(e);
+    report_targets(e);
     if (all) return 0;
     /* A handle opened on some ranks only is left open: closing it is collective. */
     return nodes ? -EACCES : -ENOMEM;

@@ -81,7 +81,9 @@ typedef struct {
     int nnodes;
     const int *spread;  /* ranks in aggregator order: first rank of each node, then the second, ... */
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
-    int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration or hints) */
+    int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration, hints or layout) */
+    int64_t layout_targets, layout_unit; /* the file's layout as the POSIX layer reads it, agreed (0: not read) */
+    const char *targets_from;     /* where targets came from: configuration, hints, layout or default */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
@@ -116,7 +118,9 @@ int64_t iotame_coll_fs_block(const char *path);
  * client, which has its own settings). */
 int64_t iotame_coll_readahead(const char *path);
 /* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open),
- * ROMIO's defaults when the library does not say; targets and target_unit from the configuration, else those. */
+ * ROMIO's defaults when the library does not say; targets and target_unit from the configuration, else the
+ * striping hints, else the file's agreed layout (layout_targets: Lustre's, or the emulated storage's), else one
+ * target of 1 MiB. */
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
 /* The setup and teardown of the engine strategies (two_phase, node_local, target_aligned, view_based): the nodes, the
  * hints, and the shadow handle (read-modify-write needs reading, so RDWR even when the application writes only),

@@ -2,7 +2,9 @@
  * disks: the five that hold a stripe's data), each with a head position. A request costs its transfer, plus a
  * positioning (rotation and settle, and a seek growing with the square root of the distance, as in Ruemmler and
  * Wilkes' disk model) unless it continues one of the `streams` sequential streams the device prefetches for (Varki
- * et al.: arrays prefetch a few streams and lose the benefit when more compete). Pure: time is passed in. */
+ * et al.: arrays prefetch a few streams and lose the benefit when more compete). Several such devices are the
+ * targets of striped storage, files spread over them in stripe units round robin as Lustre and PVFS2 do. Pure:
+ * time is passed in. */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -19,6 +21,8 @@ int emulate_preset(const char *device, emulate_params_t *p)
     p->seek_ns = 8 * MS;
     p->span = (uint64_t)(4096 * MB);
     p->write_behind = 1;
+    p->targets = 1;
+    p->target_unit = 1u << 20;
     if (device && strcmp(device, "disk") == 0) {
         p->servers = 1;
         p->streams = 1;
@@ -44,7 +48,7 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
 
 uint64_t emulate_params_hash(const emulate_params_t *p)
 {
-    uint64_t h = 0x656d756c61746531ull, v[8];
+    uint64_t h = 0x656d756c61746531ull, v[9];
     memset(v, 0, sizeof v);
     v[0] = p->servers;
     v[1] = p->streams;
@@ -53,7 +57,9 @@ uint64_t emulate_params_hash(const emulate_params_t *p)
     memcpy(&v[4], &p->position_ns, sizeof(double));
     memcpy(&v[5], &p->seek_ns, sizeof(double));
     v[6] = p->span;
-    for (int i = 0; i < 7; i++) h = mix(h ^ v[i]);
+    v[7] = p->targets;
+    v[8] = p->target_unit;
+    for (int i = 0; i < 9; i++) h = mix(h ^ v[i]);
     return h;
 }
 
@@ -65,6 +71,55 @@ void emulate_device_init(emulate_device_t *d, const emulate_params_t *p)
     if (d->p.servers > EMULATE_MAX_SERVERS) d->p.servers = EMULATE_MAX_SERVERS;
     if (d->p.streams > EMULATE_MAX_STREAMS) d->p.streams = EMULATE_MAX_STREAMS;
     if (d->p.span < 1) d->p.span = 1;
+}
+
+void emulate_striped_init(emulate_striped_t *s, const emulate_params_t *p)
+{
+    memset(s, 0, sizeof *s);
+    s->p = *p;
+    if (s->p.targets < 1) s->p.targets = 1;
+    if (s->p.targets > EMULATE_MAX_TARGETS) s->p.targets = EMULATE_MAX_TARGETS;
+    if (s->p.target_unit < 1) s->p.target_unit = 1;
+    if (s->p.target_unit > UINT32_MAX) s->p.target_unit = UINT32_MAX;
+    for (uint32_t t = 0; t < s->p.targets; t++) emulate_device_init(&s->target[t], &s->p);
+    s->p = s->target[0].p; /* the device's own limits too */
+}
+
+uint32_t emulate_first_target(const emulate_params_t *p, uint64_t file)
+{
+    return p->targets > 1 ? (uint32_t)(mix(file ^ 0x7374726970657331ull) % p->targets) : 0;
+}
+
+uint32_t emulate_target_of(const emulate_params_t *p, uint64_t file, uint64_t offset)
+{
+    if (p->targets <= 1) return 0;
+    return (uint32_t)((offset / p->target_unit + emulate_first_target(p, file)) % p->targets);
+}
+
+/* Bytes of [0, x) in the stripes k with k % n == r. */
+static uint64_t class_bytes(uint64_t x, uint64_t unit, uint64_t n, uint64_t r)
+{
+    uint64_t row = unit * n, rem = x % row, lo = r * unit;
+    uint64_t part = rem <= lo ? 0 : rem - lo < unit ? rem - lo : unit;
+    return x / row * unit + part;
+}
+
+unsigned emulate_split(const emulate_params_t *p, uint64_t file, uint64_t offset, uint64_t bytes,
+                       emulate_piece_t out[EMULATE_MAX_TARGETS])
+{
+    const uint64_t unit = p->target_unit, n = p->targets > 1 ? p->targets : 1, end = offset + bytes;
+    const uint32_t first = emulate_first_target(p, file);
+    unsigned count = 0;
+    /* the first n units of the range name the pieces in file order; each piece then takes every byte of the range
+     * in its stripes, which are contiguous in its object (stripe k is unit k / n there) */
+    for (uint64_t pos = offset; pos < end && count < n; count++) {
+        uint64_t stripe = pos / unit, r = stripe % n;
+        out[count] = (emulate_piece_t){.target = (uint32_t)((r + first) % n), .offset = stripe / n * unit + pos % unit,
+                                       .bytes = class_bytes(end, unit, n, r) - class_bytes(offset, unit, n, r),
+                                       .file_offset = pos};
+        pos = (stripe + 1) * unit;
+    }
+    return count;
 }
 
 uint64_t emulate_file_key(uint64_t dev, uint64_t ino)

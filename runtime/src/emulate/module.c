@@ -1,8 +1,9 @@
-/* The emulate module: the settings (a preset and its overrides), the device's state shared by every process that
- * uses it (a file mapped MAP_SHARED, guarded by a process-shared robust mutex), the POSIX hook that schedules each
- * request on the model (device.c) and sleeps until its modelled completion, and the statistics, always labelled
- * with the device and its parameters ("modules"/"emulate"). No MPI call in the hooks: they run inside the MPI
- * library's I/O. */
+/* The emulate module: the settings (a preset and its overrides), the state of the storage's targets shared by every
+ * process that uses it (a file mapped MAP_SHARED, guarded by a process-shared robust mutex), the POSIX hook that
+ * splits each request over the targets and schedules its pieces on the model (device.c), sleeping until the last
+ * one's modelled completion, the layout given to the POSIX layer (where the throttle and the collective strategies
+ * read a file's striping), and the statistics, always labelled with the device and its parameters
+ * ("modules"/"emulate"). No MPI call in the hooks: they run inside the MPI library's I/O. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -22,7 +23,7 @@
 #include "posix/posix.h"
 
 #define STATE_MAGIC 0x656d756cu /* "emul" */
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 
 /* The state file's layout. `magic` is written last at initialization, so a process that finds it (under the file
  * lock) finds the rest ready. */
@@ -30,8 +31,8 @@ typedef struct {
     uint32_t magic, version;
     uint64_t params_hash;
     uint64_t size; /* sizeof(state_t) of the process that initialized it */
-    pthread_mutex_t lock; /* process-shared, robust: held only to compute one request's schedule */
-    emulate_device_t dev;
+    pthread_mutex_t lock; /* process-shared, robust: held only to compute a few segments' schedule */
+    emulate_striped_t dev; /* every target */
 } state_t;
 
 static char device_name[16];
@@ -41,10 +42,10 @@ static state_t *state; /* NULL: requests pass through unmodelled */
 
 /* This process's counts (atomics: the application may do I/O from several threads), named as the statistics show
  * them. */
-enum { REQUESTS, READS, WRITES, SEGMENTS, POSITIONINGS, STREAM_HITS, BYTES, UNMODELLED, NCOUNTS };
-static const char *const counts[NCOUNTS] = {"requests", "reads", "writes", "segments", "positionings",
+enum { REQUESTS, READS, WRITES, PIECES, SEGMENTS, POSITIONINGS, STREAM_HITS, BYTES, UNMODELLED, NCOUNTS };
+static const char *const counts[NCOUNTS] = {"requests", "reads", "writes", "pieces", "segments", "positionings",
                                             "stream_hits", "bytes", "unmodelled"};
-static uint64_t mine[NCOUNTS], delay_ns;
+static uint64_t mine[NCOUNTS], delay_ns, target_segments[EMULATE_MAX_TARGETS], target_bytes[EMULATE_MAX_TARGETS];
 
 static void count(int which, uint64_t n) { __atomic_add_fetch(&mine[which], n, __ATOMIC_RELAXED); }
 
@@ -59,7 +60,7 @@ static void state_init(state_t *s)
     pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&s->lock, &a);
     pthread_mutexattr_destroy(&a);
-    emulate_device_init(&s->dev, &params);
+    emulate_striped_init(&s->dev, &params);
     s->version = STATE_VERSION;
     s->params_hash = emulate_params_hash(&params);
     s->size = sizeof *s;
@@ -114,6 +115,9 @@ static void sleep_until(uint64_t ns)
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
 
+/* A request is split over the targets (emulate_split); each target's piece reaches its device a segment at a time,
+ * each segment queued when that target's previous one completed (another process's segment that arrived meanwhile
+ * goes before it), the targets in parallel; the call waits for its last segment. */
 static void posix_before(const iotame_posix_io_t *io)
 {
     if (!io->file) return;
@@ -125,33 +129,60 @@ static void posix_before(const iotame_posix_io_t *io)
     dev_t dev;
     ino_t ino;
     iotame_posix_file_id(io->file, &dev, &ino);
-    emulate_request_t r = {.file = emulate_file_key((uint64_t)dev, (uint64_t)ino),
-                           .offset = io->offset > 0 ? (uint64_t)io->offset : 0,
-                           .write = io->write};
-    uint64_t left = io->bytes, delay = 0;
+    const uint64_t file = emulate_file_key((uint64_t)dev, (uint64_t)ino);
+    emulate_piece_t piece[EMULATE_MAX_TARGETS];
+    uint64_t ready[EMULATE_MAX_TARGETS] = {0}; /* when each piece's last booked segment completes */
+    unsigned n = emulate_split(&params, file, io->offset > 0 ? (uint64_t)io->offset : 0, io->bytes, piece);
     count(REQUESTS, 1);
     count(io->write ? WRITES : READS, 1);
     count(BYTES, io->bytes);
-    while (left > 0) { /* a segment at a time: another process's segment that arrived meanwhile goes before our next */
-        r.bytes = left < EMULATE_SEGMENT ? left : EMULATE_SEGMENT;
-        emulate_result_t res;
-        uint64_t now = iotame_monotonic_ns();
+    count(PIECES, n);
+    const uint64_t begin = iotame_monotonic_ns();
+    uint64_t last = begin;
+    for (;;) {
+        uint64_t now = iotame_monotonic_ns(), next = UINT64_MAX;
         if (state_lock(state) != 0) { /* ENOTRECOVERABLE: the state is lost for every process */
             count(UNMODELLED, 1);
             iotame_stats_passthrough(NULL, "emulate: the device's lock is unusable; request not modelled");
             break;
         }
-        emulate_schedule(&state->dev, &r, now, &res);
+        for (unsigned i = 0; i < n; i++) {
+            if (!piece[i].bytes || ready[i] > now) continue;
+            emulate_request_t r = {.file = file, .offset = piece[i].offset, .write = io->write,
+                                   .bytes = piece[i].bytes < EMULATE_SEGMENT ? piece[i].bytes : EMULATE_SEGMENT};
+            emulate_result_t res;
+            emulate_schedule(&state->dev.target[piece[i].target], &r, now, &res);
+            ready[i] = res.done;
+            piece[i].offset += r.bytes;
+            piece[i].bytes -= r.bytes;
+            count(SEGMENTS, 1);
+            if (res.positioned) count(POSITIONINGS, 1);
+            if (res.stream_hit) count(STREAM_HITS, 1);
+            __atomic_add_fetch(&target_segments[piece[i].target], 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&target_bytes[piece[i].target], r.bytes, __ATOMIC_RELAXED);
+        }
         pthread_mutex_unlock(&state->lock);
-        count(SEGMENTS, 1);
-        if (res.positioned) count(POSITIONINGS, 1);
-        if (res.stream_hit) count(STREAM_HITS, 1);
-        delay += res.done - now;
-        sleep_until(res.done);
-        r.offset += r.bytes;
-        left -= r.bytes;
+        for (unsigned i = 0; i < n; i++) {
+            if (ready[i] > last) last = ready[i];
+            if (piece[i].bytes && ready[i] < next) next = ready[i];
+        }
+        if (next == UINT64_MAX) break; /* every segment booked */
+        sleep_until(next);
     }
-    __atomic_add_fetch(&delay_ns, delay, __ATOMIC_RELAXED);
+    sleep_until(last);
+    __atomic_add_fetch(&delay_ns, last - begin, __ATOMIC_RELAXED);
+}
+
+/* The layout the POSIX layer reads for a file on the emulated storage (every file it records): `targets` stripes
+ * of target_unit bytes, stripe i on target (first + i) % targets. */
+static unsigned layout(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    uint64_t file = emulate_file_key((uint64_t)dev, (uint64_t)ino);
+    unsigned n = params.targets < max ? params.targets : max;
+    uint32_t first = emulate_first_target(&params, file);
+    for (unsigned i = 0; i < n; i++) target[i] = (first + i) % params.targets;
+    *stripe_size = (uint32_t)params.target_unit;
+    return n;
 }
 
 /* ---- start, finalize, statistics ---- */
@@ -175,11 +206,15 @@ static int start(const iotame_config_t *cfg)
     params.seek_ns = number(&process, "seek_ms", params.seek_ns * 1e-6) * 1e6;
     params.span = (uint64_t)(number(&process, "span_mb", (double)params.span * 1e-6) * 1e6);
     params.streams = (uint32_t)number(&process, "streams", params.streams);
+    params.targets = (uint32_t)number(&process, "targets", params.targets);
+    params.target_unit = (uint64_t)number(&process, "target_unit", (double)params.target_unit);
     const json_t *wb = iotame_config_setting(&process, "emulate", "write_behind");
     if (wb) params.write_behind = json_is_true(wb);
-    emulate_device_t probe; /* the limits the model applies */
-    emulate_device_init(&probe, &params);
+    static emulate_striped_t probe; /* the limits the model applies (static: it is large) */
+    emulate_striped_init(&probe, &params);
     params = probe.p;
+    /* the layout is the configuration's, the same on every rank whether or not the state can be mapped */
+    iotame_posix_set_layout_hook(layout);
 
     const char *path = json_string_value(iotame_config_setting(&process, "emulate", "state"));
     if (path) snprintf(state_path, sizeof state_path, "%s", path);
@@ -198,6 +233,13 @@ static void finalize(void)
     if (!section) return;
     for (int k = 0; k < NCOUNTS; k++) json_object_set_new(section, counts[k], json_integer((json_int_t)mine[k]));
     json_object_set_new(section, "delay_seconds", json_real((double)delay_ns * 1e-9));
+    json_t *segments = json_array(), *bytes = json_array();
+    for (uint32_t t = 0; t < params.targets; t++) {
+        json_array_append_new(segments, json_integer((json_int_t)target_segments[t]));
+        json_array_append_new(bytes, json_integer((json_int_t)target_bytes[t]));
+    }
+    json_object_set_new(section, "target_segments", segments);
+    json_object_set_new(section, "target_bytes", bytes);
 }
 
 /* The device and every parameter in force, the counts summed over the ranks, the requests each rank modelled. */
@@ -213,8 +255,13 @@ static json_t *job_report(const json_t *ranks)
     json_t *per_rank = json_array();
     size_t i;
     json_t *r;
+    json_int_t per_target[2][EMULATE_MAX_TARGETS] = {{0}};
     json_array_foreach(ranks, i, r) {
         for (int k = 0; k < NCOUNTS; k++) sum[k] += json_integer_value(json_object_get(r, counts[k]));
+        for (uint32_t t = 0; t < params.targets; t++) {
+            per_target[0][t] += json_integer_value(json_array_get(json_object_get(r, "target_segments"), t));
+            per_target[1][t] += json_integer_value(json_array_get(json_object_get(r, "target_bytes"), t));
+        }
         double d = json_number_value(json_object_get(r, "delay_seconds"));
         delay += d;
         if (d > delay_max) delay_max = d;
@@ -222,6 +269,13 @@ static json_t *job_report(const json_t *ranks)
     }
     for (int k = 0; k < NCOUNTS; k++) json_object_set_new(out, counts[k], json_integer(sum[k]));
     json_object_set_new(out, "segment_kb", json_integer(EMULATE_SEGMENT / 1024));
+    json_object_set_new(out, "targets", json_integer((json_int_t)params.targets));
+    json_object_set_new(out, "target_unit", json_integer((json_int_t)params.target_unit));
+    json_t *per[2] = {json_array(), json_array()};
+    for (uint32_t t = 0; t < params.targets; t++)
+        for (int k = 0; k < 2; k++) json_array_append_new(per[k], json_integer(per_target[k][t]));
+    json_object_set_new(out, "target_segments", per[0]);
+    json_object_set_new(out, "target_bytes", per[1]);
     json_object_set_new(out, "delay_seconds", json_real(delay));
     json_object_set_new(out, "delay_seconds_max", json_real(delay_max));
     json_object_set_new(out, "requests_per_rank", per_rank);

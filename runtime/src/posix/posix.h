@@ -61,10 +61,28 @@ int iotame_posix_node_rank(void);
 
 /* ---- storage targets ----
  * A request's storage target: where the file system stripes files over data servers and says how (Lustre's layout,
- * the "lustre.lov" extended attribute), the server holding the request's first byte; elsewhere the file system
+ * the "lustre.lov" extended attribute), or a layout hook does (the emulated striped storage), the server holding
+ * the request's first byte; elsewhere the file system
  * (its device number). A 64-bit key, never 0; 0 when the descriptor is not a regular file. The layout is read once
  * per recorded file. */
 uint64_t iotame_posix_target_of(const iotame_posix_io_t *io);
+/* A file's striping as the throttle and the collective strategies see it: `count` stripes of `unit` bytes round
+ * robin (stripe k of the file on target ost[k % count]); count 1: one target (unit 0 when nothing says). */
+#define IOTAME_POSIX_MAX_STRIPES 64 /* a file striped wider counts its file system as the target */
+typedef struct {
+    uint32_t count, unit;
+    uint32_t ost[IOTAME_POSIX_MAX_STRIPES];
+} iotame_posix_layout_t;
+/* A layout hook: a module that puts files on storage the file system does not describe (emulate's striped device)
+ * gives their layout by device and inode: returns the stripe count (1..max) with the stripe size and each stripe's
+ * target, or 0 when the file is not its own. It wins over the file system's layout (the modelled storage is what
+ * the requests meet). Set once, at MPI_Init (a module's start hook); NULL: none. */
+typedef unsigned (*iotame_posix_layout_hook_t)(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *ost, unsigned max);
+void iotame_posix_set_layout_hook(iotame_posix_layout_hook_t hook);
+/* The layout of the file at path (a prefix such as "ufs:" is skipped), read from the path as iotame_posix_target_of
+ * reads a recorded file's: the hook's, else Lustre's, else one target. Returns 0, or a negative errno when the file
+ * cannot be examined (then *l says one target). For the MPI-IO layer, which has a path and no descriptor. */
+int iotame_posix_layout(const char *path, iotame_posix_layout_t *l);
 /* The file system's magic number (statfs f_type) of a recorded file, read with its layout; 0 before. */
 uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f);
 /* The node's entry of a target (claimed at first use), or NULL (no segment, or the table is full). */
@@ -120,8 +138,6 @@ iotame_posix_file_t *iotame__posix_closing(int fd);
 typedef enum { IOTAME_POSIX_T_READ, IOTAME_POSIX_T_WRITE, IOTAME_POSIX_T_SYNC, IOTAME_POSIX_T_META } iotame__posix_cat_t;
 typedef enum { IOTAME_POSIX_N_OPEN, IOTAME_POSIX_N_CLOSE, IOTAME_POSIX_N_SEEK, IOTAME_POSIX_N_SYNC,
                IOTAME_POSIX_N_TRUNCATE, IOTAME_POSIX_N_COUNT } iotame__posix_meta_t;
-
-#define IOTAME_POSIX_MAX_STRIPES 64 /* a file striped wider counts its file system as the target */
 
 /* A recorded file: the per-request accounting is inline in the wrappers (posix.h), the rest in record.c. */
 /* What every request touches comes first, in as few cache lines as it fits (a request follows a system call, after
