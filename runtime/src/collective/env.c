@@ -121,7 +121,8 @@ static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
     return end != value && v > 0 ? (int64_t)v : dflt;
 }
 
-/* targets and target_unit: the configuration's, else the striping hints', else the agreed layout's, else one. */
+/* targets and target_unit, each on its own: the configuration's, else the striping hints', else the agreed layout's,
+ * else one target of 1 MiB. */
 static void choose_targets(iotame_coll_env_t *e)
 {
     if (e->conf_targets > 0) e->targets = e->conf_targets, e->targets_from = "configuration";
@@ -130,8 +131,8 @@ static void choose_targets(iotame_coll_env_t *e)
     else e->targets = 1, e->targets_from = "default";
     e->target_unit = e->conf_target_unit > 0 ? e->conf_target_unit
                      : e->striping_unit > 0  ? e->striping_unit
-                     : e->layout_unit > 0 && e->targets == e->layout_targets ? e->layout_unit
-                                                                               : 1048576;
+                     : e->layout_unit > 0    ? e->layout_unit
+                                             : 1048576;
 }
 
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
