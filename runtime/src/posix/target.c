@@ -1,5 +1,6 @@
-/* Storage targets: which server of the file system a request reaches (the unit the throttle limits and the
- * emulated device serves), and the node's table of per-target state in the shared segment. */
+/* Storage targets: which server of the file system a request reaches (the unit the throttle limits), from the
+ * file's layout (a registered layout hook's, such as the emulated striped storage's, else Lustre's, else the file
+ * system as one target), and the node's table of per-target state in the shared segment. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
