@@ -60,9 +60,8 @@ from iotame.bench import drop_caches as iotame_drop_caches
 from iotame.bench.memory import steady_memory
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
-LIB = ROOT / "build" / "runtime" / "libiotame.so"
 PHASES = ROOT / "build" / "bench" / "collective_phases"
+TESTBED = ROOT / "scripts" / "testbed"
 PHASES_SRC = ROOT / "bench" / "collective_phases.c"
 
 # ---- the cases: the issue's table, per rank count ----
@@ -160,6 +159,46 @@ TRACE = 1000  # the dynamic experiment's auto runs record every call (collective
 TIMEOUT = 600
 
 
+class Setting:
+    """Where the jobs run. hosts 0: every rank on this machine, node_local's nodes virtual (half the ranks each);
+    hosts N: the testbed's N hosts (scripts/testbed, up beforehand), per_host ranks on each, the nodes real (no
+    virtual_node_size). targets T: every configuration, `default` included (the library's own collective I/O
+    through the wrappers), on T emulated disks striped in target_unit units (paper 001's PVFS2 servers); 0: the
+    real file system."""
+
+    def __init__(self, hosts=0, per_host=1, mpi="mpich", targets=0, target_unit=65536, device="disk"):
+        self.hosts, self.per_host, self.mpi = hosts, per_host, mpi
+        self.targets, self.target_unit, self.device = targets, target_unit, device
+        build = ROOT / ("build-openmpi" if mpi == "openmpi" else "build")
+        self.kernel, self.lib = build / "kernels" / "iotame-kernel", build / "runtime" / "libiotame.so"
+
+    def to_json(self):
+        return {k: getattr(self, k) for k in ("hosts", "per_host", "mpi", "targets", "target_unit", "device")}
+
+    def argv(self, np_, *command):
+        if not self.hosts:
+            return ["mpiexec", "-n", str(np_), *map(str, command)]
+        return [str(TESTBED), "mpiexec", *(["--openmpi"] if self.mpi == "openmpi" else []), "-n", str(np_),
+                "--per-host", str(self.per_host), "--", *map(str, command)]
+
+    def section(self, section, nprocs, state):
+        """A configuration's defaults in this setting (None: no preload)."""
+        if self.targets:
+            section = dict(section or {})
+            section["emulate"] = {"device": self.device, "targets": self.targets, "target_unit": self.target_unit,
+                                  "state": str(state)}
+        coll = (section or {}).get("collective", {})
+        if coll.get("virtual_node_size") == "VNODE":
+            if self.hosts:
+                del coll["virtual_node_size"]
+            else:
+                coll["virtual_node_size"] = max(1, nprocs // 2)
+        return section
+
+
+LOCAL = Setting()
+
+
 # ---- running ----
 
 def drop_caches():
@@ -214,13 +253,13 @@ def phase(res, name):
     return next(p for p in res["phases"] if p["name"] == name)
 
 
-def kernel_trial(case, ranks, config, small, tmp, lib, config_file):
+def kernel_trial(case, ranks, config, small, tmp, lib, config_file, setting=LOCAL):
     np_, kernel, args, _ = case_spec(case, ranks, small)
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     cfg = config_file(config, np_)
-    base = ["mpiexec", "-n", str(np_), str(KERNEL), kernel, *args]
+    base = setting.argv(np_, setting.kernel, kernel, *args)
     load = os.getloadavg()[0]
     w, ws = job(base + ["--keep"], environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
     cold = drop_caches()
@@ -234,13 +273,14 @@ def kernel_trial(case, ranks, config, small, tmp, lib, config_file):
             "write_selector": selector(ws, "write"), "read_selector": selector(rs, "read")}
 
 
-def dynamic_trial(config, spec, tmp, lib, config_file, program):
+def dynamic_trial(config, spec, tmp, lib, config_file, program, setting=LOCAL):
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    cfg = config_file(config, 2, traced=True)
+    np_ = setting.hosts * setting.per_host or 2
+    cfg = config_file(config, np_, traced=True)
     per_call, phases = spec
-    argv = lambda mode: ["mpiexec", "-n", "2", str(program), "phases.dat", mode, str(per_call), *phases]
+    argv = lambda mode: setting.argv(np_, program, "phases.dat", mode, per_call, *phases)
     load = os.getloadavg()[0]
     w, ws = job(argv("write"), environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
     cold = drop_caches()
@@ -567,6 +607,12 @@ def report(data):
              f"load average (1 min) at the trials' starts {min(loads):.1f} to {max(loads):.1f}, median {med(loads):.1f}; "
              + ("reads after dropping the page cache" if cold else "READS FROM THE PAGE CACHE (not root)")
              + (f"; {meta['memory']}." if meta.get("memory") else "."), ""]
+    st = meta.get("setting") or {}
+    if st.get("hosts") or st.get("targets"):
+        lines[-1:-1] = [("Setting: " + (f"{st['hosts']} testbed hosts x {st['per_host']} ranks, {st['mpi']}" if
+                                        st.get("hosts") else "one machine")
+                         + (f"; {st['targets']} emulated {st['device']} targets, {st['target_unit'] // 1024} KiB "
+                            f"stripes (every configuration, default included)" if st.get("targets") else "") + "."), ""]
     if any(x["case"] != "dynamic" for x in runs):
         lines += ["### Kernels", "", "Cases: " + "; ".join(f"{c} at {r} ranks: {case_spec(c, r, meta.get('small'))[3]}"
                                                          for r, c in rows(runs)) + ".", "", kernel_tables(runs)]
@@ -630,20 +676,18 @@ def base_name(name):
     return name.removesuffix(BASELINE)
 
 
-def config_writer(tmp):
+def config_writer(tmp, setting=LOCAL):
     """config_file(name, nprocs, traced=False) -> the path of that configuration for a job of nprocs ranks (None for
     no preload), written on first use."""
     made = {}
 
     def config_file(name, nprocs, traced=False):
-        if CONFIGS[base_name(name)] is None:
+        section = setting.section(json.loads(json.dumps(CONFIGS[base_name(name)])), nprocs, tmp / "device.state")
+        if section is None:
             return None
         key = (name, nprocs, traced)
         if key not in made:
-            section = json.loads(json.dumps(CONFIGS[base_name(name)]))
             coll = section.get("collective", {})
-            if coll.get("virtual_node_size") == "VNODE":
-                coll["virtual_node_size"] = max(1, nprocs // 2)
             if coll.get("knowledge") == "KNOWLEDGE":
                 coll["knowledge"] = str(tmp / f"knowledge-{name}.json")  # one per library
             if traced and coll.get("strategy") == "auto":
@@ -674,6 +718,16 @@ def main():
     ap.add_argument("--json", help="also write every run to this file")
     ap.add_argument("--out", help="also write the markdown tables to this file")
     ap.add_argument("--table", help="print the tables of an earlier --json file, run nothing")
+    ap.add_argument("--hosts", type=int, default=0, help="run on the testbed's first HOSTS hosts (scripts/testbed up "
+                    "--hosts N beforehand): node_local's nodes are real; replaces --ranks by HOSTS x --per-host")
+    ap.add_argument("--per-host", type=int, default=1, help="ranks per testbed host (default 1)")
+    ap.add_argument("--mpi", choices=("mpich", "openmpi"), help="the MPI (default: mpich, but the Open MPI build, which "
+                    "yields when idle, on more than 2 testbed ranks)")
+    ap.add_argument("--targets", type=int, default=0, help="emulated storage: files striped over this many emulated "
+                    "disks (emulate.targets), every configuration on them; 0 (default): the real file system")
+    ap.add_argument("--target-unit", type=int, default=65536, help="stripe unit of the emulated targets (default "
+                    "65536, the paper's PVFS2 stripes)")
+    ap.add_argument("--device", default="disk", help="emulated device preset of each target (default disk)")
     ap.add_argument("--baseline", help="another libiotame.so (say, of the commit before a change): every "
                     "configuration that preloads the library also runs with it, named NAME@baseline, in the same "
                     "rounds, so a change is measured side by side")
@@ -688,6 +742,14 @@ def main():
         ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
     except ValueError:
         ap.error(f"--ranks {args.ranks}: expected comma-separated integers")
+    if args.hosts:
+        ranks = [args.hosts * args.per_host]
+    mpi = args.mpi or ("openmpi" if args.hosts and ranks[0] > 2 else "mpich")
+    setting = Setting(args.hosts, args.per_host, mpi, args.targets, args.target_unit, args.device)
+    if mpi == "openmpi" and not args.hosts:
+        ap.error("--mpi openmpi: only on the testbed (--hosts)")
+    if mpi == "openmpi" and not args.no_dynamic:
+        ap.error("the dynamic experiment runs under MPICH: add --no-dynamic or --mpi mpich")
     explicit = [ALIASES.get(c.strip(), c.strip()) for c in (args.cases or "").split(",") if c.strip()]
     for c in explicit:
         if c not in CASE_NAMES:
@@ -707,11 +769,11 @@ def main():
             lst[:] = [x for c in lst for x in ([c, c + BASELINE] if CONFIGS[c] is not None else [c])]
         if lst and "default" not in lst:
             lst.insert(0, "default")  # the reference of every ratio
-    for f in (KERNEL, LIB):
+    for f in (setting.kernel, setting.lib):
         if not f.exists():
             print(f"{f} is missing: run make setup", file=sys.stderr)
             return 1
-    meta = {"repeat": args.repeat, "rows": rowlist, "configs": names, "dynamic_configs": dnames, "small": args.small,
+    meta = {"setting": setting.to_json(), "repeat": args.repeat, "rows": rowlist, "configs": names, "dynamic_configs": dnames, "small": args.small,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
     try:
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -727,14 +789,14 @@ def main():
         meta["memory"] = memory
         print(memory, flush=True)
         lib = tmp / "libiotame.so"
-        shutil.copy2(LIB, lib)
+        shutil.copy2(setting.lib, lib)
         libs = {False: lib, True: tmp / "libiotame-baseline.so"}
         if baseline:
             shutil.copy2(baseline, libs[True])
             meta["baseline"] = {"path": str(baseline), "sha256": hashlib.sha256(libs[True].read_bytes()).hexdigest()}
         meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
-        meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(LIB.stat().st_mtime))
-        config_file = config_writer(tmp)
+        meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(setting.lib.stat().st_mtime))
+        config_file = config_writer(tmp, setting)
         program = phases_program(tmp) if dnames else None
         spec = DYNAMIC_SMALL if args.small else DYNAMIC
         print(f"libiotame.so {meta['lib_sha256'][:12]} (built {meta['lib_mtime']}), commit {meta.get('commit')}"
@@ -742,7 +804,7 @@ def main():
               f"{len(names)} configurations x {args.repeat} repeats", flush=True)
         for kb in ("auto_kb", "auto_kb" + BASELINE):  # the untimed run that writes the knowledge auto_kb starts from
             for r, case in rowlist if kb in names else []:
-                kernel_trial(case, r, kb, args.small, tmp, libs[kb.endswith(BASELINE)], config_file)
+                kernel_trial(case, r, kb, args.small, tmp, libs[kb.endswith(BASELINE)], config_file, setting)
         for rep in range(args.repeat):
             order = names[rep % len(names):] + names[:rep % len(names)]
             todo = [((r, c), n) for r, c in rowlist for n in order]
@@ -752,11 +814,13 @@ def main():
                 t0 = time.time()
                 try:
                     if case == "dynamic":
-                        x = dynamic_trial(name, spec, tmp, libs[name.endswith(BASELINE)], config_file, program)
+                        x = dynamic_trial(name, spec, tmp, libs[name.endswith(BASELINE)], config_file, program,
+                                          setting)
                         line = ("write " + " ".join(f"{p['mbs']:7.1f}" for p in x["write_phases"]) +
                                 "  read " + " ".join(f"{p['mbs']:7.1f}" for p in x["read_phases"]))
                     else:
-                        x = kernel_trial(case, r, name, args.small, tmp, libs[name.endswith(BASELINE)], config_file)
+                        x = kernel_trial(case, r, name, args.small, tmp, libs[name.endswith(BASELINE)], config_file,
+                                         setting)
                         line = f"write {x['write_mbs']:8.1f} MB/s  read {x['read_mbs']:8.1f} MB/s"
                     if name.startswith("auto"):
                         wins = [f"{d['signature']['op']}:{d['strategy']}" + (f"(re-exam {d['reexaminations']})" if d['reexaminations'] else "")
