@@ -137,6 +137,7 @@ static void posix_before(const iotame_posix_io_t *io)
     count(io->write ? WRITES : READS, 1);
     count(BYTES, io->bytes);
     count(PIECES, n);
+    if (!n) return; /* no bytes: nothing reaches the device */
     const uint64_t begin = iotame_monotonic_ns();
     uint64_t last = begin;
     for (;;) {
