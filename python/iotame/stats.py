@@ -134,8 +134,9 @@ def emulated_storage(stats: dict | None) -> str | None:
     e = ((stats or {}).get("modules") or {}).get("emulate")
     if not isinstance(e, dict):
         return None
-    streams = e.get("streams")
-    return (f"storage: EMULATED {e.get('device', '?')} (servers {e.get('servers')}, {e.get('bandwidth_mbs'):g} MB/s "
+    streams, targets = e.get("streams"), e.get("targets") or 1
+    striped = f"{targets} targets striped in {e.get('target_unit', 0) // 1024} KiB units, each " if targets > 1 else ""
+    return (f"storage: EMULATED {e.get('device', '?')} ({striped}servers {e.get('servers')}, {e.get('bandwidth_mbs'):g} MB/s "
             f"each, positioning {e.get('position_ms'):g} ms + seek up to {e.get('seek_ms'):g} ms over "
             f"{e.get('span_mb'):g} MB, {streams} prefetched stream{'' if streams == 1 else 's'}, write-behind "
             f"{'on' if e.get('write_behind') else 'off'}; {e.get('requests', 0)} requests modelled): experiments "

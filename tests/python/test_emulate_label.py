@@ -21,6 +21,8 @@ def test_label_names_the_device_and_its_parameters():
     assert label.startswith("storage: EMULATED disk (servers 1, 60 MB/s each, positioning 4.2 ms + seek up to 8 ms")
     assert "1 prefetched stream," in label and "write-behind on; 10 requests modelled)" in label
     assert "experiments only" in label
+    stats["modules"]["emulate"] = dict(DISK, targets=6, target_unit=65536)
+    assert emulated_storage(stats).startswith("storage: EMULATED disk (6 targets striped in 64 KiB units, each servers 1,")
 
 
 def test_tune_reads_the_label_from_a_trial(tmp_path):
