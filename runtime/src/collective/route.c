@@ -384,6 +384,8 @@ int iotame_collective_call(const iotame_coll_args_t *a)
         if (rc) return pass(f, a, f->off = rc == -ENOMEM ? "out of memory (collective routing)"
                                                         : "the file cannot be opened for reading and writing (shadow handle)");
         f->ready |= 1u << s;
+        json_t *coll = e->node_of ? iotame_stats_collective(f->fs) : NULL; /* the engine's nodes (env.c) */
+        if (coll) json_object_set_new(coll, "nodes", json_integer(e->nnodes));
     }
     iotame_coll_fn fn = function_of(st, a->op);
     iotame_coll_call_t c = {.env = e, .args = a, .write = write, .ext = f->ext.v, .next = f->ext.n,
