@@ -20,6 +20,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The multi-host testbed (scripts/testbed, docs/testbed.md): ip and tc (iproute2), unshare and nsenter
+# (util-linux), sysctl (procps).
+TESTBED_PKGS=(iproute2 util-linux procps)
+testbed_missing=()
+for p in "${TESTBED_PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || testbed_missing+=("$p")
+done
+if [ ${#testbed_missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages for the testbed: ${testbed_missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${testbed_missing[@]}" >/dev/null
+fi
+
 # MPICH stays the default MPI. Installing Open MPI makes Debian's alternatives (auto mode, Open MPI has the higher
 # priority) point mpicc, mpif90, mpirun, mpiexec, and /usr/include/<triplet>/mpi, libmpi.so, mpi.pc at Open MPI,
 # which would build build/ against Open MPI and run every test with its mpiexec. Each of those alternatives that
