@@ -58,10 +58,10 @@ from pathlib import Path
 
 from iotame.bench import drop_caches as iotame_drop_caches
 from iotame.bench.memory import steady_memory
+from iotame.bench.setting import Setting
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ROOT / "build" / "bench" / "collective_phases"
-TESTBED = ROOT / "scripts" / "testbed"
 PHASES_SRC = ROOT / "bench" / "collective_phases.c"
 
 # ---- the cases: the issue's table, per rank count ----
@@ -88,13 +88,14 @@ FOUR_RANK_CASES = ["noncontig-64B", "noncontig-256B", "noncontig-16K", "matrix-6
                    "btio"]
 VOLUME = {2: 128 * MIB, 4: 32 * MIB}  # bytes per phase (all ranks); other rank counts: 64 MiB per rank
 SMALL_VOLUME = 4 * MIB
+VOLUME_OVERRIDE = 0  # --volume
 
 
 def case_spec(name, ranks, small=False):
     """(processes, kernel, options, what it is) of a case at a rank count. Every case moves about VOLUME bytes per
     phase, so the rows differ in the pattern, not in how long the selector has to amortize its examination."""
     name = ALIASES.get(name, name)
-    volume = SMALL_VOLUME if small else VOLUME.get(ranks, 64 * MIB * ranks)
+    volume = SMALL_VOLUME if small else VOLUME_OVERRIDE or VOLUME.get(ranks, 64 * MIB * ranks)
     if name.startswith("noncontig-"):
         e = next(e for e in NONCONTIG if name == f"noncontig-{size_name(4 * e)}")
         per = min(MIB, volume // ranks)  # bytes per rank and call
@@ -157,43 +158,6 @@ PHASE_NAMES = ["A (64 B)", "B (1 MiB)", "A again"]
 TRACE = 1000  # the dynamic experiment's auto runs record every call (collective.trace) of each signature
 
 TIMEOUT = 600
-
-
-class Setting:
-    """Where the jobs run. hosts 0: every rank on this machine, node_local's nodes virtual (half the ranks each);
-    hosts N: the testbed's N hosts (scripts/testbed, up beforehand), per_host ranks on each, the nodes real (no
-    virtual_node_size). targets T: every configuration, `default` included (the library's own collective I/O
-    through the wrappers), on T emulated disks striped in target_unit units (paper 001's PVFS2 servers); 0: the
-    real file system."""
-
-    def __init__(self, hosts=0, per_host=1, mpi="mpich", targets=0, target_unit=65536, device="disk"):
-        self.hosts, self.per_host, self.mpi = hosts, per_host, mpi
-        self.targets, self.target_unit, self.device = targets, target_unit, device
-        build = ROOT / ("build-openmpi" if mpi == "openmpi" else "build")
-        self.kernel, self.lib = build / "kernels" / "iotame-kernel", build / "runtime" / "libiotame.so"
-
-    def to_json(self):
-        return {k: getattr(self, k) for k in ("hosts", "per_host", "mpi", "targets", "target_unit", "device")}
-
-    def argv(self, np_, *command):
-        if not self.hosts:
-            return ["mpiexec", "-n", str(np_), *map(str, command)]
-        return [str(TESTBED), "mpiexec", *(["--openmpi"] if self.mpi == "openmpi" else []), "-n", str(np_),
-                "--per-host", str(self.per_host), "--", *map(str, command)]
-
-    def section(self, section, nprocs, state):
-        """A configuration's defaults in this setting (None: no preload)."""
-        if self.targets:
-            section = dict(section or {})
-            section["emulate"] = {"device": self.device, "targets": self.targets, "target_unit": self.target_unit,
-                                  "state": str(state)}
-        coll = (section or {}).get("collective", {})
-        if coll.get("virtual_node_size") == "VNODE":
-            if self.hosts:
-                del coll["virtual_node_size"]
-            else:
-                coll["virtual_node_size"] = max(1, nprocs // 2)
-        return section
 
 
 LOCAL = Setting()
@@ -598,7 +562,9 @@ def dynamic_tables(runs):
 
 
 def report(data):
+    global VOLUME_OVERRIDE
     runs, meta = data["runs"], data["meta"]
+    VOLUME_OVERRIDE = meta.get("volume", 0)  # the cases' descriptions as they ran
     loads = [x["load"] for x in runs if "load" in x]
     cold = all(x.get("cold") for x in runs)
     failed = [x for x in runs if x.get("failed")]
@@ -728,6 +694,8 @@ def main():
     ap.add_argument("--target-unit", type=int, default=65536, help="stripe unit of the emulated targets (default "
                     "65536, the paper's PVFS2 stripes)")
     ap.add_argument("--device", default="disk", help="emulated device preset of each target (default disk)")
+    ap.add_argument("--volume", type=int, default=0, help="MiB per phase, all ranks together, instead of the "
+                    "cases' defaults (emulated disks are slow)")
     ap.add_argument("--baseline", help="another libiotame.so (say, of the commit before a change): every "
                     "configuration that preloads the library also runs with it, named NAME@baseline, in the same "
                     "rounds, so a change is measured side by side")
@@ -744,6 +712,8 @@ def main():
         ap.error(f"--ranks {args.ranks}: expected comma-separated integers")
     if args.hosts:
         ranks = [args.hosts * args.per_host]
+    global VOLUME_OVERRIDE
+    VOLUME_OVERRIDE = args.volume * MIB
     mpi = args.mpi or ("openmpi" if args.hosts and ranks[0] > 2 else "mpich")
     setting = Setting(args.hosts, args.per_host, mpi, args.targets, args.target_unit, args.device)
     if mpi == "openmpi" and not args.hosts:
@@ -773,7 +743,7 @@ def main():
         if not f.exists():
             print(f"{f} is missing: run make setup", file=sys.stderr)
             return 1
-    meta = {"setting": setting.to_json(), "repeat": args.repeat, "rows": rowlist, "configs": names, "dynamic_configs": dnames, "small": args.small,
+    meta = {"volume": VOLUME_OVERRIDE, "setting": setting.to_json(), "repeat": args.repeat, "rows": rowlist, "configs": names, "dynamic_configs": dnames, "small": args.small,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
     try:
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,

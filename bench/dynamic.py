@@ -11,7 +11,14 @@ has written) it gets SIGTERM, and the load window ends when its process has exit
   disk     fio writing 4 MiB blocks with an fsync after each (buffered) to a file of its own in the same directory
   cpu      one busy Python loop (a third process on the 2 cores the ranks busy-poll; the default: the only load
            of the ones tried that changed the ranking here, docs/reproductions/orthrus.md)
+  net      (with --hosts) TCP traffic both ways over the link of the job's last host, from a host of the
+           testbed outside the job (`scripts/testbed up --hosts` one more than the job's): the paper's injected
+           inter-node communication
   none     nothing (the schedule still splits the calls into before/during/after)
+
+--hosts N runs the job on the testbed's first N hosts (--per-host ranks each; Open MPI above 2 ranks, or --mpi),
+node_local's nodes the hosts; --targets T puts it on T emulated disks striped in --target-unit units (write-behind
+off), as bench/collective.py does.
 
 Configurations (--configs): auto is the selector over the five strategies ({"strategy": "auto",
 "virtual_node_size": 1}); a fixed strategy X runs as the selector with the single candidate X, so that
@@ -48,10 +55,9 @@ from pathlib import Path
 
 from iotame.bench import drop_caches as iotame_drop_caches
 from iotame.bench.memory import steady_memory
+from iotame.bench.setting import TESTBED, Setting
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
-LIB = ROOT / "build" / "runtime" / "libiotame.so"
 
 STRATEGIES = ["passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based"]
 CONFIGS = ["auto"] + STRATEGIES
@@ -64,11 +70,44 @@ COLORS = {"passthrough": "tab:blue", "independent": "tab:purple", "two_phase": "
           "node_local": "tab:green", "target_aligned": "tab:red", "view_based": "tab:brown"}
 
 PY_CPU = "while True:\n    pass\n"
+# Both directions of one TCP connection kept full: `serve ADDR PORT` accepts one connection, `send ADDR PORT`
+# connects (retrying while the server starts); each then sends and receives until killed.
+PY_NET = """
+import socket, sys, threading, time
+mode, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode == "serve":
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((addr, port))
+    listener.listen(1)
+    conn = listener.accept()[0]
+else:
+    for _ in range(100):
+        try:
+            conn = socket.create_connection((addr, port))
+            break
+        except OSError:
+            time.sleep(0.05)
+def drain():
+    buf = bytearray(1 << 16)
+    while conn.recv_into(buf):
+        pass
+threading.Thread(target=drain, daemon=True).start()
+data = bytes(1 << 16)
+while True:
+    conn.sendall(data)
+"""
 
 
-def load_command(kind, directory):
+def load_command(kind, directory, setting):
     fio = ["fio", "--name=neighbour", f"--filename={directory / 'neighbour.dat'}", "--rw=write", "--bs=4m",
            "--size=4g", "--time_based", "--runtime=3600", "--ioengine=psync", "--output=/dev/null"]
+    if kind == "net":
+        # the job's last host serves, the first host outside the job sends: that host's link carries it both ways
+        tb, inside, outside = str(TESTBED), f"tb{setting.hosts - 1}", f"tb{setting.hosts}"
+        addr, port = f"10.213.0.{setting.hosts}", "5201"
+        return ["sh", "-c", f'"$1" exec {inside} python3 -c "$0" serve {addr} {port} & '
+                            f'"$1" exec {outside} python3 -c "$0" send {addr} {port}; wait', PY_NET, tb]
     return {"disk": fio + ["--fsync=1"], "cpu": [sys.executable, "-c", PY_CPU], "none": None}[kind]
 
 
@@ -77,11 +116,14 @@ def drop_caches():
     return iotame_drop_caches() is None
 
 
-def config_section(name):
-    c = {"strategy": "auto", "virtual_node_size": 1, "trace": TRACE, "exam_calls": EXAM_CALLS}
+def config_section(name, setting, state):
+    c = {"strategy": "auto", "virtual_node_size": "VNODE", "trace": TRACE, "exam_calls": EXAM_CALLS}
     if name != "auto":
         c["candidates"] = [name]
-    return {"version": 1, "defaults": {"collective": c}}
+    section = setting.section({"collective": c}, setting.nprocs, state)
+    if not setting.hosts:
+        c["virtual_node_size"] = 1  # node_local: every rank its own aggregator
+    return {"version": 1, "defaults": section}
 
 
 def stop(proc):
@@ -94,24 +136,24 @@ def stop(proc):
             proc.wait()
 
 
-def trial(config, args, tmp, lib):
+def trial(config, args, tmp, lib, setting):
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     cfg, stats = tmp / f"{config}.json", tmp / "stats.json"
-    cfg.write_text(json.dumps(config_section(config)))
+    cfg.write_text(json.dumps(config_section(config, setting, tmp / "device.state")))
     if stats.exists():
         stats.unlink()
     cold = drop_caches()
     env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
     env.update(LD_PRELOAD=str(lib), IOTAME_CONFIG=str(cfg), IOTAME_STATS=str(stats))
-    argv = ["mpiexec", "-n", "2", str(KERNEL), "matrix", "--block-size", str(args.block_size), "--depth",
-            str(args.depth), "--iterations", str(args.iterations), "--file", "matrix.dat"]
-    per_call = args.block_size * args.depth * 2
+    argv = setting.argv(setting.nprocs, setting.kernel, "matrix", "--block-size", args.block_size, "--depth",
+                        args.depth, "--iterations", args.iterations, "--file", "matrix.dat")
+    per_call = args.block_size * args.depth * setting.nprocs
     total = per_call * args.iterations
     path = work / "matrix.dat"
     loadavg = os.getloadavg()[0]
-    load_argv = load_command(args.load, work)
+    load_argv = load_command(args.load, work, setting)
     samples, t0, load, load_on, load_term, load_off, write_end = [], None, None, None, None, None, None
     out, err = tmp / "out.txt", tmp / "err.txt"
     with open(out, "w") as fo, open(err, "w") as fe:
@@ -345,7 +387,7 @@ def plot(data, png, which=1):
     ax.set_xlabel("seconds since the write phase began (the moment each call's data reached the file)")
     ax.set_ylabel("MB/s of the call")
     m = data["meta"]
-    ax.set_title(f"Matrix write, 2 ranks, {m['per_call'] / 1048576:.0f} MiB per call; load '{m['load']}' "
+    ax.set_title(f"Matrix write, {m.get('setting', {}).get('hosts') or 2} {'hosts' if m.get('setting', {}).get('hosts') else 'ranks'}, {m['per_call'] / 1048576:.0f} MiB per call; load '{m['load']}' "
                  f"(shaded) — auto, run {autos.index(a) + 1}; dashed: each strategy alone, median per phase", fontsize=10)
     handles = [Line2D([], [], marker="o", linestyle="", color=COLORS[s], label=f"{s}") for s in STRATEGIES
                if any(st == s for st, _ in a["trace"]) or any(x["config"] == s for x in runs)]
@@ -360,7 +402,13 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--load", default="cpu", choices=["disk", "cpu", "none"])
+    ap.add_argument("--load", default="cpu", choices=["disk", "cpu", "net", "none"])
+    ap.add_argument("--hosts", type=int, default=0, help="run on the testbed's first HOSTS hosts")
+    ap.add_argument("--per-host", type=int, default=1)
+    ap.add_argument("--mpi", choices=("mpich", "openmpi"))
+    ap.add_argument("--targets", type=int, default=0, help="emulated disks the file is striped over (0: the real "
+                    "file system)")
+    ap.add_argument("--target-unit", type=int, default=65536)
     ap.add_argument("--load-start", type=float, default=12.0, help="seconds after the write phase began")
     ap.add_argument("--load-stop", type=float, default=26.0)
     ap.add_argument("--iterations", type=int, default=1600, help="collective calls of the write phase")
@@ -384,13 +432,18 @@ def main():
         for c in names:
             if c not in CONFIGS:
                 ap.error(f"unknown configuration {c}")
-        for f in (KERNEL, LIB):
+        nprocs = args.hosts * args.per_host or 2
+        setting = Setting(args.hosts, args.per_host, args.mpi or ("openmpi" if nprocs > 2 and args.hosts else "mpich"),
+                          args.targets, args.target_unit)
+        if args.load == "net" and not args.hosts:
+            ap.error("--load net needs --hosts (the testbed)")
+        for f in (setting.kernel, setting.lib):
             if not f.exists():
                 print(f"{f} is missing: run make setup", file=sys.stderr)
                 return 1
         meta = {k: getattr(args, k) for k in ("repeat", "load", "load_start", "load_stop", "iterations",
                                               "block_size", "depth")}
-        meta.update(configs=names, per_call=args.block_size * args.depth * 2, argv=sys.argv[1:],
+        meta.update(setting=setting.to_json(), configs=names, per_call=args.block_size * args.depth * nprocs, argv=sys.argv[1:],
                     started=time.strftime("%Y-%m-%d %H:%M:%S"))
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
@@ -400,13 +453,13 @@ def main():
             meta["memory"] = memory
             print(memory, flush=True)
             lib = tmp / "libiotame.so"
-            shutil.copy2(LIB, lib)
+            shutil.copy2(setting.lib, lib)
             meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
             for r in range(args.repeat):
                 for name in names[r % len(names):] + names[:r % len(names)]:
                     t = time.time()
                     try:
-                        x = trial(name, args, tmp, lib)
+                        x = trial(name, args, tmp, lib, setting)
                         line = (f"write {x['write_mbs']:7.1f} MB/s in {x['write_seconds']:5.1f} s, load "
                                 f"{x['load_on'] or 0:.1f}-{x['load_off'] or 0:.1f} s, per call " + " ".join(
                                     f"{ph} {fmt(med([v for _, _, v in phase_calls(x, ph)]))}" for ph in PHASES))

@@ -1,0 +1,50 @@
+"""Where a bench's MPI jobs run: this machine, or the hosts of the testbed (scripts/testbed, docs/testbed.md), on
+the real file system or on emulated striped storage targets (docs/emulate.md)."""
+from ..paths import repo_root
+
+ROOT = repo_root()
+TESTBED = ROOT / "scripts" / "testbed"
+
+
+class Setting:
+    """Where the jobs run. hosts 0: every rank on this machine, node_local's nodes virtual (half the ranks each);
+    hosts N: the testbed's N hosts (scripts/testbed, up beforehand), per_host ranks on each, the nodes real (no
+    virtual_node_size). targets T: every configuration, `default` included (the library's own collective I/O
+    through the wrappers), on T emulated disks striped in target_unit units (paper 001's PVFS2 servers); 0: the
+    real file system."""
+
+    def __init__(self, hosts=0, per_host=1, mpi="mpich", targets=0, target_unit=65536, device="disk"):
+        self.hosts, self.per_host, self.mpi = hosts, per_host, mpi
+        self.targets, self.target_unit, self.device = targets, target_unit, device
+        build = ROOT / ("build-openmpi" if mpi == "openmpi" else "build")
+        self.kernel, self.lib = build / "kernels" / "iotame-kernel", build / "runtime" / "libiotame.so"
+
+    @property
+    def nprocs(self):
+        """Ranks of a job: every host's, else the 2 of this machine."""
+        return self.hosts * self.per_host or 2
+
+    def to_json(self):
+        return {k: getattr(self, k) for k in ("hosts", "per_host", "mpi", "targets", "target_unit", "device")}
+
+    def argv(self, np_, *command):
+        if not self.hosts:
+            return ["mpiexec", "-n", str(np_), *map(str, command)]
+        return [str(TESTBED), "mpiexec", *(["--openmpi"] if self.mpi == "openmpi" else []), "-n", str(np_),
+                "--per-host", str(self.per_host), "--", *map(str, command)]
+
+    def section(self, section, nprocs, state):
+        """A configuration's defaults in this setting (None: no preload)."""
+        if self.targets:
+            section = dict(section or {})
+            # write_behind off: the paper's benchmarks synchronized after every operation, so its servers' disks
+            # positioned for writes as for reads
+            section["emulate"] = {"device": self.device, "targets": self.targets, "target_unit": self.target_unit,
+                                  "write_behind": False, "state": str(state)}
+        coll = (section or {}).get("collective", {})
+        if coll.get("virtual_node_size") == "VNODE":
+            if self.hosts:
+                del coll["virtual_node_size"]
+            else:
+                coll["virtual_node_size"] = max(1, nprocs // 2)
+        return section
