@@ -14,7 +14,7 @@ sampler needs to come close to it.
 Replaying measured values removes the noise of re-measuring from the comparison: it measures the samplers, given the
 machine's answers.
 
-Usage: bench/autotune.py [--kernels noncontig,vpicio,madbench] [--repeat 3] [--seeds 5] [--trials 30]
+Usage: bench/autotune.py [--kernels noncontig,flashio,madbench] [--repeat 3] [--seeds 5] [--trials 30]
                          [--out DIR] [--json F] [--table F.json]
 """
 from __future__ import annotations
@@ -47,20 +47,21 @@ NPROCS = 2
 TARGET = 0.95
 KERNELS = {
     # Noncontig with 64-byte elements, collective: the collective path and ROMIO's write hints
-    "noncontig": (["noncontig", "--elmtcount", "16", "--veclen", "8192", "--loops", "4", "--collective",
+    "noncontig": (["noncontig", "--elmtcount", "16", "--veclen", "65536", "--loops", "8", "--collective",
                    "--file", "{dir}/nc.dat"],
                   Space((Param("iotame", "collective", "strategy", ("two_phase", "view_based")),
                          Param("mpiio", "mpiio_hints", "romio_cb_write", ("enable", "disable")),
                          Param("mpiio", "mpiio_hints", "romio_ds_write", ("enable", "disable")),
                          Param("mpiio", "mpiio_hints", "cb_buffer_size", (1048576, 16777216))))),
-    # VPIC-IO through HDF5: transfer mode, alignment, metadata aggregation, collective buffering
-    "vpicio": (["vpicio", "--particles", "262144", "--steps", "2", "--collective", "--file", "{dir}/v.h5"],
-               Space((Param("hdf5", "hdf5", "transfer", ("collective", "independent")),
-                      Param("hdf5", "hdf5", "alignment", (1048576,)),
-                      Param("hdf5", "hdf5", "meta_block_size", (1048576,)),
-                      Param("mpiio", "mpiio_hints", "romio_cb_write", ("enable", "disable"))))),
+    # FLASH-IO through HDF5 (independent transfers of small pieces by default, as the benchmark): transfer mode,
+    # HDF5's sieve buffer and metadata aggregation, ROMIO's collective buffering
+    "flashio": (["flashio", "--maxblocks", "20", "--file", "{dir}/f.h5"],
+                Space((Param("hdf5", "hdf5", "transfer", ("collective", "independent")),
+                       Param("hdf5", "hdf5", "sieve_buf_size", (65536, 4194304)),
+                       Param("hdf5", "hdf5", "meta_block_size", (1048576,)),
+                       Param("mpiio", "mpiio_hints", "romio_cb_write", ("enable", "disable"))))),
     # MADbench (file per process, MPI-IO): data sieving, throttling, staging
-    "madbench": (["madbench", "--api", "mpiio", "--no-pix", "512", "--no-bin", "4", "--file", "{dir}/mad.dat"],
+    "madbench": (["madbench", "--api", "mpiio", "--no-pix", "2048", "--no-bin", "8", "--file", "{dir}/mad.dat"],
                  Space((Param("mpiio", "mpiio_hints", "romio_ds_read", ("enable", "disable")),
                         Param("mpiio", "mpiio_hints", "romio_ds_write", ("enable", "disable")),
                         Param("iotame", "throttle", "readers", (1,)),
