@@ -38,6 +38,10 @@ int iotame_coll_local_fs(const char *path)
                                           0xF2F52010}; /* ext2/3/4, xfs, btrfs, tmpfs, overlay, zfs, f2fs */
     struct statfs sf;
     if (statfs(os_path(path), &sf) != 0) return 0;
+    /* A file striped over several targets by a layout hook (the emulated storage) behaves as on the parallel file
+     * system it models, whatever file system holds its bytes. */
+    iotame_posix_layout_t l;
+    if (iotame_posix_layout(path, &l) == 0 && l.count > 1) return 0;
     for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
         if ((unsigned long)sf.f_type == local[i]) return 1;
     return 0;

@@ -108,7 +108,8 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
 /* Whether the MPI library in use writes small noncontiguous pieces with data sieving (ROMIO, MPICH's and Open MPI's
  * romio component), rather than one by one (Open MPI's OMPIO); the same on every rank. */
 int iotame_coll_write_sieving(void);
-/* Whether path is on a local disk file system (where ROMIO's data-sieving locks work). */
+/* Whether path is on a local disk file system (where ROMIO's data-sieving locks work), and not striped over
+ * several targets by emulated storage. */
 int iotame_coll_local_fs(const char *path);
 /* The file's block size as stat reports it (st_blksize: a local file system's page, a parallel file system's stripe or
  * block); 0 when unknown. */
