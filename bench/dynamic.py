@@ -313,7 +313,7 @@ def report(data):
     loads = [x["loadavg"] for x in runs]
     lines = [f"{meta['repeat']} repeats, interleaved. Load `{meta['load']}` from {meta['load_start']:g} s to "
              f"{meta['load_stop']:g} s after the write phase began; matrix --block-size {meta['block_size']} --depth "
-             f"{meta['depth']} --iterations {meta['iterations']} ({meta['per_call'] / 1048576:.0f} MiB per call). "
+             f"{meta['depth']} --iterations {meta['iterations']} ({meta['per_call'] / 1024:.0f} KiB per call). "
              f"libiotame.so sha256 {meta.get('lib_sha256', '?')[:12]} (commit {meta.get('commit', '?')}). Load "
              f"average (1 min) at the trials' starts {min(loads):.1f} to {max(loads):.1f}. Write phase "
              f"{min(x['write_seconds'] for x in runs):.0f} to {max(x['write_seconds'] for x in runs):.0f} s; the load "
@@ -387,7 +387,7 @@ def plot(data, png, which=1):
     ax.set_xlabel("seconds since the write phase began (the moment each call's data reached the file)")
     ax.set_ylabel("MB/s of the call")
     m = data["meta"]
-    ax.set_title(f"Matrix write, {m.get('setting', {}).get('hosts') or 2} {'hosts' if m.get('setting', {}).get('hosts') else 'ranks'}, {m['per_call'] / 1048576:.0f} MiB per call; load '{m['load']}' "
+    ax.set_title(f"Matrix write, {m.get('setting', {}).get('hosts') or 2} {'hosts' if m.get('setting', {}).get('hosts') else 'ranks'}, {m['per_call'] / 1024:.0f} KiB per call; load '{m['load']}' "
                  f"(shaded) — auto, run {autos.index(a) + 1}; dashed: each strategy alone, median per phase", fontsize=10)
     handles = [Line2D([], [], marker="o", linestyle="", color=COLORS[s], label=f"{s}") for s in STRATEGIES
                if any(st == s for st, _ in a["trace"]) or any(x["config"] == s for x in runs)]
