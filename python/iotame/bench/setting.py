@@ -30,8 +30,11 @@ class Setting:
     def argv(self, np_, *command):
         if not self.hosts:
             return ["mpiexec", "-n", str(np_), *map(str, command)]
-        return [str(TESTBED), "mpiexec", *(["--openmpi"] if self.mpi == "openmpi" else []), "-n", str(np_),
-                "--per-host", str(self.per_host), "--", *map(str, command)]
+        # Open MPI's ROMIO rather than its default OMPIO: ROMIO is the library MPICH has, the paper's, and the one
+        # whose hints the runtime sets
+        mpi = ["env", "OMPI_MCA_io=romio321", str(TESTBED), "mpiexec", "--openmpi"] if self.mpi == "openmpi" else \
+            [str(TESTBED), "mpiexec"]
+        return [*mpi, "-n", str(np_), "--per-host", str(self.per_host), "--", *map(str, command)]
 
     def section(self, section, nprocs, state):
         """A configuration's defaults in this setting (None: no preload)."""
