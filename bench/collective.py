@@ -141,6 +141,8 @@ CONFIGS = {
     "ds_disable": {"mpiio_hints": {"romio_ds_write": "disable", "romio_ds_read": "disable"}},
     "cb_all": {"mpiio_hints": {"cb_config_list": "*:*", "cb_nodes": "NPROCS"}},
     "auto_t50": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE", "threshold": 0.5}},
+    # auto examining every candidate at once, as the paper's selector (no budget)
+    "auto_b1": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE", "exam_budget": 1}},
     # auto with the allocator's threshold set to 16 MiB: the default since run 16, so this differs from auto only
     # when a --baseline library from before is measured too (docs/runtime.md, "The memory allocator")
     "auto_m16": {"memory": {"malloc_threshold": 16777216},
