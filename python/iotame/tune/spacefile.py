@@ -18,7 +18,10 @@ runtime accepts: every value of the document is checked by the runtime's own val
 """
 from __future__ import annotations
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the same parser from PyPI
+    import tomli as tomllib
 from pathlib import Path
 from typing import Any
 
