@@ -1,0 +1,80 @@
+"""`cmake --install build --prefix P` (the build of make setup): the runtime, the kernel, the validator, the public
+header and settings.json land under P, and a program outside the checkout finds them through the installed
+pkg-config file and CMake package config, and links the installed runtime."""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <iotame.h>
+int main(void) { printf("%s %d\n", iotame_version(), IOTAME_CONFIG_VERSION); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory):
+    if shutil.which("cmake") is None or not (BUILD / "CMakeCache.txt").exists():
+        pytest.fail("needs the build of make setup (build/) and cmake")
+    p = tmp_path_factory.mktemp("prefix")
+    subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(p)], check=True, capture_output=True)
+    return p
+
+
+def test_the_install_holds_every_part(prefix):
+    libdir = next(prefix.glob("lib*/libiotame.so")).parent
+    for f in ("bin/iotame-kernel", "bin/iotame-config", "include/iotame.h"):
+        assert (prefix / f).is_file(), f
+    assert json.loads((prefix / "share/iotame/settings.json").read_text()) == \
+        json.loads((ROOT / "runtime/settings.json").read_text())
+    assert (libdir / "pkgconfig/iotame.pc").is_file() and (libdir / "cmake/iotame/iotameConfig.cmake").is_file()
+    # the installed validator, against the installed settings: a bad configuration is refused, naming the key
+    bad = prefix / "bad.json"
+    bad.write_text(json.dumps({"version": 1, "defaults": {"collective": {"strategy": "fastest"}}}))
+    p = subprocess.run([str(prefix / "bin/iotame-config"), "check", "--settings",
+                        str(prefix / "share/iotame/settings.json"), str(bad)], capture_output=True, text=True)
+    assert p.returncode == 1 and "collective.strategy" in p.stderr, p.stderr
+
+
+def test_pkg_config_finds_the_moved_install(prefix, tmp_path):
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(prefix, moved)  # relocatable: the files find their prefix from where they are
+    pc = next(moved.glob("lib*/pkgconfig"))
+    env = dict(os.environ, PKG_CONFIG_PATH=str(pc))
+    out = subprocess.run(["pkg-config", "--cflags", "--libs", "iotame"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    datadir = subprocess.run(["pkg-config", "--variable=datadir", "iotame"], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()
+    assert Path(datadir, "settings.json").resolve() == (moved / "share/iotame/settings.json").resolve()
+    src = tmp_path / "v.c"
+    src.write_text(PROGRAM)
+    exe = tmp_path / "v"
+    subprocess.run(["mpicc", str(src), "-o", str(exe), *out.split()], check=True, capture_output=True)
+    libdir = next(moved.glob("lib*/libiotame.so")).parent
+    run = subprocess.run([str(exe)], env=dict(os.environ, LD_LIBRARY_PATH=str(libdir)), capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.split() == [(ROOT / "python/iotame/__init__.py").read_text().split('__version__ = "')[1]
+                                  .split('"')[0], "1"]
+
+
+def test_find_package_gives_the_imported_target(prefix, tmp_path):
+    (tmp_path / "v.c").write_text(PROGRAM)
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(user C)\nfind_package(iotame 0.1 REQUIRED)\n"
+        "add_executable(v v.c)\ntarget_link_libraries(v PRIVATE iotame::iotame)\n"
+        'file(WRITE ${CMAKE_BINARY_DIR}/where.txt "${IOTAME_SETTINGS}\\n${IOTAME_KERNEL}\\n${IOTAME_MPI}\\n")\n')
+    b = tmp_path / "b"
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(b), f"-DCMAKE_PREFIX_PATH={prefix}",
+                    "-DCMAKE_C_COMPILER=mpicc"], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(b)], check=True, capture_output=True)
+    settings, kernel, mpi = (b / "where.txt").read_text().split("\n")[:3]
+    assert Path(settings).is_file() and Path(kernel).is_file() and mpi == "mpich"
+    run = subprocess.run([str(b / "v")], capture_output=True, text=True, check=True)  # rpath from the target
+    assert run.stdout.split()[1] == "1"
