@@ -197,7 +197,8 @@ def test_a_decision_counts_every_call_even_when_an_examination_starts_within_a_w
     """A threshold of almost nothing makes every monitoring window deviate, so examinations start in the middle of
     windows of calls already served: those calls are the decision's too."""
     f = run_kernel(job, 2, "matrix", MATRIX_LONGER,
-                   collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, threshold=1e-9))
+                   collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, threshold=1e-9,
+                                     window_seconds=0))  # windows of exam_calls calls, however fast the calls
     calls = {d["signature"]["op"]: d["calls"] for d in f["decisions"]}
     assert calls == {"write": 32, "read": 32} and sum(served(f).values()) == 64
     assert sum(d["reexaminations"] for d in f["decisions"]) > 0

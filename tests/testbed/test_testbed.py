@@ -73,7 +73,8 @@ def job(tmp, np, prog, per_host=None, openmpi=False, env=None, timeout=180):
     MPI_Finalize after the job's work (a rank flushing its endpoint to a peer already in the PMI barrier;
     docs/testbed.md, Limits). Once rank 0 has printed its result line (after every check of the program, and after
     the runtime wrote its statistics) the job gets 10 s to exit, then it is ended and the test goes on with what it
-    printed. Returns (stdout, stderr, returncode or "finalize-hang")."""
+    printed (stdout up to its result: ending the launcher makes it print a termination banner). Returns (stdout,
+    stderr, returncode or "finalize-hang")."""
     cmd = [str(TESTBED), "mpiexec", "-n", str(np)] + (["--per-host", str(per_host)] if per_host else [])
     cmd += (["--openmpi"] if openmpi else []) + ["--"] + [str(a) for a in prog]
     full = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
@@ -81,10 +82,10 @@ def job(tmp, np, prog, per_host=None, openmpi=False, env=None, timeout=180):
     out, err = tmp / f"out-{time.monotonic_ns()}", tmp / f"err-{time.monotonic_ns()}"
     with open(out, "w") as fo, open(err, "w") as fe:
         p = subprocess.Popen(cmd, cwd=tmp, env=full, stdout=fo, stderr=fe, start_new_session=True)
-        deadline, result_at = time.monotonic() + timeout, None
+        deadline, result_at, result = time.monotonic() + timeout, None, ""
         while p.poll() is None and time.monotonic() < deadline:
             if result_at is None and out.read_text().strip().endswith("}"):
-                result_at = time.monotonic()
+                result_at, result = time.monotonic(), out.read_text()
             if result_at is not None and time.monotonic() - result_at > 10:
                 break
             time.sleep(0.05)
@@ -100,6 +101,7 @@ def job(tmp, np, prog, per_host=None, openmpi=False, env=None, timeout=180):
             if rc == "finalize-hang":
                 warnings.warn(f"{' '.join(cmd[1:4])} {Path(str(prog[0])).name}: ended after its result, in "
                               f"MPI_Finalize (MPICH over UCX TCP, docs/testbed.md)")
+                return result, err.read_text(), rc
     return out.read_text(), err.read_text(), rc
 
 
