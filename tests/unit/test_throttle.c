@@ -17,7 +17,7 @@ enum { THREADS = 8, REQUESTS = 150 };
 
 static throttle_gate_t gate;
 static int level_for_test;
-static int inside_now, inside_max, entries, worst_overtaking;
+static int inside_now, inside_max, entries, worst_overtaking, overtaken_beyond;
 static pthread_mutex_t book = PTHREAD_MUTEX_INITIALIZER;
 
 static void *worker(void *arg)
@@ -31,6 +31,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&book);
         int overtaken = entries - arrived_at; /* entries by others between this arrival and this entry */
         if (overtaken > worst_overtaking) worst_overtaking = overtaken;
+        if (overtaken > 2 * (THREADS - 1) + level_for_test) overtaken_beyond++;
         entries++;
         if (++inside_now > inside_max) inside_max = inside_now;
         pthread_mutex_unlock(&book);
@@ -48,7 +49,7 @@ static void gate_run(int level)
     memset(&gate, 0, sizeof gate);
     CHECK(throttle_gate_init(&gate) == 0);
     level_for_test = level;
-    inside_now = inside_max = entries = worst_overtaking = 0;
+    inside_now = inside_max = entries = worst_overtaking = overtaken_beyond = 0;
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, NULL);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
@@ -58,11 +59,13 @@ static void gate_run(int level)
     CHECK(gate.max_inside == inside_max || gate.max_inside >= inside_max);
     CHECK(inside_max == level);           /* with 8 threads and sleeps inside, the level is reached */
     /* Arrival order: a waiting thread is overtaken only by tickets taken before its own: the others once each,
-     * and once more each for the moment between its look at the count and its ticket (it may be preempted). An
-     * unfair lock lets a thread wait through many rounds. */
-    CHECK(worst_overtaking <= 2 * (THREADS - 1) + level);
+     * and once more each for the moment between its look at the count and its ticket. A thread preempted in that
+     * moment can see more, so the bound must hold for all but a few entries; an unfair lock lets threads wait
+     * through many rounds again and again. */
+    CHECK(overtaken_beyond <= THREADS * REQUESTS / 50);
     CHECK(gate.inside == 0 && gate.done == gate.ticket && gate.bypassed == 0);
-    fprintf(stderr, "gate level %d: max inside %d, worst overtaking %d\n", level, inside_max, worst_overtaking);
+    fprintf(stderr, "gate level %d: max inside %d, worst overtaking %d, beyond the bound %d of %d\n", level,
+            inside_max, worst_overtaking, overtaken_beyond, entries);
 }
 
 /* A stalled holder: a ticket taken and never given back; a waiter goes ahead after stall_ns and is counted. */
