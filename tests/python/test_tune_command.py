@@ -30,8 +30,10 @@ def test_resolve_job():
     assert resolve_job(["mpiexec", "app"], np=3).nprocs == 3
     assert resolve_job(["./app", "x"]).argv == ("./app", "x") and resolve_job(["./app"]).nprocs == 1
     assert resolve_job(["./app", "x"], np=4).argv == ("mpiexec", "-n", "4", "./app", "x")
-    assert resolve_job(["./app"], np=4, launcher="srun").argv == ("srun", "-n", "4", "./app")
-    assert resolve_job(["./app"], launcher="srun").argv == ("srun", "-n", "1", "./app")
+    # srun's --mpi plugin and the Slurm allocation: tests/python/test_slurm_env.py
+    assert resolve_job(["./app"], np=4, launcher="srun", srun_plugin="default").argv == ("srun", "-n", "4", "./app")
+    assert resolve_job(["./app"], launcher="srun", srun_plugin="pmi2", env={}).argv == \
+        ("srun", "--mpi=pmi2", "-n", "1", "./app")
 
 
 @pytest.mark.parametrize("cmd, kw, message", [

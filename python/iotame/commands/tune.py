@@ -15,6 +15,7 @@ from ..stats import OBJECTIVES, emulated_storage
 from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, TrialRecord,
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
+from ..tune.command import ENV_SRUN_MPI
 from .run import command_args
 from .argtypes import positive_int, count, seconds
 
@@ -61,7 +62,12 @@ def add_parser(sub) -> None:
     p.add_argument("--out", metavar="DIR", type=Path, help="output directory (default: iotame-tune-STUDY)")
     p.add_argument("--np", type=positive_int, metavar="N", help="process count, when CMD does not say it")
     p.add_argument("--launcher", choices=TEMPLATES, help="start CMD with this launcher (`mpiexec -n N CMD` or "
-                                                         "`srun -n N CMD`) when CMD has none")
+                                                         "`srun --mpi=P -n N CMD`) when CMD has none (default: "
+                                                         "srun with SLURM_NTASKS inside a Slurm allocation, else "
+                                                         "CMD alone)")
+    p.add_argument("--srun-mpi", metavar="PLUGIN",
+                   help=f"srun's --mpi plugin for the srun launcher (default: ${ENV_SRUN_MPI}, else pmi2 for "
+                        "MPICH, pmix for Open MPI; `default`: the cluster's MpiDefault)")
     p.add_argument("--fs", choices=FILE_SYSTEMS, help="file system of the built-in space (default: detected "
                                                       "from --dir)")
     p.add_argument("--dir", metavar="DIR", type=Path, default=Path("."),
@@ -222,7 +228,7 @@ def print_result(summary: dict, out_dir: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cmd = command_args(args.cmd)
-    job = resolve_job(cmd, args.np, args.launcher)
+    job = resolve_job(cmd, args.np, args.launcher, args.srun_mpi)
     fs = args.fs or detect_fs(args.dir)
     space, source = _space(args, fs, job.nprocs)
     name = args.study or study_name(job)
@@ -231,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"command: {' '.join(job.argv)}\nprocesses: {job.nprocs}\nfile system: {fs}\nstudy: {name}\n"
               f"out: {out_dir}\nspace: {source}, {len(space)} parameters, {space.size()} configurations")
+        if job.note:
+            print(f"note: {job.note}")
         for line in space.describe():
             print(f"  {line}")
         for note in space.notes:
@@ -253,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "
                   f"`{' '.join(job.argv)}` ({job.nprocs} process{'es' if job.nprocs > 1 else ''}, {fs}), "
                   f"space {source}: {len(space)} parameters, sampler {args.sampler}", markup=False)
-        for note in space.notes:
+        for note in ([job.note] if job.note else []) + list(space.notes):
             events.note(note)
     try:
         result = run_tune(spec, events)
