@@ -88,14 +88,14 @@ FOUR_RANK_CASES = ["noncontig-64B", "noncontig-256B", "noncontig-16K", "matrix-6
                    "btio"]
 VOLUME = {2: 128 * MIB, 4: 32 * MIB}  # bytes per phase (all ranks); other rank counts: 64 MiB per rank
 SMALL_VOLUME = 4 * MIB
-VOLUME_OVERRIDE = 0  # --volume
 
 
-def case_spec(name, ranks, small=False):
+def case_spec(name, ranks, small=False, volume=0):
     """(processes, kernel, options, what it is) of a case at a rank count. Every case moves about VOLUME bytes per
-    phase, so the rows differ in the pattern, not in how long the selector has to amortize its examination."""
+    phase (or `volume`, --volume), so the rows differ in the pattern, not in how long the selector has to amortize
+    its examination."""
     name = ALIASES.get(name, name)
-    volume = SMALL_VOLUME if small else VOLUME_OVERRIDE or VOLUME.get(ranks, 64 * MIB * ranks)
+    volume = SMALL_VOLUME if small else volume or VOLUME.get(ranks, 64 * MIB * ranks)
     if name.startswith("noncontig-"):
         e = next(e for e in NONCONTIG if name == f"noncontig-{size_name(4 * e)}")
         per = min(MIB, volume // ranks)  # bytes per rank and call
@@ -219,8 +219,8 @@ def phase(res, name):
     return next(p for p in res["phases"] if p["name"] == name)
 
 
-def kernel_trial(case, ranks, config, small, tmp, lib, config_file, setting=LOCAL):
-    np_, kernel, args, _ = case_spec(case, ranks, small)
+def kernel_trial(case, ranks, config, small, tmp, lib, config_file, setting=LOCAL, volume=0):
+    np_, kernel, args, _ = case_spec(case, ranks, small, volume)
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -243,7 +243,7 @@ def dynamic_trial(config, spec, tmp, lib, config_file, program, setting=LOCAL):
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    np_ = setting.hosts * setting.per_host or 2
+    np_ = setting.nprocs
     cfg = config_file(config, np_, traced=True)
     per_call, phases = spec
     argv = lambda mode: setting.argv(np_, program, "phases.dat", mode, per_call, *phases)
@@ -564,9 +564,7 @@ def dynamic_tables(runs):
 
 
 def report(data):
-    global VOLUME_OVERRIDE
     runs, meta = data["runs"], data["meta"]
-    VOLUME_OVERRIDE = meta.get("volume", 0)  # the cases' descriptions as they ran
     loads = [x["load"] for x in runs if "load" in x]
     cold = all(x.get("cold") for x in runs)
     failed = [x for x in runs if x.get("failed")]
@@ -582,8 +580,8 @@ def report(data):
                          + (f"; {st['targets']} emulated {st['device']} targets, {st['target_unit'] // 1024} KiB "
                             f"stripes (every configuration, default included)" if st.get("targets") else "") + "."), ""]
     if any(x["case"] != "dynamic" for x in runs):
-        lines += ["### Kernels", "", "Cases: " + "; ".join(f"{c} at {r} ranks: {case_spec(c, r, meta.get('small'))[3]}"
-                                                         for r, c in rows(runs)) + ".", "", kernel_tables(runs)]
+        cases = [f"{c} at {r} ranks: {case_spec(c, r, meta.get('small'), meta.get('volume', 0))[3]}" for r, c in rows(runs)]
+        lines += ["### Kernels", "", "Cases: " + "; ".join(cases) + ".", "", kernel_tables(runs)]
         for auto in ("auto", "auto_kb"):
             if any(x["config"] == auto for x in runs):
                 table, n = target_table(runs, auto)
@@ -714,13 +712,11 @@ def main():
         ap.error(f"--ranks {args.ranks}: expected comma-separated integers")
     if args.hosts:
         ranks = [args.hosts * args.per_host]
-    global VOLUME_OVERRIDE
-    VOLUME_OVERRIDE = args.volume * MIB
-    mpi = args.mpi or ("openmpi" if args.hosts and ranks[0] > 2 else "mpich")
-    setting = Setting(args.hosts, args.per_host, mpi, args.targets, args.target_unit, args.device)
-    if mpi == "openmpi" and not args.hosts:
+    volume = args.volume * MIB
+    setting = Setting(args.hosts, args.per_host, args.mpi, args.targets, args.target_unit, args.device)
+    if setting.mpi == "openmpi" and not args.hosts:
         ap.error("--mpi openmpi: only on the testbed (--hosts)")
-    if mpi == "openmpi" and not args.no_dynamic:
+    if setting.mpi == "openmpi" and not args.no_dynamic:
         ap.error("the dynamic experiment runs under MPICH: add --no-dynamic or --mpi mpich")
     explicit = [ALIASES.get(c.strip(), c.strip()) for c in (args.cases or "").split(",") if c.strip()]
     for c in explicit:
@@ -745,8 +741,8 @@ def main():
         if not f.exists():
             print(f"{f} is missing: run make setup", file=sys.stderr)
             return 1
-    meta = {"volume": VOLUME_OVERRIDE, "setting": setting.to_json(), "repeat": args.repeat, "rows": rowlist, "configs": names, "dynamic_configs": dnames, "small": args.small,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
+    meta = {"volume": volume, "setting": setting.to_json(), "repeat": args.repeat, "rows": rowlist, "configs": names,
+            "dynamic_configs": dnames, "small": args.small, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
     try:
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                         text=True).stdout.strip()
@@ -776,7 +772,7 @@ def main():
               f"{len(names)} configurations x {args.repeat} repeats", flush=True)
         for kb in ("auto_kb", "auto_kb" + BASELINE):  # the untimed run that writes the knowledge auto_kb starts from
             for r, case in rowlist if kb in names else []:
-                kernel_trial(case, r, kb, args.small, tmp, libs[kb.endswith(BASELINE)], config_file, setting)
+                kernel_trial(case, r, kb, args.small, tmp, libs[kb.endswith(BASELINE)], config_file, setting, volume)
         for rep in range(args.repeat):
             order = names[rep % len(names):] + names[:rep % len(names)]
             todo = [((r, c), n) for r, c in rowlist for n in order]
@@ -792,7 +788,7 @@ def main():
                                 "  read " + " ".join(f"{p['mbs']:7.1f}" for p in x["read_phases"]))
                     else:
                         x = kernel_trial(case, r, name, args.small, tmp, libs[name.endswith(BASELINE)], config_file,
-                                         setting)
+                                         setting, volume)
                         line = f"write {x['write_mbs']:8.1f} MB/s  read {x['read_mbs']:8.1f} MB/s"
                     if name.startswith("auto"):
                         wins = [f"{d['signature']['op']}:{d['strategy']}" + (f"(re-exam {d['reexaminations']})" if d['reexaminations'] else "")

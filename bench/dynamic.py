@@ -120,10 +120,8 @@ def config_section(name, setting, state):
     c = {"strategy": "auto", "virtual_node_size": "VNODE", "trace": TRACE, "exam_calls": EXAM_CALLS}
     if name != "auto":
         c["candidates"] = [name]
-    section = setting.section({"collective": c}, setting.nprocs, state)
-    if not setting.hosts:
-        c["virtual_node_size"] = 1  # node_local: every rank its own aggregator
-    return {"version": 1, "defaults": section}
+    # node_local: on this machine every rank its own aggregator (2 ranks, virtual nodes of one), else the hosts
+    return {"version": 1, "defaults": setting.section({"collective": c}, setting.nprocs, state)}
 
 
 def stop(proc):
@@ -387,7 +385,8 @@ def plot(data, png, which=1):
     ax.set_xlabel("seconds since the write phase began (the moment each call's data reached the file)")
     ax.set_ylabel("MB/s of the call")
     m = data["meta"]
-    ax.set_title(f"Matrix write, {m.get('setting', {}).get('hosts') or 2} {'hosts' if m.get('setting', {}).get('hosts') else 'ranks'}, {m['per_call'] / 1024:.0f} KiB per call; load '{m['load']}' "
+    hosts = (m.get("setting") or {}).get("hosts")
+    ax.set_title(f"Matrix write, {f'{hosts} hosts' if hosts else '2 ranks'}, {m['per_call'] / 1024:.0f} KiB per call; load '{m['load']}' "
                  f"(shaded) — auto, run {autos.index(a) + 1}; dashed: each strategy alone, median per phase", fontsize=10)
     handles = [Line2D([], [], marker="o", linestyle="", color=COLORS[s], label=f"{s}") for s in STRATEGIES
                if any(st == s for st, _ in a["trace"]) or any(x["config"] == s for x in runs)]
@@ -432,9 +431,7 @@ def main():
         for c in names:
             if c not in CONFIGS:
                 ap.error(f"unknown configuration {c}")
-        nprocs = args.hosts * args.per_host or 2
-        setting = Setting(args.hosts, args.per_host, args.mpi or ("openmpi" if nprocs > 2 and args.hosts else "mpich"),
-                          args.targets, args.target_unit)
+        setting = Setting(args.hosts, args.per_host, args.mpi, args.targets, args.target_unit)
         if args.load == "net" and not args.hosts:
             ap.error("--load net needs --hosts (the testbed)")
         for f in (setting.kernel, setting.lib):
@@ -443,7 +440,8 @@ def main():
                 return 1
         meta = {k: getattr(args, k) for k in ("repeat", "load", "load_start", "load_stop", "iterations",
                                               "block_size", "depth")}
-        meta.update(setting=setting.to_json(), configs=names, per_call=args.block_size * args.depth * nprocs, argv=sys.argv[1:],
+        meta.update(setting=setting.to_json(), configs=names, per_call=args.block_size * args.depth * setting.nprocs,
+                    argv=sys.argv[1:],
                     started=time.strftime("%Y-%m-%d %H:%M:%S"))
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()

@@ -13,7 +13,9 @@ class Setting:
     through the wrappers), on T emulated disks striped in target_unit units (paper 001's PVFS2 servers); 0: the
     real file system."""
 
-    def __init__(self, hosts=0, per_host=1, mpi="mpich", targets=0, target_unit=65536, device="disk"):
+    def __init__(self, hosts=0, per_host=1, mpi=None, targets=0, target_unit=65536, device="disk"):
+        # mpi None: MPICH, but the Open MPI build for more than 2 testbed ranks (it yields when idle; MPICH busy-polls)
+        mpi = mpi or ("openmpi" if hosts * per_host > 2 else "mpich")
         self.hosts, self.per_host, self.mpi = hosts, per_host, mpi
         self.targets, self.target_unit, self.device = targets, target_unit, device
         build = ROOT / ("build-openmpi" if mpi == "openmpi" else "build")
