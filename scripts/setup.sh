@@ -5,10 +5,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: MPICH, parallel HDF5 for MPICH, jansson, build tools, fio; Open MPI for the second build that
 # tests/openmpi checks (scripts/build_openmpi.sh; no HDF5 for it); PostgreSQL's server for a shared tuning
-# study (scripts/postgres); for the multi-host testbed (scripts/testbed,
-# docs/testbed.md) ip and tc (iproute2), unshare and nsenter (util-linux), sysctl (procps).
+# study (scripts/postgres).
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
-      pkg-config fio python3 python3-venv postgresql iproute2 util-linux procps)
+      pkg-config fio python3 python3-venv postgresql)
 OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -20,6 +19,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The multi-host testbed (scripts/testbed, docs/testbed.md): ip and tc (iproute2), unshare and nsenter
+# (util-linux), sysctl (procps).
+TESTBED_PKGS=(iproute2 util-linux procps)
+testbed_missing=()
+for p in "${TESTBED_PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || testbed_missing+=("$p")
+done
+if [ ${#testbed_missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages for the testbed: ${testbed_missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${testbed_missing[@]}" >/dev/null
 fi
 
 # MPICH stays the default MPI. Installing Open MPI makes Debian's alternatives (auto mode, Open MPI has the higher
