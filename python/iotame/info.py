@@ -1,15 +1,19 @@
-"""What `iotame info` reports: where the built parts are, the MPI and HDF5 versions, the Python version."""
+"""What `iotame info` reports: where the runtime's parts are and where they were found (paths.locate), the MPI
+and HDF5 versions, the Python version."""
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
 from functools import lru_cache
+from pathlib import Path
 
 from . import __version__
-from .paths import config_tool_path, kernel_path, lib_path, repo_root, settings_path
+from .paths import (ENV_CONFIG_TOOL, ENV_KERNEL, ENV_LIB, ENV_SETTINGS, checkout_root, config_tool_path,
+                    kernel_path, lib_path, locate, settings_path)
 
 __all__ = ["gather_info", "mpi_info", "hdf5_info"]
 
@@ -74,17 +78,26 @@ def hdf5_info() -> dict:
     return {"version": None, "source": None}
 
 
+def _part(path, env: str, found_by: str) -> dict:
+    """A part's path, whether it exists and where it came from: the variable naming it, else how locate() found
+    the runtime."""
+    return {"path": str(path), "exists": path.is_file(), "from": env if os.environ.get(env) else found_by}
+
+
 def gather_info() -> dict:
     """Everything `iotame info --json` prints."""
-    lib, kernel, tool, settings = lib_path(), kernel_path(), config_tool_path(), settings_path()
+    runtime = locate()
+    root = checkout_root()
     return {
         "iotame_version": __version__,
         "python": {"version": platform.python_version(), "executable": sys.executable},
-        "root": str(repo_root()),
-        "libiotame": {"path": str(lib), "exists": lib.is_file()},
-        "kernel": {"path": str(kernel), "exists": kernel.is_file()},
-        "config_tool": {"path": str(tool), "exists": tool.is_file()},
-        "settings": {"path": str(settings), "exists": settings.is_file()},
+        "package": str(Path(__file__).resolve().parent),
+        "checkout": str(root) if root else None,
+        "runtime": {"source": runtime.source, "prefix": str(runtime.prefix) if runtime.prefix else None},
+        "libiotame": _part(lib_path(), ENV_LIB, runtime.source),
+        "kernel": _part(kernel_path(), ENV_KERNEL, runtime.source),
+        "config_tool": _part(config_tool_path(), ENV_CONFIG_TOOL, runtime.source),
+        "settings": _part(settings_path(), ENV_SETTINGS, runtime.source),
         "mpi": mpi_info(),
         "hdf5": hdf5_info(),
     }

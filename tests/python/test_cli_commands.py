@@ -49,11 +49,56 @@ def test_paths_environment_overrides(tmp_path, monkeypatch):
     assert require_kernel() == tmp_path / "k"
 
 
+def fake_prefix(p):
+    """An install prefix as cmake --install lays it out (empty files: locate() only looks)."""
+    for f in ("lib/x86_64-linux-gnu/libiotame.so", "bin/iotame-kernel", "bin/iotame-config",
+              "share/iotame/settings.json"):
+        (p / f).parent.mkdir(parents=True, exist_ok=True)
+        (p / f).write_text("")
+    (p / "lib/x86_64-linux-gnu/pkgconfig").mkdir()
+    (p / "lib/x86_64-linux-gnu/pkgconfig/iotame.pc").write_text(
+        f"prefix={p}\nName: iotame\nDescription: d\nVersion: 0.1.0\n")
+    return p
+
+
+def test_locate_order_outside_a_checkout(tmp_path, monkeypatch):
+    """Outside a checkout: IOTAME_PREFIX, then the prefix built in, the Python environment's, pkg-config's."""
+    import iotame.paths as paths
+    for v in ("IOTAME_LIB", "IOTAME_KERNEL", "IOTAME_PREFIX", "PKG_CONFIG_PATH"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(paths, "checkout_root", lambda: None)
+    monkeypatch.setattr(paths, "repo_root", lambda: tmp_path / "site-packages")
+    monkeypatch.setattr(paths.sys, "prefix", str(tmp_path / "nothing"))
+    monkeypatch.setattr(paths, "_built_prefix", lambda: None)
+    assert paths.locate().source == "not found"
+    with pytest.raises(MissingFileError, match="set IOTAME_LIB"):
+        require_lib()
+    pc = fake_prefix(tmp_path / "pc")
+    monkeypatch.setenv("PKG_CONFIG_PATH", str(pc / "lib/x86_64-linux-gnu/pkgconfig"))
+    found = paths.locate()
+    assert (found.source, found.prefix) == ("pkg-config", pc)
+    assert found.lib == pc / "lib/x86_64-linux-gnu/libiotame.so" and found.kernel == pc / "bin/iotame-kernel"
+    assert found.settings == pc / "share/iotame/settings.json"
+    venv = fake_prefix(tmp_path / "venv")
+    monkeypatch.setattr(paths.sys, "prefix", str(venv))
+    assert (paths.locate().source, paths.locate().prefix) == ("python prefix", venv)
+    built = fake_prefix(tmp_path / "built")
+    monkeypatch.setattr(paths, "_built_prefix", lambda: str(built))
+    assert (paths.locate().source, paths.locate().prefix) == ("built-in prefix", built)
+    monkeypatch.setenv("IOTAME_PREFIX", str(tmp_path / "empty"))      # explicit, even when wrong: the error names it
+    assert paths.locate().source == "IOTAME_PREFIX"
+    with pytest.raises(MissingFileError, match=f"libiotame.so not found at {tmp_path / 'empty'}"):
+        require_lib()
+    monkeypatch.setenv("IOTAME_KERNEL", str(tmp_path / "k"))           # one part given: that part only
+    assert kernel_path() == tmp_path / "k" and settings_path() == tmp_path / "empty/share/iotame/settings.json"
+
+
 def test_info_json(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("IOTAME_KERNEL", str(tmp_path / "k"))
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["kernel"] == {"path": str(tmp_path / "k"), "exists": False}
+    assert info["kernel"] == {"path": str(tmp_path / "k"), "exists": False, "from": "IOTAME_KERNEL"}
+    assert info["libiotame"]["from"] == info["runtime"]["source"] == "checkout"
     assert info["libiotame"]["path"] == str(lib_path())
     assert info["iotame_version"] == iotame.__version__
     assert info["python"]["version"] == ".".join(map(str, sys.version_info[:3]))

@@ -180,7 +180,8 @@ def test_missing_program_says_to_run_make_setup(tmp_path, monkeypatch, capsys):
     assert main(["config", "check", str(good)]) == 2         # no program: no verdict, not "ok"
     err = capsys.readouterr()
     assert "ok" not in err.out and "make setup" in err.err
-    assert gather_info()["config_tool"] == {"path": str(tmp_path / "nowhere" / "iotame-config"), "exists": False}
+    assert gather_info()["config_tool"] == {"path": str(tmp_path / "nowhere" / "iotame-config"), "exists": False,
+                                            "from": ENV_CONFIG_TOOL}
 
 
 def test_a_failing_program_is_an_error_not_a_verdict(tmp_path, monkeypatch):
@@ -212,7 +213,7 @@ def test_the_programs_check_mode(tmp_path):
 
 def test_info_names_the_program():
     info = gather_info()["config_tool"]
-    assert info == {"path": str(config_tool_path()), "exists": True}
+    assert info == {"path": str(config_tool_path()), "exists": True, "from": "checkout"}
     assert os.access(info["path"], os.X_OK)
 
 

@@ -4,6 +4,7 @@ pkg-config file and CMake package config, and links the installed runtime."""
 import json
 import os
 import shutil
+import sys
 import subprocess
 from pathlib import Path
 
@@ -78,3 +79,71 @@ def test_find_package_gives_the_imported_target(prefix, tmp_path):
     assert Path(settings).is_file() and Path(kernel).is_file() and mpi == "mpich"
     run = subprocess.run([str(b / "v")], capture_output=True, text=True, check=True)  # rpath from the target
     assert run.stdout.split()[1] == "1"
+
+
+SPACE = """
+[mpiio]
+romio_cb_write = ["enable", "disable"]
+cb_buffer_size = [1048576, 4194304]
+"""
+
+
+def test_pip_install_outside_the_checkout_uses_the_installed_runtime(prefix, tmp_path):
+    """The package copied out of the checkout and pip-installed (with IOTAME_PREFIX at build time) into a fresh
+    virtual environment: `iotame info` names the install, `iotame run` and `iotame tune` use its runtime."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # the dependencies are the checkout environment's (already downloaded); the package itself is built fresh
+    pip = [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    p = subprocess.run([*pip, str(src)], env=dict(os.environ, IOTAME_PREFIX=str(prefix)), capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
+    iotame = str(venv / "bin/iotame")
+    work = tmp_path / "work"
+    work.mkdir()
+
+    info = json.loads(subprocess.run([iotame, "info", "--json"], env=env, cwd=work, capture_output=True,
+                                     text=True, check=True).stdout)
+    assert info["checkout"] is None and info["runtime"] == {"source": "built-in prefix", "prefix": str(prefix)}
+    assert info["libiotame"]["exists"] and Path(info["libiotame"]["path"]).parent.parent == prefix
+    assert info["settings"]["path"] == str(prefix / "share/iotame/settings.json")
+
+    kernel = str(prefix / "bin/iotame-kernel")
+    ior = [kernel, "ior", "-c", "-w", "-r", "-b", "256k", "-t", "64k", "-o", str(work / "ior.dat")]
+    (work / "c.json").write_text(json.dumps({"version": 1, "defaults": {"mpiio_hints": {"cb_buffer_size": 1048576}}}))
+    subprocess.run([iotame, "run", "--config", "c.json", "--stats", "s.json", "--", "mpiexec", "-n", "2", *ior],
+                   env=env, cwd=work, check=True, capture_output=True, timeout=120)
+    stats = json.loads((work / "s.json").read_text())
+    assert stats["nprocs"] == 2 and stats["config"] == str(work / "c.json")      # the installed runtime ran
+
+    (work / "space.toml").write_text(SPACE)
+    p = subprocess.run([iotame, "tune", "--trials", "3", "--space", "space.toml", "--no-drop-caches", "--out", "t",
+                        "--final-repeat", "1", "--ablation-rounds", "0", "--", "mpiexec", "-n", "1", *ior],
+                       env=env, cwd=work, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    summary = json.loads((work / "t/summary.json").read_text())
+    assert summary["trials"]["total"] == 3 and summary["trials"]["complete"] == 3 and (work / "t/best.json").is_file()
+
+
+def configure(tmp_path, *options):
+    return subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tmp_path / "b"), *options], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_hdf5_is_found_by_find_package_and_by_pkg_config(tmp_path):
+    p = configure(tmp_path)
+    assert p.returncode == 0 and "parallel HDF5 from find_package(HDF5)" in p.stdout, p.stdout + p.stderr
+    shutil.rmtree(tmp_path / "b")
+    p = configure(tmp_path, "-DCMAKE_DISABLE_FIND_PACKAGE_HDF5=ON")      # no FindHDF5: Debian's pkg-config names
+    assert p.returncode == 0 and "parallel HDF5 from pkg-config hdf5-mpich" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.skipif(not Path("/usr/bin/mpicc.openmpi").exists() or Path("/usr/bin/h5pcc.openmpi").exists(),
+                    reason="needs Open MPI without an Open MPI HDF5")
+def test_the_hdf5_of_another_mpi_is_refused(tmp_path):
+    p = configure(tmp_path, "-DMPI_C_COMPILER=/usr/bin/mpicc.openmpi")
+    assert p.returncode != 0
+    assert "built for another MPI: not used" in p.stdout and "no parallel HDF5 for openmpi" in p.stderr

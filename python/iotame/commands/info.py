@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
 
 
 def _present(part: dict) -> str:
-    return part["path"] + ("" if part["exists"] else "  (missing: run make setup)")
+    return f"{part['path']}  (from {part['from']})" + ("" if part["exists"] else "  MISSING")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     t.add_column("what")
     t.add_column("value", overflow="fold")
     mpi, hdf5 = info["mpi"], info["hdf5"]
+    rt = info["runtime"]
+    t.add_row("package", info["package"])
+    t.add_row("runtime", rt["source"] + (f": {rt['prefix']}" if rt["prefix"] else "")
+              + ("" if info["libiotame"]["exists"] else "  (make setup in a checkout, or cmake --install and "
+                                                        "IOTAME_PREFIX: docs/runtime.md)"))
     t.add_row("libiotame.so", _present(info["libiotame"]))
     t.add_row("iotame-kernel", _present(info["kernel"]))
     t.add_row("iotame-config", _present(info["config_tool"]))
