@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 # Debian packages: MPICH, parallel HDF5 for MPICH, jansson, build tools, fio; Open MPI for the second build that
 # tests/openmpi checks (scripts/build_openmpi.sh; no HDF5 for it); PostgreSQL's server for a shared tuning
 # study (scripts/postgres).
+# Slurm for tests/slurm (scripts/slurm, docs/slurm.md): slurm-wlm (slurmctld, slurmd), slurm-client, munge.
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
-      pkg-config fio python3 python3-venv postgresql)
+      pkg-config fio python3 python3-venv postgresql
+      slurm-wlm slurm-client munge)
 OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -30,6 +30,7 @@ layer mpi "$PY" -m pytest -q -p no:cacheprovider tests/mpi
 layer preload "$PY" -m pytest -q -p no:cacheprovider tests/preload
 layer openmpi "$PY" -m pytest -q -p no:cacheprovider tests/openmpi   # builds build-openmpi/ first
 layer python "$PY" -m pytest -q -p no:cacheprovider tests/python
+layer slurm "$PY" -m pytest -q -p no:cacheprovider tests/slurm      # root: a one-node Slurm (scripts/slurm)
 layer testbed "$PY" -m pytest -q -p no:cacheprovider tests/testbed    # root: hosts as namespaces (scripts/testbed)
 
 elapsed=$(( $(date +%s) - start ))
