@@ -4,12 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: MPICH, parallel HDF5 for MPICH, jansson, build tools, fio; Open MPI for the second build that
-# tests/openmpi checks (scripts/build_openmpi.sh; no HDF5 for it); PostgreSQL's server for a shared tuning
-# study (scripts/postgres).
-# Slurm for tests/slurm (scripts/slurm, docs/slurm.md): slurm-wlm (slurmctld, slurmd), slurm-client, munge.
+# tests/openmpi checks (scripts/build_openmpi.sh; no HDF5 for it); for the multi-host testbed (scripts/testbed,
+# docs/testbed.md) ip and tc (iproute2), unshare and nsenter (util-linux), sysctl (procps); PostgreSQL's server
+# for a shared tuning study (scripts/postgres); Slurm for tests/slurm (scripts/slurm, docs/slurm.md): slurm-wlm
+# (slurmctld, slurmd), slurm-client, munge; Lmod to load packaging/modules/iotame.lua in tests/python.
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
-      pkg-config fio python3 python3-venv postgresql
-      slurm-wlm slurm-client munge)
+      pkg-config fio python3 python3-venv iproute2 util-linux procps postgresql
+      slurm-wlm slurm-client munge lmod)
 OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -21,19 +22,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# The multi-host testbed (scripts/testbed, docs/testbed.md): ip and tc (iproute2), unshare and nsenter
-# (util-linux), sysctl (procps).
-TESTBED_PKGS=(iproute2 util-linux procps)
-testbed_missing=()
-for p in "${TESTBED_PKGS[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || testbed_missing+=("$p")
-done
-if [ ${#testbed_missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages for the testbed: ${testbed_missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${testbed_missing[@]}" >/dev/null
 fi
 
 # MPICH stays the default MPI. Installing Open MPI makes Debian's alternatives (auto mode, Open MPI has the higher
