@@ -39,14 +39,17 @@ def iotame(tmp_path, *args, timeout=120):
 
 
 def trials(tmp_path):
-    """(number, state, is default) of every trial, read from the SQLite storage directly."""
+    """(number, state, is default) of every search trial (not the final re-run's own, user attribute role), read
+    from the SQLite storage directly."""
     path = tmp_path / "out" / "study.sqlite"
     if not path.exists():
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
         rows = db.execute("SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_user_attributes a WHERE "
-                          "a.trial_id = t.trial_id AND a.key = 'default') FROM trials t ORDER BY t.number").fetchall()
+                          "a.trial_id = t.trial_id AND a.key = 'default') FROM trials t WHERE NOT EXISTS (SELECT 1 "
+                          "FROM trial_user_attributes r WHERE r.trial_id = t.trial_id AND r.key = 'role') "
+                          "ORDER BY t.number").fetchall()
     except sqlite3.OperationalError:         # the tables are not there yet
         rows = []
     finally:
@@ -137,7 +140,7 @@ def test_resume_after_kill(tmp_path):
     left_running = [n for n, s, _ in before if s == "RUNNING"]
     assert [n for n, _, d in after if d] == [0]                       # one default, the first trial
     assert all(s in ("COMPLETE", "FAIL") for _, s, _ in after), (before, after, p.stderr)
-    assert [n for n, _, _ in after] == list(range(len(after)))        # numbering continues
+    assert [n for n, _, _ in after] == list(range(len(after)))        # numbering continues (the final's trial last)
     assert len(after) == target + len(left_running)                    # interrupted trials do not count
     for n in left_running:
         assert after[n][1] == "FAIL"

@@ -11,12 +11,18 @@ and write the best configuration and a summary.
 A failed or timed-out trial is told to optuna as FAIL and so can never be best. An interrupted study resumes
 where it stopped (same storage and study name): trials a killed tuner left running are marked failed and do not
 count against --trials, and the default is run again only if the study has none.
+
+Several tuners may run one study at once (a PostgreSQL storage shared by nodes; docs/design/shared-study.md):
+the default, each configuration and the final re-run are measured once, by the tuner that claims them (Claims),
+while the others wait for the result; --trials is the study's total, whoever runs the trials.
 """
 from __future__ import annotations
 
 import copy
-
+import datetime
+import hashlib
 import json
+import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -36,9 +42,9 @@ from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, rat
 from .page_cache import PageCache
 from .samplers import DEFAULT_SAMPLER, get_sampler
 from .space import UNSET, Space
-from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_SEED, Heartbeat, claim, counted_trials,
-                    fail_interrupted, interrupted_numbers, is_default, mark_interrupted, open_study, register,
-                    sqlite_url)
+from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_ROLE, ATTR_SEED, ATTR_TUNER, Claims, Heartbeat, counts,
+                    counted_trials, fail_interrupted, heartbeat_seconds, interrupted_numbers, is_default,
+                    mark_interrupted, normalize_url, open_study, role, sqlite_url, tuner_id)
 from .workload import Workload, prune, signature, workload_from_stats
 
 __all__ = ["TuneSpec", "TuneEvents", "TrialRecord", "TuneResult", "TuneError", "Tuner", "run_tune",
@@ -47,7 +53,7 @@ __all__ = ["TuneSpec", "TuneEvents", "TrialRecord", "TuneResult", "TuneError", "
 TIMEOUT_FACTOR = 10      # without --timeout, a run may take this many times the default's slowest run …
 TIMEOUT_MIN = 60.0       # … and at least this many seconds
 SUMMARY_VERSION = 1
-DEFAULT_WAIT_SECONDS = 5  # how often to look whether another tuner's default trial is done
+POLL_SECONDS = 5          # how often a tuner waiting for another one's trial looks at the study
 
 
 class TuneError(IotameError):
@@ -82,6 +88,7 @@ class TuneSpec:
     base: dict | None = None                # settings every trial keeps (--base), the default trial included
     durable: bool = True                    # runs make written files durable at close (posix.sync_at_close)
     ablation_rounds: int = 2                # 0: best.json keeps every setting of the best trial
+    heartbeat: int | None = None            # seconds between heartbeats; None: $IOTAME_TUNE_HEARTBEAT, else 20
 
     def layered(self, config: dict) -> dict:
         """The configuration a run uses: `config` over the base configuration (the base's defaults and rules, the
@@ -120,7 +127,7 @@ class TuneSpec:
 
     @property
     def storage_url(self) -> str:
-        return self.storage or sqlite_url(self.out / "study.sqlite")
+        return normalize_url(self.storage) if self.storage else sqlite_url(self.out / "study.sqlite")
 
 
 @dataclass
@@ -183,7 +190,6 @@ class Tuner:
         self.direction = spec.direction
         self.page_cache = PageCache(spec.drop_caches, self.events.note)
         self.lock = threading.Lock()
-        self.measured: dict[str, tuple[int, float | None]] = {}    # config key -> (trial, value or None: failed)
         self.best: TrialRecord | None = None
         self.timeout = spec.timeout
         self.stop = threading.Event()
@@ -192,13 +198,20 @@ class Tuner:
         self.study: optuna.Study | None = None
         self.default: FrozenTrial | None = None
         self.sampler_plugin = get_sampler(spec.sampler)
+        self.heartbeat: Heartbeat | None = None
+        self.claims: Claims | None = None
+        self.interval = spec.heartbeat or heartbeat_seconds()
+        self.poll = min(POLL_SECONDS, self.interval)
+        self._noted: set[str] = set()
+        self._last_check = 0.0
+        self._token = random.getrandbits(31)      # this tuner in claims that belong to no trial
 
     # --- the study -----------------------------------------------------------------------------------------
 
     def open(self) -> optuna.Study:
         spec = self.spec
         spec.out.mkdir(parents=True, exist_ok=True)
-        study = open_study(spec.storage_url, spec.study, self.direction, spec.objective)
+        study = open_study(spec.storage_url, spec.study, self.direction, spec.objective, heartbeat=self.interval)
         stored = study.user_attrs.get("space_full")
         if stored is None:
             study.set_user_attr("space_full", self.full_space.to_json())
@@ -206,8 +219,10 @@ class Tuner:
         elif Space.from_json(stored).to_json() != self.full_space.to_json():
             raise UsageError(f"tune: study {spec.study} was started with another search space (or file system, "
                              f"or process count); give a new --study, or the same options as before")
+        self.study = study
+        self.claims = Claims(study)
+        self.heartbeat = Heartbeat(study, self.interval)
         lost = fail_interrupted(study)
-        register(study)
         if lost:
             self.events.note(f"resuming study {spec.study}: trial{'s' if len(lost) > 1 else ''} "
                              f"{', '.join(map(str, lost))} of a stopped tuner marked failed")
@@ -216,38 +231,139 @@ class Tuner:
             "direction": self.direction, "unit": OBJECTIVE_UNITS[spec.objective], "command": list(spec.argv),
             "nprocs": spec.nprocs, "fs": spec.fs}, indent=1) + "\n")
         skip = set(interrupted_numbers(study))
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-            if t.number not in skip:
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            if counts(t, skip):
                 self._remember(t)
-        self.study = study
         return study
 
+    def close(self) -> None:
+        """Stops the heartbeats (the trials still held, if any, then go stale and are failed by others)."""
+        if self.heartbeat is not None:
+            self.heartbeat.close()
+            self.heartbeat = None
+
     def _remember(self, t: FrozenTrial) -> None:
-        config = t.user_attrs.get("config")
-        if config is None:
-            return
-        value = t.value if t.state == TrialState.COMPLETE else None
-        self.measured.setdefault(_config_key(config), (t.number, value))
         rec = TrialRecord.from_frozen(t)
         if rec.ok and (self.best is None or better(rec.value, self.best.value, self.direction)):
             self.best = rec
 
+    def _note_once(self, key: str, text: str) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            self.events.note(text)
+
+    def _check(self) -> None:
+        """Fails the trials of stopped tuners, at most once per poll interval (every waiting loop calls it)."""
+        now = time.monotonic()
+        if now - self._last_check < self.poll:
+            return
+        self._last_check = now
+        lost = fail_interrupted(self.study)
+        if lost:
+            self.events.note(f"trial{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))} of a stopped "
+                             f"tuner marked failed; {'their' if len(lost) > 1 else 'its'} budget is free again")
+
+    def _wait(self) -> None:
+        self.stop.wait(self.poll)
+        self._check()
+
+    def _trial(self, number: int) -> FrozenTrial | None:
+        for t in self.study.get_trials(deepcopy=False):
+            if t.number == number:
+                return t
+        return None
+
+    def _dead(self, t: FrozenTrial | None) -> bool:
+        """A trial that holds nothing: gone, interrupted (its tuner stopped) or released."""
+        return t is None or role(t) == "released" or \
+            (t.state == TrialState.FAIL and t.number in set(interrupted_numbers(self.study)))
+
+    # --- trials held by this tuner ---------------------------------------------------------------------------
+
+    def _hold(self, trial: optuna.Trial) -> optuna.Trial:
+        self.heartbeat.hold(trial)
+        return trial
+
+    def _new_trial(self, user_attrs: dict, fixed_params: dict | None = None) -> optuna.Trial:
+        """A RUNNING trial created with its attributes in one write (so no tuner ever sees it without them)."""
+        frozen = optuna.trial.FrozenTrial(
+            number=-1, state=TrialState.RUNNING, value=None, datetime_start=datetime.datetime.now(),
+            datetime_complete=None, params={}, distributions={}, user_attrs={**user_attrs, ATTR_TUNER: tuner_id()},
+            system_attrs={"fixed_params": fixed_params} if fixed_params is not None else {},
+            intermediate_values={}, trial_id=-1)
+        trial_id = self.study._storage.create_new_trial(self.study._study_id, template_trial=frozen)
+        return self._hold(optuna.Trial(self.study, trial_id))
+
+    def _release(self, trial: optuna.Trial, why: str) -> None:
+        """Gives back a trial this tuner will not run: failed, with role "released", never counted. An enqueued
+        configuration it had popped goes back into the queue."""
+        fixed = self.study._storage.get_trial(trial._trial_id).system_attrs.get("fixed_params")
+        if fixed and not trial.user_attrs.get(ATTR_DEFAULT) and role(trial) is None:
+            attrs = {k: v for k, v in trial.user_attrs.items() if k == ATTR_SEED}
+            self.study.enqueue_trial(fixed, user_attrs=attrs, skip_if_exists=False)
+        trial.set_user_attr(ATTR_ROLE, "released")
+        trial.set_user_attr(ATTR_ERROR, f"not run: {why}")
+        self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        self.heartbeat.drop(trial.number)
+
     def _default_trial(self) -> FrozenTrial | None:
-        done = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if is_default(t)]
+        done = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if is_default(t) and role(t) is None]
         return done[-1] if done else None
 
     # --- one trial -----------------------------------------------------------------------------------------
 
     def _reserve(self) -> optuna.Trial | None:
-        """Asks for the next trial if the budget allows (under the lock: parallel workers must not overshoot)."""
+        """Asks for the next trial if the budget allows (under the lock: parallel workers must not overshoot).
+        Tuners sharing the study may ask at the same moment: a trial is run only if fewer than --trials counted
+        trials have lower numbers (the storage numbers trials in the order it creates them), else released."""
         with self.lock:
             if self.stop.is_set() or counted_trials(self.study) >= self.spec.trials:
                 return None
             if self.sampler_plugin.exhausted(self.study.sampler, self.study):
                 return None
-            trial = self.study.ask()
-            claim(trial)
+            trial = self._hold(self.study.ask())
+            skip = set(interrupted_numbers(self.study))
+            below = sum(1 for t in self.study.get_trials(deepcopy=False)
+                        if t.number < trial.number and counts(t, skip))
+            if below >= self.spec.trials:
+                self._release(trial, "the budget was spent by trials asked at the same time")
+                return None
             return trial
+
+    def _others_running(self) -> list[int]:
+        """Search and default trials other tuners are running (they may still fail and free their budget)."""
+        mine = self.heartbeat.numbers()
+        return [t.number for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                if t.number not in mine and role(t) is None]
+
+    def _measured_as(self, trial: optuna.Trial, config: dict) -> FrozenTrial | None:
+        """The trial that measured `config`, or None when this one is to measure it. A configuration is measured
+        once in the study: a finished trial with the same configuration is reused; else the first trial to claim
+        it measures it and the others wait for its result (a claim whose trial was interrupted passes on)."""
+        key = _config_key(config)
+        claim = "config:" + hashlib.sha1(key.encode()).hexdigest()
+        while True:
+            skip = set(interrupted_numbers(self.study))
+            for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+                if t.number != trial.number and counts(t, skip) and ATTR_REUSED not in t.user_attrs \
+                        and _config_key(t.user_attrs.get("config") or {}) == key:
+                    return t
+            owner = self.claims.claim(claim, trial.number)
+            if owner == trial.number:
+                return None
+            o = self._trial(owner)
+            if self._dead(o):
+                if self.claims.steal(claim, owner, trial.number):
+                    return None
+                continue
+            if o.state != TrialState.RUNNING:
+                continue            # finished: found as such by the loop above
+            self._note_once(f"config:{trial.number}", f"trial {trial.number}: trial {owner} (another tuner) is "
+                                                      f"measuring the same configuration: waiting for its result")
+            self._wait()
+            if self.stop.is_set():
+                raise KeyboardInterrupt
 
     def _run(self, trial: optuna.Trial) -> TrialRecord:
         spec = self.spec
@@ -260,17 +376,14 @@ class Tuner:
         trial_dir.mkdir(parents=True, exist_ok=True)
         config_path = save_config(config, trial_dir / "config.json")
         trial.set_user_attr("config", config)
-        key = _config_key(config)
-        with self.lock:
-            earlier = self.measured.get(key)
-        if earlier is not None and not default:
-            number, value = earlier
-            trial.set_user_attr(ATTR_REUSED, number)
-            error = None if value is not None else f"failed before, as trial {number}"
+        earlier = None if default else self._measured_as(trial, config)
+        if earlier is not None:
+            trial.set_user_attr(ATTR_REUSED, earlier.number)
+            value = earlier.value if earlier.state == TrialState.COMPLETE else None
+            error = None if value is not None else f"failed before, as trial {earlier.number}"
             return self._finish(trial, point, value, error, [])
-        with Heartbeat(trial):
-            m = measure(spec.argv, config_path, trial_dir, spec.objective, spec.repeat, timeout=self.timeout,
-                        cwd=spec.cwd, page_cache=self.page_cache)
+        m = measure(spec.argv, config_path, trial_dir, spec.objective, spec.repeat, timeout=self.timeout,
+                    cwd=spec.cwd, page_cache=self.page_cache)
         runs = [{"value": r.value, "error": r.error, "seconds": r.seconds, "dir": r.dir} for r in m.runs]
         trial.set_user_attr("runs", runs)
         if m.spread is not None:
@@ -279,8 +392,6 @@ class Tuner:
         if default and m.ok and stats_file is not None and stats_file.exists():
             w = workload_from_stats(json.loads(stats_file.read_text()))
             trial.set_user_attr("workload", w.to_json())
-        with self.lock:
-            self.measured.setdefault(key, (trial.number, m.value))
         return self._finish(trial, point, m.value, m.error, runs)
 
     def _finish(self, trial: optuna.Trial, point: dict, value: float | None, error: str | None,
@@ -290,6 +401,7 @@ class Tuner:
             self.study.tell(trial, state=TrialState.FAIL)
         else:
             self.study.tell(trial, value)
+        self.heartbeat.drop(trial.number)
         rec = TrialRecord(trial.number, point, value, error if value is None else None,
                           bool(trial.user_attrs.get(ATTR_DEFAULT)), trial.user_attrs.get(ATTR_SEED),
                           trial.user_attrs.get(ATTR_REUSED), runs)
@@ -303,47 +415,58 @@ class Tuner:
     def _run_reserved(self, trial: optuna.Trial) -> TrialRecord:
         try:
             return self._run(trial)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # another tuner failed this trial while it ran (its heartbeats were late: a stalled database or
+            # machine); the runs stay in trials/NNNN, the study does not count the trial
+            self.heartbeat.drop(trial.number)
+            self.events.note(f"trial {trial.number} was marked failed by another tuner while it ran (its "
+                             f"heartbeat was late); its runs are in {self.spec.out / 'trials' / f'{trial.number:04d}'}")
+            return TrialRecord(trial.number, {}, None, "marked failed by another tuner (heartbeat late)")
         except BaseException:
             # interrupted (Ctrl-C) or broken: the trial must not stay RUNNING, nor count against the budget
-            try:
-                mark_interrupted(self.study, [trial.number])
-                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
-            except Exception:
-                pass
+            self._abandon(trial)
             raise
+
+    def _abandon(self, trial: optuna.Trial) -> None:
+        try:
+            mark_interrupted(self.study, [trial.number])
+            self.study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+        except Exception:
+            pass        # a database gone too: the heartbeat stops, other tuners fail the trial as stale
+        if self.heartbeat is not None:
+            self.heartbeat.drop(trial.number)
 
     # --- the phases ----------------------------------------------------------------------------------------
 
     def run_default(self) -> FrozenTrial:
-        """Runs the default trial unless the study has one; raises TuneError when the default fails. When another
-        live tuner of a shared study is running it, waits for it."""
-        waited = False
+        """Runs the default trial unless the study has one; raises TuneError when the default fails. The tuner
+        whose trial claims "default" first runs it; the others wait for it (and take it over when that tuner
+        stops)."""
+        waited: set[int] = set()
         while True:
             done = self._default_trial()
             if done is not None:
                 return done
-            pending = [t for t in self.study.get_trials(deepcopy=False,
-                                                        states=(TrialState.WAITING, TrialState.RUNNING))
-                       if is_default(t)]
-            if any(t.state == TrialState.RUNNING for t in pending):
-                if not waited:
-                    self.events.note("another tuner is running the default trial: waiting for it")
-                    waited = True
-                time.sleep(DEFAULT_WAIT_SECONDS)
-                fail_interrupted(self.study)
+            owner = self.claims.owner("default")
+            o = self._trial(owner) if owner is not None else None
+            if o is not None and o.state == TrialState.RUNNING and owner not in self.heartbeat.numbers():
+                self._note_once("default", f"another tuner is running the default trial ({owner}): waiting for it")
+                waited.add(owner)
+                self._wait()
                 continue
-            if not pending:
-                self.study.enqueue_trial(self.full_space.default_point(), user_attrs={ATTR_DEFAULT: True})
-            rec = self._run_reserved(self._reserve_default())
-            if rec.default and not rec.ok:
+            if o is not None and owner in waited and o.state == TrialState.FAIL and not self._dead(o):
+                raise TuneError(f"tune: the default configuration failed in another tuner (trial {owner}: "
+                                f"{o.user_attrs.get(ATTR_ERROR)}); nothing to compare with")
+            trial = self._new_trial({ATTR_DEFAULT: True}, self.full_space.default_point())
+            won = self.claims.steal("default", owner, trial.number) if owner is not None \
+                else self.claims.claim("default", trial.number) == trial.number
+            if not won:
+                self._release(trial, "another tuner runs the default")
+                continue
+            rec = self._run_reserved(trial)
+            if not rec.ok:
                 raise TuneError(f"tune: the default configuration failed ({rec.error}); see "
                                 f"{self.spec.out / 'trials' / f'{rec.number:04d}'}; nothing to compare with")
-
-    def _reserve_default(self) -> optuna.Trial:
-        with self.lock:
-            trial = self.study.ask()
-            claim(trial)
-            return trial
 
     def workload(self, default: FrozenTrial) -> Workload | None:
         w = default.user_attrs.get("workload")
@@ -367,7 +490,8 @@ class Tuner:
             study.set_user_attr("space", self.space.to_json())
             for n in self.space.notes[len(self.full_space.notes):]:
                 self.events.note(n)
-        if spec.knowledge is not None and w is not None and not study.user_attrs.get("seeded"):
+        if spec.knowledge is not None and w is not None and not study.user_attrs.get("seeded") \
+                and self.claims.claim("seeded", self._token) == self._token:      # one tuner seeds the study
             self._seed(signature(w, spec.fs))
             study.set_user_attr("seeded", True)
         study.sampler = self.sampler_plugin.create(self.space, spec.seed)
@@ -433,8 +557,9 @@ class Tuner:
                          save_config(spec.layered({"version": 1, "meta": {"default": True}}),
                                      _mkdir(final_dir) / "default.json"),
                          dict(default.params))
-        cands = [Candidate(f"trial-{t.number:04d}", t.number,
-                           spec.out / "trials" / f"{t.number:04d}" / "config.json", dict(t.params)) for t in picked]
+        cands = [Candidate(f"trial-{t.number:04d}", t.number,          # (the trial may be another tuner's)
+                           save_config(t.user_attrs["config"], _mkdir(final_dir / f"trial-{t.number:04d}") /
+                                       "config.json"), dict(t.params)) for t in picked]
         self.events.final_started(spec.final_repeat * (1 + len(cands)))
 
         def on_run(c: Candidate, r: int, outcome) -> None:
@@ -482,10 +607,11 @@ class Tuner:
             "command": list(spec.argv), "nprocs": spec.nprocs, "fs": spec.fs, "sampler": spec.sampler,
             "space": {"source": spec.space_source, "size": self.space.size(), "params": self.space.describe(),
                       "notes": list(self.space.notes)},
-            "trials": {"total": len([t for t in trials if t.number not in skip]),
+            "trials": {"total": len([t for t in trials if counts(t, skip)]),
                        "complete": len(complete),
-                       "failed": len([t for t in trials if t.state == TrialState.FAIL and t.number not in skip]),
-                       "interrupted": len(skip), "reused": len([t for t in trials if ATTR_REUSED in t.user_attrs]),
+                       "failed": len([t for t in trials if t.state == TrialState.FAIL and counts(t, skip)]),
+                       "interrupted": len([t for t in trials if t.number in skip and role(t) is None]),
+                       "reused": len([t for t in trials if ATTR_REUSED in t.user_attrs]),
                        "repeat": spec.repeat},
             "default": {"trial": default.number, "objective": default_value, "search_objective": default.value},
             "best": {"trial": best_number, "objective": best_value, "search_objective": chosen.value,
@@ -546,20 +672,87 @@ class Tuner:
         return self.default
 
     def step(self) -> TrialRecord | None:
-        """Runs one more trial of the search; None when the budget is spent or the sampler has nothing new."""
-        if not len(self.space):
-            return None
-        trial = self._reserve()
-        return None if trial is None else self._run_reserved(trial)
+        """Runs one more trial of the search; None when the budget is spent or the sampler has nothing new. While
+        other tuners still run trials that would fill the budget, waits for them: one that stops leaves its trial
+        to be failed (stale) and its budget to this tuner."""
+        while len(self.space) and not self.stop.is_set():
+            self._check()
+            trial = self._reserve()
+            if trial is not None:
+                return self._run_reserved(trial)
+            others = self._others_running()
+            if not others:
+                return None
+            self._note_once(f"others:{others}", f"waiting for trial{'s' if len(others) > 1 else ''} "
+                                                f"{', '.join(map(str, others))} of another tuner")
+            self._wait()
+        return None
+
+    def _final_key(self) -> str:
+        """The final re-run covers the study up to its last counted trial: a study resumed with more trials gets
+        a new one."""
+        skip = set(interrupted_numbers(self.study))
+        last = max((t.number for t in self.study.get_trials(deepcopy=False) if counts(t, skip)), default=-1)
+        return f"final:{last}"
 
     def finish(self) -> TuneResult:
-        """The final re-run, best.json, summary.json and the knowledge base."""
-        return self.results(self.default, self.final(self.default))
+        """The final re-run, best.json, summary.json and the knowledge base: done by the tuner whose trial claims
+        the final first; the others wait for it and write the same best.json and summary.json (taking the final
+        over when that tuner stops)."""
+        while True:
+            self._check()
+            key = self._final_key()
+            stored = self.study.user_attrs.get(key)
+            if stored is not None:
+                return self._write_results(stored)
+            owner = self.claims.owner(key)
+            o = self._trial(owner) if owner is not None else None
+            if o is not None and o.state == TrialState.RUNNING:
+                self._note_once(f"final:{owner}", f"another tuner is doing the final re-run (trial {owner}): "
+                                                  f"waiting for its result")
+                self._wait()
+                continue
+            if o is not None and not self._dead(o):
+                self._wait()        # finished: its result is being stored
+                continue
+            marker = self._new_trial({ATTR_ROLE: "final",
+                                      ATTR_ERROR: "not a search trial: the final re-run and the ablation"})
+            won = self.claims.steal(key, owner, marker.number) if owner is not None \
+                else self.claims.claim(key, marker.number) == marker.number
+            if not won:
+                self._release(marker, "another tuner does the final re-run")
+                continue
+            try:
+                result = self.results(self.default, self.final(self.default))
+                self.study.set_user_attr(key, {"summary": result.summary,
+                                               "best": json.loads(result.best_path.read_text()),
+                                               "out": str(self.spec.out.resolve()), "trial": marker.number})
+            except BaseException:
+                self._abandon(marker)
+                raise
+            self.study.tell(marker, state=TrialState.FAIL, skip_if_finished=True)
+            self.heartbeat.drop(marker.number)
+            return result
+
+    def _write_results(self, stored: dict) -> TuneResult:
+        """best.json and summary.json of a final re-run another tuner did, in this tuner's --out."""
+        spec = self.spec
+        best_path = save_config(stored["best"], spec.out / "best.json")
+        summary = dict(stored["summary"], best_json=str(best_path),
+                       final_by={"out": stored.get("out"), "trial": stored.get("trial")})
+        summary_path = spec.out / "summary.json"
+        summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+        self.events.note(f"the final re-run was done by another tuner (trial {stored.get('trial')}); its runs are "
+                         f"in {stored.get('out')}")
+        return TuneResult(summary, best_path, summary_path)
 
     def run(self) -> TuneResult:
-        self.start()
-        self.search()
-        return self.finish()
+        try:
+            self.start()
+            self.search()
+            return self.finish()
+        finally:
+            self.close()
 
 
 def _mkdir(p: Path) -> Path:
