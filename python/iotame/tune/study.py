@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import datetime
 import os
+import random
 import socket
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -97,10 +99,7 @@ def open_study(storage: str, name: str, direction: str, objective: str,
                 else "failed_trial_callback")
     kw[callback] = lambda study, trial: mark_interrupted(study, [trial.number])
     try:
-        rdb = optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True}
-                                         if not url.startswith("sqlite") else None, **kw)
-        study = optuna.create_study(storage=rdb, study_name=name, direction=direction, load_if_exists=True,
-                                    sampler=sampler or optuna.samplers.RandomSampler())
+        study = _create(url, kw, name, direction, sampler)
     except (ImportError, ModuleNotFoundError) as e:
         raise UsageError(f"tune: storage {_shown(url)}: {e} (install the database driver: "
                          f"pip install psycopg2-binary, or the package's [postgres] extra)") from None
@@ -117,6 +116,22 @@ def open_study(storage: str, name: str, direction: str, objective: str,
         raise UsageError(f"tune: study {name} in {_shown(url)} optimizes {known}, not {objective} "
                          f"(give --objective {known}, or another --study)")
     return study
+
+
+def _create(url: str, kw: dict, name: str, direction: str, sampler) -> optuna.Study:
+    """optuna's RDBStorage and the study. Tuners started together on an empty database create optuna's tables at
+    the same moment, and all but one fail on the database's unique constraints: those try again."""
+    import sqlalchemy as sa
+    for attempt in range(5):
+        try:
+            rdb = optuna.storages.RDBStorage(url, engine_kwargs=None if url.startswith("sqlite") else
+                                             {"pool_pre_ping": True}, **kw)
+            return optuna.create_study(storage=rdb, study_name=name, direction=direction, load_if_exists=True,
+                                       sampler=sampler or optuna.samplers.RandomSampler())
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, optuna.exceptions.DuplicatedStudyError):
+            if attempt == 4:
+                raise
+            time.sleep(0.2 + random.random())
 
 
 def _rdb(study: optuna.Study) -> optuna.storages.RDBStorage:
