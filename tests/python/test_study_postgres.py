@@ -177,3 +177,15 @@ def test_a_killed_tuners_trial_is_failed_and_its_slot_reused(tmp_path, storage):
     counted = [t for t in search if t.number not in interrupted]
     assert len(counted) == n and all(t.state.name in ("COMPLETE", "FAIL") for t in study.get_trials())
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["trials"]["total"] == n
+
+
+def test_an_unreachable_database_is_named_with_what_failed(tmp_path):
+    pytest.importorskip("psycopg2", reason="psycopg2-binary is not installed (make setup installs python[test])")
+    from iotame.errors import UsageError
+    from iotame.tune.study import normalize_url, open_study
+    url = "postgresql://someone:secret@127.0.0.1:1/iotame"
+    with pytest.raises(UsageError) as e:
+        open_study(url, "s", "maximize", "io-bandwidth")
+    assert str(e.value).startswith("tune: storage postgresql+psycopg2://someone:***@127.0.0.1:1/iotame: cannot open "
+                                   "the study: connection to server at \"127.0.0.1\", port 1 failed")
+    assert normalize_url("postgresql+psycopg2://u@h/d") == "postgresql+psycopg2://u@h/d"

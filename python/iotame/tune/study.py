@@ -101,8 +101,9 @@ def open_study(storage: str, name: str, direction: str, objective: str,
     try:
         study = _create(url, kw, name, direction, sampler)
     except (ImportError, ModuleNotFoundError) as e:
-        raise UsageError(f"tune: storage {_shown(url)}: {e} (install the database driver: "
-                         f"pip install psycopg2-binary, or the package's [postgres] extra)") from None
+        hint = "pip install psycopg2-binary, or the package's [postgres] extra" if url.startswith("postgres") \
+            else "see the storage URLs of SQLAlchemy"
+        raise UsageError(f"tune: storage {_shown(url)}: {e} (install the database driver: {hint})") from None
     except ValueError as e:      # an invalid URL
         raise UsageError(f"tune: storage {_shown(url)}: {e}") from None
     except Exception as e:       # the database is unreachable, refuses the user, does not exist, …
