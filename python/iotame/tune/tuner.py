@@ -358,7 +358,8 @@ class Tuner:
                     return None
                 continue
             if o.state != TrialState.RUNNING:
-                continue            # finished: found as such by the loop above
+                self._wait()        # finished: found as such by the loop above once visible
+                continue
             self._note_once(f"config:{trial.number}", f"trial {trial.number}: trial {owner} (another tuner) is "
                                                       f"measuring the same configuration: waiting for its result")
             self._wait()
