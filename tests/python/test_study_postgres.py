@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from iotame.report.data import load_report_data
+
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
 LIB = ROOT / "build" / "runtime" / "libiotame.so"
@@ -135,6 +137,9 @@ def test_two_tuners_share_one_study(tmp_path, storage):
     assert [("final_by" in s) for s in summaries].count(True) == 1
     assert summaries[0]["trials"]["total"] == summaries[1]["trials"]["total"] == n
     assert "the final re-run was done by another tuner" in (ea + eb)
+    # the report of either shows the search trials, not the final re-run's trial
+    for o in ("a", "b"):
+        assert [t.number for t in load_report_data(tmp_path / o).trials] == [t.number for t in search]
 
 
 def test_a_killed_tuners_trial_is_failed_and_its_slot_reused(tmp_path, storage):

@@ -68,7 +68,7 @@ def job(tmp_path, fake_lib):
     prog = d / "fake-job"
     prog.write_text(FAKE_JOB.format(python=sys.executable))
     prog.chmod(0o755)
-    (d / "stats-template.json").write_text(json.dumps(make_stats()))
+    (d / "stats-template.json").write_text(json.dumps(dict(make_stats(), nprocs=1)))    # run alone: a job of one
     return prog
 
 
@@ -284,3 +284,15 @@ def test_ablation_drops_a_setting_without_effect_and_keeps_the_others(tmp_path, 
     hints = [entry["hints"] for entry in log(job)]
     assert {"romio_cb_write": "disable", "cb_buffer_size": 4194304} in hints  # the reduced one was run
 
+
+
+def test_a_default_run_of_another_process_count_stops_the_study(tmp_path, job, capsys):
+    """Statistics of a job of another size than the command's (MPICH ranks under srun without --mpi=pmi2 each start
+    as a job of one): the study stops after the default, naming both counts."""
+    stats = json.loads((job.parent / "stats-template.json").read_text())
+    stats["nprocs"] = 3
+    (job.parent / "stats-template.json").write_text(json.dumps(stats))
+    assert tune(tmp_path, job, "--trials", "4") == 1
+    err = capsys.readouterr().err
+    assert "a job of 3 processes, not 1" in err and "--mpi=pmi2" in err
+    assert len(log(job)) == 1

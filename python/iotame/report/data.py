@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from ..errors import IotameError
 from ..tune.kernel_output import find_result
-from ..tune.study import ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_SEED, quiet_optuna
+from ..tune.study import ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_SEED, normalize_url, quiet_optuna, role
 
 __all__ = ["ReportTrial", "ReportData", "load_report_data", "phase_medians"]
 
@@ -69,12 +69,14 @@ def load_report_data(directory: str | Path) -> ReportData:
                           f"iotame tune --out DIR writes one)")
     quiet_optuna()
     try:
-        study = optuna.load_study(study_name=study_info["study"], storage=study_info["storage"])
+        study = optuna.load_study(study_name=study_info["study"], storage=normalize_url(study_info["storage"]))
     except Exception as e:  # noqa: BLE001 - any storage problem becomes one message
         raise IotameError(f"report: cannot load study {study_info.get('study')} from "
                           f"{study_info.get('storage')}: {e}") from None
     trials = []
     for t in study.get_trials(deepcopy=False):
+        if role(t) is not None:      # the final re-run's trial and trials asked but not run: not search trials
+            continue
         state = {TrialState.COMPLETE: "complete", TrialState.FAIL: "failed", TrialState.RUNNING: "running",
                  TrialState.WAITING: "waiting"}.get(t.state, t.state.name.lower())
         runs = [r.get("dir") for r in t.user_attrs.get("runs", []) if isinstance(r, dict) and r.get("dir")]

@@ -480,6 +480,12 @@ class Tuner:
         if spec.objective != "wall-time" and (w is None or w.data_ops == 0):
             raise TuneError("tune: the command made no MPI-IO data calls under the runtime, so there is nothing "
                             "to tune for " + spec.objective + " (--objective wall-time tunes its run time)")
+        if w is not None and w.nprocs and w.nprocs != spec.nprocs:
+            # e.g. MPICH under srun without --mpi=pmi2: every rank starts alone, as a job of one, without an error
+            raise TuneError(f"tune: the default run's statistics describe a job of {w.nprocs} process"
+                            f"{'es' if w.nprocs > 1 else ''}, not {spec.nprocs}: the ranks did not start as one "
+                            f"MPI job (under srun, give the plugin your MPI needs, e.g. --mpi=pmi2 for MPICH: "
+                            f"docs/slurm.md), or --np is wrong")
         if self.timeout is None:
             slowest = max((r.get("seconds") or 0) for r in default.user_attrs.get("runs", [{}]))
             self.timeout = max(TIMEOUT_MIN, TIMEOUT_FACTOR * slowest)
