@@ -84,6 +84,6 @@ def test_info_json_has_the_paths(tmp_path):
     p = iotame(tmp_path, "info", "--json")
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout)
-    assert info["libiotame"] == {"path": str(LIBIOTAME), "exists": True}
-    assert info["kernel"] == {"path": str(KERNEL), "exists": True}
+    assert info["libiotame"] == {"path": str(LIBIOTAME), "exists": True, "from": "checkout"}
+    assert info["kernel"] == {"path": str(KERNEL), "exists": True, "from": "checkout"}
     assert info["mpi"]["implementation"] in ("MPICH", "Open MPI")
