@@ -107,6 +107,15 @@ def measured_configs(*outs):
 
 
 def test_two_tuners_share_one_study(tmp_path, storage):
+    two_tuners_share_one_study(tmp_path, storage)
+
+
+def test_two_tuners_share_one_study_in_sqlite(tmp_path):
+    """The same on one machine without a server: optuna's SQLite storage."""
+    two_tuners_share_one_study(tmp_path, f"sqlite:///{tmp_path / 'shared.sqlite'}")
+
+
+def two_tuners_share_one_study(tmp_path, storage):
     n = 8
     a = start(tmp_path, storage, "a", n, job_args=("-b", "256k", "-t", "64k"))
     b = start(tmp_path, storage, "b", n, job_args=("-b", "256k", "-t", "64k"))
@@ -194,3 +203,40 @@ def test_an_unreachable_database_is_named_with_what_failed(tmp_path):
     assert str(e.value).startswith("tune: storage postgresql+psycopg2://someone:***@127.0.0.1:1/iotame: cannot open "
                                    "the study: connection to server at \"127.0.0.1\", port 1 failed")
     assert normalize_url("postgresql+psycopg2://u@h/d") == "postgresql+psycopg2://u@h/d"
+
+
+def test_the_final_rerun_of_a_killed_tuner_is_taken_over(tmp_path, storage):
+    """Whichever tuner claims the final re-run is killed during it (b in a PID namespace of its own, as above); the
+    other, waiting for the final, finds its trial stale, takes the final over and writes best.json."""
+    n = 3
+    (tmp_path / "disk.json").write_text(json.dumps(
+        {"version": 1, "defaults": {"emulate": {"device": "disk", "bandwidth_mbs": 20,
+                                                "state": str(tmp_path / "disk-state")}}}))
+    slow = ("-b", "2m", "-t", "1m")
+    unshare = shutil.which("unshare")
+    prefix = (unshare, "--pid", "--fork", "--mount-proc") if unshare and os.geteuid() == 0 else ()
+    extra = ("--base", str(tmp_path / "disk.json"), "--final-repeat", "3")
+    tuners = {"a": start(tmp_path, storage, "a", n, *extra, job_args=slow),
+              "b": start(tmp_path, storage, "b", n, *extra, job_args=slow, prefix=prefix, seed=2)}
+    deadline = time.monotonic() + 150
+    victim = None
+    try:
+        while victim is None:          # the tuner whose final/ appears is running the final: kill it
+            if time.monotonic() > deadline or any(p.poll() is not None for p in tuners.values()):
+                raise AssertionError("no tuner was caught in the final re-run:\n" +
+                                     "\n".join(p.communicate()[1] for p in tuners.values() if p.poll() is not None))
+            victim = next((o for o in tuners if list((tmp_path / o / "final").glob("*/run-1"))), None)
+            time.sleep(0.05)
+    finally:
+        if victim is not None:
+            os.killpg(tuners[victim].pid, signal.SIGKILL)
+            tuners[victim].communicate()
+    survivor = "b" if victim == "a" else "a"
+    rc, _, err = finish(tuners[survivor])
+    assert rc == 0, err
+    finals = [t for t in load(storage).get_trials() if t.user_attrs.get("role") == "final"]
+    assert len(finals) == 2 and all(t.state.name == "FAIL" for t in finals)     # the killed one, the survivor's
+    assert list((tmp_path / survivor / "final").glob("*/run-1"))
+    summary = json.loads((tmp_path / survivor / "summary.json").read_text())
+    assert "final_by" not in summary and summary["trials"]["total"] == n
+    assert (tmp_path / survivor / "best.json").is_file()

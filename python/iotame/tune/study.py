@@ -129,7 +129,9 @@ def _create(url: str, kw: dict, name: str, direction: str, sampler) -> optuna.St
                                              {"pool_pre_ping": True}, **kw)
             return optuna.create_study(storage=rdb, study_name=name, direction=direction, load_if_exists=True,
                                        sampler=sampler or optuna.samplers.RandomSampler())
-        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, optuna.exceptions.DuplicatedStudyError):
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError,
+                optuna.exceptions.DuplicatedStudyError):
+            # PostgreSQL: a unique constraint; SQLite: "table ... already exists" or "database is locked"
             if attempt == 4:
                 raise
             time.sleep(0.2 + random.random())
