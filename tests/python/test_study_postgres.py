@@ -110,15 +110,16 @@ def test_two_tuners_share_one_study(tmp_path, storage):
     two_tuners_share_one_study(tmp_path, storage)
 
 
-def test_two_tuners_share_one_study_in_sqlite(tmp_path):
-    """The same on one machine without a server: optuna's SQLite storage."""
-    two_tuners_share_one_study(tmp_path, f"sqlite:///{tmp_path / 'shared.sqlite'}")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_two_tuners_share_one_study_in_sqlite(tmp_path, jobs):
+    """The same on one machine without a server: optuna's SQLite storage; also with two trials at once in each."""
+    two_tuners_share_one_study(tmp_path, f"sqlite:///{tmp_path / 'shared.sqlite'}", "--jobs", jobs)
 
 
-def two_tuners_share_one_study(tmp_path, storage):
+def two_tuners_share_one_study(tmp_path, storage, *extra):
     n = 8
-    a = start(tmp_path, storage, "a", n, job_args=("-b", "256k", "-t", "64k"))
-    b = start(tmp_path, storage, "b", n, job_args=("-b", "256k", "-t", "64k"))
+    a = start(tmp_path, storage, "a", n, *extra, job_args=("-b", "256k", "-t", "64k"))
+    b = start(tmp_path, storage, "b", n, *extra, job_args=("-b", "256k", "-t", "64k"))
     (ra, _, ea), (rb, _, eb) = finish(a), finish(b)
     assert ra == 0 and rb == 0, ea + eb
     study = load(storage)
