@@ -152,19 +152,29 @@ def two_tuners_share_one_study(tmp_path, storage, *extra):
         assert [t.number for t in load_report_data(tmp_path / o).trials] == [t.number for t in search]
 
 
+def slow_disk(tmp_path, mbs):
+    """tune's options for runs on an emulated disk of `mbs` MB/s: slow enough that a tuner is caught mid-run."""
+    (tmp_path / "disk.json").write_text(json.dumps(
+        {"version": 1, "defaults": {"emulate": {"device": "disk", "bandwidth_mbs": mbs,
+                                                "state": str(tmp_path / "disk-state")}}}))
+    return "--base", str(tmp_path / "disk.json")
+
+
+def own_pid_namespace():
+    """A prefix that starts a tuner in a PID namespace of its own (as root), so that other tuners cannot see its
+    process, as for a tuner on another node, and find it gone only by its stopped heartbeat."""
+    unshare = shutil.which("unshare")
+    return (unshare, "--pid", "--fork", "--mount-proc") if unshare and os.geteuid() == 0 else ()
+
+
 def test_a_killed_tuners_trial_is_failed_and_its_slot_reused(tmp_path, storage):
     """Tuner b runs in a PID namespace of its own, so that a cannot see its process (as for a tuner on another
     node) and finds its trial only by the heartbeat that stops. The runs are slowed by the emulated disk so that b
     is killed in the middle of one."""
     n = 6
-    (tmp_path / "disk.json").write_text(json.dumps(
-        {"version": 1, "defaults": {"emulate": {"device": "disk", "bandwidth_mbs": 10,
-                                                "state": str(tmp_path / "disk-state")}}}))
-    slow = ("-b", "4m", "-t", "1m")
-    unshare = shutil.which("unshare")
-    prefix = (unshare, "--pid", "--fork", "--mount-proc") if unshare and os.geteuid() == 0 else ()
-    a = start(tmp_path, storage, "a", n, "--base", str(tmp_path / "disk.json"), job_args=slow)
-    b = start(tmp_path, storage, "b", n, "--base", str(tmp_path / "disk.json"), job_args=slow, prefix=prefix, seed=2)
+    base, slow = slow_disk(tmp_path, 10), ("-b", "4m", "-t", "1m")
+    a = start(tmp_path, storage, "a", n, *base, job_args=slow)
+    b = start(tmp_path, storage, "b", n, *base, job_args=slow, prefix=own_pid_namespace(), seed=2)
     victim = None
     try:
         deadline = time.monotonic() + 120
@@ -210,15 +220,9 @@ def test_the_final_rerun_of_a_killed_tuner_is_taken_over(tmp_path, storage):
     """Whichever tuner claims the final re-run is killed during it (b in a PID namespace of its own, as above); the
     other, waiting for the final, finds its trial stale, takes the final over and writes best.json."""
     n = 3
-    (tmp_path / "disk.json").write_text(json.dumps(
-        {"version": 1, "defaults": {"emulate": {"device": "disk", "bandwidth_mbs": 20,
-                                                "state": str(tmp_path / "disk-state")}}}))
-    slow = ("-b", "2m", "-t", "1m")
-    unshare = shutil.which("unshare")
-    prefix = (unshare, "--pid", "--fork", "--mount-proc") if unshare and os.geteuid() == 0 else ()
-    extra = ("--base", str(tmp_path / "disk.json"), "--final-repeat", "3")
+    extra, slow = (*slow_disk(tmp_path, 20), "--final-repeat", "3"), ("-b", "2m", "-t", "1m")
     tuners = {"a": start(tmp_path, storage, "a", n, *extra, job_args=slow),
-              "b": start(tmp_path, storage, "b", n, *extra, job_args=slow, prefix=prefix, seed=2)}
+              "b": start(tmp_path, storage, "b", n, *extra, job_args=slow, prefix=own_pid_namespace(), seed=2)}
     deadline = time.monotonic() + 150
     victim = None
     try:

@@ -57,19 +57,24 @@ def test_up_is_idempotent_and_status_shows_the_idle_node():
     assert "pmi2" in plugins and "pmix" in plugins
 
 
-def test_iotame_run_inside_sbatch(tmp_path):
+def sbatch_iotame_run(tmp_path, *lines, quiet=True, options=()):
+    """Writes CONFIG and a batch script that runs `iotame run` on the 2-rank ior job under srun after `lines`
+    (#SBATCH lines and shell commands), submits it with `sbatch --wait` and `options`; returns sbatch's result and
+    the paths of the statistics, the data file and the job's output."""
     config = tmp_path / "c.json"
     config.write_text(json.dumps(CONFIG))
     stats, data, out = tmp_path / "s.json", tmp_path / "ior.dat", tmp_path / "job.out"
     script = tmp_path / "job.sh"
-    script.write_text(f"""#!/bin/bash
-#SBATCH --ntasks=2
-#SBATCH --output={out}
-#SBATCH --time=2
-set -e
-{IOTAME_CLI} run --config {config} --stats {stats} -- srun -n 2 {KERNEL} {' '.join(IOR)} -o {data}
-""")
-    p = run(["sbatch", "--wait", "--parsable", script], cwd=tmp_path)
+    script.write_text("\n".join(["#!/bin/bash", f"#SBATCH --output={out}", *lines,
+                                 f"{IOTAME_CLI} run {'-q ' if quiet else ''}--config {config} --stats {stats} -- "
+                                 f"srun -n 2 {KERNEL} {' '.join(IOR)} -o {data}", ""]))
+    p = run(["sbatch", "--wait", *options, script], cwd=tmp_path)
+    return p, stats, data, out
+
+
+def test_iotame_run_inside_sbatch(tmp_path):
+    p, stats, data, out = sbatch_iotame_run(tmp_path, "#SBATCH --ntasks=2", "#SBATCH --time=2", "set -e",
+                                            quiet=False, options=["--parsable"])
     job_id = p.stdout.strip().split(";")[0]
     text = out.read_text()
     assert job_id.isdigit(), p.stdout
@@ -81,17 +86,8 @@ set -e
 
 def test_iotame_run_inside_sbatch_export_none(tmp_path):
     """`sbatch --export=NONE` makes srun pass nothing to the ranks (SLURM_EXPORT_ENV=NONE): iotame run adds ours."""
-    config = tmp_path / "c.json"
-    config.write_text(json.dumps(CONFIG))
-    stats, data, out = tmp_path / "s.json", tmp_path / "ior.dat", tmp_path / "job.out"
-    script = tmp_path / "job.sh"
-    script.write_text(f"""#!/bin/bash
-#SBATCH --ntasks=2
-#SBATCH --output={out}
-test "$SLURM_EXPORT_ENV" = NONE
-{IOTAME_CLI} run -q --config {config} --stats {stats} -- srun -n 2 {KERNEL} {' '.join(IOR)} -o {data}
-""")
-    run(["sbatch", "--wait", "--export=NONE", script], cwd=tmp_path)
+    _, stats, data, _ = sbatch_iotame_run(tmp_path, "#SBATCH --ntasks=2", 'test "$SLURM_EXPORT_ENV" = NONE',
+                                          options=["--export=NONE"])
     check_stats(stats, data)
 
 

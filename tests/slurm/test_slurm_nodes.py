@@ -6,7 +6,7 @@ import json
 import pytest
 
 from .conftest import IOTAME_CLI, KERNEL, SCRIPT, run
-from .test_slurm import CONFIG, IOR, IOR_BYTES, TUNE, _check_tune
+from .test_slurm import IOR, IOR_BYTES, TUNE, _check_tune, sbatch_iotame_run
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -18,17 +18,8 @@ def two_nodes():
 
 
 def test_iotame_run_across_two_nodes(tmp_path):
-    config = tmp_path / "c.json"
-    config.write_text(json.dumps(CONFIG))
-    stats, data, out = tmp_path / "s.json", tmp_path / "ior.dat", tmp_path / "job.out"
-    script = tmp_path / "job.sh"
-    script.write_text(f"""#!/bin/bash
-#SBATCH --nodes=2 --ntasks=2
-#SBATCH --output={out}
-echo "nodes: $SLURM_JOB_NODELIST"
-{IOTAME_CLI} run -q --config {config} --stats {stats} -- srun -n 2 {KERNEL} {' '.join(IOR)} -o {data}
-""")
-    run(["sbatch", "--wait", script], cwd=tmp_path)
+    _, stats, _, out = sbatch_iotame_run(tmp_path, "#SBATCH --nodes=2 --ntasks=2",
+                                         'echo "nodes: $SLURM_JOB_NODELIST"')
     assert "nodes: n[1-2]" in out.read_text()
     s = json.loads(stats.read_text())
     (f,) = s["files"]

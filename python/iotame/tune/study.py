@@ -12,6 +12,7 @@ tuner died before its first heartbeat (optuna never finds it stale)."""
 from __future__ import annotations
 
 import datetime
+import inspect
 import os
 import random
 import socket
@@ -93,7 +94,6 @@ def open_study(storage: str, name: str, direction: str, objective: str,
     interval = heartbeat or heartbeat_seconds()
     url = normalize_url(storage)
     kw = {"heartbeat_interval": interval, "grace_period": GRACE_FACTOR * interval}
-    import inspect
     callback = ("heartbeat_stale_trial_callback"           # optuna >= 4.9; failed_trial_callback before
                 if "heartbeat_stale_trial_callback" in inspect.signature(optuna.storages.RDBStorage).parameters
                 else "failed_trial_callback")
