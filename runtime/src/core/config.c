@@ -581,3 +581,14 @@ const json_t *iotame_config_setting(const iotame_file_config_t *fc, const char *
     const json_t *v = fc ? iotame_config_value(fc, section, key) : NULL;
     return v ? v : iotame_config_default(section, key);
 }
+
+int iotame_config_any(const iotame_config_t *cfg, const char *section, const char *key, int (*pred)(const json_t *v))
+{
+    const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL};
+    if (pred(iotame_config_setting(cfg ? &process : NULL, section, key))) return 1;
+    for (size_t i = 0; cfg && i < cfg->nrules; i++) {
+        const json_t *v = rule_value(&cfg->rules[i], section, key);
+        if (v && pred(v)) return 1;
+    }
+    return 0;
+}

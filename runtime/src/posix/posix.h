@@ -106,15 +106,12 @@ const char *iotame_posix_file_path(const iotame_posix_file_t *f);
 
 /* ---- between the files of posix/ (internal) ---- */
 
-/* posix.sync_at_close: closes of files a process wrote make the data durable first (MPI_File_close, close). */
-extern int iotame_posix_sync_at_close;
-
 /* The descriptor table, indexed by fd: the hot path's one lookup. */
 typedef struct {
     iotame_posix_file_t *file; /* NULL: the descriptor is not recorded */
     off_t pos;                 /* the file position read/write/readv/writev use, as far as we saw it move */
     int append;                /* O_APPEND: a write's offset is asked from the kernel after it */
-    int written;               /* written since its open (posix.sync_at_close syncs it at close) */
+    int written;               /* written since its open (iotame_core_sync_at_close: fsync at close) */
 } iotame__posix_fd_t;
 
 extern iotame__posix_fd_t *iotame__posix_fds;

@@ -31,7 +31,6 @@ unsigned iotame__posix_nfds;
 static unsigned fds_cap; /* the table's size (iotame__posix_nfds is 0 while the layer is off) */
 
 static int all_files;
-int iotame_posix_sync_at_close;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* records, watched paths, descriptor table updates */
 #define HASH 256
 static iotame_posix_file_t *files, *by_id[HASH];
@@ -333,8 +332,6 @@ static int start(const iotame_config_t *cfg)
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* defaults only */
     const json_t *v = iotame_config_value(&process, "posix", "all_files");
     all_files = json_is_true(v ? v : iotame_config_default("posix", "all_files"));
-    v = iotame_config_value(&process, "posix", "sync_at_close");
-    iotame_posix_sync_at_close = json_is_true(v);
     if (all_files && cfg) {
         add_own_path(cfg->defaults.json);
         for (size_t i = 0; i < cfg->nrules; i++) add_own_path(cfg->rules[i].json);

@@ -181,7 +181,7 @@ IOTAME_WRAPPER int close(int fd)
     if (!REAL(close)) return (int)syscall(SYS_close, fd);
     iotame__posix_fd_t *d = iotame__posix_fd(fd);
     if (__builtin_expect(!d, 1)) return real.close(fd);
-    int durable = iotame_posix_sync_at_close && d->written && REAL(fsync);
+    int durable = iotame_core_sync_at_close() && d->written && REAL(fsync);
     iotame_posix_file_t *f = iotame__posix_closing(fd);
     uint64_t t0 = iotame_now();
     int synced = durable ? real.fsync(fd) : 0, sync_errno = errno; /* its time is the close's */
