@@ -180,8 +180,8 @@ typedef struct {
     int n;
     const iotame_module_t *m[IOTAME_MODULE_MAX];
 } iotame_hooks_t;
-extern iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before,
-    iotame__posix_after, iotame__barrier;
+extern iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta, iotame__hooks_posix_before,
+    iotame__hooks_posix_after, iotame__hooks_barrier;
 
 /* Starts every module (MPI_Init) and fills the hook lists; stops them (MPI_Finalize, before the statistics). */
 void iotame_modules_start(const iotame_config_t *cfg);
@@ -201,33 +201,33 @@ void iotame_modules_sizing(iotame_file_t *f);
 /* The data path: inline, since every data call takes it. */
 static inline void iotame_modules_before(const iotame_io_t *io)
 {
-    for (int i = 0; i < iotame__before.n; i++) iotame__before.m[i]->before(io);
+    for (int i = 0; i < iotame__hooks_before.n; i++) iotame__hooks_before.m[i]->before(io);
 }
 static inline int iotame_modules_serve(const iotame_io_t *io, int *rc)
 {
-    for (int i = 0; i < iotame__serve.n; i++)
-        if (iotame__serve.m[i]->serve(io, rc)) return 1;
+    for (int i = 0; i < iotame__hooks_serve.n; i++)
+        if (iotame__hooks_serve.m[i]->serve(io, rc)) return 1;
     return 0;
 }
 static inline void iotame_modules_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
 {
-    for (int i = 0; i < iotame__after.n; i++) iotame__after.m[i]->after(io, rc, ticks, bytes);
+    for (int i = 0; i < iotame__hooks_after.n; i++) iotame__hooks_after.m[i]->after(io, rc, ticks, bytes);
 }
 static inline void iotame_modules_meta(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
 {
-    for (int i = 0; i < iotame__meta.n; i++) iotame__meta.m[i]->meta(fs, op, ticks);
+    for (int i = 0; i < iotame__hooks_meta.n; i++) iotame__hooks_meta.m[i]->meta(fs, op, ticks);
 }
 static inline void iotame_modules_posix_before(const iotame_posix_io_t *io)
 {
-    for (int i = 0; i < iotame__posix_before.n; i++) iotame__posix_before.m[i]->posix_before(io);
+    for (int i = 0; i < iotame__hooks_posix_before.n; i++) iotame__hooks_posix_before.m[i]->posix_before(io);
 }
 static inline void iotame_modules_posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
 {
-    for (int i = 0; i < iotame__posix_after.n; i++) iotame__posix_after.m[i]->posix_after(io, rc, ns);
+    for (int i = 0; i < iotame__hooks_posix_after.n; i++) iotame__hooks_posix_after.m[i]->posix_after(io, rc, ns);
 }
 static inline void iotame_modules_barrier(uint64_t ns)
 {
-    for (int i = 0; i < iotame__barrier.n; i++) iotame__barrier.m[i]->barrier(ns);
+    for (int i = 0; i < iotame__hooks_barrier.n; i++) iotame__hooks_barrier.m[i]->barrier(ns);
 }
 
 #endif

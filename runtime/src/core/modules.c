@@ -25,8 +25,8 @@ const iotame_module_t *const iotame_modules[] = {
     NULL,
 };
 
-iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before, iotame__posix_after,
-    iotame__barrier;
+iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta, iotame__hooks_posix_before, iotame__hooks_posix_after,
+    iotame__hooks_barrier;
 static iotame_hooks_t active; /* every started module */
 
 int iotame_module_index(const iotame_module_t *m)
@@ -47,13 +47,13 @@ void iotame_modules_start(const iotame_config_t *cfg)
         const iotame_module_t *m = iotame_modules[i];
         if (m->start && !m->start(cfg)) continue;
         modules_add(&active, m, 1);
-        modules_add(&iotame__before, m, m->before != NULL);
-        modules_add(&iotame__serve, m, m->serve != NULL);
-        modules_add(&iotame__after, m, m->after != NULL);
-        modules_add(&iotame__meta, m, m->meta != NULL);
-        modules_add(&iotame__posix_before, m, m->posix_before != NULL);
-        modules_add(&iotame__posix_after, m, m->posix_after != NULL);
-        modules_add(&iotame__barrier, m, m->barrier != NULL);
+        modules_add(&iotame__hooks_before, m, m->before != NULL);
+        modules_add(&iotame__hooks_serve, m, m->serve != NULL);
+        modules_add(&iotame__hooks_after, m, m->after != NULL);
+        modules_add(&iotame__hooks_meta, m, m->meta != NULL);
+        modules_add(&iotame__hooks_posix_before, m, m->posix_before != NULL);
+        modules_add(&iotame__hooks_posix_after, m, m->posix_after != NULL);
+        modules_add(&iotame__hooks_barrier, m, m->barrier != NULL);
     }
 }
 
@@ -99,8 +99,8 @@ int iotame_modules_close(iotame_file_t *f) { FIRST_ERROR(close) }
 /* Stops the hooks of the data path first: a module's finalize may do I/O that must not be counted. */
 void iotame_modules_finalize(void)
 {
-    iotame__before.n = iotame__serve.n = iotame__after.n = iotame__meta.n = 0;
-    iotame__posix_before.n = iotame__posix_after.n = iotame__barrier.n = 0;
+    iotame__hooks_before.n = iotame__hooks_serve.n = iotame__hooks_after.n = iotame__hooks_meta.n = 0;
+    iotame__hooks_posix_before.n = iotame__hooks_posix_after.n = iotame__hooks_barrier.n = 0;
     EACH(finalize, finalize());
     active.n = 0;
 }

@@ -5,7 +5,7 @@
 
 IOTAME_WRAPPER int MPI_Barrier(MPI_Comm comm)
 {
-    if (__builtin_expect(!iotame__barrier.n || iotame__depth, 1)) return PMPI_Barrier(comm);
+    if (__builtin_expect(!iotame__hooks_barrier.n || iotame__depth, 1)) return PMPI_Barrier(comm);
     uint64_t t0 = iotame_monotonic_ns();
     int rc = PMPI_Barrier(comm);
     iotame_modules_barrier(iotame_monotonic_ns() - t0);

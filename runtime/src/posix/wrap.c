@@ -202,7 +202,7 @@ IOTAME_WRAPPER int close(int fd)
 
 static inline void hooks_before(const iotame_posix_io_t *io)
 {
-    if (!iotame__posix_before.n) return;
+    if (!iotame__hooks_posix_before.n) return;
     iotame__posix_quiet++;
     iotame_modules_posix_before(io);
     iotame__posix_quiet--;
@@ -210,7 +210,7 @@ static inline void hooks_before(const iotame_posix_io_t *io)
 
 static inline void hooks_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ticks)
 {
-    if (!iotame__posix_after.n) return;
+    if (!iotame__hooks_posix_after.n) return;
     iotame__posix_quiet++;
     iotame_modules_posix_after(io, rc, iotame__posix_ns(ticks));
     iotame__posix_quiet--;
@@ -235,7 +235,7 @@ static size_t iov_bytes(const struct iovec *iov, int n)
     uint64_t t0 = iotame_now();                                                                                \
     ssize_t rc = CALL;                                                                                         \
     uint64_t t = iotame_now() - t0;                                                                            \
-    int careful = iotame__posix_after.n || (W && d->append), e = careful ? errno : 0;                          \
+    int careful = iotame__hooks_posix_after.n || (W && d->append), e = careful ? errno : 0;                          \
     if (W && rc > 0) d->written = 1;                                                                           \
     if (POSITIONAL && rc > 0) {                                                                                \
         if (W && d->append) {                                                                                  \
