@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/knowledge.h"
 #include "posix/posix.h"
 #include "throttle.h"
 
@@ -101,17 +103,15 @@ static void signature(char *buf, size_t n, int dir, uint64_t fs_type, int size_l
     snprintf(buf, n, "%s procs=%d fs=0x%llx size=2^%d", dir_name[dir], node_procs, (unsigned long long)fs_type, size_log2);
 }
 
+/* Every rank gets the throttle's section of the knowledge store: rank 0 reads the file and broadcasts it (collective
+ * over MPI_COMM_WORLD: start runs on every rank). */
 static void knowledge_load(void)
 {
     if (!knowledge_path) return;
     iotame_posix_quiet_begin();
-    json_error_t err;
-    json_t *root = json_load_file(knowledge_path, 0, &err);
+    int rc = iotame_knowledge_read(knowledge_path, "throttle", MPI_COMM_WORLD, &knowledge);
     iotame_posix_quiet_end();
-    json_t *t = json_object_get(root, "throttle");
-    if (json_is_object(t)) knowledge = json_incref(t);
-    else if (root) iotame_stats_passthrough(NULL, "throttle: the knowledge file has no \"throttle\" object; not used");
-    json_decref(root);
+    if (rc == -EINVAL) iotame_stats_passthrough(NULL, "throttle: the knowledge file is not a knowledge file; not used");
 }
 
 static int knowledge_level(int dir, uint64_t fs_type, int size_log2)
@@ -247,13 +247,20 @@ static json_t *gate_json(const throttle_gate_t *g, uint64_t t0)
     return o;
 }
 
-/* Rank 0 of the job keeps what its node's controllers found, merged into the knowledge file. */
+/* The levels this run found replace the file's of the same signatures; the other signatures are kept. */
+static int knowledge_merge_levels(json_t *section, json_t *found)
+{
+    return json_object_update(section, found) == 0 ? 0 : -ENOMEM;
+}
+
+/* Rank 0 of the job keeps what its node's controllers found, merged into the knowledge file under its lock (the
+ * store reports a save it could not make). */
 static void knowledge_save(iotame_posix_segment_t *seg)
 {
     if (!knowledge_path || !seg) return;
-    json_t *k = knowledge ? json_deep_copy(knowledge) : json_object();
+    json_t *found = json_object();
     int changed = 0;
-    for (int i = 0; i < IOTAME_POSIX_TARGETS; i++) {
+    for (int i = 0; i < IOTAME_POSIX_TARGETS && found; i++) {
         if (!seg->target[i].key) continue;
         for (int d = 0; d < 2; d++) {
             const throttle_gate_t *g = &((const throttle_target_t *)seg->target[i].state)->dir[d];
@@ -261,24 +268,16 @@ static void knowledge_save(iotame_posix_segment_t *seg)
             if (!g->ctl_started || !g->ctl.found) continue;
             char sig[128];
             signature(sig, sizeof sig, d, g->sig_fs_type, g->sig_size_log2);
-            json_object_set_new(k, sig, json_pack("{s:i,s:f}", "level", g->ctl.found, "mbs", g->ctl.found_mbs));
+            json_object_set_new(found, sig, json_pack("{s:i,s:f}", "level", g->ctl.found, "mbs", g->ctl.found_mbs));
             changed = 1;
         }
     }
     if (changed) {
-        json_t *root = json_pack("{s:i,s:o}", "version", 1, "throttle", k);
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp%d", knowledge_path, (int)getpid());
         iotame_posix_quiet_begin();
-        if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 || rename(tmp, knowledge_path) != 0) {
-            remove(tmp);
-            iotame_log_warn("throttle: cannot write the knowledge file %s\n", knowledge_path);
-        }
+        iotame_knowledge_merge(knowledge_path, "throttle", knowledge_merge_levels, found);
         iotame_posix_quiet_end();
-        json_decref(root);
-    } else {
-        json_decref(k);
     }
+    json_decref(found);
 }
 
 static json_t *dir_json(const dir_stats_t *s)
