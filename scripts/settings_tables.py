@@ -296,7 +296,8 @@ def main(argv=None) -> int:
     for p in changed:
         print(f"updated {p}")
     if problems:
-        print(f"{len(problems)} difference(s): run .venv/bin/python scripts/settings_tables.py to regenerate", file=sys.stderr)
+        print(f"{len(problems)} difference(s): run .venv/bin/python scripts/settings_tables.py to regenerate",
+              file=sys.stderr)
     return 1 if problems else 0
 
 
