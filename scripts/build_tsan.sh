@@ -22,4 +22,4 @@ fi
 grep -E 'warning:' "$dir/build.log" || true
 grep -q '^IOTAME_TSAN:BOOL=ON$' "$dir/CMakeCache.txt" ||
   { echo "build_tsan: $dir is not configured with IOTAME_TSAN=ON" >&2; exit 1; }
-test -f "$dir/runtime/libiotame.so" && test -x "$dir/tests/test_throttle" && test -x "$dir/tests/stage_check"
+test -f "$dir/runtime/libiotame.so" && test -x "$dir/tests/test_throttle" && test -x "$dir/tests/stage_threads"
