@@ -122,7 +122,9 @@ extern unsigned iotame__posix_nfds;
 /* The recorded file of a descriptor, or NULL: the wrappers' fast path. */
 static inline iotame__posix_fd_t *iotame__posix_fd(int fd)
 {
-    if (__builtin_expect((unsigned)fd >= iotame__posix_nfds || iotame__posix_quiet, 1)) return NULL;
+    if (__builtin_expect((unsigned)fd >= __atomic_load_n(&iotame__posix_nfds, __ATOMIC_ACQUIRE) || iotame__posix_quiet,
+                         1))
+        return NULL;
     iotame__posix_fd_t *d = &iotame__posix_fds[fd];
     return __atomic_load_n(&d->file, __ATOMIC_ACQUIRE) ? d : NULL;
 }
@@ -166,7 +168,7 @@ static inline void iotame__posix_request_begin(iotame_posix_file_t *f)
 {
     if (!f) return;
     int32_t n = __atomic_add_fetch(f->inflight, 1, __ATOMIC_RELAXED);
-    if (n > f->max_inflight) __atomic_store_n(&f->max_inflight, n, __ATOMIC_RELAXED);
+    if (n > __atomic_load_n(&f->max_inflight, __ATOMIC_RELAXED)) __atomic_store_n(&f->max_inflight, n, __ATOMIC_RELAXED);
     if (f->slot) {
         int32_t m = __atomic_load_n(&f->slot->max, __ATOMIC_RELAXED);
         while (n > m && !__atomic_compare_exchange_n(&f->slot->max, &m, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}

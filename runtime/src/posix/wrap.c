@@ -109,7 +109,8 @@ static int resolve(void *const *slot)
 /* An open of any kind: when the layer is on, timed and shown to record.c (which decides whether to record it). */
 #define OPEN_BODY(NAME, DIRFD, PATH, FLAGS, CALL, FALLBACK)                                                    \
     if (!REAL(NAME)) return (int)(FALLBACK);                                                                   \
-    if (__builtin_expect(!iotame__posix_nfds || iotame__posix_quiet, 1)) return CALL;                          \
+    unsigned on_ = __atomic_load_n(&iotame__posix_nfds, __ATOMIC_RELAXED);                                     \
+    if (__builtin_expect(!on_ || iotame__posix_quiet, 1)) return CALL;                                         \
     uint64_t t0 = iotame_now();                                                                                \
     int fd = CALL;                                                                                             \
     uint64_t t = iotame_now() - t0;                                                                            \
@@ -229,13 +230,13 @@ static size_t iov_bytes(const struct iovec *iov, int n)
  * itself is arithmetic. */
 #define REQUEST(W, OFF, BYTES, CALL, POSITIONAL)                                                                \
     iotame__posix_fd_t *d = &iotame__posix_fds[fd];                                                            \
-    iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), d->file};                                    \
+    iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), __atomic_load_n(&d->file, __ATOMIC_ACQUIRE)}; \
     hooks_before(&io);                                                                                         \
     iotame__posix_request_begin(io.file);                                                                      \
     uint64_t t0 = iotame_now();                                                                                \
     ssize_t rc = CALL;                                                                                         \
     uint64_t t = iotame_now() - t0;                                                                            \
-    int careful = iotame__hooks_posix_after.n || (W && d->append), e = careful ? errno : 0;                          \
+    int careful = iotame__hooks_posix_after.n || (W && d->append), e = careful ? errno : 0;                    \
     if (W && rc > 0) d->written = 1;                                                                           \
     if (POSITIONAL && rc > 0) {                                                                                \
         if (W && d->append) {                                                                                  \
