@@ -31,7 +31,7 @@ static inline void iotame_posix_quiet_end(void) { iotame__posix_quiet--; }
 #define IOTAME_POSIX_SEGMENT_VERSION 2u
 #define IOTAME_POSIX_SLOTS 1024
 #define IOTAME_POSIX_TARGETS 32
-#define IOTAME_POSIX_TARGET_STATE 8192 /* bytes of module state per target */
+#define IOTAME_POSIX_TARGET_STATE 16384 /* bytes of module state per target */
 
 typedef struct {
     uint64_t key;      /* hash of (dev, ino), never 0; 0: a free slot (claimed with a compare-and-swap) */

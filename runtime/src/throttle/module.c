@@ -42,6 +42,7 @@ static dir_stats_t mine[2];
 static int last_dir = -1; /* the direction of this process's last throttled request since its last barrier */
 
 static _Thread_local throttle_gate_t *entered;
+static _Thread_local throttle_pass_t entered_pass;
 static _Thread_local int entered_auto;
 static _Thread_local uint64_t entered_wait, entered_at;
 
@@ -143,7 +144,7 @@ static void posix_before(const iotame_posix_io_t *io)
         throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2));
     }
     entered_at = iotame_monotonic_ns();
-    entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns);
+    entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns, &entered_pass);
     entered = g;
     entered_auto = l->level[dir] == AUTO;
 }
@@ -154,7 +155,7 @@ static void posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
     throttle_gate_t *g = entered;
     if (!g) return;
     entered = NULL;
-    throttle_gate_leave(g, rc > 0 ? (uint64_t)rc : 0, entered_auto, &knobs);
+    throttle_gate_leave(g, &entered_pass, rc > 0 ? (uint64_t)rc : 0, entered_auto, &knobs);
     dir_stats_t *s = &mine[io->write ? WRITE : READ];
     __atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
     if (entered_wait > 1000) __atomic_add_fetch(&s->waited, 1, __ATOMIC_RELAXED);
