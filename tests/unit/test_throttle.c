@@ -1,11 +1,13 @@
-/* The throttle's gate and controller without MPI or files: threads of one process take turns at a gate (the gate
- * is process-shared, so threads exercise the same code as processes), and the controller is fed the windows of
- * synthetic devices whose throughput per level is known. */
+/* The throttle's gate and controller without MPI or files: threads of one process (and forked ones, for processes
+ * that die) take turns at a gate in shared memory, and the controller is fed the windows of synthetic devices whose
+ * throughput per level is known. The storage targets of the POSIX layer (posix/target.c: Lustre's layout, the
+ * modules' per-target slots and layout hooks) with a registry of the test's own. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,11 +357,102 @@ static void lustre(void)
     CHECK(iotame_posix_lustre_layout(buf, n, &size, got, 64) == 0);
 }
 
+/* ---- storage targets: the modules' slots and layout hooks (posix/target.c with a registry of its own) ---- */
+
+static unsigned layout_none(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    (void)dev, (void)ino, (void)stripe_size, (void)target, (void)max;
+    return 0; /* knows no file */
+}
+
+static ino_t striped_ino; /* the one file the striping modules know */
+
+static unsigned layout_four(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    (void)dev;
+    if (ino != striped_ino || max < 4) return 0;
+    for (unsigned i = 0; i < 4; i++) target[i] = 10 + i;
+    *stripe_size = 65536;
+    return 4;
+}
+
+static unsigned layout_two(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    (void)dev;
+    if (ino != striped_ino || max < 2) return 0;
+    target[0] = 7, target[1] = 8;
+    *stripe_size = 4096;
+    return 2;
+}
+
+static const iotame_module_t mod_small = {.name = "small", .posix_target_bytes = 100, .layout = layout_none},
+                             mod_none = {.name = "none", .layout = layout_four},
+                             mod_huge = {.name = "huge", .posix_target_bytes = IOTAME_POSIX_TARGET_STATE},
+                             mod_page = {.name = "page", .posix_target_bytes = 4096, .layout = layout_two};
+const iotame_module_t *const iotame_modules[] = {&mod_small, &mod_none, &mod_huge, &mod_page, NULL};
+iotame_hooks_t iotame__posix_layout;
+static iotame_posix_segment_t test_segment;
+static const char *test_reasons[8];
+static int test_nreasons;
+
+int iotame_module_index(const iotame_module_t *m)
+{
+    for (int i = 0; iotame_modules[i]; i++)
+        if (iotame_modules[i] == m) return i;
+    return -1;
+}
+iotame_posix_segment_t *iotame_posix_segment(void) { return &test_segment; }
+const char *iotame_posix_path(const char *path) { return path; }
+void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason)
+{
+    (void)fs;
+    if (test_nreasons < 8) test_reasons[test_nreasons++] = reason;
+}
+
+/* Each module that asks for per-target state gets its own slot, in registry order, 64-byte aligned, while they fit;
+ * one that does not fit gets none and the statistics say so. */
+static void target_slots(void)
+{
+    iotame__posix_target_layout(&test_segment);
+    iotame__posix_target_check(&test_segment);
+    iotame_posix_target_t *t = &test_segment.target[5];
+    unsigned char *small = iotame_posix_target_state(t, &mod_small), *page = iotame_posix_target_state(t, &mod_page);
+    CHECK(small == t->state);
+    CHECK(page == t->state + 128); /* after the first, rounded up to a cache line */
+    CHECK(iotame_posix_target_state(t, &mod_none) == NULL); /* asked for none */
+    CHECK(iotame_posix_target_state(t, &mod_huge) == NULL); /* did not fit after the first */
+    CHECK(iotame_posix_target_state(NULL, &mod_small) == NULL);
+    CHECK(test_nreasons == 1 && test_reasons[0] && strstr(test_reasons[0], "huge"));
+}
+
+/* The layout of a file: the first active module's hook that knows it, in registry order, over the file system's. */
+static void target_layout_hooks(void)
+{
+    char path[] = "/tmp/iotame-test-throttle-XXXXXX";
+    int fd = mkstemp(path);
+    struct stat st;
+    CHECK(fd >= 0 && fstat(fd, &st) == 0);
+    striped_ino = st.st_ino;
+    iotame_posix_layout_t l;
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1 && l.unit == 0); /* no hooks: the file system */
+    iotame__posix_layout = (iotame_hooks_t){3, {&mod_small, &mod_none, &mod_page}};
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 4 && l.unit == 65536 && l.ost[3] == 13);
+    iotame__posix_layout = (iotame_hooks_t){2, {&mod_small, &mod_page}}; /* mod_none is not active */
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 2 && l.unit == 4096 && l.ost[1] == 8);
+    striped_ino++; /* a file no module knows */
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1);
+    iotame__posix_layout.n = 0;
+    close(fd);
+    unlink(path);
+}
+
 int main(void)
 {
     gate = mmap(NULL, sizeof *gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (gate == MAP_FAILED) return 1;
     lustre();
+    target_slots();
+    target_layout_hooks();
     gate_run(1);
     gate_run(3);
     gate_run(8);

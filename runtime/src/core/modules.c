@@ -27,6 +27,7 @@ const iotame_module_t *const iotame_modules[] = {
 
 iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before, iotame__posix_after,
     iotame__barrier;
+iotame_hooks_t iotame__posix_layout;
 static iotame_hooks_t active; /* every started module */
 
 int iotame_module_index(const iotame_module_t *m)
@@ -54,6 +55,7 @@ void iotame_modules_start(const iotame_config_t *cfg)
         add(&iotame__posix_before, m, m->posix_before != NULL);
         add(&iotame__posix_after, m, m->posix_after != NULL);
         add(&iotame__barrier, m, m->barrier != NULL);
+        add(&iotame__posix_layout, m, m->layout != NULL);
     }
 }
 
@@ -93,6 +95,7 @@ void iotame_modules_finalize(void)
     iotame__posix_before.n = iotame__posix_after.n = iotame__barrier.n = 0;
     EACH(finalize, finalize());
     active.n = 0;
+    iotame__posix_layout.n = 0;
 }
 
 const char *iotame_registry(void)
