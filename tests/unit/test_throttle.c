@@ -2,6 +2,7 @@
  * that die) take turns at a gate in shared memory, and the controller is fed the windows of synthetic devices whose
  * throughput per level is known. The storage targets of the POSIX layer (posix/target.c: Lustre's layout, the
  * modules' per-target slots and layout hooks) with a registry of the test's own. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -91,10 +92,19 @@ static void gate_run(int level)
     CHECK(gate->inside == 0 && gate_outstanding() == 0 && gate->bypassed == 0);
 }
 
+/* A counter of the gate read under its lock (threads of the test update it meanwhile). */
+static int32_t gate_read(const int32_t *counter)
+{
+    if (pthread_mutex_lock(&gate->lock) == EOWNERDEAD) pthread_mutex_consistent(&gate->lock);
+    int32_t v = *counter;
+    pthread_mutex_unlock(&gate->lock);
+    return v;
+}
+
 /* Waits until the gate counts `n` bypasses (the test's sequencing, not a timing). */
 static void gate_await_bypass(int n)
 {
-    while (__atomic_load_n(&gate->bypassed, __ATOMIC_ACQUIRE) < n) usleep(1000);
+    while (gate_read(&gate->bypassed) < n) usleep(1000);
 }
 
 typedef struct {
@@ -179,7 +189,7 @@ static void gate_dead_waiter(void)
         throttle_gate_enter(gate, 2, NEVER, &pass);
         _exit(0);
     }
-    while (__atomic_load_n(&gate->waiting, __ATOMIC_ACQUIRE) < 1) usleep(1000);
+    while (gate_read(&gate->waiting) < 1) usleep(1000);
     kill(pid, SIGKILL);
     CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
     throttle_gate_leave(gate, &first, 0, 0, NULL); /* the dead waiter's turn comes */

@@ -124,12 +124,12 @@ static void gate_wait(throttle_gate_t *g, uint32_t ticket, int level, uint64_t s
 
 /* Takes a free entry of the table for a ticket: -1 when all are taken (THROTTLE_HOLDERS tickets out at once; a
  * bypass cannot mark that ticket then, so it must not be one that is only slow). */
-static int32_t gate_hold(throttle_gate_t *g, uint32_t ticket)
+static int32_t gate_hold(throttle_gate_t *g, uint32_t ticket, int32_t pid)
 {
     for (int i = 0; i < THROTTLE_HOLDERS; i++) {
         throttle_holder_t *h = &g->holder[(ticket + (uint32_t)i) % THROTTLE_HOLDERS];
         if (h->pid) continue;
-        *h = (throttle_holder_t){.pid = (int32_t)getpid(), .ticket = ticket};
+        *h = (throttle_holder_t){.pid = pid, .ticket = ticket};
         return (int32_t)(h - g->holder);
     }
     return -1;
@@ -145,12 +145,13 @@ static throttle_holder_t *gate_entry(throttle_gate_t *g, const throttle_pass_t *
 
 uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns, throttle_pass_t *pass)
 {
+    int32_t pid = (int32_t)getpid(); /* a system call: not under the lock */
     gate_lock(g);
     uint64_t t0 = iotame_monotonic_ns();
     gate_busy_begin(g, t0);
     uint32_t ticket = g->ticket++;
     pass->ticket = ticket;
-    pass->holder = gate_hold(g, ticket);
+    pass->holder = gate_hold(g, ticket, pid);
     gate_wait(g, ticket, level, stall_ns, t0);
     throttle_holder_t *h = gate_entry(g, pass);
     if (h) h->inside = 1;
