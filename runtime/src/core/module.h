@@ -142,6 +142,13 @@ typedef struct iotame_module {
     /* ---- POSIX layer ---- */
     void (*posix_before)(const iotame_posix_io_t *io);
     void (*posix_after)(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns);
+    /* The striping of a file on storage the module models (emulate's striped device), by device and inode: returns
+     * the stripe count (1..max) with the stripe size and each stripe's target, or 0 when the file is not its own.
+     * posix/target.c asks the active modules in registry order; the first that knows the file wins, also over the
+     * file system's own layout (the modelled storage is what the requests meet). */
+    unsigned (*layout)(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max);
+    /* Bytes of node-shared state the module keeps per storage target (iotame_posix_target_state), 0: none. */
+    size_t posix_target_bytes;
 
     /* ---- the application's synchronization ---- */
     /* After the application's own MPI_Barrier (not one made inside MPI-IO or HDF5): its duration in nanoseconds. */
@@ -180,8 +187,9 @@ typedef struct {
     int n;
     const iotame_module_t *m[IOTAME_MODULE_MAX];
 } iotame_hooks_t;
-extern iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta, iotame__hooks_posix_before,
-    iotame__hooks_posix_after, iotame__hooks_barrier;
+extern iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta,
+    iotame__hooks_posix_before, iotame__hooks_posix_after, iotame__hooks_barrier;
+extern iotame_hooks_t iotame__hooks_layout; /* the active modules with a layout hook (posix/target.c) */
 
 /* Starts every module (MPI_Init) and fills the hook lists; stops them (MPI_Finalize, before the statistics). */
 void iotame_modules_start(const iotame_config_t *cfg);

@@ -25,8 +25,8 @@ const iotame_module_t *const iotame_modules[] = {
     NULL,
 };
 
-iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta, iotame__hooks_posix_before, iotame__hooks_posix_after,
-    iotame__hooks_barrier;
+iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta,
+    iotame__hooks_posix_before, iotame__hooks_posix_after, iotame__hooks_barrier, iotame__hooks_layout;
 static iotame_hooks_t active; /* every started module */
 
 int iotame_module_index(const iotame_module_t *m)
@@ -54,6 +54,7 @@ void iotame_modules_start(const iotame_config_t *cfg)
         modules_add(&iotame__hooks_posix_before, m, m->posix_before != NULL);
         modules_add(&iotame__hooks_posix_after, m, m->posix_after != NULL);
         modules_add(&iotame__hooks_barrier, m, m->barrier != NULL);
+        modules_add(&iotame__hooks_layout, m, m->layout != NULL);
     }
 }
 
@@ -103,6 +104,7 @@ void iotame_modules_finalize(void)
     iotame__hooks_posix_before.n = iotame__hooks_posix_after.n = iotame__hooks_barrier.n = 0;
     EACH(finalize, finalize());
     active.n = 0;
+    iotame__hooks_layout.n = 0;
 }
 
 const char *iotame_registry(void)

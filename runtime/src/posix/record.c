@@ -111,6 +111,7 @@ static void segment_init(void *map, void *arg)
     s->nprocs = shape->nprocs;
     s->job_nprocs = shape->job_nprocs;
     s->nnodes = shape->nnodes;
+    iotame__posix_target_layout(s);
     __atomic_store_n(&s->magic, IOTAME_POSIX_SEGMENT_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -135,6 +136,7 @@ static void segment_setup(void)
     PMPI_Comm_free(&node);
     if (map && ((iotame_posix_segment_t *)map)->magic == IOTAME_POSIX_SEGMENT_MAGIC) segment = map;
     else segment_problem = "the node's shared-memory segment could not be set up";
+    if (segment) iotame__posix_target_check(segment);
 }
 
 /* ---- files and descriptors ---- */
