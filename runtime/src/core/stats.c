@@ -103,7 +103,7 @@ static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builti
 
 /* One update of a record. the threaded test is taken once per call, not once per counter, since
  * these few additions are most of what a wrapper costs. */
-static inline void update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data, uint64_t bytes)
+static inline void stats_update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data, uint64_t bytes)
 {
     unsigned cat = op_cat[op], b = bucket(bytes), w = cat == IOTAME_CAT_WRITE;
     if (!iotame__threaded) {
@@ -127,12 +127,12 @@ static inline void update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data
 
 void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
 {
-    if (fs) update(&fs->n, op, ticks, 0, 0);
+    if (fs) stats_update(&fs->n, op, ticks, 0, 0);
 }
 
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes)
 {
-    if (fs) update(&fs->n, op, ticks, 1, bytes);
+    if (fs) stats_update(&fs->n, op, ticks, 1, bytes);
 }
 
 const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
@@ -260,7 +260,7 @@ static void merge_reasons(reader_t *r, json_t *into)
     }
 }
 
-static json_t *time_json(uint64_t min, uint64_t sum, uint64_t max, int ranks)
+static json_t *stats_time_json(uint64_t min, uint64_t sum, uint64_t max, int ranks)
 {
     return json_pack("{s:f,s:f,s:f}", "min", min * 1e-9, "avg", ranks ? sum * 1e-9 / ranks : 0.0, "max",
                      max * 1e-9);
@@ -273,7 +273,7 @@ static json_t *file_json(const merged_t *m)
     for (int op = 0; op < IOTAME_OP_COUNT; op++) {
         if (!m->sum.count[op]) continue;
         json_t *o = json_pack("{s:I,s:o}", "count", (json_int_t)m->sum.count[op], "seconds",
-                              time_json(m->ns_min[op], m->sum.ns[op], m->ns_max[op], m->ranks));
+                              stats_time_json(m->ns_min[op], m->sum.ns[op], m->ns_max[op], m->ranks));
         if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE) {
             json_object_set_new(o, "bytes", json_integer((json_int_t)m->sum.bytes[op]));
             bytes[op_cat[op] == IOTAME_CAT_WRITE] += m->sum.bytes[op];
@@ -281,7 +281,7 @@ static json_t *file_json(const merged_t *m)
         json_object_set_new(ops, op_name[op], o);
     }
     for (int c = 0; c < IOTAME_CAT_COUNT; c++)
-        json_object_set_new(time, cat_name[c], time_json(m->ns_min[CAT_NS(c)], m->sum.ns[CAT_NS(c)],
+        json_object_set_new(time, cat_name[c], stats_time_json(m->ns_min[CAT_NS(c)], m->sum.ns[CAT_NS(c)],
                                                          m->ns_max[CAT_NS(c)], m->ranks));
     for (int d = 0; d < 2; d++) {
         json_t *h = json_object();

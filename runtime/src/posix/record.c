@@ -311,7 +311,7 @@ void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotam
     if (threaded) pthread_mutex_unlock(&f->lock);
 }
 
-/* ticks -> ns for the POSIX hooks: the TSC's rate over the time since start (fixed once it spans 50 ms). */
+/* ticks -> ns for the POSIX hooks: the TSC's rate over the time since posix_start (fixed once it spans 50 ms). */
 static uint64_t start_ns, start_tick;
 static double ns_per_tick_fixed;
 
@@ -329,7 +329,7 @@ uint64_t iotame__posix_ns(uint64_t ticks)
 
 /* ---- the module ---- */
 
-static int start(const iotame_config_t *cfg)
+static int posix_start(const iotame_config_t *cfg)
 {
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* defaults only */
     const json_t *v = iotame_config_value(&process, "posix", "all_files");
@@ -359,7 +359,7 @@ static int start(const iotame_config_t *cfg)
     return 1;
 }
 
-static json_t *time_json(uint64_t ticks, double ns_per_tick)
+static json_t *posix_time_json(uint64_t ticks, double ns_per_tick)
 {
     double s = (double)ticks * ns_per_tick * 1e-9;
     return json_pack("{s:f,s:f,s:f}", "min", s, "avg", s, "max", s);
@@ -398,10 +398,11 @@ static json_t *section_json(const iotame_posix_file_t *f, double ns_per_tick)
                      "histogram", "read", hist_json(f->hist[READ]), "write", hist_json(f->hist[WRITE]), "access",
                      "read", access_json(f, READ), "write", access_json(f, WRITE), "seek_distance", "total",
                      (json_int_t)f->seek_total, "max", (json_int_t)f->seek_max, "time", "read",
-                     time_json(f->ticks[IOTAME_POSIX_T_READ], ns_per_tick), "write",
-                     time_json(f->ticks[IOTAME_POSIX_T_WRITE], ns_per_tick), "sync",
-                     time_json(f->ticks[IOTAME_POSIX_T_SYNC], ns_per_tick), "meta",
-                     time_json(f->ticks[IOTAME_POSIX_T_META], ns_per_tick), "max_concurrent", (int)f->max_inflight);
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_READ], ns_per_tick), "write",
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_WRITE], ns_per_tick), "sync",
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_SYNC], ns_per_tick), "meta",
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_META], ns_per_tick), "max_concurrent",
+                     (int)f->max_inflight);
 }
 
 /* Folds src's counters into dst: two files (inodes) one rank recorded under one path. */
@@ -423,7 +424,7 @@ static void fold(iotame_posix_file_t *dst, const iotame_posix_file_t *src)
 
 /* At MPI_Finalize: stops recording (the runtime's own I/O from here on, the statistics file, passes through) and
  * puts each file's counters into its record's section. */
-static void finalize(void)
+static void posix_finalize(void)
 {
     __atomic_store_n(&iotame__posix_nfds, 0, __ATOMIC_RELEASE);
     double ns_per_tick = iotame_ns_per_tick();
@@ -473,7 +474,7 @@ static void fold_json(json_t *into, const json_t *from, double wi, double wf)
     }
 }
 
-static void merge(json_t *into, const json_t *rank_section)
+static void posix_merge(json_t *into, const json_t *rank_section)
 {
     double wi = (double)json_integer_value(json_object_get(into, "ranks"));
     double wf = (double)json_integer_value(json_object_get(rank_section, "ranks"));
@@ -483,8 +484,8 @@ static void merge(json_t *into, const json_t *rank_section)
 const iotame_module_t iotame_module_posix = {
     .name = "posix",
     .settings = "posix",
-    .start = start,
+    .start = posix_start,
     .opening = opening,
-    .finalize = finalize,
-    .merge = merge,
+    .finalize = posix_finalize,
+    .merge = posix_merge,
 };

@@ -1,12 +1,13 @@
-/* The adaptive controller: the paper's future work, choosing the number of concurrent streams by measurement.
- * A search measures the target's aggregate throughput for one window per level, the unthrottled level first (it is
- * the default, so measuring it loses nothing), then every power of two below it, highest first (a disk's curve is
- * flat down to two readers and jumps at one: no level can be skipped on the way), then refines between the best
- * level and its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
- * imbalance at the next barrier). A level is examined only while what the search lost against the best so far is
- * under `budget` of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two
- * windows in a row that deviate from the reference by more than `threshold` start a new search. No MPI, no time
- * source of its own: the gate (gate.c) calls it with each finished window, under the gate's lock. */
+/* The adaptive controller: the future work of Seelam, Kerstens and Teller ("Throttling I/O Streams to Accelerate
+ * File-I/O Performance"), choosing the number of concurrent streams by measurement. A search measures the target's
+ * aggregate throughput for one window per level, the unthrottled level first (it is the default, so measuring it
+ * loses nothing), then every power of two below it, highest first (a disk's curve is flat down to two readers and
+ * jumps at one: no level can be skipped on the way), then refines between the best level and its measured
+ * neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load imbalance at
+ * the next barrier). A level is examined only while what the search lost against the best so far is under `budget`
+ * of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two windows in a
+ * row that deviate from the reference by more than `threshold` start a new search. No MPI, no time source of its
+ * own: the gate (gate.c) calls it with each finished window, under the gate's lock. */
 #include <math.h>
 #include <string.h>
 

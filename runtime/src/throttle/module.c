@@ -1,8 +1,8 @@
 /* The throttle module: which requests pass the gate and at what level (the file's throttle.readers/writers), the
  * gates' setup at MPI_Init, the knowledge file of the adaptive levels, and the statistics: per direction the time
- * processes waited for a turn, their time in requests, and the paper's load-imbalance view (the time they then
- * waited at the application's next barrier); per target the level in force per phase and the most processes seen
- * inside at once. */
+ * processes waited for a turn, their time in requests, and the load-imbalance view of Seelam, Kerstens and Teller
+ * ("Throttling I/O Streams to Accelerate File-I/O Performance") (the time they then waited at the application's next
+ * barrier); per target the level in force per phase and the most processes seen inside at once. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
