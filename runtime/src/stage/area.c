@@ -1,7 +1,9 @@
-/* The node's staging area: its creation, the file table, and the ring the writers append to. */
+/* The node's staging area: its layout and set-up (without MPI: map.c maps it in a job), the node's processes, the
+ * file table, and the ring the writers append to. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "stage.h"
@@ -16,23 +18,26 @@ char *stage_prefetch_buffer(stage_area_t *a, int i) { return (char *)a + header_
 
 char *stage_ring(stage_area_t *a) { return stage_prefetch_buffer(a, STAGE_PREFETCH_SLOTS); }
 
-static char *ring(stage_area_t *a) { return stage_ring(a); }
-
-typedef struct {
-    uint64_t cap, prefetch_bytes;
-    uint32_t nprocs;
-} shape_t;
-
-static void init(void *map, void *arg)
+size_t stage_area_bytes(uint64_t cap, uint64_t prefetch_bytes)
 {
-    const shape_t *s = arg;
-    stage_area_t *a = map;
+    return header_bytes() + (size_t)round_up(prefetch_bytes) * STAGE_PREFETCH_SLOTS + (size_t)round_up(cap);
+}
+
+static void area_mutex_init(pthread_mutex_t *m)
+{
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&a->lock, &ma);
+    pthread_mutex_init(m, &ma);
     pthread_mutexattr_destroy(&ma);
+}
+
+void stage_area_init(void *map, uint64_t cap, uint64_t prefetch_bytes, uint32_t nprocs)
+{
+    stage_area_t *a = map;
+    area_mutex_init(&a->lock);
+    for (int i = 0; i < STAGE_PROCS; i++) area_mutex_init(&a->proc[i].alive);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
@@ -40,26 +45,34 @@ static void init(void *map, void *arg)
     pthread_cond_init(&a->work, &ca);
     pthread_cond_init(&a->room, &ca);
     pthread_condattr_destroy(&ca);
-    a->cap = s->cap;
-    a->prefetch_bytes = s->prefetch_bytes;
-    a->nprocs = s->nprocs;
+    a->cap = round_up(cap);
+    a->prefetch_bytes = round_up(prefetch_bytes);
+    a->nprocs = nprocs;
     __atomic_store_n(&a->magic, STAGE_MAGIC, __ATOMIC_RELEASE);
 }
 
-stage_area_t *stage_area_map(uint64_t cap, uint64_t prefetch_bytes, int *node_rank)
+int stage_area_join(stage_area_t *a, int node_rank, int world_rank)
 {
-    MPI_Comm node;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return NULL;
-    int size = 1;
-    PMPI_Comm_rank(node, node_rank);
-    PMPI_Comm_size(node, &size);
-    shape_t s = {round_up(cap), round_up(prefetch_bytes), (uint32_t)size};
-    size_t bytes = header_bytes() + (size_t)s.prefetch_bytes * STAGE_PREFETCH_SLOTS + (size_t)s.cap;
-    stage_area_t *a = iotame_node_shared(node, bytes, init, &s);
-    PMPI_Comm_free(&node);
-    int ok = a && a->magic == STAGE_MAGIC, all = 0;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* staged on every node, or on none */
-    return all ? a : NULL;
+    if (node_rank < 0 || node_rank >= STAGE_PROCS) return -EINVAL;
+    stage_proc_t *p = &a->proc[node_rank];
+    int rc = pthread_mutex_trylock(&p->alive);
+    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(&p->alive); /* a process of that rank before (not in MPI) */
+    if (rc) return -EBUSY;
+    stage_lock(a);
+    p->pid = (int32_t)getpid();
+    p->world_rank = world_rank;
+    p->state = STAGE_PROC_ALIVE;
+    stage_unlock(a);
+    return 0;
+}
+
+void stage_area_leave(stage_area_t *a, int node_rank)
+{
+    if (node_rank < 0 || node_rank >= STAGE_PROCS) return;
+    stage_lock(a);
+    a->proc[node_rank].state = STAGE_PROC_FREE;
+    stage_unlock(a);
+    pthread_mutex_unlock(&a->proc[node_rank].alive);
 }
 
 void stage_lock(stage_area_t *a)
@@ -139,7 +152,7 @@ uint64_t stage_head(stage_area_t *a)
     return h;
 }
 
-static void wait_room(stage_area_t *a)
+static void area_wait_room(stage_area_t *a)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -157,7 +170,7 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
     if (a->tail < upto) {
         if (a->want < upto) a->want = upto;
         pthread_cond_signal(&a->work);
-        while (a->tail < upto) wait_room(a);
+        while (a->tail < upto) area_wait_room(a);
     }
     stage_unlock(a);
     return iotame_monotonic_ns() - t0;
@@ -165,13 +178,13 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
 
 /* Reserves n bytes at the head, at one place in the ring (padding to the ring's end first if they would wrap);
  * waits for room. The lock is held. Returns the record's position. */
-static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
+static uint64_t area_reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
 {
     for (;;) {
         uint64_t at = a->head % a->cap, pad = a->cap - at < n ? a->cap - at : 0;
         if (a->head + pad + n - a->tail <= a->cap) {
             if (pad) {
-                stage_record_t *r = (stage_record_t *)(ring(a) + at);
+                stage_record_t *r = (stage_record_t *)(stage_ring(a) + at);
                 *r = (stage_record_t){.file = -1, .size = pad};
                 __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
                 a->head += pad;
@@ -184,7 +197,7 @@ static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
         pthread_cond_signal(&a->work); /* full: the flusher must run whatever its threshold */
         if (a->want < a->head) a->want = a->head;
         a->blocked++;
-        wait_room(a);
+        area_wait_room(a);
         a->blocked--;
         *blocked_ns += iotame_monotonic_ns() - t0;
     }
@@ -192,16 +205,16 @@ static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
 
 /* Appends one record: the extents ext[0..n) with the first starting `skip` bytes in and the last ending after
  * `last` bytes (a piece of a longer extent), and their `bytes` of data. The lock is not held. */
-static uint64_t put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
+static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
                            int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
 {
     uint64_t size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes);
     stage_lock(a);
-    uint64_t pos = reserve(a, size, blocked_ns);
+    uint64_t pos = area_reserve(a, size, blocked_ns);
     __atomic_add_fetch(&a->file[file].pending, bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
     a->file[file].generation++;
     stage_unlock(a);
-    stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);
+    stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
     *r = (stage_record_t){.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n, .size = size, .bytes = bytes};
     iotame_extent_t *x = (iotame_extent_t *)(r + 1);
     memcpy(x, ext, n * sizeof *ext);
@@ -244,7 +257,7 @@ uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *e
             last = from + take;
             if (take < left) break;
         }
-        end = put_record(a, file, rank, ext + i, n, skip, last, data, bytes, threshold, blocked_ns);
+        end = area_put_record(a, file, rank, ext + i, n, skip, last, data, bytes, threshold, blocked_ns);
         data += bytes;
         i += n - 1;
         if (last == ext[i].len) i++, skip = 0;

@@ -18,15 +18,20 @@
 static pthread_t thread;
 static int running;
 static stage_flush_knobs_t knobs;
-/* this process's descriptors of the staged files, with the identity they were opened for */
+/* this process's descriptors of the staged files (-1: none once fds_ready), with the identity they were opened for */
 static struct {
     int wfd, rfd;
     uint64_t dev, ino;
 } fds[STAGE_FILES];
+static int fds_ready;
 
-static char *ring(stage_area_t *a) { return stage_ring(a); }
+static void flusher_fds_init(void)
+{
+    for (int i = 0; i < STAGE_FILES; i++) fds[i].wfd = fds[i].rfd = -1;
+    fds_ready = 1;
+}
 
-static void close_fds(int i)
+static void flusher_close_fds(int i)
 {
     if (fds[i].wfd >= 0) close(fds[i].wfd);
     if (fds[i].rfd >= 0) close(fds[i].rfd);
@@ -36,7 +41,8 @@ static void close_fds(int i)
 int stage_fd(stage_area_t *a, int i, int write)
 {
     const stage_file_t *f = &a->file[i];
-    if ((fds[i].wfd >= 0 || fds[i].rfd >= 0) && (fds[i].dev != f->dev || fds[i].ino != f->ino)) close_fds(i);
+    if (!fds_ready) flusher_fds_init();
+    if ((fds[i].wfd >= 0 || fds[i].rfd >= 0) && (fds[i].dev != f->dev || fds[i].ino != f->ino)) flusher_close_fds(i);
     int *fd = write ? &fds[i].wfd : &fds[i].rfd;
     if (*fd >= 0) return *fd;
     int d = open(f->path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
@@ -81,7 +87,7 @@ static void fill_prefetch(stage_area_t *a)
 
 /* ---- the thread ---- */
 
-static void wait_work(stage_area_t *a, uint64_t until_ns)
+static void flusher_wait(stage_area_t *a, uint64_t until_ns)
 {
     struct timespec ts = {(time_t)(until_ns / 1000000000ull), (long)(until_ns % 1000000000ull)};
     if (pthread_cond_timedwait(&a->work, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
@@ -91,7 +97,7 @@ static void wait_work(stage_area_t *a, uint64_t until_ns)
 static uint64_t committed_end(stage_area_t *a, uint64_t from, uint64_t to)
 {
     while (from < to) {
-        stage_record_t *r = (stage_record_t *)(ring(a) + from % a->cap);
+        stage_record_t *r = (stage_record_t *)(stage_ring(a) + from % a->cap);
         if (!__atomic_load_n(&r->committed, __ATOMIC_ACQUIRE)) break;
         from += r->size;
     }
@@ -100,25 +106,25 @@ static uint64_t committed_end(stage_area_t *a, uint64_t from, uint64_t to)
 
 /* Forgets the records of [from, to) (their room is reused: a stale "committed" must not be seen there) and closes
  * the descriptors of files no process uses and nothing is pending for. The lock is held. */
-static void retire(stage_area_t *a, uint64_t from, uint64_t to)
+static void flusher_retire(stage_area_t *a, uint64_t from, uint64_t to)
 {
     for (uint64_t pos = from; pos < to;) {
-        stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);
+        stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
         pos += r->size;
         __atomic_store_n(&r->committed, 0, __ATOMIC_RELAXED);
     }
     for (int i = 0; i < STAGE_FILES; i++) {
         stage_file_t *f = &a->file[i];
         if (f->key && !f->users && !f->pending) {
-            close_fds(i);
+            flusher_close_fds(i);
             if (!f->error) f->key = 0;
         } else if (!f->key && (fds[i].wfd >= 0 || fds[i].rfd >= 0)) {
-            close_fds(i);
+            flusher_close_fds(i);
         }
     }
 }
 
-static void *run(void *arg)
+static void *flusher_run(void *arg)
 {
     stage_area_t *a = arg;
     stage_lock(a);
@@ -136,13 +142,13 @@ static void *run(void *arg)
             if (a->stop && a->head == a->tail) break;
             a->idle = !dirty;
             uint64_t wake = a->last_put_ns + (a->want > a->tail && DRAIN_GRACE < knobs.delay_ns ? DRAIN_GRACE : knobs.delay_ns);
-            wait_work(a, dirty ? wake : now + 1000000000ull);
+            flusher_wait(a, dirty ? wake : now + 1000000000ull);
             a->idle = 0;
             continue;
         }
         uint64_t from = a->tail, to = committed_end(a, from, a->head);
         if (to == from) { /* a writer is still copying the next record */
-            wait_work(a, now + 200000ull);
+            flusher_wait(a, now + 200000ull);
             continue;
         }
         int waited = a->waiting;
@@ -153,20 +159,20 @@ static void *run(void *arg)
         stage_lock(a);
         a->flush_ns += ns;
         if (!waited && !a->waiting) a->overlapped_ns += ns; /* nobody waited for this batch: hidden behind work */
-        retire(a, from, to);
+        flusher_retire(a, from, to);
         a->tail = to;
         pthread_cond_broadcast(&a->room);
     }
     stage_unlock(a);
-    for (int i = 0; i < STAGE_FILES; i++) close_fds(i);
+    for (int i = 0; i < STAGE_FILES; i++) flusher_close_fds(i);
     return NULL;
 }
 
 int stage_flusher_start(stage_area_t *a, const stage_flush_knobs_t *k)
 {
     knobs = *k;
-    for (int i = 0; i < STAGE_FILES; i++) fds[i].wfd = fds[i].rfd = -1;
-    int rc = pthread_create(&thread, NULL, run, a);
+    if (!fds_ready) flusher_fds_init();
+    int rc = pthread_create(&thread, NULL, flusher_run, a);
     running = rc == 0;
     return rc;
 }

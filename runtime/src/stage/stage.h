@@ -45,6 +45,15 @@ typedef struct {
     uint64_t bytes;
 } stage_failure_t;
 
+/* A node process of the area. Its first thread (the one that called MPI_Init, which lives until MPI_Finalize) holds
+ * `alive` for the process's life: the kernel releases a robust mutex of a dead thread as "owner died". */
+#define STAGE_PROCS (STAGE_RANK_WORDS * 64)
+enum { STAGE_PROC_FREE, STAGE_PROC_ALIVE, STAGE_PROC_DEAD };
+typedef struct {
+    pthread_mutex_t alive; /* process-shared, robust */
+    int32_t state, pid, world_rank, pad;
+} stage_proc_t;
+
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
  * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock and copy outside it; the
  * flusher writes committed records from tail and advances tail, which frees their room. */
@@ -67,6 +76,7 @@ typedef struct {
     stage_failure_t failure[STAGE_FAILURES];
     stage_file_t file[STAGE_FILES];
     stage_prefetch_t prefetch[STAGE_PREFETCH_SLOTS];
+    stage_proc_t proc[STAGE_PROCS];
 } stage_area_t;
 
 #define STAGE_MAGIC 0x73746167u /* "stag" */
@@ -81,11 +91,22 @@ typedef struct {
     uint64_t bytes;     /* of data */
 } stage_record_t;
 
-/* ---- the area (area.c) ---- */
+/* ---- the area (area.c; its mapping in MPI: map.c) ---- */
 
-/* Maps the node's area (collective over MPI_COMM_WORLD, at MPI_Init): ring of cap bytes and read-ahead buffers of
- * prefetch_bytes. NULL on every process when it could not be set up. */
+/* Maps the node's area (collective over MPI_COMM_WORLD, at MPI_Init, by the thread that called it): ring of cap
+ * bytes and read-ahead buffers of prefetch_bytes; the calling process joins it. NULL on every process when it could
+ * not be set up (also on a node of more than STAGE_PROCS processes). */
 stage_area_t *stage_area_map(uint64_t cap, uint64_t prefetch_bytes, int *node_rank);
+/* The bytes of an area of that shape, and the area set up in `map` (zeroed, that many bytes) for nprocs processes:
+ * what stage_area_map does without MPI (unit tests map it themselves). */
+size_t stage_area_bytes(uint64_t cap, uint64_t prefetch_bytes);
+void stage_area_init(void *map, uint64_t cap, uint64_t prefetch_bytes, uint32_t nprocs);
+/* The calling process joins the area as node process node_rank: the calling thread takes the process's alive mutex
+ * and must live as long as the process stages (the thread of MPI_Init). 0, or -EINVAL/-EBUSY. */
+int stage_area_join(stage_area_t *a, int node_rank, int world_rank);
+/* The process leaves (its staged data is committed, and it stages no more): its thread of stage_area_join gives the
+ * alive mutex back, before the area is unmapped. */
+void stage_area_leave(stage_area_t *a, int node_rank);
 /* The ring's bytes, and read-ahead buffer i. */
 char *stage_ring(stage_area_t *a);
 char *stage_prefetch_buffer(stage_area_t *a, int i);
