@@ -3,9 +3,11 @@
  * temporary directory. Each file's expected content is kept in memory, the writes applied in staging order.
  *  - batches (batch.c, called directly): interleaved small pieces of two processes become one write, large ones
  *    one pwritev, sparse ones one write per adjacent group; overlapping writes land in staging order; a padding
- *    record at the ring's end is skipped; a failed write names the processes whose bytes it did not write. */
+ *    record at the ring's end is skipped; a failed write names the processes whose bytes it did not write;
+ *  - the flusher thread with writer threads through a ring smaller than what they write. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +124,7 @@ static void batch_all(stage_area_t *a)
     uint64_t head = stage_head(a);
     stage_write_batch(a, a->tail, head);
     stage_lock(a);
-    a->tail = head;
+    __atomic_store_n(&a->tail, head, __ATOMIC_RELEASE);
     stage_unlock(a);
 }
 
@@ -303,6 +305,64 @@ static void batch_short(void)
     }
 }
 
+/* ---- the flusher with writer threads ---- */
+
+enum { WRITERS = 2, WRITES = 400, REGION = 65536 };
+
+typedef struct {
+    stage_area_t *a;
+    int file, rank;
+    unsigned char *image; /* the writer's own region of the expected file */
+} writer_t;
+
+/* Writes of 1 to 4 pieces of random sizes in the writer's region, overlapping earlier ones, some larger than half
+ * the ring (split into several records); a drain now and then. */
+static void *writer(void *arg)
+{
+    writer_t *w = arg;
+    unsigned s = 77u + (unsigned)w->rank;
+    for (int i = 0; i < WRITES; i++) {
+        iotame_extent_t x[4];
+        size_t want = 1 + (size_t)(rand_r(&s) % 4), n = 0;
+        int64_t at = w->rank * REGION + rand_r(&s) % (REGION / 2);
+        int64_t big = i % 50 == 0 ? 40000 : 4000;
+        for (; n < want; n++) {
+            int64_t len = 1 + (rand_r(&s) % big) / (int64_t)want;
+            if (at + len > (w->rank + 1) * REGION) break;
+            x[n] = (iotame_extent_t){at, len};
+            at += len + 1 + rand_r(&s) % 200;
+        }
+        put(w->a, w->file, w->rank, x, n, (unsigned)(i * WRITERS + w->rank), w->image);
+        if (i % 97 == 0) stage_drain(w->a, stage_head(w->a));
+    }
+    return NULL;
+}
+
+static void flusher_writers(void)
+{
+    phase = "flusher_writers";
+    stage_area_t *a = area_new(65536);
+    int f = file_new(a, "threads.dat");
+    static unsigned char image[WRITERS * REGION];
+    stage_flush_knobs_t k = {0.5, 1000000};
+    CHECK(stage_flusher_start(a, &k) == 0);
+    pthread_t t[WRITERS];
+    writer_t w[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        w[i] = (writer_t){a, f, i, image};
+        pthread_create(&t[i], NULL, writer, &w[i]);
+    }
+    for (int i = 0; i < WRITERS; i++) pthread_join(t[i], NULL);
+    stage_drain(a, stage_head(a));
+    stage_flusher_stop(a);
+    CHECK(a->head == a->tail && a->file[f].pending == 0 && a->nfailures == 0);
+    CHECK(a->max_dirty <= a->cap && a->records >= WRITERS * WRITES);
+    size_t end = sizeof image;
+    while (end && !image[end - 1]) end--;
+    file_check("threads.dat", image, end);
+    area_free(a);
+}
+
 int main(void)
 {
     signal(SIGALRM, timed_out);
@@ -318,6 +378,7 @@ int main(void)
     batch_padding();
     batch_missing_file();
     batch_short();
+    flusher_writers();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!failures && system(cmd) != 0) fprintf(stderr, "test_stage: %s left behind\n", dir);

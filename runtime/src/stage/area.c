@@ -176,21 +176,23 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
     return iotame_monotonic_ns() - t0;
 }
 
-/* Reserves n bytes at the head, at one place in the ring (padding to the ring's end first if they would wrap);
- * waits for room. The lock is held. Returns the record's position. */
-static uint64_t area_reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
+/* Reserves room for the record `head` at the head, at one place in the ring (padding to the ring's end first if it
+ * would wrap), and writes its header there (not committed); waits for room. The lock is held. Returns the record's
+ * position. The header is written before the lock is released: the flusher, which reads the records up to the head
+ * under the lock, must never take the previous lap's bytes at that place for a header. */
+static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64_t *blocked_ns)
 {
+    const uint64_t n = head->size;
     for (;;) {
         uint64_t at = a->head % a->cap, pad = a->cap - at < n ? a->cap - at : 0;
         if (a->head + pad + n - a->tail <= a->cap) {
             if (pad) {
                 stage_record_t *r = (stage_record_t *)(stage_ring(a) + at);
-                *r = (stage_record_t){.file = -1, .size = pad};
-                __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
-                a->head += pad;
+                *r = (stage_record_t){.committed = 1, .file = -1, .size = pad};
             }
-            uint64_t pos = a->head;
-            a->head += n;
+            uint64_t pos = a->head + pad;
+            *(stage_record_t *)(stage_ring(a) + pos % a->cap) = *head;
+            __atomic_store_n(&a->head, pos + n, __ATOMIC_RELEASE); /* read without the lock by module.c */
             return pos;
         }
         uint64_t t0 = iotame_monotonic_ns();
@@ -206,16 +208,16 @@ static uint64_t area_reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
 /* Appends one record: the extents ext[0..n) with the first starting `skip` bytes in and the last ending after
  * `last` bytes (a piece of a longer extent), and their `bytes` of data. The lock is not held. */
 static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
-                           int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
+                                int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
 {
-    uint64_t size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes);
+    const stage_record_t head = {.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n,
+                                 .size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes), .bytes = bytes};
     stage_lock(a);
-    uint64_t pos = area_reserve(a, size, blocked_ns);
+    uint64_t pos = area_reserve(a, &head, blocked_ns);
     __atomic_add_fetch(&a->file[file].pending, bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
     a->file[file].generation++;
     stage_unlock(a);
     stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
-    *r = (stage_record_t){.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n, .size = size, .bytes = bytes};
     iotame_extent_t *x = (iotame_extent_t *)(r + 1);
     memcpy(x, ext, n * sizeof *ext);
     x[0].off += skip;
@@ -229,7 +231,7 @@ static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotam
     if (dirty > a->max_dirty) a->max_dirty = dirty;
     if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) pthread_cond_signal(&a->work);
     stage_unlock(a);
-    return pos + size;
+    return pos + head.size;
 }
 
 uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,

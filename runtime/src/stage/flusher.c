@@ -104,15 +104,11 @@ static uint64_t committed_end(stage_area_t *a, uint64_t from, uint64_t to)
     return from;
 }
 
-/* Forgets the records of [from, to) (their room is reused: a stale "committed" must not be seen there) and closes
- * the descriptors of files no process uses and nothing is pending for. The lock is held. */
-static void flusher_retire(stage_area_t *a, uint64_t from, uint64_t to)
+/* Closes the descriptors of files no process uses and nothing is pending for (and frees their slots). The lock is
+ * held. (A written record's room needs no clearing: a writer writes the header of the next record there under the
+ * lock before the head passes it.) */
+static void flusher_close_unused(stage_area_t *a)
 {
-    for (uint64_t pos = from; pos < to;) {
-        stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
-        pos += r->size;
-        __atomic_store_n(&r->committed, 0, __ATOMIC_RELAXED);
-    }
     for (int i = 0; i < STAGE_FILES; i++) {
         stage_file_t *f = &a->file[i];
         if (f->key && !f->users && !f->pending) {
@@ -159,8 +155,8 @@ static void *flusher_run(void *arg)
         stage_lock(a);
         a->flush_ns += ns;
         if (!waited && !a->waiting) a->overlapped_ns += ns; /* nobody waited for this batch: hidden behind work */
-        flusher_retire(a, from, to);
-        a->tail = to;
+        flusher_close_unused(a);
+        __atomic_store_n(&a->tail, to, __ATOMIC_RELEASE); /* read without the lock by module.c */
         pthread_cond_broadcast(&a->room);
     }
     stage_unlock(a);
