@@ -4,11 +4,13 @@
  *  - batches (batch.c, called directly): interleaved small pieces of two processes become one write, large ones
  *    one pwritev, sparse ones one write per adjacent group; overlapping writes land in staging order; a padding
  *    record at the ring's end is skipped; a failed write names the processes whose bytes it did not write;
- *  - the flusher thread with writer threads through a ring smaller than what they write. */
+ *  - the flusher thread with writer threads through a ring smaller than what they write;
+ *  - writers (forked children) that die between reserving a record and committing it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/core.h"
 #include "stage/stage.h"
 
 static char dir[] = "/tmp/test_stage.XXXXXX";
@@ -32,6 +35,28 @@ static void timed_out(int sig)
     r = write(2, "\n", 1);
     (void)r;
     _exit(2);
+}
+
+/* The runtime's warnings (core/log.c is not linked): the last one is kept. */
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+static char warned[1024];
+
+void iotame_log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&warned_lock);
+    vsnprintf(warned, sizeof warned, fmt, ap);
+    pthread_mutex_unlock(&warned_lock);
+    va_end(ap);
+}
+
+static int warned_of(const char *what)
+{
+    pthread_mutex_lock(&warned_lock);
+    int yes = strstr(warned, what) != NULL;
+    pthread_mutex_unlock(&warned_lock);
+    return yes;
 }
 
 /* ---- areas, files, writes ---- */
@@ -96,7 +121,8 @@ static void file_check(const char *name, const unsigned char *expect, size_t n)
 
 static unsigned char pattern(unsigned seed, size_t i) { return (unsigned char)((seed * 131u + i * 7u) % 251u + 1u); }
 
-/* Stages the extents x[0..n) for `rank` with data of pattern `seed`, applied to `image` as the file should get it. */
+/* Stages the extents x[0..n) for `rank` with data of pattern `seed`, applied to `image` (if any) as the file should
+ * get it. */
 static uint64_t put(stage_area_t *a, int f, int rank, const iotame_extent_t *x, size_t n, unsigned seed,
                     unsigned char *image)
 {
@@ -104,7 +130,8 @@ static uint64_t put(stage_area_t *a, int f, int rank, const iotame_extent_t *x, 
     for (size_t i = 0; i < n; i++) bytes += (size_t)x[i].len;
     char *d = malloc(bytes ? bytes : 1);
     for (size_t i = 0; i < bytes; i++) d[i] = (char)pattern(seed, i);
-    for (size_t i = 0, at = 0; i < n; at += (size_t)x[i].len, i++) memcpy(image + x[i].off, d + at, (size_t)x[i].len);
+    for (size_t i = 0, at = 0; image && i < n; at += (size_t)x[i].len, i++)
+        memcpy(image + x[i].off, d + at, (size_t)x[i].len);
     uint64_t blocked = 0, end = stage_put(a, f, rank, x, n, d, 1.0, &blocked);
     free(d);
     return end;
@@ -363,6 +390,79 @@ static void flusher_writers(void)
     area_free(a);
 }
 
+/* ---- writers that die ---- */
+
+static void die_in_copy(int sig)
+{
+    (void)sig;
+    _exit(3);
+}
+
+/* A child, node process `rank`, stages a write, then dies in the copy of a second one (its data lies partly in
+ * memory it cannot read): the second record is reserved and never committed. Returns the child's pid. */
+static pid_t child_dies_in_copy(stage_area_t *a, int f, int rank, int64_t good_at, int64_t dead_at, unsigned char *image)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *mem = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(mem, 0x5a, (size_t)page);
+    mprotect(mem + page, (size_t)page, PROT_NONE);
+    iotame_extent_t good = {good_at, 4096};
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) {
+        signal(SIGSEGV, die_in_copy);
+        if (stage_area_join(a, rank, 100 + rank) != 0) _exit(1);
+        put(a, f, rank, &good, 1, 40, NULL);
+        iotame_extent_t dead = {dead_at, 2 * page};
+        uint64_t blocked = 0;
+        stage_put(a, f, rank, &dead, 1, mem, 1.0, &blocked);
+        _exit(0); /* not reached: the copy faults */
+    }
+    for (size_t i = 0; i < 4096; i++) image[good_at + (int64_t)i] = pattern(40, i);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    munmap(mem, 2 * (size_t)page);
+    return child;
+}
+
+/* Writers that die between reserving a record and committing it: the flusher skips their records, writes the
+ * others' behind them, and reports the lost bytes; a drain behind a dead record returns, and so does the flusher's
+ * stop (MPI_Finalize of the node's first process) with one pending. */
+static void dead_writer(void)
+{
+    phase = "dead_writer";
+    stage_area_t *a = area_new(1 << 20);
+    int f = file_new(a, "dead.dat");
+    static unsigned char image[6 * 65536];
+    memset(image, 0, sizeof image);
+    stage_flush_knobs_t k = {0.5, 1000000};
+    CHECK(stage_flusher_start(a, &k) == 0);
+    pid_t first = child_dies_in_copy(a, f, 1, 65536, 2 * 65536, image);
+    iotame_extent_t mine = {0, 4096}, after = {3 * 65536 - 4096, 4096};
+    put(a, f, 0, &mine, 1, 41, image);
+    put(a, f, 0, &after, 1, 42, image);
+    phase = "dead_writer: a drain behind the dead record";
+    stage_drain(a, stage_head(a));
+    file_check("dead.dat", image, 3 * 65536);
+    CHECK(warned_of("dead.dat"));
+    /* another one dies, and the flusher is stopped with its record pending */
+    phase = "dead_writer: the flusher's stop behind a dead record";
+    pid_t second = child_dies_in_copy(a, f, 1, 4 * 65536, 5 * 65536, image);
+    stage_flusher_stop(a);
+    CHECK(a->head == a->tail && a->file[f].pending == 0);
+    file_check("dead.dat", image, 4 * 65536 + 4096);
+    stage_lost_t lost[STAGE_LOST];
+    int n = stage_lost_records(a, lost, STAGE_LOST);
+    CHECK(n == 2 && a->lost_records == 2 && a->lost_bytes == 2 * 2 * (uint64_t)sysconf(_SC_PAGESIZE));
+    for (int i = 0; i < n && i < 2; i++) {
+        CHECK(strstr(lost[i].path, "dead.dat") != NULL && lost[i].records == 1);
+        CHECK(lost[i].bytes == 2 * (uint64_t)sysconf(_SC_PAGESIZE));
+        CHECK(lost[i].node_rank == 1 && lost[i].world_rank == 101 && lost[i].pid == (i ? second : first));
+    }
+    CHECK(a->proc[1].state == STAGE_PROC_DEAD && a->nfailures == 0);
+    area_free(a);
+}
+
 int main(void)
 {
     signal(SIGALRM, timed_out);
@@ -379,6 +479,7 @@ int main(void)
     batch_missing_file();
     batch_short();
     flusher_writers();
+    dead_writer();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!failures && system(cmd) != 0) fprintf(stderr, "test_stage: %s left behind\n", dir);

@@ -75,6 +75,28 @@ void stage_area_leave(stage_area_t *a, int node_rank)
     pthread_mutex_unlock(&a->proc[node_rank].alive);
 }
 
+int stage_proc_alive(stage_area_t *a, uint32_t rank)
+{
+    if (rank >= STAGE_PROCS) return 1; /* cannot be told */
+    stage_proc_t *p = &a->proc[rank];
+    if (p->state != STAGE_PROC_ALIVE) return p->state != STAGE_PROC_DEAD; /* never joined: cannot be told */
+    int rc = pthread_mutex_trylock(&p->alive);
+    if (rc == EBUSY) return 1; /* held: the process lives */
+    if (rc == EOWNERDEAD) pthread_mutex_consistent(&p->alive);
+    if (rc == 0 || rc == EOWNERDEAD) pthread_mutex_unlock(&p->alive);
+    p->state = STAGE_PROC_DEAD; /* its holder died (or let it go without leaving) */
+    return 0;
+}
+
+int stage_lost_records(stage_area_t *a, stage_lost_t *out, int max)
+{
+    stage_lock(a);
+    int n = a->nlost;
+    for (int i = 0; i < n && i < max; i++) out[i] = a->lost[i];
+    stage_unlock(a);
+    return n;
+}
+
 void stage_lock(stage_area_t *a)
 {
     if (pthread_mutex_lock(&a->lock) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);

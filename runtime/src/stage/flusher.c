@@ -93,12 +93,40 @@ static void flusher_wait(stage_area_t *a, uint64_t until_ns)
     if (pthread_cond_timedwait(&a->work, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
 }
 
-/* The first position in [from, to) whose record is not committed yet (a writer still copying). */
-static uint64_t committed_end(stage_area_t *a, uint64_t from, uint64_t to)
+/* Gives up record r, whose writer died before committing it: its bytes are counted lost (in the file's log entry for
+ * that process), a warning names them, and the record becomes padding, which the batches skip. The lock is held. */
+static void flusher_lose(stage_area_t *a, stage_record_t *r)
+{
+    stage_file_t *f = &a->file[r->file];
+    const stage_proc_t *p = &a->proc[r->rank];
+    __atomic_sub_fetch(&f->pending, r->bytes, __ATOMIC_RELAXED);
+    a->lost_bytes += r->bytes;
+    a->lost_records++;
+    stage_lost_t *log = NULL;
+    for (int i = 0; i < a->nlost && !log; i++)
+        if (a->lost[i].pid == p->pid && strncmp(a->lost[i].path, f->path, sizeof log->path - 1) == 0) log = &a->lost[i];
+    if (!log && a->nlost < STAGE_LOST) {
+        log = &a->lost[a->nlost++];
+        *log = (stage_lost_t){.node_rank = (int32_t)r->rank, .world_rank = p->world_rank, .pid = p->pid};
+        memcpy(log->path, f->path, strnlen(f->path, sizeof log->path - 1));
+    }
+    if (log) log->bytes += r->bytes, log->records++;
+    iotame_log_warn("staging: rank %d (pid %d) died in a write it was staging; %llu bytes of %s it had not yet copied "
+                    "are lost\n", p->world_rank, p->pid, (unsigned long long)r->bytes, f->path);
+    r->file = -1;
+    __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
+}
+
+/* The first position in [from, to) whose record is not committed yet (a writer still copying). A record whose writer
+ * died before committing it is skipped (flusher_lose): the records behind it are written. The lock is held. */
+static uint64_t flusher_committed_end(stage_area_t *a, uint64_t from, uint64_t to)
 {
     while (from < to) {
         stage_record_t *r = (stage_record_t *)(stage_ring(a) + from % a->cap);
-        if (!__atomic_load_n(&r->committed, __ATOMIC_ACQUIRE)) break;
+        if (!__atomic_load_n(&r->committed, __ATOMIC_ACQUIRE)) {
+            if (stage_proc_alive(a, r->rank)) break;
+            flusher_lose(a, r);
+        }
         from += r->size;
     }
     return from;
@@ -142,8 +170,8 @@ static void *flusher_run(void *arg)
             a->idle = 0;
             continue;
         }
-        uint64_t from = a->tail, to = committed_end(a, from, a->head);
-        if (to == from) { /* a writer is still copying the next record */
+        uint64_t from = a->tail, to = flusher_committed_end(a, from, a->head);
+        if (to == from) { /* a writer is still copying the next record (it is alive) */
             flusher_wait(a, now + 200000ull);
             continue;
         }

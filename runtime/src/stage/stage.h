@@ -45,8 +45,19 @@ typedef struct {
     uint64_t bytes;
 } stage_failure_t;
 
-/* A node process of the area. Its first thread (the one that called MPI_Init, which lives until MPI_Finalize) holds
- * `alive` for the process's life: the kernel releases a robust mutex of a dead thread as "owner died". */
+/* Records lost with their writer: a node process that died between reserving a record and committing it (inside
+ * its write call, which never returned). Kept for the statistics, one entry per file and dead process. */
+#define STAGE_LOST 16
+typedef struct {
+    char path[512];
+    uint64_t bytes, records;
+    int32_t node_rank, world_rank, pid, pad;
+} stage_lost_t;
+
+/* A node process of the area. Its first thread (the one that called MPI_Init, which MPI requires to live until
+ * MPI_Finalize) holds `alive` while the process stages: the kernel releases a robust mutex of a dead thread as
+ * "owner died", so the flusher learns of a writer's death from the mutex, whatever killed it and without a process
+ * id (which may have been reused, may name a zombie, or may mean nothing in another PID namespace). */
 #define STAGE_PROCS (STAGE_RANK_WORDS * 64)
 enum { STAGE_PROC_FREE, STAGE_PROC_ALIVE, STAGE_PROC_DEAD };
 typedef struct {
@@ -55,8 +66,9 @@ typedef struct {
 } stage_proc_t;
 
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
- * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock and copy outside it; the
- * flusher writes committed records from tail and advances tail, which frees their room. */
+ * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock (the record's header is
+ * written there and then) and copy the data outside it; the flusher writes committed records from tail and advances
+ * tail, which frees their room. A record whose writer died before committing it is skipped and reported as lost. */
 typedef struct {
     uint32_t magic, nprocs;
     pthread_mutex_t lock; /* process-shared, robust; held for bookkeeping only, never across a copy or a write */
@@ -72,8 +84,10 @@ typedef struct {
     /* the flusher's counters (the node's statistics) */
     uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
         prefetch_reads, prefetch_bytes_read;
-    int32_t nfailures, pad2;
+    int32_t nfailures, nlost;
     stage_failure_t failure[STAGE_FAILURES];
+    stage_lost_t lost[STAGE_LOST];
+    uint64_t lost_bytes, lost_records; /* all of them (the log may be full) */
     stage_file_t file[STAGE_FILES];
     stage_prefetch_t prefetch[STAGE_PREFETCH_SLOTS];
     stage_proc_t proc[STAGE_PROCS];
@@ -84,8 +98,8 @@ typedef struct {
 /* A record in the ring: this header, nextents extents, then the data bytes in extent order, padded to 64. */
 typedef struct {
     uint32_t committed; /* set (release) once the data is copied */
-    int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end */
-    uint32_t rank;      /* the node process that staged it */
+    int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end, or a lost record */
+    uint32_t rank;      /* the node process that staged it (its index in stage_area_t.proc) */
     uint32_t nextents;
     uint64_t size;      /* of the whole record */
     uint64_t bytes;     /* of data */
@@ -107,6 +121,9 @@ int stage_area_join(stage_area_t *a, int node_rank, int world_rank);
 /* The process leaves (its staged data is committed, and it stages no more): its thread of stage_area_join gives the
  * alive mutex back, before the area is unmapped. */
 void stage_area_leave(stage_area_t *a, int node_rank);
+/* Whether node process `rank` may still be staging: 0 only once its alive mutex shows that it died (a process that
+ * never joined cannot be told dead). The lock is held. */
+int stage_proc_alive(stage_area_t *a, uint32_t rank);
 /* The ring's bytes, and read-ahead buffer i. */
 char *stage_ring(stage_area_t *a);
 char *stage_prefetch_buffer(stage_area_t *a, int i);
@@ -125,12 +142,16 @@ int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino);
  * stage_drain waits for). */
 uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
                    double threshold, uint64_t *blocked_ns);
-/* Waits until everything staged before position `upto` is written (or failed). Returns the nanoseconds waited. */
+/* Waits until everything staged before position `upto` is written (or failed, or lost with its writer). Returns the
+ * nanoseconds waited. */
 uint64_t stage_drain(stage_area_t *a, uint64_t upto);
 /* The current end of the ring (a drain of everything staged so far waits for it). */
 uint64_t stage_head(stage_area_t *a);
 /* Takes this process's pending error of a file (0 when none): returned once per process it concerns. */
 int stage_take_error(stage_area_t *a, int file, int rank);
+/* The records lost with their writers: up to max entries of the log copied into out; returns how many it holds
+ * (a->lost_bytes and a->lost_records count every lost record, also beyond the log). */
+int stage_lost_records(stage_area_t *a, stage_lost_t *out, int max);
 
 /* ---- the flusher (flusher.c): a thread of the node's first process ---- */
 
