@@ -5,7 +5,8 @@
  *    one pwritev, sparse ones one write per adjacent group; overlapping writes land in staging order; a padding
  *    record at the ring's end is skipped; a failed write names the processes whose bytes it did not write;
  *  - the flusher thread with writer threads through a ring smaller than what they write;
- *  - writers (forked children) that die between reserving a record and committing it. */
+ *  - writers (forked children) that die between reserving a record and committing it, or while they wait for
+ *    room in the ring. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -463,6 +464,53 @@ static void dead_writer(void)
     area_free(a);
 }
 
+/* A writer killed while it waits for room in the full ring: the waiters are woken after the next batch as before,
+ * and the dead writer's committed records and everyone else's are written. (A killed waiter of a process-shared
+ * pthread condition variable made glibc's next broadcast wait for it for ever.) */
+static void killed_waiter(void)
+{
+    phase = "killed_waiter";
+    stage_area_t *a = area_new(65536);
+    int f = file_new(a, "waiter.dat");
+    static unsigned char image[200000];
+    memset(image, 0, sizeof image);
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) { /* no flusher yet: three records fill the ring, the fourth waits for room */
+        if (stage_area_join(a, 1, 101) != 0) _exit(1);
+        for (int i = 0; i < 8; i++) {
+            iotame_extent_t x = {20000 * i, 20000};
+            put(a, f, 1, &x, 1, 50 + (unsigned)i, NULL);
+        }
+        _exit(0);
+    }
+    for (int i = 0; i < 3; i++) {
+        iotame_extent_t x = {20000 * i, 20000};
+        for (size_t b = 0; b < 20000; b++) image[x.off + (int64_t)b] = pattern(50 + (unsigned)i, b);
+    }
+    for (int blocked = 0; !blocked; usleep(1000)) {
+        stage_lock(a);
+        blocked = a->blocked;
+        stage_unlock(a);
+    }
+    usleep(20000);
+    kill(child, SIGKILL);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFSIGNALED(status));
+    phase = "killed_waiter: the flusher behind a killed waiter";
+    stage_flush_knobs_t k = {0.5, 1000000};
+    CHECK(stage_flusher_start(a, &k) == 0);
+    for (int i = 0; i < 6; i++) { /* more than the ring holds: this process waits for room too */
+        iotame_extent_t x = {100000 + 16000 * i, 16000};
+        put(a, f, 0, &x, 1, 60 + (unsigned)i, image);
+    }
+    stage_drain(a, stage_head(a));
+    stage_flusher_stop(a);
+    CHECK(a->head == a->tail && a->file[f].pending == 0 && a->lost_records == 0);
+    file_check("waiter.dat", image, 196000);
+    area_free(a);
+}
+
 int main(void)
 {
     signal(SIGALRM, timed_out);
@@ -480,6 +528,7 @@ int main(void)
     batch_short();
     flusher_writers();
     dead_writer();
+    killed_waiter();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!failures && system(cmd) != 0) fprintf(stderr, "test_stage: %s left behind\n", dir);

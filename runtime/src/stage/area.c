@@ -1,7 +1,10 @@
 /* The node's staging area: its layout and set-up (without MPI: map.c maps it in a job), the node's processes, the
  * file table, and the ring the writers append to. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,7 +105,36 @@ void stage_lock(stage_area_t *a)
     if (pthread_mutex_lock(&a->lock) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
 }
 
-void stage_unlock(stage_area_t *a) { pthread_mutex_unlock(&a->lock); }
+void stage_unlock(stage_area_t *a)
+{
+    int wake = a->asked > 0 && __atomic_load_n(&a->wake.sleepers, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&a->lock);
+    if (wake) stage_event_notify(&a->wake, 0);
+}
+
+/* The area is mapped by several processes: shared futexes (no FUTEX_PRIVATE_FLAG). */
+static long area_futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, word, op, val, ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+void stage_event_wait(stage_area_t *a, stage_event_t *ev, uint64_t deadline_ns)
+{
+    /* sleepers before seq here, seq before sleepers in the notifier: one of them sees the other's change */
+    __atomic_add_fetch(&ev->sleepers, 1, __ATOMIC_SEQ_CST);
+    uint32_t seq = __atomic_load_n(&ev->seq, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&a->lock);
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    area_futex(&ev->seq, FUTEX_WAIT_BITSET, seq, &ts); /* absolute, CLOCK_MONOTONIC */
+    stage_lock(a);
+    __atomic_sub_fetch(&ev->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+void stage_event_notify(stage_event_t *ev, int all)
+{
+    __atomic_add_fetch(&ev->seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ev->sleepers, __ATOMIC_SEQ_CST)) area_futex(&ev->seq, FUTEX_WAKE, all ? INT_MAX : 1, NULL);
+}
 
 static uint64_t key_of(uint64_t dev, uint64_t ino)
 {
@@ -174,14 +206,10 @@ uint64_t stage_head(stage_area_t *a)
     return h;
 }
 
-static void area_wait_room(stage_area_t *a)
+void stage_wait_progress(stage_area_t *a)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 100 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     a->waiting++;
-    if (pthread_cond_timedwait(&a->room, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
+    stage_event_wait(a, &a->progress, iotame_monotonic_ns() + 100000000ull);
     a->waiting--;
 }
 
@@ -191,8 +219,8 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
     stage_lock(a);
     if (a->tail < upto) {
         if (a->want < upto) a->want = upto;
-        pthread_cond_signal(&a->work);
-        while (a->tail < upto) area_wait_room(a);
+        stage_event_notify(&a->wake, 0);
+        while (a->tail < upto) stage_wait_progress(a);
     }
     stage_unlock(a);
     return iotame_monotonic_ns() - t0;
@@ -218,10 +246,10 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
             return pos;
         }
         uint64_t t0 = iotame_monotonic_ns();
-        pthread_cond_signal(&a->work); /* full: the flusher must run whatever its threshold */
+        stage_event_notify(&a->wake, 0); /* full: the flusher must run whatever its threshold */
         if (a->want < a->head) a->want = a->head;
         a->blocked++;
-        area_wait_room(a);
+        stage_wait_progress(a);
         a->blocked--;
         *blocked_ns += iotame_monotonic_ns() - t0;
     }
@@ -251,7 +279,7 @@ static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotam
     a->last_put_ns = iotame_monotonic_ns();
     uint64_t dirty = a->head - a->tail;
     if (dirty > a->max_dirty) a->max_dirty = dirty;
-    if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) pthread_cond_signal(&a->work);
+    if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) stage_event_notify(&a->wake, 0);
     stage_unlock(a);
     return pos + head.size;
 }

@@ -81,17 +81,14 @@ static void fill_prefetch(stage_area_t *a)
         a->asked--;
         a->prefetch_reads++;
         a->prefetch_bytes_read += (uint64_t)got;
-        pthread_cond_broadcast(&a->room);
+        stage_event_notify(&a->progress, 1);
+        pthread_cond_broadcast(&a->room); /* legacy: module.c's read-ahead waits on it (stage.h) */
     }
 }
 
 /* ---- the thread ---- */
 
-static void flusher_wait(stage_area_t *a, uint64_t until_ns)
-{
-    struct timespec ts = {(time_t)(until_ns / 1000000000ull), (long)(until_ns % 1000000000ull)};
-    if (pthread_cond_timedwait(&a->work, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
-}
+static void flusher_wait(stage_area_t *a, uint64_t until_ns) { stage_event_wait(a, &a->wake, until_ns); }
 
 /* Gives up record r, whose writer died before committing it: its bytes are counted lost (in the file's log entry for
  * that process), a warning names them, and the record becomes padding, which the batches skip. The lock is held. */
@@ -185,7 +182,7 @@ static void *flusher_run(void *arg)
         if (!waited && !a->waiting) a->overlapped_ns += ns; /* nobody waited for this batch: hidden behind work */
         flusher_close_unused(a);
         __atomic_store_n(&a->tail, to, __ATOMIC_RELEASE); /* read without the lock by module.c */
-        pthread_cond_broadcast(&a->room);
+        stage_event_notify(&a->progress, 1);
     }
     stage_unlock(a);
     for (int i = 0; i < STAGE_FILES; i++) flusher_close_fds(i);
@@ -206,7 +203,7 @@ void stage_flusher_stop(stage_area_t *a)
     if (!running) return;
     stage_lock(a);
     a->stop = 1;
-    pthread_cond_signal(&a->work);
+    stage_event_notify(&a->wake, 0);
     stage_unlock(a);
     pthread_join(thread, NULL);
     running = 0;

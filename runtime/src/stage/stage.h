@@ -65,6 +65,13 @@ typedef struct {
     int32_t state, pid, world_rank, pad;
 } stage_proc_t;
 
+/* An event of the area: a counter bumped by each notification, slept on with a futex. It keeps nothing per waiter,
+ * so a process killed while it waits leaves nothing behind (glibc's process-shared condition variables count their
+ * waiters, and the next broadcast after a waiter was killed waited for it for ever). */
+typedef struct {
+    uint32_t seq, sleepers;
+} stage_event_t;
+
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
  * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock (the record's header is
  * written there and then) and copy the data outside it; the flusher writes committed records from tail and advances
@@ -72,14 +79,18 @@ typedef struct {
 typedef struct {
     uint32_t magic, nprocs;
     pthread_mutex_t lock; /* process-shared, robust; held for bookkeeping only, never across a copy or a write */
-    pthread_cond_t work;  /* the flusher waits here (CLOCK_MONOTONIC) */
-    pthread_cond_t room;  /* writers wait for room, drains for the flusher's progress, readers for prefetch */
+    stage_event_t wake;     /* the flusher sleeps here */
+    stage_event_t progress; /* writers wait for room, drains for the flusher's progress, readers for read-ahead */
+    /* Legacy: module.c's read-ahead still signals `work` (now a no-op: the asker's stage_unlock wakes the flusher)
+     * and waits on `room` (broadcast when read-ahead was filled) until it calls stage_wait_progress; nothing else
+     * uses them. */
+    pthread_cond_t work, room;
     uint64_t cap, head, tail, want; /* want: a drain asked for everything before this position */
     uint64_t last_put_ns;           /* when a process of the node last staged a write */
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
     int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
     int32_t blocked, pad;           /* writers waiting for room */
-    int32_t asked;                  /* read-ahead buffers asked for */
+    int32_t asked;                  /* read-ahead buffers asked for (the asker's stage_unlock wakes the flusher) */
     int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
     /* the flusher's counters (the node's statistics) */
     uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
@@ -127,9 +138,18 @@ int stage_proc_alive(stage_area_t *a, uint32_t rank);
 /* The ring's bytes, and read-ahead buffer i. */
 char *stage_ring(stage_area_t *a);
 char *stage_prefetch_buffer(stage_area_t *a, int i);
-/* Locks the area (a dead holder's lock is taken over). */
+/* Locks the area (a dead holder's lock is taken over). The unlock wakes the sleeping flusher when read-ahead was
+ * asked for (asked > 0). */
 void stage_lock(stage_area_t *a);
 void stage_unlock(stage_area_t *a);
+/* Sleeps on ev with the lock held (released while asleep, taken again) until a notification, deadline_ns
+ * (CLOCK_MONOTONIC) or a spurious wake-up: the caller checks its condition again. stage_event_notify wakes one
+ * sleeper, or all. */
+void stage_event_wait(stage_area_t *a, stage_event_t *ev, uint64_t deadline_ns);
+void stage_event_notify(stage_event_t *ev, int all);
+/* Waits (the lock held) for the flusher's progress (a batch written, read-ahead filled), 100 ms at most; counted in
+ * `waiting`. */
+void stage_wait_progress(stage_area_t *a);
 /* The file's index for (dev, ino), claimed with its path when new and counted as one more user; -1 when the
  * table is full. stage_file_release: one user less (the slot is reused once no user, data or error is left). */
 int stage_file_claim(stage_area_t *a, uint64_t dev, uint64_t ino, const char *path);
