@@ -108,8 +108,8 @@ static void flusher_lose(stage_area_t *a, stage_record_t *r)
         memcpy(log->path, f->path, strnlen(f->path, sizeof log->path - 1));
     }
     if (log) log->bytes += r->bytes, log->records++;
-    iotame_log_warn("staging: rank %d (pid %d) died in a write it was staging; %llu bytes of %s it had not yet copied "
-                    "are lost\n", p->world_rank, p->pid, (unsigned long long)r->bytes, f->path);
+    iotame_log_warn("staging: rank %d (pid %d) died while staging a write (the call had not returned): its %llu bytes "
+                    "for %s are lost\n", p->world_rank, p->pid, (unsigned long long)r->bytes, f->path);
     r->file = -1;
     __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
 }
