@@ -59,7 +59,7 @@ int stage_area_join(stage_area_t *a, int node_rank, int world_rank)
     if (node_rank < 0 || node_rank >= STAGE_PROCS) return -EINVAL;
     stage_proc_t *p = &a->proc[node_rank];
     int rc = pthread_mutex_trylock(&p->alive);
-    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(&p->alive); /* a process of that rank before (not in MPI) */
+    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(&p->alive); /* its last holder died (a test's child) */
     if (rc) return -EBUSY;
     stage_lock(a);
     p->pid = (int32_t)getpid();
@@ -227,9 +227,10 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
 }
 
 /* Reserves room for the record `head` at the head, at one place in the ring (padding to the ring's end first if it
- * would wrap), and writes its header there (not committed); waits for room. The lock is held. Returns the record's
- * position. The header is written before the lock is released: the flusher, which reads the records up to the head
- * under the lock, must never take the previous lap's bytes at that place for a header. */
+ * would wrap), writes its header there (not committed) and counts its bytes pending; waits for room. The lock is
+ * held. Returns the record's position. The header is written before the lock is released: the flusher, which reads
+ * the records up to the head under the lock, must never take the previous lap's bytes at that place for a header.
+ * The head moves last, so that a writer dying here leaves either no record or a whole one (the lock is robust). */
 static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64_t *blocked_ns)
 {
     const uint64_t n = head->size;
@@ -242,6 +243,9 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
             }
             uint64_t pos = a->head + pad;
             *(stage_record_t *)(stage_ring(a) + pos % a->cap) = *head;
+            stage_file_t *f = &a->file[head->file];
+            __atomic_add_fetch(&f->pending, head->bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
+            f->generation++;
             __atomic_store_n(&a->head, pos + n, __ATOMIC_RELEASE); /* read without the lock by module.c */
             return pos;
         }
@@ -264,8 +268,6 @@ static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotam
                                  .size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes), .bytes = bytes};
     stage_lock(a);
     uint64_t pos = area_reserve(a, &head, blocked_ns);
-    __atomic_add_fetch(&a->file[file].pending, bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
-    a->file[file].generation++;
     stage_unlock(a);
     stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
     iotame_extent_t *x = (iotame_extent_t *)(r + 1);
