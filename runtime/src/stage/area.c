@@ -1,7 +1,12 @@
-/* The node's staging area: its creation, the file table, and the ring the writers append to. */
+/* The node's staging area: its layout and set-up (without MPI: map.c maps it in a job), the node's processes, the
+ * file table, and the ring the writers append to. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "stage.h"
@@ -16,23 +21,26 @@ char *stage_prefetch_buffer(stage_area_t *a, int i) { return (char *)a + header_
 
 char *stage_ring(stage_area_t *a) { return stage_prefetch_buffer(a, STAGE_PREFETCH_SLOTS); }
 
-static char *ring(stage_area_t *a) { return stage_ring(a); }
-
-typedef struct {
-    uint64_t cap, prefetch_bytes;
-    uint32_t nprocs;
-} shape_t;
-
-static void init(void *map, void *arg)
+size_t stage_area_bytes(uint64_t cap, uint64_t prefetch_bytes)
 {
-    const shape_t *s = arg;
-    stage_area_t *a = map;
+    return header_bytes() + (size_t)round_up(prefetch_bytes) * STAGE_PREFETCH_SLOTS + (size_t)round_up(cap);
+}
+
+static void area_mutex_init(pthread_mutex_t *m)
+{
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&a->lock, &ma);
+    pthread_mutex_init(m, &ma);
     pthread_mutexattr_destroy(&ma);
+}
+
+void stage_area_init(void *map, uint64_t cap, uint64_t prefetch_bytes, uint32_t nprocs)
+{
+    stage_area_t *a = map;
+    area_mutex_init(&a->lock);
+    for (int i = 0; i < STAGE_PROCS; i++) area_mutex_init(&a->proc[i].alive);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
@@ -40,26 +48,56 @@ static void init(void *map, void *arg)
     pthread_cond_init(&a->work, &ca);
     pthread_cond_init(&a->room, &ca);
     pthread_condattr_destroy(&ca);
-    a->cap = s->cap;
-    a->prefetch_bytes = s->prefetch_bytes;
-    a->nprocs = s->nprocs;
+    a->cap = round_up(cap);
+    a->prefetch_bytes = round_up(prefetch_bytes);
+    a->nprocs = nprocs;
     __atomic_store_n(&a->magic, STAGE_MAGIC, __ATOMIC_RELEASE);
 }
 
-stage_area_t *stage_area_map(uint64_t cap, uint64_t prefetch_bytes, int *node_rank)
+int stage_area_join(stage_area_t *a, int node_rank, int world_rank)
 {
-    MPI_Comm node;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return NULL;
-    int size = 1;
-    PMPI_Comm_rank(node, node_rank);
-    PMPI_Comm_size(node, &size);
-    shape_t s = {round_up(cap), round_up(prefetch_bytes), (uint32_t)size};
-    size_t bytes = header_bytes() + (size_t)s.prefetch_bytes * STAGE_PREFETCH_SLOTS + (size_t)s.cap;
-    stage_area_t *a = iotame_node_shared(node, bytes, init, &s);
-    PMPI_Comm_free(&node);
-    int ok = a && a->magic == STAGE_MAGIC, all = 0;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* staged on every node, or on none */
-    return all ? a : NULL;
+    if (node_rank < 0 || node_rank >= STAGE_PROCS) return -EINVAL;
+    stage_proc_t *p = &a->proc[node_rank];
+    int rc = pthread_mutex_trylock(&p->alive);
+    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(&p->alive); /* its last holder died (a test's child) */
+    if (rc) return -EBUSY;
+    stage_lock(a);
+    p->pid = (int32_t)getpid();
+    p->world_rank = world_rank;
+    p->state = STAGE_PROC_ALIVE;
+    stage_unlock(a);
+    return 0;
+}
+
+void stage_area_leave(stage_area_t *a, int node_rank)
+{
+    if (node_rank < 0 || node_rank >= STAGE_PROCS) return;
+    stage_lock(a);
+    a->proc[node_rank].state = STAGE_PROC_FREE;
+    stage_unlock(a);
+    pthread_mutex_unlock(&a->proc[node_rank].alive);
+}
+
+int stage_proc_alive(stage_area_t *a, uint32_t rank)
+{
+    if (rank >= STAGE_PROCS) return 1; /* cannot be told */
+    stage_proc_t *p = &a->proc[rank];
+    if (p->state != STAGE_PROC_ALIVE) return p->state != STAGE_PROC_DEAD; /* never joined: cannot be told */
+    int rc = pthread_mutex_trylock(&p->alive);
+    if (rc == EBUSY) return 1; /* held: the process lives */
+    if (rc == EOWNERDEAD) pthread_mutex_consistent(&p->alive);
+    if (rc == 0 || rc == EOWNERDEAD) pthread_mutex_unlock(&p->alive);
+    p->state = STAGE_PROC_DEAD; /* its holder died (or let it go without leaving) */
+    return 0;
+}
+
+int stage_lost_records(stage_area_t *a, stage_lost_t *out, int max)
+{
+    stage_lock(a);
+    int n = a->nlost;
+    for (int i = 0; i < n && i < max; i++) out[i] = a->lost[i];
+    stage_unlock(a);
+    return n;
 }
 
 void stage_lock(stage_area_t *a)
@@ -67,7 +105,36 @@ void stage_lock(stage_area_t *a)
     if (pthread_mutex_lock(&a->lock) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
 }
 
-void stage_unlock(stage_area_t *a) { pthread_mutex_unlock(&a->lock); }
+void stage_unlock(stage_area_t *a)
+{
+    int wake = a->asked > 0 && __atomic_load_n(&a->wake.sleepers, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&a->lock);
+    if (wake) stage_event_notify(&a->wake, 0);
+}
+
+/* The area is mapped by several processes: shared futexes (no FUTEX_PRIVATE_FLAG). */
+static long area_futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, word, op, val, ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+void stage_event_wait(stage_area_t *a, stage_event_t *ev, uint64_t deadline_ns)
+{
+    /* sleepers before seq here, seq before sleepers in the notifier: one of them sees the other's change */
+    __atomic_add_fetch(&ev->sleepers, 1, __ATOMIC_SEQ_CST);
+    uint32_t seq = __atomic_load_n(&ev->seq, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&a->lock);
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    area_futex(&ev->seq, FUTEX_WAIT_BITSET, seq, &ts); /* absolute, CLOCK_MONOTONIC */
+    stage_lock(a);
+    __atomic_sub_fetch(&ev->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+void stage_event_notify(stage_event_t *ev, int all)
+{
+    __atomic_add_fetch(&ev->seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ev->sleepers, __ATOMIC_SEQ_CST)) area_futex(&ev->seq, FUTEX_WAKE, all ? INT_MAX : 1, NULL);
+}
 
 static uint64_t key_of(uint64_t dev, uint64_t ino)
 {
@@ -139,14 +206,10 @@ uint64_t stage_head(stage_area_t *a)
     return h;
 }
 
-static void wait_room(stage_area_t *a)
+void stage_wait_progress(stage_area_t *a)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 100 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     a->waiting++;
-    if (pthread_cond_timedwait(&a->room, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
+    stage_event_wait(a, &a->progress, iotame_monotonic_ns() + 100000000ull);
     a->waiting--;
 }
 
@@ -156,35 +219,41 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
     stage_lock(a);
     if (a->tail < upto) {
         if (a->want < upto) a->want = upto;
-        pthread_cond_signal(&a->work);
-        while (a->tail < upto) wait_room(a);
+        stage_event_notify(&a->wake, 0);
+        while (a->tail < upto) stage_wait_progress(a);
     }
     stage_unlock(a);
     return iotame_monotonic_ns() - t0;
 }
 
-/* Reserves n bytes at the head, at one place in the ring (padding to the ring's end first if they would wrap);
- * waits for room. The lock is held. Returns the record's position. */
-static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
+/* Reserves room for the record `head` at the head, at one place in the ring (padding to the ring's end first if it
+ * would wrap), writes its header there (not committed) and counts its bytes pending; waits for room. The lock is
+ * held. Returns the record's position. The header is written before the lock is released: the flusher, which reads
+ * the records up to the head under the lock, must never take the previous lap's bytes at that place for a header.
+ * The head moves last, so that a writer dying here leaves either no record or a whole one (the lock is robust). */
+static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64_t *blocked_ns)
 {
+    const uint64_t n = head->size;
     for (;;) {
         uint64_t at = a->head % a->cap, pad = a->cap - at < n ? a->cap - at : 0;
         if (a->head + pad + n - a->tail <= a->cap) {
             if (pad) {
-                stage_record_t *r = (stage_record_t *)(ring(a) + at);
-                *r = (stage_record_t){.file = -1, .size = pad};
-                __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
-                a->head += pad;
+                stage_record_t *r = (stage_record_t *)(stage_ring(a) + at);
+                *r = (stage_record_t){.committed = 1, .file = -1, .size = pad};
             }
-            uint64_t pos = a->head;
-            a->head += n;
+            uint64_t pos = a->head + pad;
+            *(stage_record_t *)(stage_ring(a) + pos % a->cap) = *head;
+            stage_file_t *f = &a->file[head->file];
+            __atomic_add_fetch(&f->pending, head->bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
+            f->generation++;
+            __atomic_store_n(&a->head, pos + n, __ATOMIC_RELEASE); /* read without the lock by module.c */
             return pos;
         }
         uint64_t t0 = iotame_monotonic_ns();
-        pthread_cond_signal(&a->work); /* full: the flusher must run whatever its threshold */
+        stage_event_notify(&a->wake, 0); /* full: the flusher must run whatever its threshold */
         if (a->want < a->head) a->want = a->head;
         a->blocked++;
-        wait_room(a);
+        stage_wait_progress(a);
         a->blocked--;
         *blocked_ns += iotame_monotonic_ns() - t0;
     }
@@ -192,17 +261,15 @@ static uint64_t reserve(stage_area_t *a, uint64_t n, uint64_t *blocked_ns)
 
 /* Appends one record: the extents ext[0..n) with the first starting `skip` bytes in and the last ending after
  * `last` bytes (a piece of a longer extent), and their `bytes` of data. The lock is not held. */
-static uint64_t put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
-                           int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
+static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
+                                int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
 {
-    uint64_t size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes);
+    const stage_record_t head = {.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n,
+                                 .size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes), .bytes = bytes};
     stage_lock(a);
-    uint64_t pos = reserve(a, size, blocked_ns);
-    __atomic_add_fetch(&a->file[file].pending, bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
-    a->file[file].generation++;
+    uint64_t pos = area_reserve(a, &head, blocked_ns);
     stage_unlock(a);
-    stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);
-    *r = (stage_record_t){.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n, .size = size, .bytes = bytes};
+    stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
     iotame_extent_t *x = (iotame_extent_t *)(r + 1);
     memcpy(x, ext, n * sizeof *ext);
     x[0].off += skip;
@@ -214,9 +281,9 @@ static uint64_t put_record(stage_area_t *a, int file, int rank, const iotame_ext
     a->last_put_ns = iotame_monotonic_ns();
     uint64_t dirty = a->head - a->tail;
     if (dirty > a->max_dirty) a->max_dirty = dirty;
-    if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) pthread_cond_signal(&a->work);
+    if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) stage_event_notify(&a->wake, 0);
     stage_unlock(a);
-    return pos + size;
+    return pos + head.size;
 }
 
 uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
@@ -244,7 +311,7 @@ uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *e
             last = from + take;
             if (take < left) break;
         }
-        end = put_record(a, file, rank, ext + i, n, skip, last, data, bytes, threshold, blocked_ns);
+        end = area_put_record(a, file, rank, ext + i, n, skip, last, data, bytes, threshold, blocked_ns);
         data += bytes;
         i += n - 1;
         if (last == ext[i].len) i++, skip = 0;

@@ -65,8 +65,8 @@ static const stage_record_t *record_at(stage_area_t *a, uint64_t pos)
     return (const stage_record_t *)(stage_ring(a) + pos % a->cap);
 }
 
-static const iotame_extent_t *extents_of(const stage_record_t *r) { return (const iotame_extent_t *)(r + 1); }
-static const char *data_of(const stage_record_t *r) { return (const char *)(extents_of(r) + r->nextents); }
+static const iotame_extent_t *record_extents(const stage_record_t *r) { return (const iotame_extent_t *)(r + 1); }
+static const char *record_data(const stage_record_t *r) { return (const char *)(record_extents(r) + r->nextents); }
 
 /* Writes iov[0..n) at off, resuming after short writes. Returns 0 or -errno; *done: the bytes written. */
 static int write_all(int fd, int n, int64_t off, int64_t *done)
@@ -165,8 +165,8 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
         const stage_record_t *r = record_at(a, pos);
         if (r->file != f) continue;
-        const iotame_extent_t *x = extents_of(r);
-        const char *d = data_of(r);
+        const iotame_extent_t *x = record_extents(r);
+        const char *d = record_data(r);
         for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++) {
             memcpy(buffer + (x[i].off - lo), d, (size_t)x[i].len);
             cover(x[i].off - lo, x[i].len);
@@ -189,7 +189,7 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
         uint64_t failed = 0;
         for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
             const stage_record_t *r = record_at(a, pos);
-            const iotame_extent_t *x = extents_of(r);
+            const iotame_extent_t *x = record_extents(r);
             for (uint32_t i = 0; r->file == f && i < r->nextents; i++) {
                 int64_t missing = 0;
                 for (int64_t b = x[i].off - lo; b < x[i].off - lo + x[i].len; b++)
@@ -317,8 +317,8 @@ static void write_extents(stage_area_t *a, int f, uint64_t from, uint64_t to, in
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
         const stage_record_t *r = record_at(a, pos);
         if (r->file != f) continue;
-        const iotame_extent_t *x = extents_of(r);
-        const char *d = data_of(r);
+        const iotame_extent_t *x = record_extents(r);
+        const char *d = record_data(r);
         if (grow((void **)&pieces, &pieces_cap, npieces + r->nextents, sizeof *pieces)) {
             if (npieces) { /* what came before, sorted; then this record's extents one by one */
                 qsort(pieces, npieces, sizeof *pieces, by_offset);
@@ -353,7 +353,7 @@ void stage_write_batch(stage_area_t *a, uint64_t from, uint64_t to)
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
         const stage_record_t *r = record_at(a, pos);
         if (r->file < 0) continue;
-        const iotame_extent_t *x = extents_of(r);
+        const iotame_extent_t *x = record_extents(r);
         if (!span[r->file].seen) {
             span[r->file].seen = 1, span[r->file].lo = INT64_MAX, span[r->file].end = 0;
             span[r->file].bytes = span[r->file].n = 0;

@@ -18,15 +18,20 @@
 static pthread_t thread;
 static int running;
 static stage_flush_knobs_t knobs;
-/* this process's descriptors of the staged files, with the identity they were opened for */
+/* this process's descriptors of the staged files (-1: none once fds_ready), with the identity they were opened for */
 static struct {
     int wfd, rfd;
     uint64_t dev, ino;
 } fds[STAGE_FILES];
+static int fds_ready;
 
-static char *ring(stage_area_t *a) { return stage_ring(a); }
+static void flusher_fds_init(void)
+{
+    for (int i = 0; i < STAGE_FILES; i++) fds[i].wfd = fds[i].rfd = -1;
+    fds_ready = 1;
+}
 
-static void close_fds(int i)
+static void flusher_close_fds(int i)
 {
     if (fds[i].wfd >= 0) close(fds[i].wfd);
     if (fds[i].rfd >= 0) close(fds[i].rfd);
@@ -36,7 +41,8 @@ static void close_fds(int i)
 int stage_fd(stage_area_t *a, int i, int write)
 {
     const stage_file_t *f = &a->file[i];
-    if ((fds[i].wfd >= 0 || fds[i].rfd >= 0) && (fds[i].dev != f->dev || fds[i].ino != f->ino)) close_fds(i);
+    if (!fds_ready) flusher_fds_init();
+    if ((fds[i].wfd >= 0 || fds[i].rfd >= 0) && (fds[i].dev != f->dev || fds[i].ino != f->ino)) flusher_close_fds(i);
     int *fd = write ? &fds[i].wfd : &fds[i].rfd;
     if (*fd >= 0) return *fd;
     int d = open(f->path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
@@ -75,50 +81,71 @@ static void fill_prefetch(stage_area_t *a)
         a->asked--;
         a->prefetch_reads++;
         a->prefetch_bytes_read += (uint64_t)got;
-        pthread_cond_broadcast(&a->room);
+        stage_event_notify(&a->progress, 1);
+        pthread_cond_broadcast(&a->room); /* legacy: module.c's read-ahead waits on it (stage.h) */
     }
 }
 
 /* ---- the thread ---- */
 
-static void wait_work(stage_area_t *a, uint64_t until_ns)
+static void flusher_wait(stage_area_t *a, uint64_t until_ns) { stage_event_wait(a, &a->wake, until_ns); }
+
+/* Gives up record r, whose writer died before committing it: its bytes are counted lost (in the file's log entry for
+ * that process), a warning names them, and the record becomes padding, which the batches skip. The lock is held. */
+static void flusher_lose(stage_area_t *a, stage_record_t *r)
 {
-    struct timespec ts = {(time_t)(until_ns / 1000000000ull), (long)(until_ns % 1000000000ull)};
-    if (pthread_cond_timedwait(&a->work, &a->lock, &ts) == EOWNERDEAD) pthread_mutex_consistent(&a->lock);
+    stage_file_t *f = &a->file[r->file];
+    const stage_proc_t *p = &a->proc[r->rank];
+    __atomic_sub_fetch(&f->pending, r->bytes, __ATOMIC_RELAXED);
+    a->lost_bytes += r->bytes;
+    a->lost_records++;
+    stage_lost_t *log = NULL;
+    for (int i = 0; i < a->nlost && !log; i++)
+        if (a->lost[i].pid == p->pid && strncmp(a->lost[i].path, f->path, sizeof log->path - 1) == 0) log = &a->lost[i];
+    if (!log && a->nlost < STAGE_LOST) {
+        log = &a->lost[a->nlost++];
+        *log = (stage_lost_t){.node_rank = (int32_t)r->rank, .world_rank = p->world_rank, .pid = p->pid};
+        memcpy(log->path, f->path, strnlen(f->path, sizeof log->path - 1));
+    }
+    if (log) log->bytes += r->bytes, log->records++;
+    iotame_log_warn("staging: rank %d (pid %d) died while staging a write (the call had not returned): its %llu bytes "
+                    "for %s are lost\n", p->world_rank, p->pid, (unsigned long long)r->bytes, f->path);
+    r->file = -1;
+    __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
 }
 
-/* The first position in [from, to) whose record is not committed yet (a writer still copying). */
-static uint64_t committed_end(stage_area_t *a, uint64_t from, uint64_t to)
+/* The first position in [from, to) whose record is not committed yet (a writer still copying). A record whose writer
+ * died before committing it is skipped (flusher_lose): the records behind it are written. The lock is held. */
+static uint64_t flusher_committed_end(stage_area_t *a, uint64_t from, uint64_t to)
 {
     while (from < to) {
-        stage_record_t *r = (stage_record_t *)(ring(a) + from % a->cap);
-        if (!__atomic_load_n(&r->committed, __ATOMIC_ACQUIRE)) break;
+        stage_record_t *r = (stage_record_t *)(stage_ring(a) + from % a->cap);
+        if (!__atomic_load_n(&r->committed, __ATOMIC_ACQUIRE)) {
+            if (stage_proc_alive(a, r->rank)) break;
+            flusher_lose(a, r);
+        }
         from += r->size;
     }
     return from;
 }
 
-/* Forgets the records of [from, to) (their room is reused: a stale "committed" must not be seen there) and closes
- * the descriptors of files no process uses and nothing is pending for. The lock is held. */
-static void retire(stage_area_t *a, uint64_t from, uint64_t to)
+/* Closes the descriptors of files no process uses and nothing is pending for (and frees their slots). The lock is
+ * held. (A written record's room needs no clearing: a writer writes the header of the next record there under the
+ * lock before the head passes it.) */
+static void flusher_close_unused(stage_area_t *a)
 {
-    for (uint64_t pos = from; pos < to;) {
-        stage_record_t *r = (stage_record_t *)(ring(a) + pos % a->cap);
-        pos += r->size;
-        __atomic_store_n(&r->committed, 0, __ATOMIC_RELAXED);
-    }
     for (int i = 0; i < STAGE_FILES; i++) {
         stage_file_t *f = &a->file[i];
         if (f->key && !f->users && !f->pending) {
-            close_fds(i);
+            flusher_close_fds(i);
             if (!f->error) f->key = 0;
         } else if (!f->key && (fds[i].wfd >= 0 || fds[i].rfd >= 0)) {
-            close_fds(i);
+            flusher_close_fds(i);
         }
     }
 }
 
-static void *run(void *arg)
+static void *flusher_run(void *arg)
 {
     stage_area_t *a = arg;
     stage_lock(a);
@@ -136,13 +163,13 @@ static void *run(void *arg)
             if (a->stop && a->head == a->tail) break;
             a->idle = !dirty;
             uint64_t wake = a->last_put_ns + (a->want > a->tail && DRAIN_GRACE < knobs.delay_ns ? DRAIN_GRACE : knobs.delay_ns);
-            wait_work(a, dirty ? wake : now + 1000000000ull);
+            flusher_wait(a, dirty ? wake : now + 1000000000ull);
             a->idle = 0;
             continue;
         }
-        uint64_t from = a->tail, to = committed_end(a, from, a->head);
-        if (to == from) { /* a writer is still copying the next record */
-            wait_work(a, now + 200000ull);
+        uint64_t from = a->tail, to = flusher_committed_end(a, from, a->head);
+        if (to == from) { /* a writer is still copying the next record (it is alive) */
+            flusher_wait(a, now + 200000ull);
             continue;
         }
         int waited = a->waiting;
@@ -153,20 +180,20 @@ static void *run(void *arg)
         stage_lock(a);
         a->flush_ns += ns;
         if (!waited && !a->waiting) a->overlapped_ns += ns; /* nobody waited for this batch: hidden behind work */
-        retire(a, from, to);
-        a->tail = to;
-        pthread_cond_broadcast(&a->room);
+        flusher_close_unused(a);
+        __atomic_store_n(&a->tail, to, __ATOMIC_RELEASE); /* read without the lock by module.c */
+        stage_event_notify(&a->progress, 1);
     }
     stage_unlock(a);
-    for (int i = 0; i < STAGE_FILES; i++) close_fds(i);
+    for (int i = 0; i < STAGE_FILES; i++) flusher_close_fds(i);
     return NULL;
 }
 
 int stage_flusher_start(stage_area_t *a, const stage_flush_knobs_t *k)
 {
     knobs = *k;
-    for (int i = 0; i < STAGE_FILES; i++) fds[i].wfd = fds[i].rfd = -1;
-    int rc = pthread_create(&thread, NULL, run, a);
+    if (!fds_ready) flusher_fds_init();
+    int rc = pthread_create(&thread, NULL, flusher_run, a);
     running = rc == 0;
     return rc;
 }
@@ -176,7 +203,7 @@ void stage_flusher_stop(stage_area_t *a)
     if (!running) return;
     stage_lock(a);
     a->stop = 1;
-    pthread_cond_signal(&a->work);
+    stage_event_notify(&a->wake, 0);
     stage_unlock(a);
     pthread_join(thread, NULL);
     running = 0;

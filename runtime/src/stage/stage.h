@@ -45,28 +45,63 @@ typedef struct {
     uint64_t bytes;
 } stage_failure_t;
 
+/* Records lost with their writer: a node process that died between reserving a record and committing it (inside
+ * its write call, which never returned). Kept for the statistics, one entry per file and dead process. */
+#define STAGE_LOST 16
+typedef struct {
+    char path[512];
+    uint64_t bytes, records;
+    int32_t node_rank, world_rank, pid, pad;
+} stage_lost_t;
+
+/* A node process of the area. Its first thread (the one that called MPI_Init, which MPI requires to live until
+ * MPI_Finalize) holds `alive` while the process stages: the kernel releases a robust mutex of a dead thread as
+ * "owner died", so the flusher learns of a writer's death from the mutex, whatever killed it and without a process
+ * id (which may have been reused, may name a zombie, or may mean nothing in another PID namespace). */
+#define STAGE_PROCS (STAGE_RANK_WORDS * 64)
+enum { STAGE_PROC_FREE, STAGE_PROC_ALIVE, STAGE_PROC_DEAD };
+typedef struct {
+    pthread_mutex_t alive; /* process-shared, robust */
+    int32_t state, pid, world_rank, pad;
+} stage_proc_t;
+
+/* An event of the area: a counter bumped by each notification, slept on with a futex. It keeps nothing per waiter,
+ * so a process killed while it waits leaves nothing behind (glibc's process-shared condition variables count their
+ * waiters, and the next broadcast after a waiter was killed waited for it for ever). */
+typedef struct {
+    uint32_t seq, sleepers;
+} stage_event_t;
+
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
- * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock and copy outside it; the
- * flusher writes committed records from tail and advances tail, which frees their room. */
+ * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock (the record's header is
+ * written there and then) and copy the data outside it; the flusher writes committed records from tail and advances
+ * tail, which frees their room. A record whose writer died before committing it is skipped and reported as lost. */
 typedef struct {
     uint32_t magic, nprocs;
     pthread_mutex_t lock; /* process-shared, robust; held for bookkeeping only, never across a copy or a write */
-    pthread_cond_t work;  /* the flusher waits here (CLOCK_MONOTONIC) */
-    pthread_cond_t room;  /* writers wait for room, drains for the flusher's progress, readers for prefetch */
+    stage_event_t wake;     /* the flusher sleeps here */
+    stage_event_t progress; /* writers wait for room, drains for the flusher's progress, readers for read-ahead */
+    /* Legacy: module.c's read-ahead still signals `work` (now a no-op: the asker's stage_unlock wakes the flusher)
+     * and waits on `room` (broadcast when read-ahead was filled) until it calls stage_wait_progress; nothing else
+     * uses them. */
+    pthread_cond_t work, room;
     uint64_t cap, head, tail, want; /* want: a drain asked for everything before this position */
     uint64_t last_put_ns;           /* when a process of the node last staged a write */
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
     int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
     int32_t blocked, pad;           /* writers waiting for room */
-    int32_t asked;                  /* read-ahead buffers asked for */
+    int32_t asked;                  /* read-ahead buffers asked for (the asker's stage_unlock wakes the flusher) */
     int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
     /* the flusher's counters (the node's statistics) */
     uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
         prefetch_reads, prefetch_bytes_read;
-    int32_t nfailures, pad2;
+    int32_t nfailures, nlost;
     stage_failure_t failure[STAGE_FAILURES];
+    stage_lost_t lost[STAGE_LOST];
+    uint64_t lost_bytes, lost_records; /* all of them (the log may be full) */
     stage_file_t file[STAGE_FILES];
     stage_prefetch_t prefetch[STAGE_PREFETCH_SLOTS];
+    stage_proc_t proc[STAGE_PROCS];
 } stage_area_t;
 
 #define STAGE_MAGIC 0x73746167u /* "stag" */
@@ -74,24 +109,47 @@ typedef struct {
 /* A record in the ring: this header, nextents extents, then the data bytes in extent order, padded to 64. */
 typedef struct {
     uint32_t committed; /* set (release) once the data is copied */
-    int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end */
-    uint32_t rank;      /* the node process that staged it */
+    int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end, or a lost record */
+    uint32_t rank;      /* the node process that staged it (its index in stage_area_t.proc) */
     uint32_t nextents;
     uint64_t size;      /* of the whole record */
     uint64_t bytes;     /* of data */
 } stage_record_t;
 
-/* ---- the area (area.c) ---- */
+/* ---- the area (area.c; its mapping in MPI: map.c) ---- */
 
-/* Maps the node's area (collective over MPI_COMM_WORLD, at MPI_Init): ring of cap bytes and read-ahead buffers of
- * prefetch_bytes. NULL on every process when it could not be set up. */
+/* Maps the node's area (collective over MPI_COMM_WORLD, at MPI_Init, by the thread that called it): ring of cap
+ * bytes and read-ahead buffers of prefetch_bytes; the calling process joins it. NULL on every process when it could
+ * not be set up (also on a node of more than STAGE_PROCS processes). */
 stage_area_t *stage_area_map(uint64_t cap, uint64_t prefetch_bytes, int *node_rank);
+/* The bytes of an area of that shape, and the area set up in `map` (zeroed, that many bytes) for nprocs processes:
+ * what stage_area_map does without MPI (unit tests map it themselves). */
+size_t stage_area_bytes(uint64_t cap, uint64_t prefetch_bytes);
+void stage_area_init(void *map, uint64_t cap, uint64_t prefetch_bytes, uint32_t nprocs);
+/* The calling process joins the area as node process node_rank: the calling thread takes the process's alive mutex
+ * and must live as long as the process stages (the thread of MPI_Init). 0, or -EINVAL/-EBUSY. */
+int stage_area_join(stage_area_t *a, int node_rank, int world_rank);
+/* The process leaves (its staged data is committed, and it stages no more): its thread of stage_area_join gives the
+ * alive mutex back, before the area is unmapped. */
+void stage_area_leave(stage_area_t *a, int node_rank);
+/* Whether node process `rank` may still be staging: 0 only once its alive mutex shows that it died (a process that
+ * never joined cannot be told dead). The lock is held. */
+int stage_proc_alive(stage_area_t *a, uint32_t rank);
 /* The ring's bytes, and read-ahead buffer i. */
 char *stage_ring(stage_area_t *a);
 char *stage_prefetch_buffer(stage_area_t *a, int i);
-/* Locks the area (a dead holder's lock is taken over). */
+/* Locks the area (a dead holder's lock is taken over). The unlock wakes the sleeping flusher when read-ahead was
+ * asked for (asked > 0). */
 void stage_lock(stage_area_t *a);
 void stage_unlock(stage_area_t *a);
+/* Sleeps on ev with the lock held (released while asleep, taken again) until a notification, deadline_ns
+ * (CLOCK_MONOTONIC) or a spurious wake-up: the caller checks its condition again. stage_event_notify wakes one
+ * sleeper, or all. */
+void stage_event_wait(stage_area_t *a, stage_event_t *ev, uint64_t deadline_ns);
+void stage_event_notify(stage_event_t *ev, int all);
+/* Waits (the lock held) for the flusher's progress (a batch written, read-ahead filled), 100 ms at most; counted in
+ * `waiting`. */
+void stage_wait_progress(stage_area_t *a);
 /* The file's index for (dev, ino), claimed with its path when new and counted as one more user; -1 when the
  * table is full. stage_file_release: one user less (the slot is reused once no user, data or error is left). */
 int stage_file_claim(stage_area_t *a, uint64_t dev, uint64_t ino, const char *path);
@@ -104,12 +162,16 @@ int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino);
  * stage_drain waits for). */
 uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
                    double threshold, uint64_t *blocked_ns);
-/* Waits until everything staged before position `upto` is written (or failed). Returns the nanoseconds waited. */
+/* Waits until everything staged before position `upto` is written (or failed, or lost with its writer). Returns the
+ * nanoseconds waited. */
 uint64_t stage_drain(stage_area_t *a, uint64_t upto);
 /* The current end of the ring (a drain of everything staged so far waits for it). */
 uint64_t stage_head(stage_area_t *a);
 /* Takes this process's pending error of a file (0 when none): returned once per process it concerns. */
 int stage_take_error(stage_area_t *a, int file, int rank);
+/* The records lost with their writers: up to max entries of the log copied into out; returns how many it holds
+ * (a->lost_bytes and a->lost_records count every lost record, also beyond the log). */
+int stage_lost_records(stage_area_t *a, stage_lost_t *out, int max);
 
 /* ---- the flusher (flusher.c): a thread of the node's first process ---- */
 
