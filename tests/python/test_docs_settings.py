@@ -185,9 +185,6 @@ def test_regenerating_fixes_a_wrong_table(raw):
 # benchmarks, the kernels and the runtime's sources.
 CITING = ["README.md", "docs", "runtime", "python", "bench", "kernels", "scripts", "packaging"]
 SUFFIXES = {".md", ".py", ".json", ".c", ".h", ".txt", ".toml", ".sh", ".cmake", ".f90", ".lua"}
-# Files being rewritten on another branch of issue 30 that still cite a paper by its number: the report of the
-# documentation branch gives their replacement text. Remove an entry once its file cites by authors and title.
-PENDING = {"runtime/src/stage/stage.h"}
 BY_NUMBER = re.compile(r"\bpapers?\s*\(?0\d\d\b|\b0\d\d_[0-9a-f]{16}\b|shared/papers|\.\./papers\b", re.I)
 
 
@@ -197,7 +194,7 @@ def _citing_files():
         files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
         for p in files:
             rel = p.relative_to(ROOT).as_posix()
-            if p.suffix in SUFFIXES and rel not in PENDING and "__pycache__" not in rel:
+            if p.suffix in SUFFIXES and "__pycache__" not in rel:
                 yield rel, p
 
 

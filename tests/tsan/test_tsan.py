@@ -143,10 +143,6 @@ def test_the_threaded_unit_tests_pass_under_tsan(build):
 
 # ---- jobs with the runtime preloaded ----
 
-# Not strict: whether ThreadSanitizer sees these races in a run depends on the timing (about two runs in three).
-@pytest.mark.xfail(strict=False, reason="issue 30: the ring's head, tail and record headers are written plainly "
-                   "under the area's lock and read atomically without it (stage/area.c reserve and put_record, "
-                   "stage/flusher.c run: a->tail = to); remove this mark with the fix")
 @pytest.mark.parametrize("program", ["stage_check", "stage_threads"])
 def test_the_flusher_beside_one_writer_per_rank_reports_nothing(build, tmp_path, program):
     """One application thread per rank (2 ranks) with staging and prefetch on, while the node's flusher thread
@@ -163,10 +159,6 @@ def test_the_flusher_beside_one_writer_per_rank_reports_nothing(build, tmp_path,
     assert result.get("errors", 0) == 0, p.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="issue 30: stage/module.c set_view, set_atomicity, sync, close and sizing "
-                   "walk the handle list without the lock while another thread's close frees a node; close_ns and "
-                   "drain_ns are updated unlocked (and the ring's races, and the POSIX layer's: see the commit); "
-                   "remove this mark with the fix")
 def test_threads_opening_writing_and_closing_files_report_nothing(build, tmp_path):
     """tests/mpi/programs/stage_threads.c: 4 threads of MPI_THREAD_MULTIPLE open, set views, write, set atomicity,
     sync, get the size of and close different files at once, 20 times, with staging on; every value read back.

@@ -41,13 +41,6 @@ void stage_area_init(void *map, uint64_t cap, uint64_t prefetch_bytes, uint32_t 
     stage_area_t *a = map;
     area_mutex_init(&a->lock);
     for (int i = 0; i < STAGE_PROCS; i++) area_mutex_init(&a->proc[i].alive);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&a->work, &ca);
-    pthread_cond_init(&a->room, &ca);
-    pthread_condattr_destroy(&ca);
     a->cap = round_up(cap);
     a->prefetch_bytes = round_up(prefetch_bytes);
     a->nprocs = nprocs;

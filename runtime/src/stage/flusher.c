@@ -82,7 +82,6 @@ static void fill_prefetch(stage_area_t *a)
         a->prefetch_reads++;
         a->prefetch_bytes_read += (uint64_t)got;
         stage_event_notify(&a->progress, 1);
-        pthread_cond_broadcast(&a->room); /* legacy: module.c's read-ahead waits on it (stage.h) */
     }
 }
 

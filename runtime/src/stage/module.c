@@ -350,8 +350,7 @@ static void ask(handle_t *h, int64_t off, int64_t keep)
         }
         area->prefetch[s] = (stage_prefetch_t){PREFETCH_ASKED, h->file, node_rank, 0, off,
                                                (int64_t)area->prefetch_bytes, area->file[h->file].generation};
-        area->asked++;
-        pthread_cond_signal(&area->work);
+        area->asked++; /* stage_unlock wakes the flusher */
         return;
     }
 }
@@ -372,11 +371,7 @@ static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
         if (h->slot[k] < 0) continue;
         stage_prefetch_t *p = &area->prefetch[h->slot[k]];
         if (off < p->off || off + len > p->off + (int64_t)area->prefetch_bytes) continue;
-        while (p->state == PREFETCH_ASKED) { /* the flusher is reading it: wait rather than read it twice */
-            area->waiting++;
-            pthread_cond_wait(&area->room, &area->lock);
-            area->waiting--;
-        }
+        while (p->state == PREFETCH_ASKED) stage_wait_progress(area); /* the flusher reads it: no second read */
         if (p->state != PREFETCH_READY || p->generation != area->file[h->file].generation || off + len > p->off + p->len)
             continue; /* stale (written since), or past the end of the file when it was read */
         stage_unlock(area);
@@ -478,6 +473,33 @@ static int stage_start(const iotame_config_t *cfg)
 
 static double seconds(uint64_t ns) { return (double)ns * 1e-9; }
 
+/* The node's flusher: its counters, the background writes that failed, and the records lost with a writer that died
+ * inside its write call (warned about: the data the call was copying never reached the file). */
+static json_t *stage_node_report(stage_area_t *a)
+{
+    json_t *failed = json_array(), *lost = json_array();
+    for (int i = 0; i < a->nfailures; i++)
+        json_array_append_new(failed, json_pack("{s:s,s:s,s:I}", "path", a->failure[i].path, "error",
+                                                strerror(a->failure[i].error), "bytes", (json_int_t)a->failure[i].bytes));
+    for (int i = 0; i < STAGE_FILES; i++)
+        if (a->file[i].key && a->file[i].error)
+            iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
+                            strerror(a->file[i].error));
+    stage_lost_t log[STAGE_LOST];
+    int nlost = stage_lost_records(a, log, STAGE_LOST);
+    for (int i = 0; i < nlost && i < STAGE_LOST; i++)
+        json_array_append_new(lost, json_pack("{s:s,s:I,s:I,s:i,s:i,s:i}", "path", log[i].path, "bytes",
+                                              (json_int_t)log[i].bytes, "records", (json_int_t)log[i].records, "rank",
+                                              log[i].world_rank, "node_rank", log[i].node_rank, "pid", log[i].pid));
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
+                     "records", (json_int_t)a->records, "extents_in", (json_int_t)a->extents_in, "writes_out",
+                     (json_int_t)a->writes_out, "bytes_written", (json_int_t)a->bytes_out, "max_dirty_bytes",
+                     (json_int_t)a->max_dirty, "flush_seconds", seconds(a->flush_ns), "overlapped_seconds",
+                     seconds(a->overlapped_ns), "overlap_batches", (json_int_t)a->overlap_batches, "prefetch_reads",
+                     (json_int_t)a->prefetch_reads, "prefetch_bytes_read", (json_int_t)a->prefetch_bytes_read,
+                     "lost_bytes", (json_int_t)a->lost_bytes, "failed", failed, "lost", lost);
+}
+
 static void stage_finalize(void)
 {
     drain(stage_head(area));
@@ -494,22 +516,7 @@ static void stage_finalize(void)
                                      "prefetch_bytes", (json_int_t)mine.prefetch_bytes);
     json_object_update(s, counts);
     json_decref(counts);
-    if (node_rank != 0) return;
-    stage_area_t *a = area;
-    json_t *failed = json_array();
-    for (int i = 0; i < a->nfailures; i++)
-        json_array_append_new(failed, json_pack("{s:s,s:s,s:I}", "path", a->failure[i].path, "error",
-                                                strerror(a->failure[i].error), "bytes", (json_int_t)a->failure[i].bytes));
-    for (int i = 0; i < STAGE_FILES; i++)
-        if (a->file[i].key && a->file[i].error)
-            iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
-                            strerror(a->file[i].error));
-    json_object_set_new(s, "node", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:o}", "cache_bytes",
-        (json_int_t)a->cap, "records", (json_int_t)a->records, "extents_in", (json_int_t)a->extents_in, "writes_out",
-        (json_int_t)a->writes_out, "bytes_written", (json_int_t)a->bytes_out, "max_dirty_bytes", (json_int_t)a->max_dirty,
-        "flush_seconds", seconds(a->flush_ns), "overlapped_seconds", seconds(a->overlapped_ns), "overlap_batches",
-        (json_int_t)a->overlap_batches, "prefetch_reads", (json_int_t)a->prefetch_reads, "prefetch_bytes_read",
-        (json_int_t)a->prefetch_bytes_read, "failed", failed));
+    if (node_rank == 0) json_object_set_new(s, "node", stage_node_report(area));
 }
 
 /* into[key] += v, for integers and reals alike. */
@@ -520,22 +527,24 @@ static void stage_add(json_t *into, const char *key, const json_t *v)
                                                       : json_real(json_number_value(was) + json_number_value(v)));
 }
 
-/* Sums over the ranks, and over the nodes for the flushers' counters; the failures of every node. */
+/* Sums over the ranks, and over the nodes for the flushers' counters; the failed writes and lost records of every
+ * node. */
 static json_t *stage_job_report(const json_t *ranks)
 {
-    json_t *out = json_object(), *flusher = json_object(), *failed = json_array(), *r, *v;
+    json_t *out = json_object(), *flusher = json_object(), *failed = json_array(), *lost = json_array(), *r, *v;
     size_t i;
     const char *k;
     json_array_foreach(ranks, i, r) {
         json_object_foreach((json_t *)r, k, v)
             if (json_is_number(v)) stage_add(out, k, v);
         json_object_foreach(json_object_get(r, "node"), k, v) {
-            if (json_is_array(v)) json_array_extend(failed, v);
+            if (json_is_array(v)) json_array_extend(strcmp(k, "lost") == 0 ? lost : failed, v);
             else if (strcmp(k, "cache_bytes") == 0) json_object_set(flusher, k, v); /* per node */
             else stage_add(flusher, k, v);
         }
     }
     json_object_set_new(flusher, "failed", failed);
+    json_object_set_new(flusher, "lost", lost);
     json_object_set_new(out, "flusher", flusher);
     return out;
 }

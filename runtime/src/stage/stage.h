@@ -1,9 +1,9 @@
-/* stage: node-level asynchronous staging (paper 002: Isaila et al., I/O forwarding with write-behind and prefetch
- * on Blue Gene; docs/design/staging.md). The processes of a node share one staging area: a ring of write records in
- * shared memory, appended to by the writers and written behind, in order, by one flusher per node (a thread of the
- * node's first process that makes no MPI call). A write returns once its data is in the ring; the flusher merges
- * adjacent extents of all the node's processes into large writes. A small table of read-ahead buffers serves
- * prefetch. The only interface of runtime/src/stage/. */
+/* stage: node-level asynchronous staging (Isaila, Garcia Blas, Carretero, Latham, Lang, Ross: "Latency hiding file
+ * I/O for Blue Gene systems", CCGrid 2009: write-behind and prefetch; docs/design/staging.md). The processes of a
+ * node share one staging area: a ring of write records in shared memory, appended to by the writers and written
+ * behind, in order, by one flusher per node (a thread of the node's first process that makes no MPI call). A write
+ * returns once its data is in the ring; the flusher merges adjacent extents of all the node's processes into large
+ * writes. A small table of read-ahead buffers serves prefetch. The only interface of runtime/src/stage/. */
 #ifndef IOTAME_STAGE_H
 #define IOTAME_STAGE_H
 
@@ -81,10 +81,6 @@ typedef struct {
     pthread_mutex_t lock; /* process-shared, robust; held for bookkeeping only, never across a copy or a write */
     stage_event_t wake;     /* the flusher sleeps here */
     stage_event_t progress; /* writers wait for room, drains for the flusher's progress, readers for read-ahead */
-    /* Legacy: module.c's read-ahead still signals `work` (now a no-op: the asker's stage_unlock wakes the flusher)
-     * and waits on `room` (broadcast when read-ahead was filled) until it calls stage_wait_progress; nothing else
-     * uses them. */
-    pthread_cond_t work, room;
     uint64_t cap, head, tail, want; /* want: a drain asked for everything before this position */
     uint64_t last_put_ns;           /* when a process of the node last staged a write */
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
