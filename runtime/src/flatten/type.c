@@ -46,7 +46,7 @@ static void push(list_t *l, iotame_run_t run)
 }
 
 /* Appends count blocks of len bytes at off, off + stride, ..., merged into the last run when they continue it. */
-static void append(list_t *l, int64_t off, int64_t len, int64_t count, int64_t stride)
+static void flatten_append(list_t *l, int64_t off, int64_t len, int64_t count, int64_t stride)
 {
     if (len <= 0 || count <= 0 || l->err) return;
     if (count == 1) stride = len;
@@ -84,11 +84,11 @@ static void replicate(list_t *l, const iotame_run_t *t, size_t nt, int64_t base,
 {
     if (count <= 0 || nt == 0) return;
     if (nt == 1 && t[0].count == 1) {
-        append(l, base + t[0].off, t[0].len, count, stride);
+        flatten_append(l, base + t[0].off, t[0].len, count, stride);
         return;
     }
     for (int64_t j = 0; j < count && !l->err; j++)
-        for (size_t i = 0; i < nt; i++) append(l, base + j * stride + t[i].off, t[i].len, t[i].count, t[i].stride);
+        for (size_t i = 0; i < nt; i++) flatten_append(l, base + j * stride + t[i].off, t[i].len, t[i].count, t[i].stride);
 }
 
 static int64_t type_extent(MPI_Datatype t, int64_t *lb)
@@ -111,8 +111,8 @@ static int named_pair(MPI_Datatype t, list_t *l, int64_t base)
                                   MPI_2INT};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (t != types[i]) continue;
-        append(l, base, (int64_t)pairs[i].len_a, 1, 0);
-        append(l, base + (int64_t)pairs[i].off_b, (int64_t)pairs[i].len_b, 1, 0);
+        flatten_append(l, base, (int64_t)pairs[i].len_a, 1, 0);
+        flatten_append(l, base + (int64_t)pairs[i].off_b, (int64_t)pairs[i].len_b, 1, 0);
         return 0;
     }
     return -ENOTSUP;
@@ -237,7 +237,7 @@ static int flatten_into(MPI_Datatype type, list_t *l, int64_t base, int depth)
         PMPI_Type_size_x(type, &size);
         int64_t lb, ext = type_extent(type, &lb);
         if (size == ext) {
-            append(l, base + lb, size, 1, 0);
+            flatten_append(l, base + lb, size, 1, 0);
             return 0;
         }
         return named_pair(type, l, base);
