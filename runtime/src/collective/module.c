@@ -7,40 +7,40 @@
 #include "strategy.h"
 
 /* A rule's collective.strategy (NULL: the rule does not set one). */
-static const char *strategy_of(const iotame_rule_t *r)
+static const char *coll_rule_strategy(const iotame_rule_t *r)
 {
     return json_string_value(json_object_get(json_object_get(r->json, "collective"), "strategy"));
 }
 
-static int asks(const char *strategy) { return strategy && strcmp(strategy, "passthrough") != 0; }
+static int coll_asks(const char *strategy) { return strategy && strcmp(strategy, "passthrough") != 0; }
 
 /* Active when some rule of the configuration, or the settings' default, routes a file: otherwise every collective
  * call is the library's and the data path does not even ask. */
-static int start(const iotame_config_t *cfg)
+static int coll_start(const iotame_config_t *cfg)
 {
-    if (asks(json_string_value(iotame_config_default("collective", "strategy")))) return 1;
+    if (coll_asks(json_string_value(iotame_config_default("collective", "strategy")))) return 1;
     if (!cfg) return 0;
-    int routed = asks(strategy_of(&cfg->defaults));
-    for (size_t i = 0; i < cfg->nrules && !routed; i++) routed = asks(strategy_of(&cfg->rules[i]));
+    int routed = coll_asks(coll_rule_strategy(&cfg->defaults));
+    for (size_t i = 0; i < cfg->nrules && !routed; i++) routed = coll_asks(coll_rule_strategy(&cfg->rules[i]));
     return routed;
 }
 
-static void open_file(const iotame_open_t *o)
+static void coll_open(const iotame_open_t *o)
 {
     if (o->fc) iotame_collective_open(o->fh, o->comm, o->amode, o->fs, o->fc);
 }
 
-static void set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+static void coll_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
 {
     if (iotame_collective_any()) iotame_collective_set_view(fh, disp, etype, filetype, datarep);
 }
 
-static void set_info(MPI_File fh)
+static void coll_set_info(MPI_File fh)
 {
     if (iotame_collective_any()) iotame_collective_set_info(fh);
 }
 
-static void set_atomicity(MPI_File fh, int flag)
+static void coll_set_atomicity(MPI_File fh, int flag)
 {
     if (iotame_collective_any()) iotame_collective_set_atomicity(fh, flag);
 }
@@ -50,7 +50,7 @@ static const iotame_coll_op_t coll_op[2][2] = {{IOTAME_COLL_READ_ALL, IOTAME_COL
 
 /* Blocking collective calls of a routed handle go through the engine; the other collective forms of such a handle
  * pass through with their reason counted. */
-static int serve(const iotame_io_t *io, int *rc)
+static int coll_serve(const iotame_io_t *io, int *rc)
 {
     if (!iotame_collective_any() || io->kind == IOTAME_IO_INDEPENDENT || io->kind == IOTAME_IO_NONBLOCKING)
         return 0;
@@ -68,15 +68,15 @@ static int serve(const iotame_io_t *io, int *rc)
 }
 
 /* Collective writes may have gone through the engine's shadow handle: it is flushed too. */
-static int sync_file(MPI_File fh) { return iotame_collective_any() ? iotame_collective_sync(fh) : MPI_SUCCESS; }
+static int coll_sync(MPI_File fh) { return iotame_collective_any() ? iotame_collective_sync(fh) : MPI_SUCCESS; }
 
-static int close_file(MPI_File fh)
+static int coll_close(MPI_File fh)
 {
     if (iotame_collective_any()) iotame_collective_close(fh);
     return MPI_SUCCESS;
 }
 
-static void add_int(json_t *o, const char *key, int64_t n)
+static void coll_add_int(json_t *o, const char *key, int64_t n)
 {
     json_object_set_new(o, key, json_integer(json_integer_value(json_object_get(o, key)) + n));
 }
@@ -91,17 +91,17 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
     if (!(o = json_object_get(all, name)))
         json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0,
                                                      "seconds", 0.0));
-    add_int(o, "calls", calls);
-    add_int(o, "bytes", bytes);
+    coll_add_int(o, "calls", calls);
+    coll_add_int(o, "bytes", bytes);
     json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
-    if (list_bytes >= 0) add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
-    if (view_bytes >= 0) add_int(o, "view_bytes", view_bytes);
+    if (list_bytes >= 0) coll_add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
+    if (view_bytes >= 0) coll_add_int(o, "view_bytes", view_bytes);
 }
 
 /* Decisions and windows are the first rank's (the selector decides alike on every rank); per strategy every rank
  * counted its own part: the bytes (data, offset lists, views) add up, the calls (every rank makes each) and the
  * seconds are the largest rank's. */
-static void merge(json_t *into, const json_t *rank)
+static void coll_merge(json_t *into, const json_t *rank)
 {
     json_t *from = json_object_get(rank, "strategies"), *all, *o, *mine;
     const char *name;
@@ -120,38 +120,43 @@ static void merge(json_t *into, const json_t *rank)
             json_object_set_new(mine, "seconds", json_real(seconds));
         static const char *const sums[] = {"bytes", "offset_list_bytes", "view_bytes"};
         for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
-            if (json_object_get(o, sums[k])) add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
+            if (json_object_get(o, sums[k])) coll_add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
     }
 }
 
 /* The section's keys (decisions, strategies, steady windows) are the file's own (docs/formats.md). */
-static void report(json_t *file, json_t *merged) { json_object_update(file, merged); }
+static void coll_report(json_t *file, json_t *merged) { json_object_update(file, merged); }
 
-/* The strategies of the registry (registry.c), in its order. */
-static void describe(json_t *entry)
+static json_t *coll_strategy_json(const iotame_strategy_t *st)
+{
+    json_t *options = json_array();
+    for (const char *const *o = st->options; o && *o; o++) json_array_append_new(options, json_string(*o));
+    return json_pack("{s:s,s:o}", "name", st->name, "options", options);
+}
+
+/* The strategies of the registry (registry.c), in its order, and the one that chooses among them (auto), apart: it
+ * is no candidate and has no number. */
+static void coll_describe(json_t *entry)
 {
     json_t *list = json_array();
-    for (int s = 0; s < iotame_nstrategies; s++) {
-        json_t *options = json_array();
-        for (const char *const *o = iotame_strategies[s]->options; o && *o; o++) json_array_append_new(options, json_string(*o));
-        json_array_append_new(list, json_pack("{s:s,s:o}", "name", iotame_strategies[s]->name, "options", options));
-    }
+    for (int s = 0; s < iotame_nstrategies; s++) json_array_append_new(list, coll_strategy_json(iotame_strategies[s]));
     json_object_set_new(entry, "strategies", list);
+    json_object_set_new(entry, "chooser", coll_strategy_json(&iotame_strategy_auto));
 }
 
 const iotame_module_t iotame_module_collective = {
     .name = "collective",
     .settings = "collective",
-    .start = start,
-    .open = open_file,
-    .set_view = set_view,
-    .set_info = set_info,
-    .set_atomicity = set_atomicity,
-    .serve = serve,
-    .sync = sync_file,
-    .close = close_file,
+    .start = coll_start,
+    .open = coll_open,
+    .set_view = coll_set_view,
+    .set_info = coll_set_info,
+    .set_atomicity = coll_set_atomicity,
+    .serve = coll_serve,
+    .sync = coll_sync,
+    .close = coll_close,
     .finalize = iotame_collective_finalize,
-    .merge = merge,
-    .report = report,
-    .describe = describe,
+    .merge = coll_merge,
+    .report = coll_report,
+    .describe = coll_describe,
 };

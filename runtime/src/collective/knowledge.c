@@ -1,7 +1,7 @@
 /* The knowledge file: what the selector learned (winners per call signature, and the examination budget of the
  * signatures not decided yet), read at the open of a file under strategy auto and merged back at its close, so that
  * the next run of a job starts where this one ended. Reading is rank 0's, broadcast to the others; saving is rank
- * 0's. The entries themselves are the policy's (iotame_select_learned, select.c). */
+ * 0's. The entries are what the policy learned, as decisions.c writes them (iotame__coll_learned). */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "posix/posix.h"
-#include "select.h"
+#include "strategy.h"
 
 json_t *iotame_knowledge_parse(const char *text, size_t len)
 {
@@ -72,9 +72,9 @@ json_t *iotame_knowledge_load(const char *path, MPI_Comm comm, int rank, int *br
 
 /* Several jobs (or files of one job) may save at once: a lock file serializes read-merge-write, and the rename makes
  * a reader see the old or the new file, never half of one. */
-static int save(const iotame_selector_t *s, const char *path)
+static int selector_knowledge_save(const iotame_selector_t *s, const char *path)
 {
-    json_t *learned = iotame_select_learned(s);
+    json_t *learned = iotame__coll_learned(s);
     if (!learned) return 0;
     char lockpath[4096], tmp[4096];
     snprintf(lockpath, sizeof lockpath, "%s.lock", path);
@@ -133,7 +133,7 @@ static int save(const iotame_selector_t *s, const char *path)
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
 {
     iotame_posix_quiet_begin();
-    int rc = save(s, path);
+    int rc = selector_knowledge_save(s, path);
     iotame_posix_quiet_end();
     return rc;
 }
