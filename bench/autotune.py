@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The tuner's evidence (paper 004, H5Evolve): ground truth from an exhaustive grid, then how many trials each
-sampler needs to come close to it.
+"""The tuner's evidence (H5Evolve: Behzad et al., "Taming Parallel I/O Complexity with Auto-Tuning", SC13): ground
+truth from an exhaustive grid, then how many trials each sampler needs to come close to it.
 
 1. Grid: on each kernel, every configuration of a reduced space (a few values of the settings that matter there,
    each also unset) is measured `--repeat` times, the configurations in a new random order in each round (so a drift

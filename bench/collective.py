@@ -692,7 +692,7 @@ def main():
     ap.add_argument("--targets", type=int, default=0, help="emulated storage: files striped over this many emulated "
                     "disks (emulate.targets), every configuration on them; 0 (default): the real file system")
     ap.add_argument("--target-unit", type=int, default=65536, help="stripe unit of the emulated targets (default "
-                    "65536, the paper's PVFS2 stripes)")
+                    "65536, the PVFS2 stripes of Orthrus' experiments)")
     ap.add_argument("--device", default="disk", help="emulated device preset of each target (default disk)")
     ap.add_argument("--volume", type=int, default=0, help="MiB per phase, all ranks together, instead of the "
                     "cases' defaults (emulated disks are slow)")

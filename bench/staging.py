@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Asynchronous staging measured side by side (runtime/src/stage; paper 002, Figures 3-6): the same job without
-staging and with it, in turns within each repeat, medians over the repeats.
+"""Asynchronous staging measured side by side (runtime/src/stage; Isaila et al., "Latency Hiding File
+I/O for Blue Gene Systems", CCGrid 2009, Figures 3-6): the same job without staging and with it, in turns within
+each repeat, medians over the repeats.
 
   phases     the phases kernel (compute phases alternating with I/O phases in which every process writes its
              records, one file shared by all): record sizes x process counts x compute (0, and longer than the

@@ -195,7 +195,7 @@ def main():
     ap.add_argument("--np", default="4,16")
     ap.add_argument("--devices", default="disk,raid5")
     ap.add_argument("--filetypes", default="unique")
-    ap.add_argument("--configs", help="comma-separated W/R names and auto (default: the paper's grid and auto)")
+    ap.add_argument("--configs", help="comma-separated W/R names and auto (default: Seelam et al.'s grid and auto)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-pix", type=int, default=1448, dest="no_pix")
     ap.add_argument("--no-bin", type=int, default=8, dest="no_bin")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make test: every layer (C unit tests, MPI jobs, end-to-end jobs under LD_PRELOAD, the same under Open MPI,
-# Python), then one summary line. Exit status 0 only when every layer passed.
+# make test: every layer (C unit tests, MPI jobs, end-to-end jobs under LD_PRELOAD, the same under Open MPI, the
+# threaded parts under ThreadSanitizer, Python), then one summary line. Exit status 0 only when every layer passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -29,6 +29,7 @@ layer unit ctest --test-dir build -R '^unit\.' --output-on-failure
 layer mpi "$PY" -m pytest -q -p no:cacheprovider tests/mpi
 layer preload "$PY" -m pytest -q -p no:cacheprovider tests/preload
 layer openmpi "$PY" -m pytest -q -p no:cacheprovider tests/openmpi   # builds build-openmpi/ first
+layer tsan "$PY" -m pytest -q -p no:cacheprovider tests/tsan         # builds build-tsan/ first
 layer python "$PY" -m pytest -q -p no:cacheprovider tests/python
 layer slurm "$PY" -m pytest -q -p no:cacheprovider tests/slurm      # root: a one-node Slurm (scripts/slurm)
 layer testbed "$PY" -m pytest -q -p no:cacheprovider tests/testbed    # root: hosts as namespaces (scripts/testbed)

@@ -173,6 +173,11 @@ MATRIX_LONG = ["--rows", "64", "--cols", "512", "--depth", "4"]   # 16 write and
 MATRIX_LONGER = ["--rows", "128", "--cols", "512", "--depth", "4"]  # 32 and 32: every candidate examined, transition calls too
 
 
+def entries_of(knowledge):
+    """The selector's entries in a parsed knowledge file: its "collective" section (docs/formats.md)."""
+    return knowledge["modules"]["collective"]["entries"]
+
+
 ALL = {"passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based"}
 
 
@@ -288,14 +293,14 @@ def test_knowledge_file_starts_the_next_run_with_the_winner(job):
     config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=1)
     first = run_kernel(job, 2, "matrix", MATRIX_LONGER, config)
     saved = json.loads(knowledge.read_text())
-    assert saved["version"] == 1
-    assert sorted(e["signature"]["op"] for e in saved["entries"]) == ["read", "write"]
-    assert all(e["strategy"] in ALL for e in saved["entries"])
-    assert sorted(json.dumps(e["signature"]) for e in saved["entries"]) == \
+    assert saved["version"] == 2
+    assert sorted(e["signature"]["op"] for e in entries_of(saved)) == ["read", "write"]
+    assert all(e["strategy"] in ALL for e in entries_of(saved))
+    assert sorted(json.dumps(e["signature"]) for e in entries_of(saved)) == \
         sorted(json.dumps(d["signature"]) for d in first["decisions"])
 
     second = run_kernel(job, 2, "matrix", MATRIX_LONGER, config)
-    winners = {e["signature"]["op"]: e["strategy"] for e in saved["entries"]}
+    winners = {e["signature"]["op"]: e["strategy"] for e in entries_of(saved)}
     for d in second["decisions"]:
         assert d["from_knowledge"] is True
         assert d["examination_calls"] == 0 or d["reexaminations"] > 0, d   # no examination unless it deviated
@@ -321,7 +326,7 @@ def test_a_file_left_open_until_mpi_finalize_keeps_its_last_window_and_knowledge
     f = file_stats(stats, "open.h5")
     (d,) = [d for d in f["decisions"] if d["signature"]["op"] == "write"]
     assert d["calls"] == 40 and served(f) == {"independent": 40}   # every call, its first candidate
-    (e,) = json.loads(knowledge.read_text())["entries"]
+    (e,) = entries_of(json.loads(knowledge.read_text()))
     assert e["signature"] == d["signature"]
 
 
@@ -333,7 +338,7 @@ def test_a_known_library_winner_serves_from_the_first_call(job, winner):
     config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0)
     run_kernel(job, 2, "matrix", MATRIX_LONG, config)
     saved = json.loads(knowledge.read_text())
-    for e in saved["entries"]:
+    for e in entries_of(saved):
         e.pop("examination", None)
         e["strategy"] = winner
     knowledge.write_text(json.dumps(saved))
@@ -351,7 +356,7 @@ def test_a_short_job_leaves_its_budget_to_the_next_run(job):
     knowledge = job.tmp / "knowledge.json"
     config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0)
     run_kernel(job, 2, "matrix", MATRIX_LONG, config)
-    first = json.loads(knowledge.read_text())["entries"]
+    first = entries_of(json.loads(knowledge.read_text()))
     assert sorted(e["signature"]["op"] for e in first) == ["read", "write"]
     for e in first:
         assert e["strategy"] is None and set(e["examination"]) == {"spent", "debt", "first"}
@@ -359,7 +364,7 @@ def test_a_short_job_leaves_its_budget_to_the_next_run(job):
     second = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
     assert all(d["from_knowledge"] and d["state"] == "examining" for d in second["decisions"])
     spent = {e["signature"]["op"]: e["examination"]["spent"] for e in first}
-    for e in json.loads(knowledge.read_text())["entries"]:
+    for e in entries_of(json.loads(knowledge.read_text())):
         assert e["examination"]["spent"] > spent[e["signature"]["op"]]
 
 
@@ -371,14 +376,14 @@ def test_an_undecided_signature_starts_the_next_run_with_its_lead(job):
     config = collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0)
     run_kernel(job, 2, "matrix", MATRIX_LONG, config)
     saved = json.loads(knowledge.read_text())
-    assert [e["examination"]["first"] for e in saved["entries"]] == ["independent", "independent"]
-    for e in saved["entries"]:
+    assert [e["examination"]["first"] for e in entries_of(saved)] == ["independent", "independent"]
+    for e in entries_of(saved):
         e["examination"]["first"] = "passthrough"
     knowledge.write_text(json.dumps(saved))
     second = run_kernel(job, 2, "matrix", MATRIX_LONG, config)
     assert served(second) == {"passthrough": 32} and second["steady_calls"] == 32
     assert all(d["from_knowledge"] and d["strategy"] == "passthrough" for d in second["decisions"])
-    assert [e["examination"]["first"] for e in json.loads(knowledge.read_text())["entries"]] == ["passthrough"] * 2
+    assert [e["examination"]["first"] for e in entries_of(json.loads(knowledge.read_text()))] == ["passthrough"] * 2
 
 
 @pytest.mark.parametrize("spent", [0.0, 1e6])
@@ -389,7 +394,7 @@ def test_an_undecided_signature_is_examined_when_its_credit_affords_it(job, spen
     run_kernel(job, 2, "matrix", MATRIX_LONG,
                collective_config(job.tmp / "c.json", strategy="auto", knowledge=str(knowledge), exam_budget=0))
     saved = json.loads(knowledge.read_text())
-    for e in saved["entries"]:
+    for e in entries_of(saved):
         assert e["strategy"] is None and e["throughputs"]["independent"] > 0
         e["examination"] = {"spent": spent, "debt": 0.0}
     knowledge.write_text(json.dumps(saved))

@@ -108,7 +108,7 @@ def test_the_adaptive_level_is_remembered(job):
         (g,) = gates(section(stats), "read")
         if attempt == 0:
             assert not g["from_knowledge"]
-            saved = json.loads(knowledge.read_text())["throttle"]
+            saved = json.loads(knowledge.read_text())["modules"]["throttle"]
             (sig,) = [s for s in saved if s.startswith("read procs=2 ")]
             # the level the search kept, even when tiny windows started a re-search before the end
             assert g["found_level"] >= 1 and saved[sig]["level"] == g["found_level"]

@@ -404,6 +404,17 @@ static void remove_knowledge(const char *path)
     unlink(lock);
 }
 
+/* The selector's section of the knowledge file at path (NULL when it is not one). */
+static json_t *load_section(const char *path)
+{
+    json_t *root = json_load_file(path, 0, NULL);
+    char *text = root ? json_dumps(root, 0) : NULL;
+    json_t *k = text ? iotame_knowledge_parse(text, strlen(text)) : NULL;
+    free(text);
+    json_decref(root);
+    return k;
+}
+
 static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
 {
     char path[] = "/tmp/iotame-test-select-XXXXXX";
@@ -438,7 +449,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     for (int i = 0; i < 12; i++) serve(s, f, fast_pt);
     CHECK(iotame_knowledge_save(s, path) == 0);
 
-    json_t *saved = json_load_file(path, 0, NULL);
+    json_t *saved = load_section(path);
     json_t *entries = json_object_get(saved, "entries");
     CHECK(json_array_size(entries) == 3); /* the other job's entry is kept, ours replaced or added */
     int seen = 0;
@@ -484,7 +495,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL);
     for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
     CHECK(iotame_knowledge_save(s1, path) == 0);
-    json_t *k = json_load_file(path, 0, NULL);
+    json_t *k = load_section(path);
     const json_t *item = json_array_get(json_object_get(k, "entries"), 0);
     CHECK(json_is_null(json_object_get(item, "strategy")));
     const json_t *x = json_object_get(item, "examination");
@@ -502,7 +513,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     json_object_set_new((json_t *)item, "strategy", json_string("node_local"));
     CHECK(json_dump_file(k, path, 0) == 0);
     CHECK(iotame_knowledge_save(s1, path) == 0);
-    json_t *again = json_load_file(path, 0, NULL);
+    json_t *again = load_section(path);
     CHECK(strcmp(dstr(json_array_get(json_object_get(again, "entries"), 0), "strategy"), "node_local") == 0);
     json_decref(again);
     json_decref(k);
@@ -532,7 +543,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL);
     CHECK(serve_until(s1, e1, mbs, TP) == 4 && serve(s1, e1, mbs) == TP);
     CHECK(iotame_knowledge_save(s1, path) == 0);
-    json_t *k = json_load_file(path, 0, NULL);
+    json_t *k = load_section(path);
     json_t *item = json_array_get(json_object_get(k, "entries"), 0);
     const json_t *x = json_object_get(item, "examination");
     CHECK(json_is_null(json_object_get(item, "strategy")));
@@ -552,7 +563,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     CHECK(serve_until(s3, e3, mbs, TP) == 4);
     remove_knowledge(path);
     CHECK(iotame_knowledge_save(s3, path) == 0);
-    json_t *k3 = json_load_file(path, 0, NULL);
+    json_t *k3 = load_section(path);
     json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
     CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */
     json_object_set_new(x3, "first", json_string("bogus"));

@@ -1,9 +1,15 @@
-/* The throttle's gate and controller without MPI or files: threads of one process take turns at a gate (the gate
- * is process-shared, so threads exercise the same code as processes), and the controller is fed the windows of
- * synthetic devices whose throughput per level is known. */
+/* The throttle's gate and controller without MPI or files: threads of one process (and forked ones, for processes
+ * that die) take turns at a gate in shared memory, and the controller is fed the windows of synthetic devices whose
+ * throughput per level is known. The storage targets of the POSIX layer (posix/target.c: Lustre's layout, the
+ * modules' per-target slots and layout hooks) with a registry of the test's own. */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,11 +20,22 @@
 /* ---- the gate ---- */
 
 enum { THREADS = 8, REQUESTS = 150 };
+#define NEVER 60000000000ull /* a stall limit no test reaches */
+#define STALL 50000000ull    /* the stall limit of the tests that bypass */
 
-static throttle_gate_t gate;
+static throttle_gate_t *gate; /* in shared memory: forked processes use it too */
 static int level_for_test;
 static int inside_now, inside_max, entries, worst_overtaking, overtaken_beyond;
 static pthread_mutex_t book = PTHREAD_MUTEX_INITIALIZER;
+
+static void gate_fresh(void)
+{
+    memset(gate, 0, sizeof *gate);
+    CHECK(throttle_gate_init(gate) == 0);
+}
+
+/* The tickets taken and not yet given back (the holders inside and the waiters, as the gate counts them). */
+static int32_t gate_outstanding(void) { return (int32_t)(gate->ticket - gate->done); }
 
 static void *worker(void *arg)
 {
@@ -27,7 +44,8 @@ static void *worker(void *arg)
         pthread_mutex_lock(&book);
         int arrived_at = entries;
         pthread_mutex_unlock(&book);
-        throttle_gate_enter(&gate, level_for_test, 60000000000ull);
+        throttle_pass_t pass;
+        throttle_gate_enter(gate, level_for_test, NEVER, &pass);
         pthread_mutex_lock(&book);
         int overtaken = entries - arrived_at; /* entries by others between this arrival and this entry */
         if (overtaken > worst_overtaking) worst_overtaking = overtaken;
@@ -39,45 +57,180 @@ static void *worker(void *arg)
         pthread_mutex_lock(&book);
         inside_now--;
         pthread_mutex_unlock(&book);
-        throttle_gate_leave(&gate, 4096, 0, NULL);
+        throttle_gate_leave(gate, &pass, 4096, 0, NULL);
     }
     return NULL;
 }
 
-static void gate_run(int level)
+/* Eight threads take turns at the gate as it is: exactly `level` of them are inside at once, in arrival order. */
+static void gate_load(int level)
 {
-    memset(&gate, 0, sizeof gate);
-    CHECK(throttle_gate_init(&gate) == 0);
     level_for_test = level;
     inside_now = inside_max = entries = worst_overtaking = overtaken_beyond = 0;
+    int32_t outstanding = gate_outstanding(), bypassed = gate->bypassed;
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, NULL);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     CHECK(entries == THREADS * REQUESTS);
-    CHECK(inside_max <= level);           /* never more than the level inside */
-    CHECK(gate.max_inside <= level);      /* and the gate's own counter agrees */
-    CHECK(gate.max_inside == inside_max || gate.max_inside >= inside_max);
-    CHECK(inside_max == level);           /* with 8 threads and sleeps inside, the level is reached */
+    CHECK(inside_max <= level); /* never more than the level inside */
+    CHECK(inside_max == level); /* with 8 threads and sleeps inside, the level is reached */
     /* Arrival order: a waiting thread is overtaken only by tickets taken before its own: the others once each,
      * and once more each for the moment between its look at the count and its ticket. A thread preempted in that
      * moment can see more, so the bound must hold for all but a few entries; an unfair lock lets threads wait
      * through many rounds again and again. */
     CHECK(overtaken_beyond <= THREADS * REQUESTS / 50);
-    CHECK(gate.inside == 0 && gate.done == gate.ticket && gate.bypassed == 0);
+    CHECK(gate_outstanding() == outstanding && gate->bypassed == bypassed); /* every ticket given back once */
     fprintf(stderr, "gate level %d: max inside %d, worst overtaking %d, beyond the bound %d of %d\n", level,
             inside_max, worst_overtaking, overtaken_beyond, entries);
 }
 
-/* A stalled holder: a ticket taken and never given back; a waiter goes ahead after stall_ns and is counted. */
-static void gate_stall(void)
+static void gate_run(int level)
 {
-    memset(&gate, 0, sizeof gate);
-    CHECK(throttle_gate_init(&gate) == 0);
-    throttle_gate_enter(&gate, 1, 60000000000ull); /* the "dead" holder */
-    uint64_t waited = throttle_gate_enter(&gate, 1, 50000000ull);
-    CHECK(waited >= 50000000ull);
-    CHECK(gate.bypassed == 1);
-    throttle_gate_leave(&gate, 0, 0, NULL);
+    gate_fresh();
+    gate_load(level);
+    CHECK(gate->max_inside <= level); /* the gate's own counter agrees */
+    CHECK(gate->inside == 0 && gate_outstanding() == 0 && gate->bypassed == 0);
+}
+
+/* A counter of the gate read under its lock (threads of the test update it meanwhile). */
+static int32_t gate_read(const int32_t *counter)
+{
+    if (pthread_mutex_lock(&gate->lock) == EOWNERDEAD) pthread_mutex_consistent(&gate->lock);
+    int32_t v = *counter;
+    pthread_mutex_unlock(&gate->lock);
+    return v;
+}
+
+/* Waits until the gate counts `n` bypasses (the test's sequencing, not a timing). */
+static void gate_await_bypass(int n)
+{
+    while (gate_read(&gate->bypassed) < n) usleep(1000);
+}
+
+typedef struct {
+    int level, left;
+} slow_t;
+
+/* A waiter at the gate: it goes ahead of the stalled holders after STALL and leaves once a holder left. */
+static void *gate_bypasser(void *arg)
+{
+    slow_t *s = arg;
+    throttle_pass_t pass;
+    uint64_t waited = throttle_gate_enter(gate, s->level, STALL, &pass);
+    CHECK(waited >= STALL);
+    while (!__atomic_load_n(&s->left, __ATOMIC_ACQUIRE)) usleep(1000);
+    throttle_gate_leave(gate, &pass, 0, 0, NULL);
+    return NULL;
+}
+
+/* Dead holders (processes that died inside their request): after STALL without progress a waiter goes ahead of
+ * one of them, and its ticket is given back for good; with every dead one's given back, the gate admits exactly
+ * `level` at once again, without another bypass. */
+static void gate_dead(int level)
+{
+    gate_fresh();
+    for (int i = 0; i < level; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            throttle_pass_t pass;
+            throttle_gate_enter(gate, level, NEVER, &pass);
+            _exit(0); /* dies inside its request */
+        }
+        CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+    }
+    slow_t s = {level, 0};
+    pthread_t t[THREADS];
+    for (int i = 0; i < level; i++) { /* each waiter meets a full gate: the dead and the waiters before it */
+        pthread_create(&t[i], NULL, gate_bypasser, &s);
+        gate_await_bypass(i + 1);
+    }
+    __atomic_store_n(&s.left, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < level; i++) pthread_join(t[i], NULL);
+    CHECK(gate->bypassed == level);
+    CHECK(gate->inside == level);   /* the dead are inside for good */
+    CHECK(gate_outstanding() == 0); /* and their tickets were given back, once each */
+    gate_load(level);
+    CHECK(gate->bypassed == level);
+}
+
+/* A slow holder (alive, inside longer than the stall limit): a waiter goes ahead of it; when the slow holder then
+ * leaves, its ticket was already given back by the bypass and is not given back again, so the gate admits exactly
+ * `level` at once afterwards, not one more for every bypass. */
+static void gate_slow(int level)
+{
+    gate_fresh();
+    throttle_pass_t pass[THREADS];
+    for (int i = 0; i < level; i++) throttle_gate_enter(gate, level, NEVER, &pass[i]); /* the slow: this thread */
+    slow_t s = {level, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, gate_bypasser, &s);
+    gate_await_bypass(1);
+    for (int i = 0; i < level; i++) throttle_gate_leave(gate, &pass[i], 0, 0, NULL); /* the slow holders leave */
+    __atomic_store_n(&s.left, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(gate->bypassed == 1);
+    CHECK(gate->inside == 0);
+    CHECK(gate_outstanding() == 0); /* each ticket given back once: by its leave or by the bypass */
+    gate_load(level);
+}
+
+/* A waiter that dies (killed while it waits) behind two holders of a gate of level 2, one of which stays inside
+ * past the stall limit: the waiter that goes ahead gives back the dead one's ticket, not the slow holder's, so the
+ * slow one is counted when it leaves and the gate admits two at once afterwards. */
+static void gate_dead_waiter(void)
+{
+    gate_fresh();
+    throttle_pass_t first, slow;
+    throttle_gate_enter(gate, 2, NEVER, &first);
+    throttle_gate_enter(gate, 2, NEVER, &slow);
+    pid_t pid = fork();
+    if (pid == 0) {
+        throttle_pass_t pass;
+        throttle_gate_enter(gate, 2, NEVER, &pass);
+        _exit(0);
+    }
+    while (gate_read(&gate->waiting) < 1) usleep(1000);
+    kill(pid, SIGKILL);
+    CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+    throttle_gate_leave(gate, &first, 0, 0, NULL); /* the dead waiter's turn comes */
+    slow_t s = {2, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, gate_bypasser, &s);
+    gate_await_bypass(1);
+    throttle_gate_leave(gate, &slow, 0, 0, NULL);
+    __atomic_store_n(&s.left, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(gate->bypassed == 1);
+    CHECK(gate->inside == 0 && gate_outstanding() == 0);
+    gate_load(2);
+    CHECK(gate->bypassed == 1);
+}
+
+/* A slow holder and a dead one inside a gate of level 2, the slow one first: the waiter that goes ahead counts the
+ * dead one's ticket (its process is gone), so when the slow one leaves it is counted, and the gate admits two at
+ * once afterwards. */
+static void gate_slow_and_dead(void)
+{
+    gate_fresh();
+    throttle_pass_t pass;
+    throttle_gate_enter(gate, 2, NEVER, &pass); /* the slow holder: this thread */
+    pid_t pid = fork();
+    if (pid == 0) {
+        throttle_gate_enter(gate, 2, NEVER, &pass);
+        _exit(0);
+    }
+    CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+    slow_t s = {2, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, gate_bypasser, &s);
+    gate_await_bypass(1);
+    throttle_gate_leave(gate, &pass, 0, 0, NULL);
+    __atomic_store_n(&s.left, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(gate->bypassed == 1);
+    CHECK(gate->inside == 1); /* the dead one */
+    gate_load(2);
+    CHECK(gate->bypassed == 1);
 }
 
 /* ---- the controller ---- */
@@ -214,13 +367,111 @@ static void lustre(void)
     CHECK(iotame_posix_lustre_layout(buf, n, &size, got, 64) == 0);
 }
 
+/* ---- storage targets: the modules' slots and layout hooks (posix/target.c with a registry of its own) ---- */
+
+static unsigned layout_none(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    (void)dev, (void)ino, (void)stripe_size, (void)target, (void)max;
+    return 0; /* knows no file */
+}
+
+static ino_t striped_ino; /* the one file the striping modules know */
+
+static unsigned layout_four(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    (void)dev;
+    if (ino != striped_ino || max < 4) return 0;
+    for (unsigned i = 0; i < 4; i++) target[i] = 10 + i;
+    *stripe_size = 65536;
+    return 4;
+}
+
+static unsigned layout_two(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+{
+    (void)dev;
+    if (ino != striped_ino || max < 2) return 0;
+    target[0] = 7, target[1] = 8;
+    *stripe_size = 4096;
+    return 2;
+}
+
+static const iotame_module_t mod_small = {.name = "small", .posix_target_bytes = 100, .layout = layout_none},
+                             mod_none = {.name = "none", .layout = layout_four},
+                             mod_huge = {.name = "huge", .posix_target_bytes = IOTAME_POSIX_TARGET_STATE},
+                             mod_page = {.name = "page", .posix_target_bytes = 4096, .layout = layout_two};
+const iotame_module_t *const iotame_modules[] = {&mod_small, &mod_none, &mod_huge, &mod_page, NULL};
+iotame_hooks_t iotame__hooks_layout;
+static iotame_posix_segment_t test_segment;
+static const char *test_reasons[8];
+static int test_nreasons;
+
+int iotame_module_index(const iotame_module_t *m)
+{
+    for (int i = 0; iotame_modules[i]; i++)
+        if (iotame_modules[i] == m) return i;
+    return -1;
+}
+iotame_posix_segment_t *iotame_posix_segment(void) { return &test_segment; }
+const char *iotame_posix_path(const char *path) { return path; }
+void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason)
+{
+    (void)fs;
+    if (test_nreasons < 8) test_reasons[test_nreasons++] = reason;
+}
+
+/* Each module that asks for per-target state gets its own slot, in registry order, 64-byte aligned, while they fit;
+ * one that does not fit gets none and the statistics say so. */
+static void target_slots(void)
+{
+    iotame__posix_target_layout(&test_segment);
+    iotame__posix_target_check(&test_segment);
+    iotame_posix_target_t *t = &test_segment.target[5];
+    unsigned char *small = iotame_posix_target_state(t, &mod_small), *page = iotame_posix_target_state(t, &mod_page);
+    CHECK(small == t->state);
+    CHECK(page == t->state + 128); /* after the first, rounded up to a cache line */
+    CHECK(iotame_posix_target_state(t, &mod_none) == NULL); /* asked for none */
+    CHECK(iotame_posix_target_state(t, &mod_huge) == NULL); /* did not fit after the first */
+    CHECK(iotame_posix_target_state(NULL, &mod_small) == NULL);
+    CHECK(test_nreasons == 1 && test_reasons[0] && strstr(test_reasons[0], "huge"));
+}
+
+/* The layout of a file: the first active module's hook that knows it, in registry order, over the file system's. */
+static void target_layout_hooks(void)
+{
+    char path[] = "/tmp/iotame-test-throttle-XXXXXX";
+    int fd = mkstemp(path);
+    struct stat st;
+    CHECK(fd >= 0 && fstat(fd, &st) == 0);
+    striped_ino = st.st_ino;
+    iotame_posix_layout_t l;
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1 && l.unit == 0); /* no hooks: the file system */
+    iotame__hooks_layout = (iotame_hooks_t){3, {&mod_small, &mod_none, &mod_page}};
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 4 && l.unit == 65536 && l.ost[3] == 13);
+    iotame__hooks_layout = (iotame_hooks_t){2, {&mod_small, &mod_page}}; /* mod_none is not active */
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 2 && l.unit == 4096 && l.ost[1] == 8);
+    striped_ino++; /* a file no module knows */
+    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1);
+    iotame__hooks_layout.n = 0;
+    close(fd);
+    unlink(path);
+}
+
 int main(void)
 {
+    gate = mmap(NULL, sizeof *gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (gate == MAP_FAILED) return 1;
     lustre();
+    target_slots();
+    target_layout_hooks();
     gate_run(1);
     gate_run(3);
     gate_run(8);
-    gate_stall();
+    gate_dead(1);
+    gate_dead(2);
+    gate_slow(1);
+    gate_slow(3);
+    gate_slow_and_dead();
+    gate_dead_waiter();
     controller();
     return failures != 0;
 }

@@ -10,8 +10,8 @@ class Setting:
     """Where the jobs run. hosts 0: every rank on this machine, node_local's nodes virtual (half the ranks each);
     hosts N: the testbed's N hosts (scripts/testbed, up beforehand), per_host ranks on each, the nodes real (no
     virtual_node_size). targets T: every configuration, `default` included (the library's own collective I/O
-    through the wrappers), on T emulated disks striped in target_unit units (paper 001's PVFS2 servers); 0: the
-    real file system."""
+    through the wrappers), on T emulated disks striped in target_unit units (the PVFS2 servers of Orthrus: Zhang,
+    Ou, Davis and Jiang, ISC 2014); 0: the real file system."""
 
     def __init__(self, hosts=0, per_host=1, mpi=None, targets=0, target_unit=65536, device="disk"):
         # mpi None: MPICH, but the Open MPI build for more than 2 testbed ranks (it yields when idle; MPICH busy-polls)
@@ -32,7 +32,7 @@ class Setting:
     def argv(self, np_, *command):
         if not self.hosts:
             return ["mpiexec", "-n", str(np_), *map(str, command)]
-        # Open MPI's ROMIO rather than its default OMPIO: ROMIO is the library MPICH has, the paper's, and the one
+        # Open MPI's ROMIO rather than its default OMPIO: ROMIO is the library MPICH has, Orthrus', and the one
         # whose hints the runtime sets
         mpi = ["env", "OMPI_MCA_io=romio321", str(TESTBED), "mpiexec", "--openmpi"] if self.mpi == "openmpi" else \
             [str(TESTBED), "mpiexec"]
@@ -42,7 +42,7 @@ class Setting:
         """A configuration's defaults in this setting (None: no preload)."""
         if self.targets:
             section = dict(section or {})
-            # write_behind off: the paper's benchmarks synchronized after every operation, so its servers' disks
+            # write_behind off: Orthrus' benchmarks synchronized after every operation, so its servers' disks
             # positioned for writes as for reads
             section["emulate"] = {"device": self.device, "targets": self.targets, "target_unit": self.target_unit,
                                   "write_behind": False, "state": str(state)}

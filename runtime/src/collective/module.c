@@ -6,23 +6,18 @@
 #include "core/module.h"
 #include "strategy.h"
 
-/* A rule's collective.strategy (NULL: the rule does not set one). */
-static const char *coll_rule_strategy(const iotame_rule_t *r)
+/* Whether a collective.strategy value routes the file's collective calls (not the library's own). */
+static int coll_routes(const json_t *strategy)
 {
-    return json_string_value(json_object_get(json_object_get(r->json, "collective"), "strategy"));
+    const char *name = json_string_value(strategy);
+    return name && strcmp(name, "passthrough") != 0;
 }
-
-static int coll_asks(const char *strategy) { return strategy && strcmp(strategy, "passthrough") != 0; }
 
 /* Active when some rule of the configuration, or the settings' default, routes a file: otherwise every collective
  * call is the library's and the data path does not even ask. */
 static int coll_start(const iotame_config_t *cfg)
 {
-    if (coll_asks(json_string_value(iotame_config_default("collective", "strategy")))) return 1;
-    if (!cfg) return 0;
-    int routed = coll_asks(coll_rule_strategy(&cfg->defaults));
-    for (size_t i = 0; i < cfg->nrules && !routed; i++) routed = coll_asks(coll_rule_strategy(&cfg->rules[i]));
-    return routed;
+    return iotame_config_any(cfg, "collective", "strategy", coll_routes);
 }
 
 static void coll_open(const iotame_open_t *o)
@@ -30,19 +25,20 @@ static void coll_open(const iotame_open_t *o)
     if (o->fc) iotame_collective_open(o->fh, o->comm, o->amode, o->fs, o->fc);
 }
 
-static void coll_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+static void coll_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                          const char *datarep)
 {
-    if (iotame_collective_any()) iotame_collective_set_view(fh, disp, etype, filetype, datarep);
+    if (iotame_collective_any()) iotame_collective_set_view(f->fh, disp, etype, filetype, datarep);
 }
 
-static void coll_set_info(MPI_File fh)
+static void coll_set_info(iotame_file_t *f)
 {
-    if (iotame_collective_any()) iotame_collective_set_info(fh);
+    if (iotame_collective_any()) iotame_collective_set_info(f->fh);
 }
 
-static void coll_set_atomicity(MPI_File fh, int flag)
+static void coll_set_atomicity(iotame_file_t *f, int flag)
 {
-    if (iotame_collective_any()) iotame_collective_set_atomicity(fh, flag);
+    if (iotame_collective_any()) iotame_collective_set_atomicity(f->fh, flag);
 }
 
 static const iotame_coll_op_t coll_op[2][2] = {{IOTAME_COLL_READ_ALL, IOTAME_COLL_READ_AT_ALL},
@@ -68,11 +64,14 @@ static int coll_serve(const iotame_io_t *io, int *rc)
 }
 
 /* Collective writes may have gone through the engine's shadow handle: it is flushed too. */
-static int coll_sync(MPI_File fh) { return iotame_collective_any() ? iotame_collective_sync(fh) : MPI_SUCCESS; }
-
-static int coll_close(MPI_File fh)
+static int coll_sync(iotame_file_t *f)
 {
-    if (iotame_collective_any()) iotame_collective_close(fh);
+    return iotame_collective_any() ? iotame_collective_sync(f->fh) : MPI_SUCCESS;
+}
+
+static int coll_close(iotame_file_t *f)
+{
+    if (iotame_collective_any()) iotame_collective_close(f->fh);
     return MPI_SUCCESS;
 }
 

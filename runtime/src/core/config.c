@@ -105,7 +105,7 @@ static void key_list(const json_t *obj, const char *const *extra, size_t nextra,
 /* ---- validation of one setting ---- */
 
 /* What a setting accepts, as messages say it: "an integer >= 1", "one of enable, disable", "a list of ...". */
-static void describe(const json_t *desc, char *buf, size_t n)
+static void config_describe(const json_t *desc, char *buf, size_t n)
 {
     const char *type = json_string_value(json_object_get(desc, "type"));
     json_t *min = json_object_get(desc, "min"), *max = json_object_get(desc, "max");
@@ -124,7 +124,7 @@ static void describe(const json_t *desc, char *buf, size_t n)
             (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", json_string_value(allowed));
     } else if (strcmp(type, "list") == 0) {
         char item[256];
-        describe(json_object_get(desc, "items"), item, sizeof item);
+        config_describe(json_object_get(desc, "items"), item, sizeof item);
         snprintf(buf, n, "a list of %s", item);
     } else if (strcmp(type, "rules") == 0) {
         snprintf(buf, n, "a list of rules (objects with \"match\")");
@@ -165,7 +165,7 @@ static int scalar_ok(const json_t *desc, const json_t *v)
 static void expected(errors_t *e, const char *key, const json_t *desc, const json_t *v)
 {
     char want[512], got[256];
-    describe(desc, want, sizeof want);
+    config_describe(desc, want, sizeof want);
     render(v, got, sizeof got);
     add_error(e, key, "expected %s, got %s", want, got);
 }
@@ -580,4 +580,15 @@ const json_t *iotame_config_setting(const iotame_file_config_t *fc, const char *
 {
     const json_t *v = fc ? iotame_config_value(fc, section, key) : NULL;
     return v ? v : iotame_config_default(section, key);
+}
+
+int iotame_config_any(const iotame_config_t *cfg, const char *section, const char *key, int (*pred)(const json_t *v))
+{
+    const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL};
+    if (pred(iotame_config_setting(cfg ? &process : NULL, section, key))) return 1;
+    for (size_t i = 0; cfg && i < cfg->nrules; i++) {
+        const json_t *v = rule_value(&cfg->rules[i], section, key);
+        if (v && pred(v)) return 1;
+    }
+    return 0;
 }

@@ -64,5 +64,8 @@ const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *se
 const json_t *iotame_config_default(const char *section, const char *key);
 /* The file's value of a setting (fc may be NULL), else its default in runtime/settings.json, else NULL (borrowed). */
 const json_t *iotame_config_setting(const iotame_file_config_t *fc, const char *section, const char *key);
+/* Whether some file can have pred true of its value of section.key: the defaults' value (else the setting's default
+ * in runtime/settings.json), or a rule's. For a module's start hook (is it needed at all); cfg may be NULL. */
+int iotame_config_any(const iotame_config_t *cfg, const char *section, const char *key, int (*pred)(const json_t *v));
 
 #endif

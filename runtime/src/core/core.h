@@ -19,7 +19,9 @@
 extern int iotame__active;
 /* Nonzero when MPICH's builtin datatype handles were checked to encode their size (intercept.h). */
 extern int iotame__builtin_sizes;
-/* Nonzero when the application asked for MPI_THREAD_MULTIPLE: statistics then use atomic updates. */
+/* Nonzero when requests can come from several threads of this process at once (the application asked for
+ * MPI_THREAD_MULTIPLE, or a module started a thread of its own that makes requests): statistics then update
+ * atomically. Read it freely; set it only through iotame_core_threads_started. */
 extern int iotame__threaded;
 /* Nesting depth of wrappers on this thread: MPI or HDF5 calling MPI_File_* from inside one of our wrappers
  * must reach the library directly, uncounted (Darshan's lesson). */
@@ -39,6 +41,13 @@ long long iotame_memory_threshold(void);
 /* The configuration, or NULL when there is none. */
 const iotame_config_t *iotame_core_config(void);
 int iotame_core_rank(void);
+/* Whether the application asked for MPI_THREAD_MULTIPLE (its hooks may then run in several threads at once). */
+int iotame_core_app_threaded(void);
+/* A module started a thread of its own whose requests run beside the application's (every rank calls it alike, from
+ * its start hook, so that every rank counts the same way). */
+void iotame_core_threads_started(void);
+/* posix.sync_at_close: a close of a file the process wrote makes its data durable first (MPI_File_close, close). */
+int iotame_core_sync_at_close(void);
 
 static inline uint64_t iotame_monotonic_ns(void)
 {
@@ -125,11 +134,6 @@ typedef struct iotame_file_stats iotame_file_stats_t;
 iotame_file_stats_t *iotame_stats_file(const char *path);
 /* Sets the rule and hints that applied to the file (for the statistics). */
 void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t *fc);
-/* Associates an open handle with its record, and forgets it at close. */
-void iotame_stats_bind(MPI_File fh, iotame_file_stats_t *fs);
-void iotame_stats_unbind(MPI_File fh);
-/* The record of an open handle, or NULL (a handle opened before the runtime was active). */
-iotame_file_stats_t *iotame_stats_lookup(MPI_File fh);
 /* Counts one data call: its duration in iotame_now() ticks and the bytes it moved (also into the histogram). */
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes);
 /* Counts one call that moves no bytes of its own (metadata, sync, the _end of a split collective). */

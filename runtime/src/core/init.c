@@ -1,5 +1,6 @@
 /* The runtime's life cycle: environment, configuration (read on rank 0, broadcast, validated everywhere so
  * every rank takes the same decision) and the statistics written at MPI_Finalize. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +26,16 @@ static struct {
     char *config_path;
     char *config_error; /* why the configuration was ignored (IOTAME_ON_ERROR=passthrough) */
     char *stats_path;
+    int app_threaded;  /* the application asked for MPI_THREAD_MULTIPLE */
+    int sync_at_close; /* posix.sync_at_close (the defaults', else the setting's default) */
 } rt = {.comm = MPI_COMM_NULL};
 
 const char *iotame_version(void) { return IOTAME_VERSION; }
 const iotame_config_t *iotame_core_config(void) { return rt.config; }
 int iotame_core_rank(void) { return rt.rank; }
+int iotame_core_app_threaded(void) { return rt.app_threaded; }
+int iotame_core_sync_at_close(void) { return rt.sync_at_close; }
+void iotame_core_threads_started(void) { __atomic_store_n(&iotame__threaded, 1, __ATOMIC_RELEASE); }
 
 static int env_is(const char *name, const char *value)
 {
@@ -155,10 +161,12 @@ void iotame_core_init(int thread_level)
     iotame__builtin_sizes = builtin_sizes_encoded();
     rt.start_ns = iotame_monotonic_ns();
     rt.start_tick = iotame_now();
-    iotame__threaded = thread_level == MPI_THREAD_MULTIPLE;
+    rt.app_threaded = iotame__threaded = thread_level == MPI_THREAD_MULTIPLE;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &rt.comm) != MPI_SUCCESS) return; /* stay a pass-through */
     PMPI_Comm_rank(rt.comm, &rt.rank);
     load_config();
+    const iotame_file_config_t process = {.defaults = rt.config ? &rt.config->defaults : NULL};
+    rt.sync_at_close = json_is_true(iotame_config_setting(rt.config ? &process : NULL, "posix", "sync_at_close"));
     iotame_memory_prepare(rt.config);
     rt.stats_path = dup_env(IOTAME_ENV_STATS);
     iotame_modules_start(rt.config);

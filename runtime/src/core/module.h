@@ -15,6 +15,45 @@
 
 #include "core.h"
 
+#define IOTAME_MODULE_MAX 8
+
+/* ---- the core's record of an open file (core/file.c) ----
+ * One record per MPI_File handle the runtime saw opened, from the library's successful open (before any module's
+ * open hook) until the library closed it (after every module's close hook). The wrappers look the handle up once per
+ * call and pass the record to every hook.
+ *
+ * The threading rule, the same for every module: the core's table of records is the core's, under its lock. A
+ * module's slot in a record is the module's own: the module sets it in its open hook, frees it in its close hook
+ * (setting it NULL) and reads it in the hooks of that handle only. MPI forbids using a handle concurrently with its
+ * close, so no hook of a handle races with the freeing of its record or slots. Data calls on one handle from several
+ * threads (MPI_THREAD_MULTIPLE) may run a module's data hooks at once: what those change in the slot, or in state the
+ * module shares between handles, the module protects with its own lock. A module never takes another module's lock,
+ * never reads another module's slot. */
+typedef struct iotame_file {
+    MPI_File fh;              /* MPI_FILE_NULL: the shared record of handles the runtime did not see opened */
+    iotame_file_stats_t *fs;  /* the path's statistics record (shared by the path's handles), or NULL */
+    const char *path;         /* as given to MPI_File_open (the statistics record's) */
+    int amode;
+    const iotame_file_config_t *fc; /* the file's settings (matched rule over the defaults, parsed once at open),
+                                       NULL without a configuration */
+    void *slot[IOTAME_MODULE_MAX];  /* each module's state of the handle, by registry index */
+} iotame_file_t;
+
+/* A new record of a handle the library just opened, bound to it; fc (may be NULL) is taken over and released with
+ * the record. NULL on ENOMEM (then fc is still the caller's). */
+iotame_file_t *iotame_file_open(MPI_File fh, iotame_file_stats_t *fs, const char *path, int amode,
+                                const iotame_file_config_t *fc);
+/* Forgets and frees a record once the library closed its handle. */
+void iotame_file_close(iotame_file_t *f);
+/* The record of a handle (the shared record of handles the runtime did not see opened when it has none). */
+iotame_file_t *iotame_file_lookup(MPI_File fh);
+/* Nonzero for the record of a handle the runtime saw opened. */
+int iotame_file_known(const iotame_file_t *f);
+/* Calls fn for every open record (MPI_Finalize: the handles the application left open); fn may close them. */
+void iotame_file_each(void (*fn)(iotame_file_t *f, void *arg), void *arg);
+/* The file's value of a setting, else its default in runtime/settings.json, else NULL (borrowed). */
+const json_t *iotame_file_setting(const iotame_file_t *f, const char *section, const char *key);
+
 /* How a data-access function reaches the file: independent, blocking collective, split collective (begin/end),
  * nonblocking (independent or collective), shared or ordered file pointer. */
 typedef enum {
@@ -34,7 +73,8 @@ typedef struct {
     int at; /* explicit-offset form: `offset` is the application's */
     int large;
     MPI_File fh;
-    iotame_file_stats_t *fs; /* the handle's record, or NULL (a handle opened before the runtime started) */
+    iotame_file_t *file; /* the handle's record (never NULL: a handle the runtime did not see opened has the shared
+                            record of such handles, in which no module has state) */
     MPI_Offset offset;
     void *buf;
     MPI_Count count;
@@ -50,6 +90,8 @@ typedef struct {
     int amode;
     iotame_file_stats_t *fs;
     const iotame_file_config_t *fc; /* the file's settings, NULL without a configuration */
+    iotame_file_t *file; /* the handle's record (open hook); NULL in `opening`, and in `open` on a rank that could not
+                            allocate it: a module that keeps state says so in its agreement over comm and stays off */
 } iotame_open_t;
 
 /* One request of the POSIX layer (posix/): a read or write of `bytes` at `offset` on descriptor fd, which belongs
@@ -75,9 +117,9 @@ typedef struct iotame_module {
      * (o->comm is MPI_COMM_NULL, o->fc NULL). Not collective: the library may open the file on some ranks only. */
     void (*opening)(const iotame_open_t *o);
     void (*open)(const iotame_open_t *o); /* after a successful MPI_File_open (collective over its comm) */
-    void (*set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep);
-    void (*set_info)(MPI_File fh);
-    void (*set_atomicity)(MPI_File fh, int flag);
+    void (*set_view)(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep);
+    void (*set_info)(iotame_file_t *f);
+    void (*set_atomicity)(iotame_file_t *f, int flag);
     /* Before a data access. */
     void (*before)(const iotame_io_t *io);
     /* Serves a data access instead of the MPI library: returns 1 and sets *rc to the MPI return code when it did,
@@ -90,16 +132,23 @@ typedef struct iotame_module {
     void (*meta)(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks);
     /* Before MPI_File_sync (collective; the library's sync follows, so it covers what the module wrote): returns an
      * MPI error code (MPI_SUCCESS), which the sync returns. */
-    int (*sync)(MPI_File fh);
+    int (*sync)(iotame_file_t *f);
     /* Before MPI_File_close (collective): returns an MPI error code, which the close returns (the file is closed
      * whatever it is). */
-    int (*close)(MPI_File fh);
+    int (*close)(iotame_file_t *f);
     /* Before MPI_File_get_size, set_size or preallocate: the file's size is to be what the application wrote. */
-    void (*sizing)(MPI_File fh);
+    void (*sizing)(iotame_file_t *f);
 
     /* ---- POSIX layer ---- */
     void (*posix_before)(const iotame_posix_io_t *io);
     void (*posix_after)(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns);
+    /* The striping of a file on storage the module models (emulate's striped device), by device and inode: returns
+     * the stripe count (1..max) with the stripe size and each stripe's target, or 0 when the file is not its own.
+     * posix/target.c asks the active modules in registry order; the first that knows the file wins, also over the
+     * file system's own layout (the modelled storage is what the requests meet). */
+    unsigned (*layout)(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max);
+    /* Bytes of node-shared state the module keeps per storage target (iotame_posix_target_state), 0: none. */
+    size_t posix_target_bytes;
 
     /* ---- the application's synchronization ---- */
     /* After the application's own MPI_Barrier (not one made inside MPI-IO or HDF5): its duration in nanoseconds. */
@@ -126,15 +175,21 @@ typedef struct iotame_module {
 extern const iotame_module_t *const iotame_modules[];
 /* The registry index of a module (its statistics section's slot), or -1. */
 int iotame_module_index(const iotame_module_t *m);
-#define IOTAME_MODULE_MAX 8
+
+/* Module m's slot in a record (registry order). */
+static inline void **iotame_file_slot(iotame_file_t *f, const iotame_module_t *m)
+{
+    return &f->slot[iotame_module_index(m)];
+}
 
 /* The hooks of the active modules, in registry order (filled at MPI_Init by iotame_modules_start). */
 typedef struct {
     int n;
     const iotame_module_t *m[IOTAME_MODULE_MAX];
 } iotame_hooks_t;
-extern iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before,
-    iotame__posix_after, iotame__barrier;
+extern iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta,
+    iotame__hooks_posix_before, iotame__hooks_posix_after, iotame__hooks_barrier;
+extern iotame_hooks_t iotame__hooks_layout; /* the active modules with a layout hook (posix/target.c) */
 
 /* Starts every module (MPI_Init) and fills the hook lists; stops them (MPI_Finalize, before the statistics). */
 void iotame_modules_start(const iotame_config_t *cfg);
@@ -143,44 +198,44 @@ void iotame_modules_finalize(void);
 /* The MPI-IO hooks, each called for every active module that has it, in registry order. */
 void iotame_modules_opening(const iotame_open_t *o);
 void iotame_modules_open(const iotame_open_t *o);
-void iotame_modules_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+void iotame_modules_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                              const char *datarep);
-void iotame_modules_set_info(MPI_File fh);
-void iotame_modules_set_atomicity(MPI_File fh, int flag);
-int iotame_modules_sync(MPI_File fh);  /* the first error code a module returned, else MPI_SUCCESS */
-int iotame_modules_close(MPI_File fh); /* the same */
-void iotame_modules_sizing(MPI_File fh);
+void iotame_modules_set_info(iotame_file_t *f);
+void iotame_modules_set_atomicity(iotame_file_t *f, int flag);
+int iotame_modules_sync(iotame_file_t *f);  /* the first error code a module returned, else MPI_SUCCESS */
+int iotame_modules_close(iotame_file_t *f); /* the same */
+void iotame_modules_sizing(iotame_file_t *f);
 
 /* The data path: inline, since every data call takes it. */
 static inline void iotame_modules_before(const iotame_io_t *io)
 {
-    for (int i = 0; i < iotame__before.n; i++) iotame__before.m[i]->before(io);
+    for (int i = 0; i < iotame__hooks_before.n; i++) iotame__hooks_before.m[i]->before(io);
 }
 static inline int iotame_modules_serve(const iotame_io_t *io, int *rc)
 {
-    for (int i = 0; i < iotame__serve.n; i++)
-        if (iotame__serve.m[i]->serve(io, rc)) return 1;
+    for (int i = 0; i < iotame__hooks_serve.n; i++)
+        if (iotame__hooks_serve.m[i]->serve(io, rc)) return 1;
     return 0;
 }
 static inline void iotame_modules_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
 {
-    for (int i = 0; i < iotame__after.n; i++) iotame__after.m[i]->after(io, rc, ticks, bytes);
+    for (int i = 0; i < iotame__hooks_after.n; i++) iotame__hooks_after.m[i]->after(io, rc, ticks, bytes);
 }
 static inline void iotame_modules_meta(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
 {
-    for (int i = 0; i < iotame__meta.n; i++) iotame__meta.m[i]->meta(fs, op, ticks);
+    for (int i = 0; i < iotame__hooks_meta.n; i++) iotame__hooks_meta.m[i]->meta(fs, op, ticks);
 }
 static inline void iotame_modules_posix_before(const iotame_posix_io_t *io)
 {
-    for (int i = 0; i < iotame__posix_before.n; i++) iotame__posix_before.m[i]->posix_before(io);
+    for (int i = 0; i < iotame__hooks_posix_before.n; i++) iotame__hooks_posix_before.m[i]->posix_before(io);
 }
 static inline void iotame_modules_posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
 {
-    for (int i = 0; i < iotame__posix_after.n; i++) iotame__posix_after.m[i]->posix_after(io, rc, ns);
+    for (int i = 0; i < iotame__hooks_posix_after.n; i++) iotame__hooks_posix_after.m[i]->posix_after(io, rc, ns);
 }
 static inline void iotame_modules_barrier(uint64_t ns)
 {
-    for (int i = 0; i < iotame__barrier.n; i++) iotame__barrier.m[i]->barrier(ns);
+    for (int i = 0; i < iotame__hooks_barrier.n; i++) iotame__hooks_barrier.m[i]->barrier(ns);
 }
 
 #endif

@@ -25,8 +25,8 @@ const iotame_module_t *const iotame_modules[] = {
     NULL,
 };
 
-iotame_hooks_t iotame__before, iotame__serve, iotame__after, iotame__meta, iotame__posix_before, iotame__posix_after,
-    iotame__barrier;
+iotame_hooks_t iotame__hooks_before, iotame__hooks_serve, iotame__hooks_after, iotame__hooks_meta,
+    iotame__hooks_posix_before, iotame__hooks_posix_after, iotame__hooks_barrier, iotame__hooks_layout;
 static iotame_hooks_t active; /* every started module */
 
 int iotame_module_index(const iotame_module_t *m)
@@ -36,7 +36,7 @@ int iotame_module_index(const iotame_module_t *m)
     return -1;
 }
 
-static void add(iotame_hooks_t *h, const iotame_module_t *m, int has)
+static void modules_add(iotame_hooks_t *h, const iotame_module_t *m, int has)
 {
     if (has && h->n < IOTAME_MODULE_MAX) h->m[h->n++] = m;
 }
@@ -46,14 +46,15 @@ void iotame_modules_start(const iotame_config_t *cfg)
     for (int i = 0; iotame_modules[i]; i++) {
         const iotame_module_t *m = iotame_modules[i];
         if (m->start && !m->start(cfg)) continue;
-        add(&active, m, 1);
-        add(&iotame__before, m, m->before != NULL);
-        add(&iotame__serve, m, m->serve != NULL);
-        add(&iotame__after, m, m->after != NULL);
-        add(&iotame__meta, m, m->meta != NULL);
-        add(&iotame__posix_before, m, m->posix_before != NULL);
-        add(&iotame__posix_after, m, m->posix_after != NULL);
-        add(&iotame__barrier, m, m->barrier != NULL);
+        modules_add(&active, m, 1);
+        modules_add(&iotame__hooks_before, m, m->before != NULL);
+        modules_add(&iotame__hooks_serve, m, m->serve != NULL);
+        modules_add(&iotame__hooks_after, m, m->after != NULL);
+        modules_add(&iotame__hooks_meta, m, m->meta != NULL);
+        modules_add(&iotame__hooks_posix_before, m, m->posix_before != NULL);
+        modules_add(&iotame__hooks_posix_after, m, m->posix_after != NULL);
+        modules_add(&iotame__hooks_barrier, m, m->barrier != NULL);
+        modules_add(&iotame__hooks_layout, m, m->layout != NULL);
     }
 }
 
@@ -64,35 +65,46 @@ void iotame_modules_start(const iotame_config_t *cfg)
 
 void iotame_modules_opening(const iotame_open_t *o) { EACH(opening, opening(o)); }
 void iotame_modules_open(const iotame_open_t *o) { EACH(open, open(o)); }
-void iotame_modules_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+/* The hooks of one handle run for the records of handles the runtime saw opened: no module has state of others. */
+void iotame_modules_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                              const char *datarep)
 {
-    EACH(set_view, set_view(fh, disp, etype, filetype, datarep));
+    if (iotame_file_known(f)) EACH(set_view, set_view(f, disp, etype, filetype, datarep));
 }
-void iotame_modules_set_info(MPI_File fh) { EACH(set_info, set_info(fh)); }
-void iotame_modules_set_atomicity(MPI_File fh, int flag) { EACH(set_atomicity, set_atomicity(fh, flag)); }
-void iotame_modules_sizing(MPI_File fh) { EACH(sizing, sizing(fh)); }
+void iotame_modules_set_info(iotame_file_t *f)
+{
+    if (iotame_file_known(f)) EACH(set_info, set_info(f));
+}
+void iotame_modules_set_atomicity(iotame_file_t *f, int flag)
+{
+    if (iotame_file_known(f)) EACH(set_atomicity, set_atomicity(f, flag));
+}
+void iotame_modules_sizing(iotame_file_t *f)
+{
+    if (iotame_file_known(f)) EACH(sizing, sizing(f));
+}
 
 /* Every module's hook runs, even after another's error; the first error is returned. */
 #define FIRST_ERROR(HOOK)                                                                                       \
     int rc = MPI_SUCCESS;                                                                                      \
-    for (int i = 0; i < active.n; i++) {                                                                       \
+    for (int i = 0; iotame_file_known(f) && i < active.n; i++) {                                              \
         if (!active.m[i]->HOOK) continue;                                                                      \
-        int r = active.m[i]->HOOK(fh);                                                                         \
+        int r = active.m[i]->HOOK(f);                                                                          \
         if (rc == MPI_SUCCESS) rc = r;                                                                         \
     }                                                                                                          \
     return rc;
 
-int iotame_modules_sync(MPI_File fh) { FIRST_ERROR(sync) }
-int iotame_modules_close(MPI_File fh) { FIRST_ERROR(close) }
+int iotame_modules_sync(iotame_file_t *f) { FIRST_ERROR(sync) }
+int iotame_modules_close(iotame_file_t *f) { FIRST_ERROR(close) }
 
 /* Stops the hooks of the data path first: a module's finalize may do I/O that must not be counted. */
 void iotame_modules_finalize(void)
 {
-    iotame__before.n = iotame__serve.n = iotame__after.n = iotame__meta.n = 0;
-    iotame__posix_before.n = iotame__posix_after.n = iotame__barrier.n = 0;
+    iotame__hooks_before.n = iotame__hooks_serve.n = iotame__hooks_after.n = iotame__hooks_meta.n = 0;
+    iotame__hooks_posix_before.n = iotame__hooks_posix_after.n = iotame__hooks_barrier.n = 0;
     EACH(finalize, finalize());
     active.n = 0;
+    iotame__hooks_layout.n = 0;
 }
 
 const char *iotame_registry(void)

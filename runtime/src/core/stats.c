@@ -48,26 +48,15 @@ static const char *const cat_name[IOTAME_CAT_COUNT] = {"read", "write", "sync", 
 static iotame_file_stats_t *files;  /* every record of this rank, newest first */
 static reason_t job_reasons[MAX_REASONS];
 static json_t *job_section[IOTAME_MODULE_MAX]; /* the modules' job-wide sections on this rank */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* records and handles, when threaded */
-
-/* Open handles and their records: few at a time, so a short array scanned from the newest. */
-static struct {
-    MPI_File fh;
-    iotame_file_stats_t *fs;
-} *handles;
-static size_t nhandles, handles_cap;
-/* Bumped at every bind and unbind: a thread's cached lookup is valid only within one generation, since a closed
- * handle's value can come back for another file. */
-static unsigned handles_generation = 1;
-
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER; /* the records, when threaded */
 
 static void lock_if_threaded(void)
 {
-    if (iotame__threaded) pthread_mutex_lock(&lock);
+    if (iotame__threaded) pthread_mutex_lock(&stats_lock);
 }
 static void unlock_if_threaded(void)
 {
-    if (iotame__threaded) pthread_mutex_unlock(&lock);
+    if (iotame__threaded) pthread_mutex_unlock(&stats_lock);
 }
 
 
@@ -110,72 +99,11 @@ void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t
     unlock_if_threaded();
 }
 
-void iotame_stats_bind(MPI_File fh, iotame_file_stats_t *fs)
-{
-    lock_if_threaded();
-    if (nhandles == handles_cap) {
-        size_t cap = handles_cap ? 2 * handles_cap : 16;
-        void *grown = realloc(handles, cap * sizeof *handles);
-        if (!grown) goto out; /* the file is then counted as unknown: never fatal */
-        handles = grown;
-        handles_cap = cap;
-    }
-    handles[nhandles].fh = fh;
-    handles[nhandles].fs = fs;
-    nhandles++;
-    __atomic_add_fetch(&handles_generation, 1, __ATOMIC_RELEASE);
-out:
-    unlock_if_threaded();
-}
-
-void iotame_stats_unbind(MPI_File fh)
-{
-    lock_if_threaded();
-    for (size_t i = nhandles; i-- > 0;)
-        if (handles[i].fh == fh) {
-            handles[i] = handles[--nhandles];
-            __atomic_add_fetch(&handles_generation, 1, __ATOMIC_RELEASE);
-            break;
-        }
-    unlock_if_threaded();
-}
-
-static iotame_file_stats_t *lookup_slow(MPI_File fh)
-{
-    iotame_file_stats_t *fs = NULL;
-    lock_if_threaded();
-    for (size_t i = nhandles; i-- > 0;)
-        if (handles[i].fh == fh) {
-            fs = handles[i].fs;
-            break;
-        }
-    if (!fs) fs = find_or_add("(opened outside iotame)");
-    unlock_if_threaded();
-    return fs;
-}
-
-iotame_file_stats_t *iotame_stats_lookup(MPI_File fh)
-{
-    static _Thread_local struct {
-        unsigned generation;
-        MPI_File fh;
-        iotame_file_stats_t *fs;
-    } last __attribute__((tls_model("initial-exec")));
-    unsigned generation = __atomic_load_n(&handles_generation, __ATOMIC_ACQUIRE);
-    if (last.generation == generation && last.fh == fh) return last.fs;
-    iotame_file_stats_t *fs = lookup_slow(fh);
-    last.generation = generation;
-    last.fh = fh;
-    last.fs = fs;
-    return fs;
-}
-
-
 static unsigned bucket(uint64_t bytes) { return bytes ? 64u - (unsigned)__builtin_clzll(bytes) : 0u; }
 
 /* One update of a record. the threaded test is taken once per call, not once per counter, since
  * these few additions are most of what a wrapper costs. */
-static inline void update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data, uint64_t bytes)
+static inline void stats_update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data, uint64_t bytes)
 {
     unsigned cat = op_cat[op], b = bucket(bytes), w = cat == IOTAME_CAT_WRITE;
     if (!iotame__threaded) {
@@ -199,12 +127,12 @@ static inline void update(numbers_t *n, iotame_op_t op, uint64_t ticks, int data
 
 void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
 {
-    if (fs) update(&fs->n, op, ticks, 0, 0);
+    if (fs) stats_update(&fs->n, op, ticks, 0, 0);
 }
 
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes)
 {
-    if (fs) update(&fs->n, op, ticks, 1, bytes);
+    if (fs) stats_update(&fs->n, op, ticks, 1, bytes);
 }
 
 const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
@@ -332,7 +260,7 @@ static void merge_reasons(reader_t *r, json_t *into)
     }
 }
 
-static json_t *time_json(uint64_t min, uint64_t sum, uint64_t max, int ranks)
+static json_t *stats_time_json(uint64_t min, uint64_t sum, uint64_t max, int ranks)
 {
     return json_pack("{s:f,s:f,s:f}", "min", min * 1e-9, "avg", ranks ? sum * 1e-9 / ranks : 0.0, "max",
                      max * 1e-9);
@@ -345,7 +273,7 @@ static json_t *file_json(const merged_t *m)
     for (int op = 0; op < IOTAME_OP_COUNT; op++) {
         if (!m->sum.count[op]) continue;
         json_t *o = json_pack("{s:I,s:o}", "count", (json_int_t)m->sum.count[op], "seconds",
-                              time_json(m->ns_min[op], m->sum.ns[op], m->ns_max[op], m->ranks));
+                              stats_time_json(m->ns_min[op], m->sum.ns[op], m->ns_max[op], m->ranks));
         if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE) {
             json_object_set_new(o, "bytes", json_integer((json_int_t)m->sum.bytes[op]));
             bytes[op_cat[op] == IOTAME_CAT_WRITE] += m->sum.bytes[op];
@@ -353,7 +281,7 @@ static json_t *file_json(const merged_t *m)
         json_object_set_new(ops, op_name[op], o);
     }
     for (int c = 0; c < IOTAME_CAT_COUNT; c++)
-        json_object_set_new(time, cat_name[c], time_json(m->ns_min[CAT_NS(c)], m->sum.ns[CAT_NS(c)],
+        json_object_set_new(time, cat_name[c], stats_time_json(m->ns_min[CAT_NS(c)], m->sum.ns[CAT_NS(c)],
                                                          m->ns_max[CAT_NS(c)], m->ranks));
     for (int d = 0; d < 2; d++) {
         json_t *h = json_object();
@@ -570,14 +498,14 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
 
 /* ---- the module: every call counted as the application made it ---- */
 
-static void after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
+static void stats_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
 {
     (void)rc;
-    iotame_stats_record(io->fs, io->op, ticks, bytes);
+    iotame_stats_record(io->file->fs, io->op, ticks, bytes);
 }
 
 const iotame_module_t iotame_module_stats = {
     .name = "stats",
-    .after = after,
+    .after = stats_after,
     .meta = iotame_stats_record_time,
 };

@@ -37,7 +37,7 @@ int emulate_preset(const char *device, emulate_params_t *p)
     return 0;
 }
 
-static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
+static uint64_t device_mix(uint64_t x) /* splitmix64's finalizer */
 {
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ull;
@@ -59,7 +59,7 @@ uint64_t emulate_params_hash(const emulate_params_t *p)
     v[6] = p->span;
     v[7] = p->targets;
     v[8] = p->target_unit;
-    for (int i = 0; i < 9; i++) h = mix(h ^ v[i]);
+    for (int i = 0; i < 9; i++) h = device_mix(h ^ v[i]);
     return h;
 }
 
@@ -87,7 +87,7 @@ void emulate_striped_init(emulate_striped_t *s, const emulate_params_t *p)
 
 uint32_t emulate_first_target(const emulate_params_t *p, uint64_t file)
 {
-    return p->targets > 1 ? (uint32_t)(mix(file ^ 0x7374726970657331ull) % p->targets) : 0;
+    return p->targets > 1 ? (uint32_t)(device_mix(file ^ 0x7374726970657331ull) % p->targets) : 0;
 }
 
 uint32_t emulate_target_of(const emulate_params_t *p, uint64_t file, uint64_t offset)
@@ -97,7 +97,7 @@ uint32_t emulate_target_of(const emulate_params_t *p, uint64_t file, uint64_t of
 }
 
 /* Bytes of [0, x) in the stripes k with k % n == r. */
-static uint64_t class_bytes(uint64_t x, uint64_t unit, uint64_t n, uint64_t r)
+static uint64_t device_class_bytes(uint64_t x, uint64_t unit, uint64_t n, uint64_t r)
 {
     uint64_t row = unit * n, rem = x % row, lo = r * unit;
     uint64_t part = rem <= lo ? 0 : rem - lo < unit ? rem - lo : unit;
@@ -115,7 +115,7 @@ unsigned emulate_split(const emulate_params_t *p, uint64_t file, uint64_t offset
     for (uint64_t pos = offset; pos < end && count < n; count++) {
         uint64_t stripe = pos / unit, r = stripe % n;
         out[count] = (emulate_piece_t){.target = (uint32_t)((r + first) % n), .offset = stripe / n * unit + pos % unit,
-                                       .bytes = class_bytes(end, unit, n, r) - class_bytes(offset, unit, n, r),
+                                       .bytes = device_class_bytes(end, unit, n, r) - device_class_bytes(offset, unit, n, r),
                                        .file_offset = pos};
         pos = (stripe + 1) * unit;
     }
@@ -124,7 +124,7 @@ unsigned emulate_split(const emulate_params_t *p, uint64_t file, uint64_t offset
 
 uint64_t emulate_file_key(uint64_t dev, uint64_t ino)
 {
-    uint64_t k = mix(mix(dev) ^ ino);
+    uint64_t k = device_mix(device_mix(dev) ^ ino);
     return k ? k : 1;
 }
 
@@ -133,7 +133,7 @@ uint64_t emulate_file_key(uint64_t dev, uint64_t ino)
 uint64_t emulate_address(const emulate_params_t *p, uint64_t file, uint64_t offset)
 {
     const uint64_t unit = 1u << 20;
-    uint64_t base = p->span >= 2 * unit ? mix(file) % (p->span / unit) * unit : mix(file) % p->span;
+    uint64_t base = p->span >= 2 * unit ? device_mix(file) % (p->span / unit) * unit : device_mix(file) % p->span;
     return base + offset;
 }
 
@@ -146,7 +146,7 @@ double emulate_position_ns(const emulate_params_t *p, uint64_t from, uint64_t to
 
 /* The stream the request continues (same file, starting at or at most EMULATE_STREAM_GAP after where the stream
  * ended), or NULL. */
-static emulate_stream_t *stream_of(emulate_device_t *d, const emulate_request_t *r)
+static emulate_stream_t *device_stream_of(emulate_device_t *d, const emulate_request_t *r)
 {
     for (uint32_t i = 0; i < d->p.streams; i++) {
         emulate_stream_t *s = &d->stream[i];
@@ -156,7 +156,7 @@ static emulate_stream_t *stream_of(emulate_device_t *d, const emulate_request_t 
 }
 
 /* The entry a new stream takes: an unused one, else the least recently used. */
-static emulate_stream_t *stream_victim(emulate_device_t *d)
+static emulate_stream_t *device_stream_victim(emulate_device_t *d)
 {
     emulate_stream_t *v = NULL;
     for (uint32_t i = 0; i < d->p.streams; i++) {
@@ -181,14 +181,14 @@ void emulate_schedule(emulate_device_t *d, const emulate_request_t *r, uint64_t 
     /* Write-behind: the operating system's write-back sorts the data before it reaches the device, so a write costs
      * its transfer only and leaves the heads and the streams of the synchronous readers as they were. */
     if (!(r->write && p->write_behind)) {
-        emulate_stream_t *s = stream_of(d, r);
+        emulate_stream_t *s = device_stream_of(d, r);
         uint64_t addr = emulate_address(p, r->file, r->offset);
         if (s) {
             out->stream_hit = 1;
         } else {
             out->positioned = 1;
             cost += emulate_position_ns(p, srv->head, addr);
-            s = stream_victim(d);
+            s = device_stream_victim(d);
             if (s) s->file = r->file;
         }
         if (s) {

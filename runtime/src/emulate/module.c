@@ -47,11 +47,11 @@ static const char *const counts[NCOUNTS] = {"requests", "reads", "writes", "piec
                                             "stream_hits", "bytes", "unmodelled"};
 static uint64_t mine[NCOUNTS], delay_ns, target_segments[EMULATE_MAX_TARGETS], target_bytes[EMULATE_MAX_TARGETS];
 
-static void count(int which, uint64_t n) { __atomic_add_fetch(&mine[which], n, __ATOMIC_RELAXED); }
+static void emulate_count(int which, uint64_t n) { __atomic_add_fetch(&mine[which], n, __ATOMIC_RELAXED); }
 
 /* ---- the shared state ---- */
 
-static void state_init(state_t *s)
+static void emulate_state_init(state_t *s)
 {
     memset(s, 0, sizeof *s);
     pthread_mutexattr_t a;
@@ -69,7 +69,7 @@ static void state_init(state_t *s)
 
 /* Maps the device's state, initializing it when it is new or was made for other parameters (under flock, so one
  * process initializes and the others wait for it). Returns NULL and sets *why when it cannot. */
-static state_t *state_open(const char *path, const char **why)
+static state_t *emulate_state_open(const char *path, const char **why)
 {
     state_t *s = NULL;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -89,7 +89,7 @@ static state_t *state_open(const char *path, const char **why)
             *why = "emulate: cannot map the device's state file; requests not modelled";
         } else if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != STATE_MAGIC || s->version != STATE_VERSION ||
                    s->size != sizeof *s || s->params_hash != emulate_params_hash(&params)) {
-            state_init(s);
+            emulate_state_init(s);
         }
     }
     flock(fd, LOCK_UN);
@@ -97,7 +97,7 @@ static state_t *state_open(const char *path, const char **why)
     return s;
 }
 
-static int state_lock(state_t *s)
+static int emulate_state_lock(state_t *s)
 {
     int rc = pthread_mutex_lock(&s->lock);
     if (rc == EOWNERDEAD) { /* a process died while scheduling: its update is a few stores, keep the state */
@@ -109,7 +109,7 @@ static int state_lock(state_t *s)
 
 /* ---- the POSIX hook ---- */
 
-static void sleep_until(uint64_t ns)
+static void emulate_sleep_until(uint64_t ns)
 {
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
@@ -118,11 +118,11 @@ static void sleep_until(uint64_t ns)
 /* A request is split over the targets (emulate_split); each target's piece reaches its device a segment at a time,
  * each segment queued when that target's previous one completed (another process's segment that arrived meanwhile
  * goes before it), the targets in parallel; the call waits for its last segment. */
-static void posix_before(const iotame_posix_io_t *io)
+static void emulate_posix_before(const iotame_posix_io_t *io)
 {
     if (!io->file) return;
     if (!state) {
-        count(UNMODELLED, 1);
+        emulate_count(UNMODELLED, 1);
         iotame_stats_passthrough(NULL, "emulate: no device state; request not modelled");
         return;
     }
@@ -133,17 +133,17 @@ static void posix_before(const iotame_posix_io_t *io)
     emulate_piece_t piece[EMULATE_MAX_TARGETS];
     uint64_t ready[EMULATE_MAX_TARGETS] = {0}; /* when each piece's last booked segment completes */
     unsigned n = emulate_split(&params, file, io->offset > 0 ? (uint64_t)io->offset : 0, io->bytes, piece);
-    count(REQUESTS, 1);
-    count(io->write ? WRITES : READS, 1);
-    count(BYTES, io->bytes);
-    count(PIECES, n);
+    emulate_count(REQUESTS, 1);
+    emulate_count(io->write ? WRITES : READS, 1);
+    emulate_count(BYTES, io->bytes);
+    emulate_count(PIECES, n);
     if (!n) return; /* no bytes: nothing reaches the device */
     const uint64_t begin = iotame_monotonic_ns();
     uint64_t last = begin;
     for (;;) {
         uint64_t now = iotame_monotonic_ns(), next = UINT64_MAX;
-        if (state_lock(state) != 0) { /* ENOTRECOVERABLE: the state is lost for every process */
-            count(UNMODELLED, 1);
+        if (emulate_state_lock(state) != 0) { /* ENOTRECOVERABLE: the state is lost for every process */
+            emulate_count(UNMODELLED, 1);
             iotame_stats_passthrough(NULL, "emulate: the device's lock is unusable; request not modelled");
             break;
         }
@@ -156,9 +156,9 @@ static void posix_before(const iotame_posix_io_t *io)
             ready[i] = res.done;
             piece[i].offset += r.bytes;
             piece[i].bytes -= r.bytes;
-            count(SEGMENTS, 1);
-            if (res.positioned) count(POSITIONINGS, 1);
-            if (res.stream_hit) count(STREAM_HITS, 1);
+            emulate_count(SEGMENTS, 1);
+            if (res.positioned) emulate_count(POSITIONINGS, 1);
+            if (res.stream_hit) emulate_count(STREAM_HITS, 1);
             __atomic_add_fetch(&target_segments[piece[i].target], 1, __ATOMIC_RELAXED);
             __atomic_add_fetch(&target_bytes[piece[i].target], r.bytes, __ATOMIC_RELAXED);
         }
@@ -168,15 +168,15 @@ static void posix_before(const iotame_posix_io_t *io)
             if (piece[i].bytes && ready[i] < next) next = ready[i];
         }
         if (next == UINT64_MAX) break; /* every segment booked */
-        sleep_until(next);
+        emulate_sleep_until(next);
     }
-    sleep_until(last);
+    emulate_sleep_until(last);
     __atomic_add_fetch(&delay_ns, last - begin, __ATOMIC_RELAXED);
 }
 
-/* The layout the POSIX layer reads for a file on the emulated storage (every file it records): `targets` stripes
- * of target_unit bytes, stripe i on target (first + i) % targets. */
-static unsigned layout(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
+/* The layout hook: the layout the POSIX layer reads for a file on the emulated storage (every file it records,
+ * while the module is active): `targets` stripes of target_unit bytes, stripe i on target (first + i) % targets. */
+static unsigned emulate_layout(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *target, unsigned max)
 {
     uint64_t file = emulate_file_key((uint64_t)dev, (uint64_t)ino);
     unsigned n = params.targets < max ? params.targets : max;
@@ -188,47 +188,44 @@ static unsigned layout(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *ta
 
 /* ---- start, finalize, statistics ---- */
 
-static double number(const iotame_file_config_t *process, const char *key, double preset)
+static double emulate_number(const iotame_file_config_t *process, const char *key, double preset)
 {
     const json_t *v = iotame_config_setting(process, "emulate", key);
     return v ? json_number_value(v) : preset;
 }
 
-static int start(const iotame_config_t *cfg)
+static int emulate_start(const iotame_config_t *cfg)
 {
     if (!cfg) return 0;
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
     const char *device = json_string_value(iotame_config_setting(&process, "emulate", "device"));
     if (!device || emulate_preset(device, &params) != 0) return 0; /* "none" */
     snprintf(device_name, sizeof device_name, "%s", device);
-    params.servers = (uint32_t)number(&process, "servers", params.servers);
-    params.bytes_per_ns = number(&process, "bandwidth_mbs", params.bytes_per_ns * 1e3) * 1e-3;
-    params.position_ns = number(&process, "position_ms", params.position_ns * 1e-6) * 1e6;
-    params.seek_ns = number(&process, "seek_ms", params.seek_ns * 1e-6) * 1e6;
-    params.span = (uint64_t)(number(&process, "span_mb", (double)params.span * 1e-6) * 1e6);
-    params.streams = (uint32_t)number(&process, "streams", params.streams);
-    params.targets = (uint32_t)number(&process, "targets", params.targets);
-    params.target_unit = (uint64_t)number(&process, "target_unit", (double)params.target_unit);
+    params.servers = (uint32_t)emulate_number(&process, "servers", params.servers);
+    params.bytes_per_ns = emulate_number(&process, "bandwidth_mbs", params.bytes_per_ns * 1e3) * 1e-3;
+    params.position_ns = emulate_number(&process, "position_ms", params.position_ns * 1e-6) * 1e6;
+    params.seek_ns = emulate_number(&process, "seek_ms", params.seek_ns * 1e-6) * 1e6;
+    params.span = (uint64_t)(emulate_number(&process, "span_mb", (double)params.span * 1e-6) * 1e6);
+    params.streams = (uint32_t)emulate_number(&process, "streams", params.streams);
+    params.targets = (uint32_t)emulate_number(&process, "targets", params.targets);
+    params.target_unit = (uint64_t)emulate_number(&process, "target_unit", (double)params.target_unit);
     const json_t *wb = iotame_config_setting(&process, "emulate", "write_behind");
     if (wb) params.write_behind = json_is_true(wb);
     static emulate_striped_t probe; /* the limits the model applies (static: it is large) */
     emulate_striped_init(&probe, &params);
     params = probe.p;
-    /* the layout is the configuration's, the same on every rank whether or not the state can be mapped */
-    iotame_posix_set_layout_hook(layout);
-
     const char *path = json_string_value(iotame_config_setting(&process, "emulate", "state"));
     if (path) snprintf(state_path, sizeof state_path, "%s", path);
     else snprintf(state_path, sizeof state_path, "/dev/shm/iotame-emulate-%u-%s", (unsigned)getuid(), device_name);
     const char *why = NULL;
     iotame_posix_quiet_begin();
-    state = state_open(state_path, &why);
+    state = emulate_state_open(state_path, &why);
     iotame_posix_quiet_end();
     if (!state) iotame_stats_passthrough(NULL, why);
     return 1; /* labelled even when the state is missing: the statistics then count every request as unmodelled */
 }
 
-static void finalize(void)
+static void emulate_finalize(void)
 {
     json_t *section = iotame_stats_job_section(&iotame_module_emulate);
     if (!section) return;
@@ -244,7 +241,7 @@ static void finalize(void)
 }
 
 /* The device and every parameter in force, the counts summed over the ranks, the requests each rank modelled. */
-static json_t *job_report(const json_t *ranks)
+static json_t *emulate_job_report(const json_t *ranks)
 {
     json_t *out = json_pack("{s:s,s:i,s:f,s:f,s:f,s:f,s:i,s:b,s:s}", "device", device_name, "servers",
                             (int)params.servers, "bandwidth_mbs", params.bytes_per_ns * 1e3, "position_ms",
@@ -286,8 +283,9 @@ static json_t *job_report(const json_t *ranks)
 const iotame_module_t iotame_module_emulate = {
     .name = "emulate",
     .settings = "emulate",
-    .start = start,
-    .posix_before = posix_before,
-    .finalize = finalize,
-    .job_report = job_report,
+    .start = emulate_start,
+    .posix_before = emulate_posix_before,
+    .layout = emulate_layout, /* the configuration's: the same on every rank, whether or not the state is mapped */
+    .finalize = emulate_finalize,
+    .job_report = emulate_job_report,
 };

@@ -7,7 +7,7 @@
 
 /* Every rank applies the same configuration, but not every rank sees every dataset or every refusal: the union of
  * the ranks' objects (keys a rank adds) and lists (entries a rank adds); a value both hold is the first rank's. */
-static void merge(json_t *into, const json_t *rank)
+static void hdf5_merge(json_t *into, const json_t *rank)
 {
     const char *key;
     json_t *value, *have;
@@ -16,7 +16,7 @@ static void merge(json_t *into, const json_t *rank)
         if (!(have = json_object_get(into, key))) {
             json_object_set(into, key, value);
         } else if (json_is_object(have) && json_is_object(value)) {
-            merge(have, value);
+            hdf5_merge(have, value);
         } else if (json_is_array(have) && json_is_array(value)) {
             json_t *item, *old;
             json_array_foreach(value, i, item) {
@@ -42,7 +42,7 @@ void iotame_hdf5_count(int call)
     }
 }
 
-static void finalize(void)
+static void hdf5_finalize(void)
 {
     json_t *s = iotame_stats_job_section(&iotame_module_hdf5);
     for (int i = 0; s && i < IOTAME_H5_CALLS; i++) json_object_set_new(s, call_name[i], json_integer((json_int_t)calls[i]));
@@ -77,7 +77,7 @@ static json_t *job_report(const json_t *ranks)
 const iotame_module_t iotame_module_hdf5 = {
     .name = "hdf5",
     .settings = "hdf5",
-    .finalize = finalize,
-    .merge = merge,
+    .finalize = hdf5_finalize,
+    .merge = hdf5_merge,
     .job_report = job_report,
 };

@@ -24,7 +24,7 @@
 #define CHUNK_LIMIT 0xFFFFFFFFull /* HDF5: a chunk holds less than 4 GiB */
 #define NOT_MPIO "the file does not use the MPI-IO driver"
 
-static const json_t *setting(const iotame_file_config_t *fc, const char *key)
+static const json_t *props_setting(const iotame_file_config_t *fc, const char *key)
 {
     return iotame_config_value(fc, SECTION, key);
 }
@@ -104,7 +104,7 @@ static const json_t *dataset_rule(const iotame_file_config_t *fc, const char *fu
     base = base ? base + 1 : full;
     size_t i;
     json_t *rule;
-    json_array_foreach(setting(fc, "datasets"), i, rule) {
+    json_array_foreach(props_setting(fc, "datasets"), i, rule) {
         const char *glob = json_string_value(json_object_get(rule, "match"));
         if (glob && (fnmatch(glob, full, 0) == 0 || fnmatch(glob, base, 0) == 0)) return rule;
     }
@@ -115,7 +115,7 @@ static const json_t *dataset_rule(const iotame_file_config_t *fc, const char *fu
 static const json_t *dataset_setting(const json_t *rule, const iotame_file_config_t *fc, const char *key)
 {
     const json_t *v = json_object_get(rule, key);
-    return v ? v : setting(fc, key);
+    return v ? v : props_setting(fc, key);
 }
 
 /* Chunking: `chunk` or `chunk_bytes` of the most specific level that sets either (dataset rule, file rule,
@@ -210,9 +210,10 @@ iotame_h5_plist_t iotame_hdf5_file_access(const char *path, hid_t fapl, iotame_h
     const iotame_config_t *cfg = iotame_core_config();
     iotame_file_config_t fc;
     if (!cfg || iotame_config_for_file(cfg, path, &fc) != 0) return out;
-    const json_t *threshold = setting(&fc, "alignment_threshold"), *alignment = setting(&fc, "alignment"),
-                 *meta = setting(&fc, "meta_block_size"), *sieve = setting(&fc, "sieve_buf_size"),
-                 *reads = setting(&fc, "coll_metadata_reads"), *writes = setting(&fc, "coll_metadata_writes");
+    const json_t *threshold = props_setting(&fc, "alignment_threshold"), *alignment = props_setting(&fc, "alignment"),
+                 *meta = props_setting(&fc, "meta_block_size"), *sieve = props_setting(&fc, "sieve_buf_size"),
+                 *reads = props_setting(&fc, "coll_metadata_reads"),
+                 *writes = props_setting(&fc, "coll_metadata_writes");
     int hints = fc.nhints && mpio;
     if (fc.nhints && !mpio) iotame_hdf5_not_applied(r, NULL, "mpiio_hints", NOT_MPIO);
     if (!threshold && !alignment && !meta && !sieve && !reads && !writes && !hints) {

@@ -91,7 +91,7 @@ static void log_not_applied(const char *path, const json_t *entry)
 }
 
 /* The report merged into the file's "hdf5" object; new entries of not_applied are logged (IOTAME_VERBOSE=1). */
-static void merge(json_t *h, const iotame_h5_report_t *r)
+static void record_merge(json_t *h, const iotame_h5_report_t *r)
 {
     if (!json_object_get(h, "applied")) {
         /* the keys in a fixed order */
@@ -136,7 +136,7 @@ void iotame_hdf5_report_commit(iotame_h5_report_t *r, int succeeded)
     if (succeeded && r->path && (r->driver || r->applied || r->datasets || r->not_applied)) {
         pthread_mutex_lock(&lock);
         json_t *h = iotame_stats_section(iotame_stats_file(r->path), &iotame_module_hdf5);
-        if (h) merge(h, r);
+        if (h) record_merge(h, r);
         pthread_mutex_unlock(&lock);
     }
     iotame_hdf5_report_reset(r);

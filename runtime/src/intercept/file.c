@@ -1,7 +1,6 @@
 /* Wrappers of the MPI-IO functions that open, close and describe files. MPI_File_open is where the
  * configuration meets a file: the matching rule's hints are merged into the application's MPI_Info. */
 #include "intercept.h"
-#include "posix/posix.h"
 
 /* A metadata call on an open handle: time it, hand it to the modules. */
 #define META(NAME, PARAMS, ARGS)                                                                               \
@@ -10,7 +9,7 @@
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
         uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);                     \
+        iotame_modules_meta(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, iotame_now() - t0);                  \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
@@ -21,9 +20,10 @@
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
         uint64_t t0 = iotame_now();                                                                            \
-        iotame_modules_sizing(fh);                                                                             \
+        iotame_file_t *f = iotame_file_lookup(fh);                                                             \
+        iotame_modules_sizing(f);                                                                              \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_##NAME, iotame_now() - t0);                     \
+        iotame_modules_meta(f->fs, IOTAME_OP_##NAME, iotame_now() - t0);                                       \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
@@ -39,9 +39,10 @@ IOTAME_WRAPPER int MPI_File_set_atomicity(MPI_File fh, int flag)
 {
     if (!iotame__enter()) return PMPI_File_set_atomicity(fh, flag);
     uint64_t t0 = iotame_now();
+    iotame_file_t *f = iotame_file_lookup(fh);
     int rc = PMPI_File_set_atomicity(fh, flag);
-    if (rc == MPI_SUCCESS) iotame_modules_set_atomicity(fh, flag);
-    iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_set_atomicity, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) iotame_modules_set_atomicity(f, flag);
+    iotame_modules_meta(f->fs, IOTAME_OP_set_atomicity, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
@@ -50,10 +51,11 @@ IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
 {
     if (!iotame__enter()) return PMPI_File_sync(fh);
     uint64_t t0 = iotame_now();
-    int mine = iotame_modules_sync(fh); /* first: the library's sync then covers what the modules wrote */
+    iotame_file_t *f = iotame_file_lookup(fh);
+    int mine = iotame_modules_sync(f); /* first: the library's sync then covers what the modules wrote */
     int rc = PMPI_File_sync(fh);
     if (rc == MPI_SUCCESS) rc = mine;
-    iotame_modules_meta(iotame_stats_lookup(fh), IOTAME_OP_sync, iotame_now() - t0);
+    iotame_modules_meta(f->fs, IOTAME_OP_sync, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
@@ -73,13 +75,15 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
             iotame_stats_passthrough(fs, "configured hints could not be merged into the MPI_Info");
         iotame_stats_set_config(fs, &fc);
     }
-    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL};
+    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL, NULL};
     iotame_modules_opening(&o);
     int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) {
-        iotame_stats_bind(*fh, fs);
         o.fh = *fh;
+        o.file = iotame_file_open(*fh, fs, fs ? iotame_stats_path(fs) : filename, amode, o.fc); /* takes fc over */
+        if (o.file) have_fc = 0;
+        else iotame_stats_passthrough(fs, "out of memory (the handle's record): no module acts on it");
         iotame_modules_open(&o); /* collective, like the open */
     }
     if (have_fc) iotame_config_file_release(&fc);
@@ -88,25 +92,29 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
     return rc;
 }
 
+/* With posix.sync_at_close, a file the process may have written is made durable before it is closed: staged data
+ * too (the modules' sync first). Each sync reports its own errors through the file's handler, as the library does. */
+static int close_durable(iotame_file_t *f)
+{
+    if (!iotame_core_sync_at_close() || !iotame_file_known(f) || (f->amode & MPI_MODE_RDONLY)) return MPI_SUCCESS;
+    int durable = iotame_modules_sync(f);
+    int library = PMPI_File_sync(f->fh);
+    return durable == MPI_SUCCESS ? library : durable;
+}
+
 IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
 {
     if (!iotame__enter()) return PMPI_File_close(fh);
-    MPI_File handle = *fh; /* the library sets *fh to MPI_FILE_NULL */
-    iotame_file_stats_t *fs = iotame_stats_lookup(handle);
+    iotame_file_t *f = iotame_file_lookup(*fh); /* the library sets *fh to MPI_FILE_NULL */
+    iotame_file_stats_t *fs = f->fs;
     uint64_t t0 = iotame_now();
-    int amode = 0, durable = MPI_SUCCESS;
-    if (iotame_posix_sync_at_close && fs && PMPI_File_get_amode(handle, &amode) == MPI_SUCCESS &&
-        !(amode & MPI_MODE_RDONLY)) { /* durable before it is closed: staged data too (the modules' sync first) */
-        durable = iotame_modules_sync(handle); /* each reports its own errors through the file's handler, */
-        int library = PMPI_File_sync(handle);  /* as the library does */
-        if (durable == MPI_SUCCESS) durable = library;
-    }
-    int mine = iotame_modules_close(handle); /* collective, like the close */
+    int durable = close_durable(f);
+    int mine = iotame_modules_close(f); /* collective, like the close */
     if (mine == MPI_SUCCESS) mine = durable;
     int rc = PMPI_File_close(fh);
     if (rc == MPI_SUCCESS) rc = mine;
     iotame_modules_meta(fs, IOTAME_OP_close, iotame_now() - t0);
-    if (rc == MPI_SUCCESS) iotame_stats_unbind(handle);
+    if (*fh == MPI_FILE_NULL) iotame_file_close(f); /* closed: the modules' slots were freed by their close hooks */
     iotame__leave();
     return rc;
 }
@@ -122,14 +130,12 @@ IOTAME_WRAPPER int MPI_File_delete(const char *filename, MPI_Info info)
 }
 
 /* With "override": true the configured hints also replace those the application passes later. */
-static MPI_Info override_hints(MPI_Info info, iotame_file_stats_t *fs)
+static MPI_Info override_hints(MPI_Info info, const iotame_file_t *f)
 {
     MPI_Info merged = MPI_INFO_NULL;
-    iotame_file_config_t fc;
-    if (!fs || iotame_config_for_file(iotame_core_config(), iotame_stats_path(fs), &fc) != 0) return merged;
-    if (fc.override && fc.nhints && info != MPI_INFO_NULL && iotame_hints_merge(info, &fc, &merged) != MPI_SUCCESS)
-        iotame_stats_passthrough(fs, "configured hints could not be merged into the MPI_Info");
-    iotame_config_file_release(&fc);
+    if (f->fc && f->fc->override && f->fc->nhints && info != MPI_INFO_NULL &&
+        iotame_hints_merge(info, f->fc, &merged) != MPI_SUCCESS)
+        iotame_stats_passthrough(f->fs, "configured hints could not be merged into the MPI_Info");
     return merged;
 }
 
@@ -137,12 +143,12 @@ IOTAME_WRAPPER int MPI_File_set_info(MPI_File fh, MPI_Info info)
 {
     if (!iotame__enter()) return PMPI_File_set_info(fh, info);
     uint64_t t0 = iotame_now();
-    iotame_file_stats_t *fs = iotame_stats_lookup(fh);
-    MPI_Info merged = override_hints(info, fs);
+    iotame_file_t *f = iotame_file_lookup(fh);
+    MPI_Info merged = override_hints(info, f);
     int rc = PMPI_File_set_info(fh, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    if (rc == MPI_SUCCESS) iotame_modules_set_info(fh);
-    iotame_modules_meta(fs, IOTAME_OP_set_info, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) iotame_modules_set_info(f);
+    iotame_modules_meta(f->fs, IOTAME_OP_set_info, iotame_now() - t0);
     iotame__leave();
     return rc;
 }
@@ -152,12 +158,12 @@ IOTAME_WRAPPER int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype 
 {
     if (!iotame__enter()) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
     uint64_t t0 = iotame_now();
-    iotame_file_stats_t *fs = iotame_stats_lookup(fh);
-    MPI_Info merged = override_hints(info, fs);
+    iotame_file_t *f = iotame_file_lookup(fh);
+    MPI_Info merged = override_hints(info, f);
     int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
-    if (rc == MPI_SUCCESS) iotame_modules_set_view(fh, disp, etype, filetype, datarep);
-    iotame_modules_meta(fs, IOTAME_OP_set_view, iotame_now() - t0);
+    if (rc == MPI_SUCCESS) iotame_modules_set_view(f, disp, etype, filetype, datarep);
+    iotame_modules_meta(f->fs, IOTAME_OP_set_view, iotame_now() - t0);
     iotame__leave();
     return rc;
 }

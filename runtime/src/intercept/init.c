@@ -2,7 +2,7 @@
  * bindings call these C entry points, so Fortran applications are covered too. */
 #include "intercept.h"
 
-static void start(void)
+static void intercept_start(void)
 {
     static int started; /* an MPI whose PMPI_Init calls MPI_Init_thread must not start us twice */
     if (started) return;
@@ -15,14 +15,14 @@ static void start(void)
 IOTAME_WRAPPER int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) start();
+    if (rc == MPI_SUCCESS) intercept_start();
     return rc;
 }
 
 IOTAME_WRAPPER int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) start();
+    if (rc == MPI_SUCCESS) intercept_start();
     return rc;
 }
 

@@ -25,13 +25,13 @@ static inline void iotame_posix_quiet_end(void) { iotame__posix_quiet--; }
  * others, unlinked once all have mapped it): a header and a table of file slots found by a hash of the file's
  * device and inode, so that every process of the node that opens a file meets the same slot. A slot counts the
  * requests in progress on its file from all processes of the node. A second table holds one entry per storage
- * target the node's processes use, with room for the state the POSIX modules keep per target (the throttle's
- * token queues and controller). */
+ * target the node's processes use, with a slot for each registered module that keeps node-shared state per target
+ * (its table's posix_target_bytes: the throttle's gates and controllers), laid out at the segment's creation. */
 #define IOTAME_POSIX_SEGMENT_MAGIC 0x696f706fu /* "iopo" */
-#define IOTAME_POSIX_SEGMENT_VERSION 2u
+#define IOTAME_POSIX_SEGMENT_VERSION 3u
 #define IOTAME_POSIX_SLOTS 1024
 #define IOTAME_POSIX_TARGETS 32
-#define IOTAME_POSIX_TARGET_STATE 8192 /* bytes of module state per target */
+#define IOTAME_POSIX_TARGET_STATE 16384 /* bytes of a target's entry for the modules' slots */
 
 typedef struct {
     uint64_t key;      /* hash of (dev, ino), never 0; 0: a free slot (claimed with a compare-and-swap) */
@@ -41,12 +41,14 @@ typedef struct {
 
 typedef struct {
     uint64_t key; /* iotame_posix_target_of's key, never 0; 0: a free entry */
-    uint64_t state[IOTAME_POSIX_TARGET_STATE / 8] __attribute__((aligned(64))); /* zeroed at creation */
+    /* The modules' slots (iotame_posix_target_state), zeroed at creation. */
+    unsigned char state[IOTAME_POSIX_TARGET_STATE] __attribute__((aligned(64)));
 } __attribute__((aligned(64))) iotame_posix_target_t;
 
 typedef struct {
     uint32_t magic, version, nslots, nprocs; /* nprocs: the node's processes */
     uint32_t job_nprocs, nnodes;             /* the job's processes and nodes */
+    uint32_t target_slot[IOTAME_MODULE_MAX]; /* per registered module: its slot's offset in a target's state + 1; 0: none */
     iotame_posix_slot_t slot[IOTAME_POSIX_SLOTS];
     iotame_posix_target_t target[IOTAME_POSIX_TARGETS];
 } __attribute__((aligned(64))) iotame_posix_segment_t;
@@ -60,11 +62,10 @@ iotame_posix_slot_t *iotame_posix_file_slot(const iotame_posix_file_t *f);
 int iotame_posix_node_rank(void);
 
 /* ---- storage targets ----
- * A request's storage target: where the file system stripes files over data servers and says how (Lustre's layout,
- * the "lustre.lov" extended attribute), or a layout hook does (the emulated striped storage), the server holding
- * the request's first byte; elsewhere the file system
- * (its device number). A 64-bit key, never 0; 0 when the descriptor is not a regular file. The layout is read once
- * per recorded file. */
+ * A request's storage target: where a module's layout hook (the emulated striped storage) or the file system
+ * (Lustre's layout, the "lustre.lov" extended attribute) stripes the file over data servers, the server holding the
+ * request's first byte; elsewhere the file system (its device number). A 64-bit key, never 0; 0 when the descriptor
+ * is not a regular file. The layout is read once per recorded file. */
 uint64_t iotame_posix_target_of(const iotame_posix_io_t *io);
 /* A file's striping as the throttle and the collective strategies see it: `count` stripes of `unit` bytes round
  * robin (stripe k of the file on target ost[k % count]); count 1: one target (unit 0 when nothing says). */
@@ -73,20 +74,19 @@ typedef struct {
     uint32_t count, unit;
     uint32_t ost[IOTAME_POSIX_MAX_STRIPES];
 } iotame_posix_layout_t;
-/* A layout hook: a module that puts files on storage the file system does not describe (emulate's striped device)
- * gives their layout by device and inode: returns the stripe count (1..max) with the stripe size and each stripe's
- * target, or 0 when the file is not its own. It wins over the file system's layout (the modelled storage is what
- * the requests meet). Set once, at MPI_Init (a module's start hook); NULL: none. */
-typedef unsigned (*iotame_posix_layout_hook_t)(dev_t dev, ino_t ino, uint32_t *stripe_size, uint32_t *ost, unsigned max);
-void iotame_posix_set_layout_hook(iotame_posix_layout_hook_t hook);
 /* The layout of the file at path (a prefix such as "ufs:" is skipped), read from the path as iotame_posix_target_of
- * reads a recorded file's: the hook's, else Lustre's, else one target. Returns 0, or a negative errno when the file
- * cannot be examined (then *l says one target). For the MPI-IO layer, which has a path and no descriptor. */
+ * reads a recorded file's: the first active module's layout hook that knows it (iotame_module_t.layout), else
+ * Lustre's, else one target. Returns 0, or a negative errno when the file cannot be examined (then *l says one
+ * target). For the MPI-IO layer, which has a path and no descriptor. */
 int iotame_posix_layout(const char *path, iotame_posix_layout_t *l);
 /* The file system's magic number (statfs f_type) of a recorded file, read with its layout; 0 before. */
 uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f);
 /* The node's entry of a target (claimed at first use), or NULL (no segment, or the table is full). */
 iotame_posix_target_t *iotame_posix_target(uint64_t key);
+/* Module m's slot in a target's entry: its posix_target_bytes, 64-byte aligned, zeroed at the segment's creation
+ * and shared by the node's processes. NULL when m asked for none, or its request did not fit the entry (the
+ * statistics then say so). */
+void *iotame_posix_target_state(iotame_posix_target_t *t, const iotame_module_t *m);
 /* Parses a Lustre layout (lov_user_md v1/v3) into the stripe size and the servers' indexes; returns the stripe
  * count, 0 when the layout is not a plain striped one (composite layouts: the file system is the target). */
 unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *stripe_size, uint32_t *ost, unsigned max);
@@ -106,15 +106,12 @@ const char *iotame_posix_file_path(const iotame_posix_file_t *f);
 
 /* ---- between the files of posix/ (internal) ---- */
 
-/* posix.sync_at_close: closes of files a process wrote make the data durable first (MPI_File_close, close). */
-extern int iotame_posix_sync_at_close;
-
 /* The descriptor table, indexed by fd: the hot path's one lookup. */
 typedef struct {
     iotame_posix_file_t *file; /* NULL: the descriptor is not recorded */
     off_t pos;                 /* the file position read/write/readv/writev use, as far as we saw it move */
     int append;                /* O_APPEND: a write's offset is asked from the kernel after it */
-    int written;               /* written since its open (posix.sync_at_close syncs it at close) */
+    int written;               /* written since its open (iotame_core_sync_at_close: fsync at close) */
 } iotame__posix_fd_t;
 
 extern iotame__posix_fd_t *iotame__posix_fds;
@@ -125,7 +122,9 @@ extern unsigned iotame__posix_nfds;
 /* The recorded file of a descriptor, or NULL: the wrappers' fast path. */
 static inline iotame__posix_fd_t *iotame__posix_fd(int fd)
 {
-    if (__builtin_expect((unsigned)fd >= iotame__posix_nfds || iotame__posix_quiet, 1)) return NULL;
+    if (__builtin_expect((unsigned)fd >= __atomic_load_n(&iotame__posix_nfds, __ATOMIC_ACQUIRE) || iotame__posix_quiet,
+                         1))
+        return NULL;
     iotame__posix_fd_t *d = &iotame__posix_fds[fd];
     return __atomic_load_n(&d->file, __ATOMIC_ACQUIRE) ? d : NULL;
 }
@@ -169,7 +168,7 @@ static inline void iotame__posix_request_begin(iotame_posix_file_t *f)
 {
     if (!f) return;
     int32_t n = __atomic_add_fetch(f->inflight, 1, __ATOMIC_RELAXED);
-    if (n > f->max_inflight) __atomic_store_n(&f->max_inflight, n, __ATOMIC_RELAXED);
+    if (n > __atomic_load_n(&f->max_inflight, __ATOMIC_RELAXED)) __atomic_store_n(&f->max_inflight, n, __ATOMIC_RELAXED);
     if (f->slot) {
         int32_t m = __atomic_load_n(&f->slot->max, __ATOMIC_RELAXED);
         while (n > m && !__atomic_compare_exchange_n(&f->slot->max, &m, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
@@ -211,6 +210,11 @@ static inline void **iotame_posix_file_data(iotame_posix_file_t *f, const iotame
 void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotame__posix_cat_t cat, uint64_t ticks);
 /* Nanoseconds of ticks (the POSIX hooks take nanoseconds). */
 uint64_t iotame__posix_ns(uint64_t ticks);
+
+/* Lays out the modules' slots in a new segment's target entries, in registry order while they fit (the creator). */
+void iotame__posix_target_layout(iotame_posix_segment_t *s);
+/* Says in the statistics which modules' per-target state did not fit a target's entry (every process). */
+void iotame__posix_target_check(const iotame_posix_segment_t *s);
 
 /* This part's module table (core/modules.c registers it). */
 extern const iotame_module_t iotame_module_posix;

@@ -31,7 +31,6 @@ unsigned iotame__posix_nfds;
 static unsigned fds_cap; /* the table's size (iotame__posix_nfds is 0 while the layer is off) */
 
 static int all_files;
-int iotame_posix_sync_at_close;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* records, watched paths, descriptor table updates */
 #define HASH 256
 static iotame_posix_file_t *files, *by_id[HASH];
@@ -112,6 +111,7 @@ static void segment_init(void *map, void *arg)
     s->nprocs = shape->nprocs;
     s->job_nprocs = shape->job_nprocs;
     s->nnodes = shape->nnodes;
+    iotame__posix_target_layout(s);
     __atomic_store_n(&s->magic, IOTAME_POSIX_SEGMENT_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -136,6 +136,7 @@ static void segment_setup(void)
     PMPI_Comm_free(&node);
     if (map && ((iotame_posix_segment_t *)map)->magic == IOTAME_POSIX_SEGMENT_MAGIC) segment = map;
     else segment_problem = "the node's shared-memory segment could not be set up";
+    if (segment) iotame__posix_target_check(segment);
 }
 
 /* ---- files and descriptors ---- */
@@ -310,7 +311,7 @@ void iotame__posix_meta(iotame_posix_file_t *f, iotame__posix_meta_t what, iotam
     if (threaded) pthread_mutex_unlock(&f->lock);
 }
 
-/* ticks -> ns for the POSIX hooks: the TSC's rate over the time since start (fixed once it spans 50 ms). */
+/* ticks -> ns for the POSIX hooks: the TSC's rate over the time since posix_start (fixed once it spans 50 ms). */
 static uint64_t start_ns, start_tick;
 static double ns_per_tick_fixed;
 
@@ -328,13 +329,11 @@ uint64_t iotame__posix_ns(uint64_t ticks)
 
 /* ---- the module ---- */
 
-static int start(const iotame_config_t *cfg)
+static int posix_start(const iotame_config_t *cfg)
 {
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* defaults only */
     const json_t *v = iotame_config_value(&process, "posix", "all_files");
     all_files = json_is_true(v ? v : iotame_config_default("posix", "all_files"));
-    v = iotame_config_value(&process, "posix", "sync_at_close");
-    iotame_posix_sync_at_close = json_is_true(v);
     if (all_files && cfg) {
         add_own_path(cfg->defaults.json);
         for (size_t i = 0; i < cfg->nrules; i++) add_own_path(cfg->rules[i].json);
@@ -360,7 +359,7 @@ static int start(const iotame_config_t *cfg)
     return 1;
 }
 
-static json_t *time_json(uint64_t ticks, double ns_per_tick)
+static json_t *posix_time_json(uint64_t ticks, double ns_per_tick)
 {
     double s = (double)ticks * ns_per_tick * 1e-9;
     return json_pack("{s:f,s:f,s:f}", "min", s, "avg", s, "max", s);
@@ -399,10 +398,11 @@ static json_t *section_json(const iotame_posix_file_t *f, double ns_per_tick)
                      "histogram", "read", hist_json(f->hist[READ]), "write", hist_json(f->hist[WRITE]), "access",
                      "read", access_json(f, READ), "write", access_json(f, WRITE), "seek_distance", "total",
                      (json_int_t)f->seek_total, "max", (json_int_t)f->seek_max, "time", "read",
-                     time_json(f->ticks[IOTAME_POSIX_T_READ], ns_per_tick), "write",
-                     time_json(f->ticks[IOTAME_POSIX_T_WRITE], ns_per_tick), "sync",
-                     time_json(f->ticks[IOTAME_POSIX_T_SYNC], ns_per_tick), "meta",
-                     time_json(f->ticks[IOTAME_POSIX_T_META], ns_per_tick), "max_concurrent", (int)f->max_inflight);
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_READ], ns_per_tick), "write",
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_WRITE], ns_per_tick), "sync",
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_SYNC], ns_per_tick), "meta",
+                     posix_time_json(f->ticks[IOTAME_POSIX_T_META], ns_per_tick), "max_concurrent",
+                     (int)f->max_inflight);
 }
 
 /* Folds src's counters into dst: two files (inodes) one rank recorded under one path. */
@@ -424,7 +424,7 @@ static void fold(iotame_posix_file_t *dst, const iotame_posix_file_t *src)
 
 /* At MPI_Finalize: stops recording (the runtime's own I/O from here on, the statistics file, passes through) and
  * puts each file's counters into its record's section. */
-static void finalize(void)
+static void posix_finalize(void)
 {
     __atomic_store_n(&iotame__posix_nfds, 0, __ATOMIC_RELEASE);
     double ns_per_tick = iotame_ns_per_tick();
@@ -474,7 +474,7 @@ static void fold_json(json_t *into, const json_t *from, double wi, double wf)
     }
 }
 
-static void merge(json_t *into, const json_t *rank_section)
+static void posix_merge(json_t *into, const json_t *rank_section)
 {
     double wi = (double)json_integer_value(json_object_get(into, "ranks"));
     double wf = (double)json_integer_value(json_object_get(rank_section, "ranks"));
@@ -484,8 +484,8 @@ static void merge(json_t *into, const json_t *rank_section)
 const iotame_module_t iotame_module_posix = {
     .name = "posix",
     .settings = "posix",
-    .start = start,
+    .start = posix_start,
     .opening = opening,
-    .finalize = finalize,
-    .merge = merge,
+    .finalize = posix_finalize,
+    .merge = posix_merge,
 };

@@ -1,10 +1,12 @@
 /* Storage targets: which server of the file system a request reaches (the unit the throttle limits), from the
- * file's layout (a registered layout hook's, such as the emulated striped storage's, else Lustre's, else the file
- * system as one target), and the node's table of per-target state in the shared segment. */
+ * file's layout (an active module's layout hook, such as the emulated striped storage's, else Lustre's, else the
+ * file system as one target), and the node's table of targets in the shared segment with each module's slot of
+ * per-target state. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -14,23 +16,20 @@
 
 #define LUSTRE_SUPER_MAGIC 0x0BD00BD0u
 
-static iotame_posix_layout_hook_t layout_hook;
-
-void iotame_posix_set_layout_hook(iotame_posix_layout_hook_t hook) { __atomic_store_n(&layout_hook, hook, __ATOMIC_RELEASE); }
-
-/* The layout of a regular file, from its descriptor (fd >= 0) or its path: the hook's, else Lustre's, else one
- * stripe. fs_type: the file system's magic (0 unknown). */
-static void layout_of(int fd, const char *path, const struct stat *st, uint64_t *fs_type, uint32_t *stripe_size,
-                      uint32_t *ost, uint32_t *count)
+/* The layout of a regular file, from its descriptor (fd >= 0) or its path: the first active module's layout hook
+ * that knows it, else Lustre's, else one stripe. fs_type: the file system's magic (0 unknown). */
+static void target_layout_of(int fd, const char *path, const struct stat *st, uint64_t *fs_type,
+                             uint32_t *stripe_size, uint32_t *ost, uint32_t *count)
 {
     struct statfs sfs;
     *fs_type = (fd >= 0 ? fstatfs(fd, &sfs) : statfs(path, &sfs)) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
     *count = 1;
-    iotame_posix_layout_hook_t hook = __atomic_load_n(&layout_hook, __ATOMIC_ACQUIRE);
-    unsigned n = hook ? hook(st->st_dev, st->st_ino, stripe_size, ost, IOTAME_POSIX_MAX_STRIPES) : 0;
-    if (n >= 1 && n <= IOTAME_POSIX_MAX_STRIPES && (n == 1 || *stripe_size > 0)) {
-        *count = n;
-        return;
+    for (int i = 0; i < iotame__hooks_layout.n; i++) {
+        unsigned n = iotame__hooks_layout.m[i]->layout(st->st_dev, st->st_ino, stripe_size, ost, IOTAME_POSIX_MAX_STRIPES);
+        if (n >= 1 && n <= IOTAME_POSIX_MAX_STRIPES && (n == 1 || *stripe_size > 0)) {
+            *count = n;
+            return;
+        }
     }
     if ((uint32_t)*fs_type == LUSTRE_SUPER_MAGIC) {
         unsigned char buf[IOTAME_POSIX_LUSTRE_XATTR_MAX];
@@ -41,7 +40,7 @@ static void layout_of(int fd, const char *path, const struct stat *st, uint64_t 
 }
 
 /* Reads a recorded file's layout from its descriptor (once; racing threads read the same values). */
-static void read_layout(iotame_posix_file_t *f, int fd)
+static void target_read_layout(iotame_posix_file_t *f, int fd)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -49,7 +48,7 @@ static void read_layout(iotame_posix_file_t *f, int fd)
         __atomic_store_n(&f->layout, -1, __ATOMIC_RELEASE); /* not a regular file: no target */
         return;
     }
-    layout_of(fd, NULL, &st, &f->fs_type, &f->stripe_size, f->ost, &f->stripe_count);
+    target_layout_of(fd, NULL, &st, &f->fs_type, &f->stripe_size, f->ost, &f->stripe_count);
     __atomic_store_n(&f->layout, 1, __ATOMIC_RELEASE);
 }
 
@@ -62,7 +61,7 @@ int iotame_posix_layout(const char *path, iotame_posix_layout_t *l)
     path = iotame_posix_path(path);
     if (stat(path, &st) != 0) return -errno;
     if (!S_ISREG(st.st_mode)) return -EINVAL;
-    layout_of(-1, path, &st, &fs_type, &l->unit, l->ost, &l->count);
+    target_layout_of(-1, path, &st, &fs_type, &l->unit, l->ost, &l->count);
     if (l->count <= 1) {
         l->count = 1;
         l->unit = 0;
@@ -70,7 +69,7 @@ int iotame_posix_layout(const char *path, iotame_posix_layout_t *l)
     return 0;
 }
 
-static uint64_t mix(uint64_t h)
+static uint64_t target_mix(uint64_t h)
 {
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
@@ -84,13 +83,13 @@ uint64_t iotame_posix_target_of(const iotame_posix_io_t *io)
     if (!f) return 0;
     int layout = __atomic_load_n(&f->layout, __ATOMIC_ACQUIRE);
     if (!layout) {
-        read_layout(f, io->fd);
+        target_read_layout(f, io->fd);
         layout = f->layout;
     }
     if (layout < 0) return 0;
     uint64_t server = 0;
     if (f->stripe_count > 1) server = 1 + f->ost[(uint64_t)io->offset / f->stripe_size % f->stripe_count];
-    return mix(((uint64_t)f->dev << 20) ^ server);
+    return target_mix(((uint64_t)f->dev << 20) ^ server);
 }
 
 uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f) { return __atomic_load_n(&f->layout, __ATOMIC_ACQUIRE) > 0 ? f->fs_type : 0; }
@@ -108,4 +107,37 @@ iotame_posix_target_t *iotame_posix_target(uint64_t key)
             return t;
     }
     return NULL;
+}
+
+/* ---- the modules' slots ---- */
+
+void iotame__posix_target_layout(iotame_posix_segment_t *s)
+{
+    size_t used = 0;
+    for (int i = 0; iotame_modules[i] && i < IOTAME_MODULE_MAX; i++) {
+        size_t bytes = iotame_modules[i]->posix_target_bytes;
+        if (!bytes || bytes > IOTAME_POSIX_TARGET_STATE - used) continue;
+        s->target_slot[i] = (uint32_t)used + 1;
+        used += (bytes + 63) / 64 * 64;
+    }
+}
+
+void iotame__posix_target_check(const iotame_posix_segment_t *s)
+{
+    static char why[IOTAME_MODULE_MAX][160]; /* the statistics keep the reason's pointer */
+    for (int i = 0; iotame_modules[i] && i < IOTAME_MODULE_MAX; i++) {
+        size_t bytes = iotame_modules[i]->posix_target_bytes;
+        if (!bytes || s->target_slot[i]) continue;
+        snprintf(why[i], sizeof why[i], "posix: %s's %zu bytes of per-target state do not fit a target's %d; it has none",
+                 iotame_modules[i]->name, bytes, IOTAME_POSIX_TARGET_STATE);
+        iotame_stats_passthrough(NULL, why[i]);
+    }
+}
+
+void *iotame_posix_target_state(iotame_posix_target_t *t, const iotame_module_t *m)
+{
+    iotame_posix_segment_t *s = iotame_posix_segment();
+    int i = iotame_module_index(m);
+    if (!s || !t || i < 0 || i >= IOTAME_MODULE_MAX || !s->target_slot[i]) return NULL;
+    return t->state + s->target_slot[i] - 1;
 }

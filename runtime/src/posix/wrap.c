@@ -109,7 +109,8 @@ static int resolve(void *const *slot)
 /* An open of any kind: when the layer is on, timed and shown to record.c (which decides whether to record it). */
 #define OPEN_BODY(NAME, DIRFD, PATH, FLAGS, CALL, FALLBACK)                                                    \
     if (!REAL(NAME)) return (int)(FALLBACK);                                                                   \
-    if (__builtin_expect(!iotame__posix_nfds || iotame__posix_quiet, 1)) return CALL;                          \
+    unsigned on_ = __atomic_load_n(&iotame__posix_nfds, __ATOMIC_RELAXED);                                     \
+    if (__builtin_expect(!on_ || iotame__posix_quiet, 1)) return CALL;                                         \
     uint64_t t0 = iotame_now();                                                                                \
     int fd = CALL;                                                                                             \
     uint64_t t = iotame_now() - t0;                                                                            \
@@ -181,7 +182,7 @@ IOTAME_WRAPPER int close(int fd)
     if (!REAL(close)) return (int)syscall(SYS_close, fd);
     iotame__posix_fd_t *d = iotame__posix_fd(fd);
     if (__builtin_expect(!d, 1)) return real.close(fd);
-    int durable = iotame_posix_sync_at_close && d->written && REAL(fsync);
+    int durable = iotame_core_sync_at_close() && d->written && REAL(fsync);
     iotame_posix_file_t *f = iotame__posix_closing(fd);
     uint64_t t0 = iotame_now();
     int synced = durable ? real.fsync(fd) : 0, sync_errno = errno; /* its time is the close's */
@@ -202,7 +203,7 @@ IOTAME_WRAPPER int close(int fd)
 
 static inline void hooks_before(const iotame_posix_io_t *io)
 {
-    if (!iotame__posix_before.n) return;
+    if (!iotame__hooks_posix_before.n) return;
     iotame__posix_quiet++;
     iotame_modules_posix_before(io);
     iotame__posix_quiet--;
@@ -210,7 +211,7 @@ static inline void hooks_before(const iotame_posix_io_t *io)
 
 static inline void hooks_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ticks)
 {
-    if (!iotame__posix_after.n) return;
+    if (!iotame__hooks_posix_after.n) return;
     iotame__posix_quiet++;
     iotame_modules_posix_after(io, rc, iotame__posix_ns(ticks));
     iotame__posix_quiet--;
@@ -229,13 +230,13 @@ static size_t iov_bytes(const struct iovec *iov, int n)
  * itself is arithmetic. */
 #define REQUEST(W, OFF, BYTES, CALL, POSITIONAL)                                                                \
     iotame__posix_fd_t *d = &iotame__posix_fds[fd];                                                            \
-    iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), d->file};                                    \
+    iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), __atomic_load_n(&d->file, __ATOMIC_ACQUIRE)}; \
     hooks_before(&io);                                                                                         \
     iotame__posix_request_begin(io.file);                                                                      \
     uint64_t t0 = iotame_now();                                                                                \
     ssize_t rc = CALL;                                                                                         \
     uint64_t t = iotame_now() - t0;                                                                            \
-    int careful = iotame__posix_after.n || (W && d->append), e = careful ? errno : 0;                          \
+    int careful = iotame__hooks_posix_after.n || (W && d->append), e = careful ? errno : 0;                    \
     if (W && rc > 0) d->written = 1;                                                                           \
     if (POSITIONAL && rc > 0) {                                                                                \
         if (W && d->append) {                                                                                  \

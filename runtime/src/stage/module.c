@@ -27,7 +27,8 @@
 
 extern const iotame_module_t iotame_module_stage;
 
-typedef struct handle {
+/* The module's state of one handle (its slot in the core's record). */
+typedef struct stage_handle {
     MPI_File fh;
     MPI_Comm comm; /* a duplicate of the file's communicator: set_view's agreement */
     iotame_file_stats_t *fs;
@@ -40,31 +41,27 @@ typedef struct handle {
     uint64_t last_end;  /* ring position after this process's last record of the file (0: none) */
     int64_t next_read;  /* prefetch: where this process's next sequential read would start (-1: none yet) */
     int slot[2];        /* prefetch: this handle's read-ahead buffers (-1: none) */
-    struct handle *next;
 } handle_t;
 
 static stage_area_t *area;
 static int node_rank;
 static double threshold;
-static handle_t *handles;
-static int app_threaded; /* the application runs MPI_THREAD_MULTIPLE: the hooks lock */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int app_threaded; /* the application runs MPI_THREAD_MULTIPLE: the data path locks */
+static pthread_mutex_t stage_serve_lock = PTHREAD_MUTEX_INITIALIZER; /* the extents and packing buffer below */
 static iotame_extents_t ext;
 static char *pack;
 static size_t pack_cap;
 
-/* this process's counters */
+/* this process's counters, updated with stage_count from any thread */
 static struct {
     uint64_t calls, bytes, blocked_ns, drain_ns, close_ns, reads_waited, bypassed, errors_returned, prefetch_hits,
         prefetch_misses, prefetch_bytes;
 } mine;
 
-static handle_t *find(MPI_File fh)
-{
-    for (handle_t *h = handles; h; h = h->next)
-        if (h->fh == fh) return h;
-    return NULL;
-}
+static void stage_count(uint64_t *counter, uint64_t n) { __atomic_fetch_add(counter, n, __ATOMIC_RELAXED); }
+
+/* The module's state of a handle, or NULL when the handle is not staged. */
+static handle_t *stage_handle(iotame_file_t *f) { return *iotame_file_slot(f, &iotame_module_stage); }
 
 static int error_class(int err)
 {
@@ -85,13 +82,13 @@ static int take_error(handle_t *h)
 {
     int err = stage_take_error(area, h->file, node_rank);
     if (!err) return MPI_SUCCESS;
-    mine.errors_returned++;
+    stage_count(&mine.errors_returned, 1);
     int code = error_class(err);
     PMPI_File_call_errhandler(h->fh, code);
     return code;
 }
 
-static void drain(uint64_t upto) { mine.drain_ns += stage_drain(area, upto); }
+static void drain(uint64_t upto) { stage_count(&mine.drain_ns, stage_drain(area, upto)); }
 
 /* This process's staged data of h's file is written (a read or an unstaged write comes next). */
 static void own_data_written(handle_t *h)
@@ -125,13 +122,13 @@ static void view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
 
 /* ---- open and close ---- */
 
-static int enabled(const iotame_file_config_t *fc, const char *key)
+static int enabled(const iotame_file_t *f, const char *key)
 {
-    return json_is_true(iotame_config_setting(fc, "staging", key));
+    return json_is_true(iotame_file_setting(f, "staging", key));
 }
 
 /* An open of a file whose staged data (of a closed handle, with sync_on_close false) is not written yet waits. */
-static void opening(const iotame_open_t *o)
+static void stage_opening(const iotame_open_t *o)
 {
     struct stat st;
     if (__atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE)) return;
@@ -144,15 +141,19 @@ static void opening(const iotame_open_t *o)
     if (pending) drain(head);
 }
 
-static void open_file(const iotame_open_t *o)
+static void stage_open(const iotame_open_t *o)
 {
-    if (!o->fc || (!enabled(o->fc, "enabled") && !enabled(o->fc, "prefetch"))) return;
+    if (!o->fc || (!json_is_true(iotame_config_setting(o->fc, "staging", "enabled")) &&
+                   !json_is_true(iotame_config_setting(o->fc, "staging", "prefetch"))))
+        return; /* the same on every rank (one configuration): no agreement needed */
     /* Whether this rank can stage the file; every rank of the file must agree (collective writes). */
     const char *why = NULL;
     char real[PATH_MAX];
     struct stat st;
     int file = -1;
-    if (!realpath(iotame_posix_path(o->path), real) || stat(real, &st) != 0) why = "the file cannot be found by path (staging)";
+    if (!o->file) why = "out of memory (the handle's record)";
+    else if (!realpath(iotame_posix_path(o->path), real) || stat(real, &st) != 0)
+        why = "the file cannot be found by path (staging)";
     else if ((file = stage_file_claim(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino, real)) < 0)
         why = "the node's staging table is full";
     int ok = file >= 0, all = 0;
@@ -174,27 +175,25 @@ static void open_file(const iotame_open_t *o)
     h->fs = o->fs;
     h->file = file;
     h->amode = o->amode;
-    h->writes = enabled(o->fc, "enabled") && !(o->amode & MPI_MODE_RDONLY);
-    h->sync_on_close = enabled(o->fc, "sync_on_close");
-    h->prefetch = enabled(o->fc, "prefetch");
+    h->writes = enabled(o->file, "enabled") && !(o->amode & MPI_MODE_RDONLY);
+    h->sync_on_close = enabled(o->file, "sync_on_close");
+    h->prefetch = enabled(o->file, "prefetch");
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
     view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
-    if (app_threaded) pthread_mutex_lock(&lock);
-    h->next = handles;
-    handles = h;
-    if (app_threaded) pthread_mutex_unlock(&lock);
+    *iotame_file_slot(o->file, &iotame_module_stage) = h;
 }
 
-static void set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+static void stage_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                           const char *datarep)
 {
-    handle_t *h = find(fh);
+    handle_t *h = stage_handle(f);
     if (h) view_set(h, disp, etype, filetype, datarep);
 }
 
-static void set_atomicity(MPI_File fh, int flag)
+static void stage_set_atomicity(iotame_file_t *f, int flag)
 {
-    handle_t *h = find(fh);
+    handle_t *h = stage_handle(f);
     if (!h) return;
     h->atomic = flag;
     if (flag) own_data_written(h);
@@ -202,41 +201,35 @@ static void set_atomicity(MPI_File fh, int flag)
 
 static void prefetch_release(handle_t *h);
 
-static int sync_file(MPI_File fh)
+static int stage_sync(iotame_file_t *f)
 {
-    handle_t *h = find(fh);
+    handle_t *h = stage_handle(f);
     if (!h) return MPI_SUCCESS;
     drain(stage_head(area));
     prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
     return take_error(h);
 }
 
-static int close_file(MPI_File fh)
+static int stage_close(iotame_file_t *f)
 {
-    handle_t *h = find(fh);
+    handle_t *h = stage_handle(f);
     if (!h) return MPI_SUCCESS;
     uint64_t t0 = iotame_monotonic_ns();
     if (h->sync_on_close) drain(stage_head(area));
     int rc = take_error(h);
-    mine.close_ns += iotame_monotonic_ns() - t0;
+    stage_count(&mine.close_ns, iotame_monotonic_ns() - t0);
     prefetch_release(h);
     stage_file_release(area, h->file);
-    if (app_threaded) pthread_mutex_lock(&lock);
-    for (handle_t **p = &handles; *p; p = &(*p)->next)
-        if (*p == h) {
-            *p = h->next;
-            break;
-        }
-    if (app_threaded) pthread_mutex_unlock(&lock);
+    *iotame_file_slot(f, &iotame_module_stage) = NULL;
     view_free(h);
     PMPI_Comm_free(&h->comm);
     free(h);
     return rc;
 }
 
-static void sizing(MPI_File fh)
+static void stage_sizing(iotame_file_t *f)
 {
-    if (find(fh)) drain(stage_head(area));
+    if (stage_handle(f)) drain(stage_head(area));
 }
 
 /* ---- the data path ---- */
@@ -301,7 +294,7 @@ static void complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, i
 
 static void bypass(handle_t *h, const char *why)
 {
-    mine.bypassed++;
+    stage_count(&mine.bypassed, 1);
     iotame_stats_passthrough(h->fs, why);
     own_data_written(h);
 }
@@ -317,8 +310,8 @@ static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
         return 0;
     }
     if (ext.n) h->last_end = stage_put(area, h->file, node_rank, ext.v, ext.n, data, threshold, &mine.blocked_ns);
-    mine.calls++;
-    mine.bytes += (uint64_t)nbytes;
+    stage_count(&mine.calls, 1);
+    stage_count(&mine.bytes, (uint64_t)nbytes);
     complete(io, h, pos, nbytes, nbytes);
     *rc = MPI_SUCCESS;
     return 1;
@@ -405,11 +398,11 @@ static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
     }
     stage_unlock(area);
     if (!served) {
-        mine.prefetch_misses++;
+        stage_count(&mine.prefetch_misses, 1);
         return 0;
     }
-    mine.prefetch_hits++;
-    mine.prefetch_bytes += (uint64_t)len;
+    stage_count(&mine.prefetch_hits, 1);
+    stage_count(&mine.prefetch_bytes, (uint64_t)len);
     complete(io, h, pos, nbytes, nbytes);
     *rc = MPI_SUCCESS;
     return 1;
@@ -417,7 +410,7 @@ static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
 
 static int serve_call(const iotame_io_t *io, int *rc)
 {
-    handle_t *h = find(io->fh);
+    handle_t *h = stage_handle(io->file);
     if (!h) return 0;
     if (io->write && h->writes) return stage_write(h, io, rc);
     if (io->write) { /* the library writes: what this process read ahead may be stale */
@@ -425,54 +418,51 @@ static int serve_call(const iotame_io_t *io, int *rc)
         return 0;
     }
     if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) {
-        mine.reads_waited++;
+        stage_count(&mine.reads_waited, 1);
         own_data_written(h);
     }
     return h->prefetch && !h->atomic ? prefetch_read(h, io, rc) : 0;
 }
 
-/* Under MPI_THREAD_MULTIPLE the application's threads take turns here (the handle list, the extents and the packing
- * buffer are the process's); a thread waiting for room in the ring holds the others back, as a full cache would. */
-static int serve(const iotame_io_t *io, int *rc)
+/* Under MPI_THREAD_MULTIPLE the application's threads take turns here (the extents and the packing buffer are the
+ * process's); a thread waiting for room in the ring holds the others back, as a full cache would. */
+static int stage_serve(const iotame_io_t *io, int *rc)
 {
+    if (!stage_handle(io->file)) return 0;
     if (!app_threaded) return serve_call(io, rc);
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&stage_serve_lock);
     int served = serve_call(io, rc);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&stage_serve_lock);
     return served;
 }
 
 /* ---- start and finalize ---- */
 
-/* Whether a rule stages writes (1) or prefetches (2). */
-static int stages(const json_t *rule)
-{
-    const json_t *s = json_object_get(rule, "staging");
-    return json_is_true(json_object_get(s, "enabled")) | json_is_true(json_object_get(s, "prefetch")) << 1;
-}
+static int stage_is_true(const json_t *v) { return json_is_true(v); }
 
 static double number(const iotame_file_config_t *process, const char *key)
 {
     return json_number_value(iotame_config_setting(process, "staging", key));
 }
 
-static int start(const iotame_config_t *cfg)
+static int stage_start(const iotame_config_t *cfg)
 {
     if (!cfg) return 0;
-    int any = stages(cfg->defaults.json);
-    for (size_t i = 0; i < cfg->nrules; i++) any |= stages(cfg->rules[i].json);
-    if (!any) return 0; /* the same on every rank: they all read one configuration */
+    /* whether some file stages writes (1) or prefetches (2): the same on every rank (one configuration) */
+    int any = iotame_config_any(cfg, "staging", "enabled", stage_is_true) |
+              iotame_config_any(cfg, "staging", "prefetch", stage_is_true) << 1;
+    if (!any) return 0;
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
-    app_threaded = iotame__threaded;
+    app_threaded = iotame_core_app_threaded();
     threshold = number(&process, "flush_threshold");
     uint64_t cap = (uint64_t)number(&process, "cache_mb") << 20;
     uint64_t ahead = any & 2 ? (uint64_t)number(&process, "prefetch_kb") << 10 : 0;
     if (ahead > cap / 4 / STAGE_PREFETCH_SLOTS) ahead = cap / 4 / STAGE_PREFETCH_SLOTS; /* within the cap */
     area = stage_area_map(cap - ahead * STAGE_PREFETCH_SLOTS, ahead, &node_rank);
     int ok = area != NULL;
+    if (area) iotame_core_threads_started(); /* the flusher's POSIX requests run beside the application's */
     if (area && node_rank == 0) {
         stage_flush_knobs_t k = {threshold, (uint64_t)(number(&process, "flush_delay_ms") * 1e6)};
-        iotame__threaded = 1; /* the flusher's POSIX requests run beside the application's */
         ok = stage_flusher_start(area, &k) == 0;
     }
     int all = 0;
@@ -488,7 +478,7 @@ static int start(const iotame_config_t *cfg)
 
 static double seconds(uint64_t ns) { return (double)ns * 1e-9; }
 
-static void finalize(void)
+static void stage_finalize(void)
 {
     drain(stage_head(area));
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
@@ -523,7 +513,7 @@ static void finalize(void)
 }
 
 /* into[key] += v, for integers and reals alike. */
-static void add(json_t *into, const char *key, const json_t *v)
+static void stage_add(json_t *into, const char *key, const json_t *v)
 {
     const json_t *was = json_object_get(into, key);
     json_object_set_new(into, key, json_is_integer(v) ? json_integer(json_integer_value(was) + json_integer_value(v))
@@ -531,18 +521,18 @@ static void add(json_t *into, const char *key, const json_t *v)
 }
 
 /* Sums over the ranks, and over the nodes for the flushers' counters; the failures of every node. */
-static json_t *job_report(const json_t *ranks)
+static json_t *stage_job_report(const json_t *ranks)
 {
     json_t *out = json_object(), *flusher = json_object(), *failed = json_array(), *r, *v;
     size_t i;
     const char *k;
     json_array_foreach(ranks, i, r) {
         json_object_foreach((json_t *)r, k, v)
-            if (json_is_number(v)) add(out, k, v);
+            if (json_is_number(v)) stage_add(out, k, v);
         json_object_foreach(json_object_get(r, "node"), k, v) {
             if (json_is_array(v)) json_array_extend(failed, v);
             else if (strcmp(k, "cache_bytes") == 0) json_object_set(flusher, k, v); /* per node */
-            else add(flusher, k, v);
+            else stage_add(flusher, k, v);
         }
     }
     json_object_set_new(flusher, "failed", failed);
@@ -553,15 +543,15 @@ static json_t *job_report(const json_t *ranks)
 const iotame_module_t iotame_module_stage = {
     .name = "stage",
     .settings = "staging",
-    .start = start,
-    .opening = opening,
-    .open = open_file,
-    .set_view = set_view,
-    .set_atomicity = set_atomicity,
-    .serve = serve,
-    .sync = sync_file,
-    .close = close_file,
-    .sizing = sizing,
-    .finalize = finalize,
-    .job_report = job_report,
+    .start = stage_start,
+    .opening = stage_opening,
+    .open = stage_open,
+    .set_view = stage_set_view,
+    .set_atomicity = stage_set_atomicity,
+    .serve = stage_serve,
+    .sync = stage_sync,
+    .close = stage_close,
+    .sizing = stage_sizing,
+    .finalize = stage_finalize,
+    .job_report = stage_job_report,
 };

@@ -1,12 +1,13 @@
-/* The adaptive controller: the paper's future work, choosing the number of concurrent streams by measurement.
- * A search measures the target's aggregate throughput for one window per level, the unthrottled level first (it is
- * the default, so measuring it loses nothing), then every power of two below it, highest first (a disk's curve is
- * flat down to two readers and jumps at one: no level can be skipped on the way), then refines between the best
- * level and its measured neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load
- * imbalance at the next barrier). A level is examined only while what the search lost against the best so far is
- * under `budget` of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two
- * windows in a row that deviate from the reference by more than `threshold` start a new search. No MPI, no time
- * source of its own: the gate (gate.c) calls it with each finished window, under the gate's lock. */
+/* The adaptive controller: the future work of Seelam, Kerstens and Teller ("Throttling I/O Streams to Accelerate
+ * File-I/O Performance"), choosing the number of concurrent streams by measurement. A search measures the target's
+ * aggregate throughput for one window per level, the unthrottled level first (it is the default, so measuring it
+ * loses nothing), then every power of two below it, highest first (a disk's curve is flat down to two readers and
+ * jumps at one: no level can be skipped on the way), then refines between the best level and its measured
+ * neighbours; the best is kept, the highest of those within `tolerance` of it (fewer waits, less load imbalance at
+ * the next barrier). A level is examined only while what the search lost against the best so far is under `budget`
+ * of the I/O time seen, as the collective selector does; meanwhile the best serves. Once steady, two windows in a
+ * row that deviate from the reference by more than `threshold` start a new search. No MPI, no time source of its
+ * own: the gate (gate.c) calls it with each finished window, under the gate's lock. */
 #include <math.h>
 #include <string.h>
 
@@ -14,28 +15,28 @@
 
 #define REFINE_ROUNDS 1
 
-static int find(const throttle_ctl_t *c, int level)
+static int ctl_find(const throttle_ctl_t *c, int level)
 {
     for (int i = 0; i < c->ncand; i++)
         if (c->level_cand[i] == level) return i;
     return -1;
 }
 
-static void add(throttle_ctl_t *c, int level)
+static void ctl_add(throttle_ctl_t *c, int level)
 {
-    if (level >= 1 && level <= c->nmax && find(c, level) < 0 && c->ncand < THROTTLE_CANDIDATES)
+    if (level >= 1 && level <= c->nmax && ctl_find(c, level) < 0 && c->ncand < THROTTLE_CANDIDATES)
         c->level_cand[c->ncand++] = level;
 }
 
 /* The search's plan: nmax, then the powers of two below it, highest first: the levels nearest the default are the
  * cheapest to try when the default is good, and a device that wants few streams shows it level after level. */
-static void plan(throttle_ctl_t *c)
+static void ctl_plan(throttle_ctl_t *c)
 {
     c->ncand = 0;
-    add(c, c->nmax);
+    ctl_add(c, c->nmax);
     int top = 1;
     while (top * 2 < c->nmax) top *= 2;
-    for (int l = top; l >= 1; l /= 2) add(c, l);
+    for (int l = top; l >= 1; l /= 2) ctl_add(c, l);
     memset(c->mbs, 0, sizeof c->mbs);
     c->refined = 0;
     c->loss_ns = 0;
@@ -45,7 +46,7 @@ static void plan(throttle_ctl_t *c)
 }
 
 /* The best measured candidate: the highest level within tolerance of the fastest; -1 when none is measured. */
-static int best_index(const throttle_ctl_t *c, double tolerance)
+static int ctl_best_index(const throttle_ctl_t *c, double tolerance)
 {
     double top = 0;
     for (int i = 0; i < c->ncand; i++)
@@ -59,36 +60,36 @@ static int best_index(const throttle_ctl_t *c, double tolerance)
 
 int throttle_ctl_best(const throttle_ctl_t *c)
 {
-    int b = best_index(c, 0);
+    int b = ctl_best_index(c, 0);
     return b >= 0 ? c->level_cand[b] : 0;
 }
 
 /* Adds the midpoints between the best level and its closest measured neighbours; 0 when there is none new. */
-static int refine(throttle_ctl_t *c, double tolerance)
+static int ctl_refine(throttle_ctl_t *c, double tolerance)
 {
     if (c->refined >= REFINE_ROUNDS) return 0;
     c->refined++;
-    int b = c->level_cand[best_index(c, tolerance)], lo = 0, hi = 0, before = c->ncand;
+    int b = c->level_cand[ctl_best_index(c, tolerance)], lo = 0, hi = 0, before = c->ncand;
     for (int i = 0; i < c->ncand; i++) {
         int l = c->level_cand[i];
         if (c->mbs[i] <= 0) continue;
         if (l < b && l > lo) lo = l;
         if (l > b && (!hi || l < hi)) hi = l;
     }
-    if (lo) add(c, (lo + b) / 2);
-    if (hi) add(c, (b + hi) / 2);
+    if (lo) ctl_add(c, (lo + b) / 2);
+    if (hi) ctl_add(c, (b + hi) / 2);
     return c->ncand > before;
 }
 
 /* The next unmeasured candidate, -1 when none. */
-static int next_unmeasured(const throttle_ctl_t *c)
+static int ctl_next_unmeasured(const throttle_ctl_t *c)
 {
     for (int i = 0; i < c->ncand; i++)
         if (c->mbs[i] <= 0) return i;
     return -1;
 }
 
-static void log_phase(throttle_ctl_t *c, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns)
+static void ctl_log_phase(throttle_ctl_t *c, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns)
 {
     throttle_phase_t *p = c->nphases ? &c->phase[c->nphases - 1] : NULL;
     int searching = c->state == THROTTLE_SEARCH;
@@ -109,7 +110,7 @@ void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known)
 {
     memset(c, 0, sizeof *c);
     c->nmax = nmax > 0 ? nmax : 1;
-    plan(c);
+    ctl_plan(c);
     c->level = c->level_cand[0];
     if (known > 0) {
         c->level = known < c->nmax ? known : c->nmax;
@@ -124,7 +125,7 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
 {
     if (!busy_ns || !bytes) return c->level;
     double mbs = (double)bytes / (double)busy_ns * 1e3;
-    log_phase(c, bytes, busy_ns, now_ns);
+    ctl_log_phase(c, bytes, busy_ns, now_ns);
     c->busy_ns += busy_ns;
     if (c->state == THROTTLE_STEADY) {
         if (c->reference <= 0) { /* the first window at a remembered level, or after a search of one level */
@@ -133,7 +134,7 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
         }
         if (fabs(mbs - c->reference) > k->threshold * c->reference) {
             if (++c->deviations < 2) return c->level;
-            plan(c); /* the workload or the device changed: search again, from the unthrottled level */
+            ctl_plan(c); /* the workload or the device changed: search again, from the unthrottled level */
             c->level = c->level_cand[0];
             c->deviations = 0;
             return c->level;
@@ -141,17 +142,17 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
         c->deviations = 0;
         return c->level;
     }
-    int i = find(c, c->level);
+    int i = ctl_find(c, c->level);
     if (i < 0) { /* a level outside the candidates (cannot happen): measure from the plan */
         c->level = c->level_cand[0];
         return c->level;
     }
     c->mbs[i] = c->mbs[i] > 0 ? (c->mbs[i] + mbs) / 2 : mbs;
-    int best = best_index(c, 0);
+    int best = ctl_best_index(c, 0);
     if (c->mbs[best] > mbs) c->loss_ns += (uint64_t)((double)busy_ns * (1 - mbs / c->mbs[best]));
-    int next = next_unmeasured(c);
-    if (next < 0 && refine(c, k->tolerance)) next = next_unmeasured(c);
-    int keep = best_index(c, k->tolerance);
+    int next = ctl_next_unmeasured(c);
+    if (next < 0 && ctl_refine(c, k->tolerance)) next = ctl_next_unmeasured(c);
+    int keep = ctl_best_index(c, k->tolerance);
     if (next < 0) { /* the search is over */
         c->level = c->found = c->level_cand[keep];
         c->reference = c->found_mbs = c->mbs[keep];

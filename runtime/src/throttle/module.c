@@ -1,11 +1,12 @@
 /* The throttle module: which requests pass the gate and at what level (the file's throttle.readers/writers), the
  * gates' setup at MPI_Init, the knowledge file of the adaptive levels, and the statistics: per direction the time
- * processes waited for a turn, their time in requests, and the paper's load-imbalance view (the time they then
- * waited at the application's next barrier); per target the level in force per phase and the most processes seen
- * inside at once. */
+ * processes waited for a turn, their time in requests, and the load-imbalance view of Seelam, Kerstens and Teller
+ * ("Throttling I/O Streams to Accelerate File-I/O Performance") (the time they then waited at the application's next
+ * barrier); per target the level in force per phase and the most processes seen inside at once. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,10 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/knowledge.h"
 #include "posix/posix.h"
 #include "throttle.h"
-
-_Static_assert(sizeof(throttle_target_t) <= IOTAME_POSIX_TARGET_STATE, "a target's throttle state must fit its entry");
 
 enum { READ, WRITE };
 static const char *const dir_name[2] = {"read", "write"};
@@ -42,12 +42,19 @@ static dir_stats_t mine[2];
 static int last_dir = -1; /* the direction of this process's last throttled request since its last barrier */
 
 static _Thread_local throttle_gate_t *entered;
+static _Thread_local throttle_pass_t entered_pass;
 static _Thread_local int entered_auto;
 static _Thread_local uint64_t entered_wait, entered_at;
 
+/* The throttle's slot of a target's entry in the node's segment (the target's two gates), or NULL. */
+static throttle_target_t *throttle_state_of(iotame_posix_target_t *t)
+{
+    return iotame_posix_target_state(t, &iotame_module_throttle);
+}
+
 /* ---- settings ---- */
 
-static int level_of(const json_t *v)
+static int throttle_level_of(const json_t *v)
 {
     if (!v) return 0;
     if (json_is_string(v)) return AUTO; /* "auto", the only string the validator lets through */
@@ -58,7 +65,7 @@ static int level_of(const json_t *v)
     return share < 1 ? 1 : share > 1000000 ? 1000000 : (int)share;
 }
 
-static file_levels_t *levels_of(iotame_posix_file_t *f)
+static file_levels_t *throttle_levels_of(iotame_posix_file_t *f)
 {
     void **slot = iotame_posix_file_data(f, &iotame_module_throttle);
     file_levels_t *l = slot ? __atomic_load_n((file_levels_t **)slot, __ATOMIC_ACQUIRE) : NULL;
@@ -68,8 +75,8 @@ static file_levels_t *levels_of(iotame_posix_file_t *f)
     const iotame_config_t *cfg = iotame_core_config();
     iotame_file_config_t fc;
     if (cfg && iotame_config_for_file(cfg, iotame_posix_file_path(f), &fc) == 0) {
-        l->level[READ] = level_of(iotame_config_value(&fc, "throttle", "readers"));
-        l->level[WRITE] = level_of(iotame_config_value(&fc, "throttle", "writers"));
+        l->level[READ] = throttle_level_of(iotame_config_value(&fc, "throttle", "readers"));
+        l->level[WRITE] = throttle_level_of(iotame_config_value(&fc, "throttle", "writers"));
         iotame_config_file_release(&fc);
     }
     file_levels_t *none = NULL;
@@ -80,14 +87,10 @@ static file_levels_t *levels_of(iotame_posix_file_t *f)
     return l;
 }
 
-/* Whether a rule object sets readers or writers. */
-static int throttles(const json_t *rule)
-{
-    json_t *t = json_object_get(rule, "throttle");
-    return json_object_get(t, "readers") || json_object_get(t, "writers");
-}
+/* Whether a value of readers or writers limits the streams (set: a level or "auto"). */
+static int throttle_limits(const json_t *v) { return v != NULL; }
 
-static double knob(const iotame_file_config_t *process, const char *key)
+static double throttle_knob(const iotame_file_config_t *process, const char *key)
 {
     return json_number_value(iotame_config_setting(process, "throttle", key));
 }
@@ -101,17 +104,15 @@ static void signature(char *buf, size_t n, int dir, uint64_t fs_type, int size_l
     snprintf(buf, n, "%s procs=%d fs=0x%llx size=2^%d", dir_name[dir], node_procs, (unsigned long long)fs_type, size_log2);
 }
 
+/* Every rank gets the throttle's section of the knowledge store: rank 0 reads the file and broadcasts it (collective
+ * over MPI_COMM_WORLD: start runs on every rank). */
 static void knowledge_load(void)
 {
     if (!knowledge_path) return;
     iotame_posix_quiet_begin();
-    json_error_t err;
-    json_t *root = json_load_file(knowledge_path, 0, &err);
+    int rc = iotame_knowledge_read(knowledge_path, "throttle", MPI_COMM_WORLD, &knowledge);
     iotame_posix_quiet_end();
-    json_t *t = json_object_get(root, "throttle");
-    if (json_is_object(t)) knowledge = json_incref(t);
-    else if (root) iotame_stats_passthrough(NULL, "throttle: the knowledge file has no \"throttle\" object; not used");
-    json_decref(root);
+    if (rc == -EINVAL) iotame_stats_passthrough(NULL, "throttle: the knowledge file is not a knowledge file; not used");
 }
 
 static int knowledge_level(int dir, uint64_t fs_type, int size_log2)
@@ -124,17 +125,17 @@ static int knowledge_level(int dir, uint64_t fs_type, int size_log2)
 
 /* ---- the POSIX hooks ---- */
 
-static void posix_before(const iotame_posix_io_t *io)
+static void throttle_posix_before(const iotame_posix_io_t *io)
 {
-    file_levels_t *l = io->file ? levels_of(io->file) : NULL;
+    file_levels_t *l = io->file ? throttle_levels_of(io->file) : NULL;
     int dir = io->write ? WRITE : READ;
     if (!l || !l->level[dir]) return;
-    iotame_posix_target_t *t = iotame_posix_target(iotame_posix_target_of(io));
+    throttle_target_t *t = throttle_state_of(iotame_posix_target(iotame_posix_target_of(io)));
     if (!t) {
         iotame_stats_passthrough(NULL, "throttle: no shared target entry (no segment, a table full, or not a regular file)");
         return;
     }
-    throttle_gate_t *g = &((throttle_target_t *)t->state)->dir[dir];
+    throttle_gate_t *g = &t->dir[dir];
     if (l->level[dir] == AUTO && !__atomic_load_n(&g->ctl_started, __ATOMIC_ACQUIRE)) {
         int size_log2 = (int)size_class(io->bytes);
         uint64_t fs_type = iotame_posix_fs_type(io->file);
@@ -143,18 +144,18 @@ static void posix_before(const iotame_posix_io_t *io)
         throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2));
     }
     entered_at = iotame_monotonic_ns();
-    entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns);
+    entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns, &entered_pass);
     entered = g;
     entered_auto = l->level[dir] == AUTO;
 }
 
-static void posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
+static void throttle_posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
 {
     (void)ns; /* the request's time is from the turn asked for: the wait, a later module's (emulate) and the call */
     throttle_gate_t *g = entered;
     if (!g) return;
     entered = NULL;
-    throttle_gate_leave(g, rc > 0 ? (uint64_t)rc : 0, entered_auto, &knobs);
+    throttle_gate_leave(g, &entered_pass, rc > 0 ? (uint64_t)rc : 0, entered_auto, &knobs);
     dir_stats_t *s = &mine[io->write ? WRITE : READ];
     __atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
     if (entered_wait > 1000) __atomic_add_fetch(&s->waited, 1, __ATOMIC_RELAXED);
@@ -164,7 +165,7 @@ static void posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
 }
 
 /* The paper's LBSTIO: a barrier after throttled I/O is the wait for the processes whose I/O came later. */
-static void barrier(uint64_t ns)
+static void throttle_barrier(uint64_t ns)
 {
     int d = __atomic_exchange_n(&last_dir, -1, __ATOMIC_RELAXED);
     if (d < 0) return;
@@ -174,27 +175,29 @@ static void barrier(uint64_t ns)
 
 /* ---- start and finalize ---- */
 
-static int start(const iotame_config_t *cfg)
+static int throttle_start(const iotame_config_t *cfg)
 {
-    if (!cfg) return 0;
-    int any = throttles(cfg->defaults.json);
-    for (size_t i = 0; i < cfg->nrules; i++) any |= throttles(cfg->rules[i].json);
-    if (!any) return 0; /* the same on every rank: they all read one configuration */
+    if (!cfg || !(iotame_config_any(cfg, "throttle", "readers", throttle_limits) ||
+                  iotame_config_any(cfg, "throttle", "writers", throttle_limits)))
+        return 0; /* the same on every rank: they all read one configuration */
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
-    knobs.window_ns = knob(&process, "window_seconds") * 1e9;
-    knobs.threshold = knob(&process, "threshold");
-    knobs.tolerance = knob(&process, "tolerance");
-    knobs.budget = knob(&process, "exam_budget");
-    stall_ns = (uint64_t)(knob(&process, "stall_seconds") * 1e9);
+    knobs.window_ns = throttle_knob(&process, "window_seconds") * 1e9;
+    knobs.threshold = throttle_knob(&process, "threshold");
+    knobs.tolerance = throttle_knob(&process, "tolerance");
+    knobs.budget = throttle_knob(&process, "exam_budget");
+    stall_ns = (uint64_t)(throttle_knob(&process, "stall_seconds") * 1e9);
     knowledge_path = json_string_value(iotame_config_setting(&process, "throttle", "knowledge"));
     iotame_posix_segment_t *seg = iotame_posix_segment();
     int ok = seg != NULL;
     if (seg) {
         node_procs = (int)seg->nprocs;
         job_procs = (int)seg->job_nprocs;
-        if (iotame_posix_node_rank() == 0)
-            for (int i = 0; i < IOTAME_POSIX_TARGETS && ok; i++)
-                for (int d = 0; d < 2 && ok; d++) ok = throttle_gate_init(&((throttle_target_t *)seg->target[i].state)->dir[d]) == 0;
+        for (int i = 0; i < IOTAME_POSIX_TARGETS && ok; i++) {
+            throttle_target_t *t = throttle_state_of(&seg->target[i]);
+            ok = t != NULL;
+            if (t && iotame_posix_node_rank() == 0)
+                for (int d = 0; d < 2 && ok; d++) ok = throttle_gate_init(&t->dir[d]) == 0;
+        }
     }
     int all = ok;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* also: the gates are ready before any I/O */
@@ -207,7 +210,7 @@ static int start(const iotame_config_t *cfg)
     return 1;
 }
 
-static json_t *phases_json(const throttle_ctl_t *c, uint64_t t0)
+static json_t *throttle_phases_json(const throttle_ctl_t *c, uint64_t t0)
 {
     json_t *a = json_array();
     for (uint32_t i = 0; i < c->nphases; i++) {
@@ -222,7 +225,7 @@ static json_t *phases_json(const throttle_ctl_t *c, uint64_t t0)
     return a;
 }
 
-static json_t *gate_json(const throttle_gate_t *g, uint64_t t0)
+static json_t *throttle_gate_json(const throttle_gate_t *g, uint64_t t0)
 {
     json_t *o = json_pack("{s:s,s:I,s:i,s:i}", "mode", g->used_auto ? "auto" : "static", "requests",
                           (json_int_t)g->requests, "max_inside", g->max_inside, "bypassed", g->bypassed);
@@ -243,71 +246,70 @@ static json_t *gate_json(const throttle_gate_t *g, uint64_t t0)
         if (c->mbs[i] > 0) json_object_set_new(measured, key, json_real(c->mbs[i]));
     }
     json_object_set_new(o, "measured_mbs", measured);
-    json_object_set_new(o, "phases", phases_json(c, t0));
+    json_object_set_new(o, "phases", throttle_phases_json(c, t0));
     return o;
 }
 
-/* Rank 0 of the job keeps what its node's controllers found, merged into the knowledge file. */
+/* The levels this run found replace the file's of the same signatures; the other signatures are kept. */
+static int knowledge_merge_levels(json_t *section, json_t *found)
+{
+    return json_object_update(section, found) == 0 ? 0 : -ENOMEM;
+}
+
+/* Rank 0 of the job keeps what its node's controllers found, merged into the knowledge file under its lock (the
+ * store reports a save it could not make). */
 static void knowledge_save(iotame_posix_segment_t *seg)
 {
     if (!knowledge_path || !seg) return;
-    json_t *k = knowledge ? json_deep_copy(knowledge) : json_object();
+    json_t *found = json_object();
     int changed = 0;
-    for (int i = 0; i < IOTAME_POSIX_TARGETS; i++) {
+    for (int i = 0; i < IOTAME_POSIX_TARGETS && found; i++) {
         if (!seg->target[i].key) continue;
         for (int d = 0; d < 2; d++) {
-            const throttle_gate_t *g = &((const throttle_target_t *)seg->target[i].state)->dir[d];
+            const throttle_gate_t *g = &throttle_state_of(&seg->target[i])->dir[d];
             /* the last finished search's level, also when a re-search is under way at the end of the job */
             if (!g->ctl_started || !g->ctl.found) continue;
             char sig[128];
             signature(sig, sizeof sig, d, g->sig_fs_type, g->sig_size_log2);
-            json_object_set_new(k, sig, json_pack("{s:i,s:f}", "level", g->ctl.found, "mbs", g->ctl.found_mbs));
+            json_object_set_new(found, sig, json_pack("{s:i,s:f}", "level", g->ctl.found, "mbs", g->ctl.found_mbs));
             changed = 1;
         }
     }
     if (changed) {
-        json_t *root = json_pack("{s:i,s:o}", "version", 1, "throttle", k);
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp%d", knowledge_path, (int)getpid());
         iotame_posix_quiet_begin();
-        if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 || rename(tmp, knowledge_path) != 0) {
-            remove(tmp);
-            iotame_log_warn("throttle: cannot write the knowledge file %s\n", knowledge_path);
-        }
+        iotame_knowledge_merge(knowledge_path, "throttle", knowledge_merge_levels, found);
         iotame_posix_quiet_end();
-        json_decref(root);
-    } else {
-        json_decref(k);
     }
+    json_decref(found);
 }
 
-static json_t *dir_json(const dir_stats_t *s)
+static json_t *throttle_dir_json(const dir_stats_t *s)
 {
     return json_pack("{s:I,s:I,s:f,s:f,s:f,s:I}", "requests", (json_int_t)s->requests, "waited", (json_int_t)s->waited,
                      "wait_seconds", (double)s->wait_ns * 1e-9, "io_seconds", (double)s->io_ns * 1e-9,
                      "sync_after_io_seconds", (double)s->sync_ns * 1e-9, "syncs_after_io", (json_int_t)s->syncs);
 }
 
-static void finalize(void)
+static void throttle_finalize(void)
 {
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has left its last request */
     json_t *section = iotame_stats_job_section(&iotame_module_throttle);
     if (!section) return;
-    json_object_set_new(section, "read", dir_json(&mine[READ]));
-    json_object_set_new(section, "write", dir_json(&mine[WRITE]));
+    json_object_set_new(section, "read", throttle_dir_json(&mine[READ]));
+    json_object_set_new(section, "write", throttle_dir_json(&mine[WRITE]));
     iotame_posix_segment_t *seg = iotame_posix_segment();
     if (seg && iotame_posix_node_rank() == 0) {
         json_t *targets = json_array();
         uint64_t t0 = start_ns;
         for (int i = 0; i < IOTAME_POSIX_TARGETS; i++) {
             if (!seg->target[i].key) continue;
-            const throttle_target_t *t = (const throttle_target_t *)seg->target[i].state;
+            const throttle_target_t *t = throttle_state_of(&seg->target[i]);
             if (!t->dir[READ].requests && !t->dir[WRITE].requests) continue;
             char key[24];
             snprintf(key, sizeof key, "%016llx", (unsigned long long)seg->target[i].key);
             json_t *o = json_pack("{s:s}", "target", key);
             for (int d = 0; d < 2; d++)
-                if (t->dir[d].requests) json_object_set_new(o, dir_name[d], gate_json(&t->dir[d], t0));
+                if (t->dir[d].requests) json_object_set_new(o, dir_name[d], throttle_gate_json(&t->dir[d], t0));
             json_array_append_new(targets, o);
         }
         json_object_set_new(section, "targets", targets);
@@ -319,7 +321,7 @@ static void finalize(void)
 
 /* Means over the ranks for the per-process numbers (the paper's TIO and LBSTIO are means over tasks), sums for the
  * counts; the targets of every node. */
-static json_t *job_report(const json_t *ranks)
+static json_t *throttle_job_report(const json_t *ranks)
 {
     json_t *out = json_object(), *targets = json_array();
     double n = 0;
@@ -360,10 +362,11 @@ static json_t *job_report(const json_t *ranks)
 const iotame_module_t iotame_module_throttle = {
     .name = "throttle",
     .settings = "throttle",
-    .start = start,
-    .posix_before = posix_before,
-    .posix_after = posix_after,
-    .barrier = barrier,
-    .finalize = finalize,
-    .job_report = job_report,
+    .start = throttle_start,
+    .posix_before = throttle_posix_before,
+    .posix_after = throttle_posix_after,
+    .posix_target_bytes = sizeof(throttle_target_t),
+    .barrier = throttle_barrier,
+    .finalize = throttle_finalize,
+    .job_report = throttle_job_report,
 };

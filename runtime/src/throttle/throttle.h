@@ -55,35 +55,55 @@ int throttle_ctl_best(const throttle_ctl_t *c);
 
 /* ---- the gate (gate.c): one per target and direction, in the node's segment ---- */
 
+#define THROTTLE_HOLDERS 256 /* tickets out (waiting or inside) a gate tells apart: a bypass gives one back */
+
+/* A ticket out: the process that took it (0: a free entry), whether it is inside, and whether a bypass gave it
+ * back already. */
+typedef struct {
+    int32_t pid;
+    uint32_t ticket;
+    uint16_t inside, given;
+} throttle_holder_t;
+
 typedef struct {
     pthread_mutex_t lock; /* process-shared, robust: held for a few instructions, never across a request */
-    pthread_cond_t turn;  /* process-shared, CLOCK_MONOTONIC */
-    int32_t ready;        /* the lock and condition are initialized */
-    uint32_t ticket, done; /* requests that took a ticket / left: ticket t enters when t - done < its level */
+    uint32_t turn;        /* a futex: changes when waiters should look at the counters again */
+    int32_t ready;        /* the lock is initialized */
+    uint32_t ticket, done; /* tickets taken / given back: ticket t enters when t - done < its level */
     int32_t waiting, inside, max_inside;
     int32_t active;   /* processes waiting for or inside a request: the target is busy while > 0 */
-    int32_t bypassed; /* requests that went ahead after stall_seconds without progress */
+    int32_t bypassed; /* tickets given back by a waiter after stall_seconds without progress */
     uint64_t busy_since, busy_ns, bytes, requests;
     int32_t static_level, used_auto; /* the highest static level a request came with; whether one came with auto */
     int32_t sig_size_log2;           /* auto: the workload signature's request size class (the first request's) */
     uint64_t sig_fs_type;            /* and its file system */
     throttle_ctl_t ctl;              /* auto only */
     int32_t ctl_started;
+    throttle_holder_t holder[THROTTLE_HOLDERS];
 } throttle_gate_t;
 
 typedef struct {
     throttle_gate_t dir[2]; /* read, write */
 } throttle_target_t;
 
+/* A request's place in the gate, from enter to leave. */
+typedef struct {
+    int32_t holder; /* its entry in the gate's holders, -1 when they were all taken */
+    uint32_t ticket;
+} throttle_pass_t;
+
 /* Initializes a zeroed gate (the node's first process, at MPI_Init). Returns 0 or an errno. */
 int throttle_gate_init(throttle_gate_t *g);
-/* Waits for a turn under `level` (level <= 0: auto, the controller's level) and enters. Returns the nanoseconds
- * waited. stall_ns: after this long without any process leaving, the request goes ahead (counted in bypassed). */
-uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns);
+/* Waits for a turn under `level` (level <= 0: auto, the controller's level) and enters; *pass is what leave takes.
+ * Returns the nanoseconds waited. stall_ns: after this long without any ticket given back, the waiter gives back
+ * one stuck ticket (a process's that is gone, else the oldest holder's; counted in bypassed) and waits for its turn
+ * as before; a holder that was only slow gives back nothing when it leaves. */
+uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns, throttle_pass_t *pass);
 /* Starts the gate's controller (auto) once: at a remembered level when known > 0. */
 void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known);
 /* Leaves after a request that moved `bytes`; with auto, closes a measurement window when one is full. */
-void throttle_gate_leave(throttle_gate_t *g, uint64_t bytes, int is_auto, const throttle_knobs_t *k);
+void throttle_gate_leave(throttle_gate_t *g, const throttle_pass_t *pass, uint64_t bytes, int is_auto,
+                         const throttle_knobs_t *k);
 
 /* This part's module table (core/modules.c registers it). */
 extern const iotame_module_t iotame_module_throttle;
