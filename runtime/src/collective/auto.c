@@ -22,12 +22,15 @@
 enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_FIELDS = A_OPENING + 8 };
 _Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
 
-/* The selector of a file record, shared by the record's handles, and its "decisions" in the record's statistics
- * (linked when its first entry appears, filled at MPI_Finalize). */
+/* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
+ * when its first entry appears, filled at MPI_Finalize). Keyed by the file's statistics record, whose life it
+ * shares: it outlives every handle (a later open of the path goes on from it), and the last windows of the path's
+ * handles, posted at their close (or at MPI_Finalize for a handle still open), wait here for MPI_Finalize. */
 typedef struct auto_selector {
     iotame_file_stats_t *fs;
     iotame_selector_t *sel;
     json_t *decisions;
+    struct iotame_coll_choice *left; /* handles' states whose last window completes at MPI_Finalize */
     struct auto_selector *next;
 } auto_selector_t;
 
@@ -45,13 +48,12 @@ struct iotame_coll_choice {
     int64_t post_ns;
     iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
     int closed;
-    struct iotame_coll_choice *next;
+    struct iotame_coll_choice *next; /* in its selector's `left` */
 };
 
-/* ---- the handles under auto, and the selector of each file record ---- */
+/* ---- the selector of each file ---- */
 
 static pthread_mutex_t auto_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct iotame_coll_choice *auto_handles;
 static auto_selector_t *auto_selectors;
 
 static auto_selector_t *auto_selector_of(iotame_file_stats_t *fs)
@@ -81,14 +83,12 @@ static void auto_link(auto_selector_t *s)
     if (section && (s->decisions = json_array())) json_object_set(section, "decisions", s->decisions);
 }
 
-static void auto_unlink(struct iotame_coll_choice *a)
+/* A handle's state whose last window completes at MPI_Finalize. */
+static void auto_leave(struct iotame_coll_choice *a)
 {
     pthread_mutex_lock(&auto_lock);
-    for (struct iotame_coll_choice **p = &auto_handles; *p; p = &(*p)->next)
-        if (*p == a) {
-            *p = a->next;
-            break;
-        }
+    a->next = a->selector->left;
+    a->selector->left = a;
     pthread_mutex_unlock(&auto_lock);
 }
 
@@ -225,10 +225,6 @@ static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int ag
             agree[A_OPENING + 4 * away + 2 * op + 1] = -p[op];
         }
     }
-    pthread_mutex_lock(&auto_lock);
-    a->next = auto_handles;
-    auto_handles = a;
-    pthread_mutex_unlock(&auto_lock);
     env->choice = a;
     return 0;
 }
@@ -319,45 +315,43 @@ static void auto_retire(struct iotame_coll_choice *a)
 
 /* Finishing the last window's gather at the close would synchronize the ranks there, and a short phase never ends
  * its opening window before the close: posted at the close and finished at MPI_Finalize, where the ranks meet
- * anyway, it costs nothing, and its window reaches the statistics and the knowledge file at the end of the job. */
-static void auto_close(iotame_coll_env_t *env)
+ * anyway, it costs nothing, and its window reaches the statistics and the knowledge file at the end of the job. A
+ * handle still open at MPI_Finalize is closed inside it (HDF5 closes its files there), after the runtime has stopped,
+ * so its close is never seen: its window under way is posted then (at_finalize), on the router's communicator. */
+static void auto_close(iotame_coll_env_t *env, int at_finalize)
 {
     struct iotame_coll_choice *a = env->choice;
     env->choice = NULL;
     if (a->comm == MPI_COMM_NULL) { /* the open failed on some rank: nothing to post, nothing learned */
-        auto_unlink(a);
         auto_free(a);
         return;
     }
     iotame_window_post_last(&a->w);
     auto_link(a->selector);
-    a->closed = 1;
-    if (a->w.posted.pending) {
-        env->comm = MPI_COMM_NULL; /* ours now: the gather runs on it */
+    a->closed = !at_finalize;
+    if (at_finalize || a->w.posted.pending) {
+        if (!at_finalize) env->comm = MPI_COMM_NULL; /* ours now: the gather runs on it */
+        auto_leave(a);
         return;
     }
     a->comm = MPI_COMM_NULL;
-    auto_unlink(a);
     auto_retire(a);
 }
 
-/* A handle still open here is closed inside MPI_Finalize (HDF5 closes its files there), after the runtime has
- * stopped, so its close is never seen: its last window and its knowledge are taken now. Then every selector's
- * decisions go into its file's statistics. */
+/* Every gather is posted (at the handles' close, or by auto_close at_finalize for the ones still open) before any is
+ * waited for here: they all progress meanwhile. Then every selector's decisions go into its file's statistics. */
 static void auto_finalize(void)
 {
-    for (struct iotame_coll_choice *a = auto_handles; a; a = a->next)
-        if (!a->closed) iotame_window_post_last(&a->w);
-    /* every gather is posted before any is waited for: they all progress meanwhile */
-    while (auto_handles) {
-        struct iotame_coll_choice *a = auto_handles;
-        auto_handles = a->next;
-        iotame_window_complete(&a->w);
-        auto_link(a->selector);
-        auto_retire(a);
-    }
-    for (auto_selector_t *s = auto_selectors; s; s = s->next)
+    for (auto_selector_t *s = auto_selectors; s; s = s->next) {
+        while (s->left) {
+            struct iotame_coll_choice *a = s->left;
+            s->left = a->next;
+            iotame_window_complete(&a->w);
+            auto_link(s);
+            auto_retire(a);
+        }
         if (s->decisions) iotame__coll_decisions(s->decisions, s->sel);
+    }
 }
 
 const iotame_strategy_t iotame_strategy_auto = {

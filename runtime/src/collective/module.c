@@ -1,5 +1,6 @@
 /* The collective part as a module (core/module.h): routing of the blocking collective data calls of files whose
- * collective.strategy is not passthrough, and the "collective" statistics section (decisions, strategies). */
+ * collective.strategy is not passthrough (route.c holds the hooks of a handle, whose state is the module's slot of
+ * the core's record), and the "collective" statistics section (decisions, strategies). */
 #include <jansson.h>
 #include <string.h>
 
@@ -18,61 +19,6 @@ static int coll_routes(const json_t *strategy)
 static int coll_start(const iotame_config_t *cfg)
 {
     return iotame_config_any(cfg, "collective", "strategy", coll_routes);
-}
-
-static void coll_open(const iotame_open_t *o)
-{
-    if (o->fc) iotame_collective_open(o->fh, o->comm, o->amode, o->fs, o->fc);
-}
-
-static void coll_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                          const char *datarep)
-{
-    if (iotame_collective_any()) iotame_collective_set_view(f->fh, disp, etype, filetype, datarep);
-}
-
-static void coll_set_info(iotame_file_t *f)
-{
-    if (iotame_collective_any()) iotame_collective_set_info(f->fh);
-}
-
-static void coll_set_atomicity(iotame_file_t *f, int flag)
-{
-    if (iotame_collective_any()) iotame_collective_set_atomicity(f->fh, flag);
-}
-
-static const iotame_coll_op_t coll_op[2][2] = {{IOTAME_COLL_READ_ALL, IOTAME_COLL_READ_AT_ALL},
-                                               {IOTAME_COLL_WRITE_ALL, IOTAME_COLL_WRITE_AT_ALL}};
-
-/* Blocking collective calls of a routed handle go through the engine; the other collective forms of such a handle
- * pass through with their reason counted. */
-static int coll_serve(const iotame_io_t *io, int *rc)
-{
-    if (!iotame_collective_any() || io->kind == IOTAME_IO_INDEPENDENT || io->kind == IOTAME_IO_NONBLOCKING)
-        return 0;
-    if (io->kind != IOTAME_IO_COLLECTIVE) {
-        iotame_collective_note(io->fh, io->kind == IOTAME_IO_SPLIT    ? "split collective"
-                                       : io->kind == IOTAME_IO_SHARED ? "shared file pointer"
-                                                                      : "nonblocking collective");
-        return 0;
-    }
-    if (!iotame_collective_routed(io->fh)) return 0;
-    iotame_coll_args_t a = {coll_op[io->write][io->at], io->large, io->fh, io->offset, io->buf,
-                            io->count, io->datatype, io->status};
-    *rc = iotame_collective_call(&a);
-    return 1;
-}
-
-/* Collective writes may have gone through the engine's shadow handle: it is flushed too. */
-static int coll_sync(iotame_file_t *f)
-{
-    return iotame_collective_any() ? iotame_collective_sync(f->fh) : MPI_SUCCESS;
-}
-
-static int coll_close(iotame_file_t *f)
-{
-    if (iotame_collective_any()) iotame_collective_close(f->fh);
-    return MPI_SUCCESS;
 }
 
 static void coll_add_int(json_t *o, const char *key, int64_t n)
@@ -147,14 +93,14 @@ const iotame_module_t iotame_module_collective = {
     .name = "collective",
     .settings = "collective",
     .start = coll_start,
-    .open = coll_open,
-    .set_view = coll_set_view,
-    .set_info = coll_set_info,
-    .set_atomicity = coll_set_atomicity,
-    .serve = coll_serve,
-    .sync = coll_sync,
-    .close = coll_close,
-    .finalize = iotame_collective_finalize,
+    .open = iotame__coll_open,
+    .set_view = iotame__coll_set_view,
+    .set_info = iotame__coll_set_info,
+    .set_atomicity = iotame__coll_set_atomicity,
+    .serve = iotame__coll_serve,
+    .sync = iotame__coll_sync,
+    .close = iotame__coll_close,
+    .finalize = iotame__coll_finalize,
     .merge = coll_merge,
     .report = coll_report,
     .describe = coll_describe,

@@ -8,19 +8,16 @@
  *
  * A handle's state is its view (here), its environment (env.c: file system, nodes, hints, shadow handle) and its
  * strategy: one of the registry's, fixed, or one that chooses among them call by call (auto.c), which this file
- * serves alike through the strategy interface (strategy.h). Only handles whose "collective.strategy" is not
- * passthrough are tracked (iotame_collective_open); the other handles, and every independent call, never reach this
- * file. */
+ * serves alike through the strategy interface (strategy.h). The state is the module's slot of the core's record of
+ * the handle, set only for handles whose "collective.strategy" is not passthrough (iotame__coll_open); the other
+ * handles, and every independent call, leave this file at once. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strategy.h"
-
-int iotame__collective_handles;
 
 struct iotame_coll_file {
     MPI_File fh;
@@ -45,75 +42,27 @@ struct iotame_coll_file {
     double own_seconds[IOTAME_STRATEGY_MAX];
 };
 
-/* ---- the handles we route ---- */
-
-static pthread_mutex_t route_lock = PTHREAD_MUTEX_INITIALIZER;
-static iotame_coll_file_t **route_files;
-static size_t route_nfiles, route_files_cap;
-
-static iotame_coll_file_t *route_find(MPI_File fh)
-{
-    iotame_coll_file_t *f = NULL;
-    if (iotame__threaded) pthread_mutex_lock(&route_lock);
-    for (size_t i = route_nfiles; i-- > 0;)
-        if (route_files[i]->fh == fh) {
-            f = route_files[i];
-            break;
-        }
-    if (iotame__threaded) pthread_mutex_unlock(&route_lock);
-    return f;
-}
-
-int iotame_collective_routed(MPI_File fh) { return route_find(fh) != NULL; }
-
-static int route_add(iotame_coll_file_t *f)
-{
-    int rc = 0;
-    if (iotame__threaded) pthread_mutex_lock(&route_lock);
-    if (route_nfiles == route_files_cap) {
-        size_t grow = route_files_cap ? 2 * route_files_cap : 8;
-        iotame_coll_file_t **grown = realloc(route_files, grow * sizeof *grown);
-        if (grown) route_files = grown, route_files_cap = grow;
-        else rc = -ENOMEM;
-    }
-    if (!rc) {
-        route_files[route_nfiles++] = f;
-        __atomic_add_fetch(&iotame__collective_handles, 1, __ATOMIC_RELAXED);
-    }
-    if (iotame__threaded) pthread_mutex_unlock(&route_lock);
-    return rc;
-}
-
-static void route_remove(iotame_coll_file_t *f)
-{
-    if (iotame__threaded) pthread_mutex_lock(&route_lock);
-    for (size_t i = 0; i < route_nfiles; i++)
-        if (route_files[i] == f) {
-            route_files[i] = route_files[--route_nfiles];
-            __atomic_sub_fetch(&iotame__collective_handles, 1, __ATOMIC_RELAXED);
-            break;
-        }
-    if (iotame__threaded) pthread_mutex_unlock(&route_lock);
-}
+/* The handle's state, or NULL: a handle not routed (or the shared record of handles opened outside the runtime). */
+static iotame_coll_file_t *route_of(iotame_file_t *f) { return *iotame_file_slot(f, &iotame_module_collective); }
 
 /* ---- the view, atomicity and hints ---- */
 
-void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                                const char *datarep)
+void iotame__coll_set_view(iotame_file_t *file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                           const char *datarep)
 {
-    iotame_coll_file_t *f = route_find(fh);
+    iotame_coll_file_t *f = route_of(file);
     if (f) iotame__coll_view_set(&f->view, disp, etype, filetype, datarep && strcmp(datarep, "native") == 0);
 }
 
-void iotame_collective_set_atomicity(MPI_File fh, int flag)
+void iotame__coll_set_atomicity(iotame_file_t *file, int flag)
 {
-    iotame_coll_file_t *f = route_find(fh);
+    iotame_coll_file_t *f = route_of(file);
     if (f) f->atomic = flag;
 }
 
-void iotame_collective_set_info(MPI_File fh)
+void iotame__coll_set_info(iotame_file_t *file)
 {
-    iotame_coll_file_t *f = route_find(fh);
+    iotame_coll_file_t *f = route_of(file);
     if (f) f->env.hints_stale = 1;
 }
 
@@ -167,14 +116,17 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
 }
 
 /* The open agrees on everything in one reduction, inside the application's collective open (docs/design/
- * open-agreement.md): whether every rank could set the handle up, rank 0's file system, and a choosing strategy's
- * part. A rank that cannot route says so, and then no rank routes the handle. A native strategy fixed for the file
- * needs no communicator of ours; the others duplicate it without blocking, to complete during the reduction. */
-void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
-                            const iotame_file_config_t *fc)
+ * open-agreement.md): whether every rank could set the handle up (its core record included), rank 0's file system,
+ * and a choosing strategy's part. A rank that cannot route says so, and then no rank routes the handle. A native
+ * strategy fixed for the file needs no communicator of ours; the others duplicate it without blocking, to complete
+ * during the reduction. The settings come from o->fc, which every rank has (its record, maybe not). */
+void iotame__coll_open(const iotame_open_t *o)
 {
     iotame_coll_settings_t set;
-    if (!iotame__coll_settings(fc, &set)) return; /* the library's own collective I/O: nothing to track */
+    if (!o->fc || !iotame__coll_settings(o->fc, &set)) return; /* the library's own collective I/O: nothing to do */
+    const MPI_File fh = o->fh;
+    const MPI_Comm comm = o->comm;
+    iotame_file_stats_t *fs = o->fs;
     const iotame_strategy_t *st = set.strategy;
     int rank, nprocs;
     PMPI_Comm_rank(comm, &rank);
@@ -184,11 +136,10 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     int ok = st->native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
     enum { FAILED, LOCAL, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
-    iotame_coll_file_t *f = ok && fs ? route_new(fh, comm, amode, &set, fs) : NULL;
+    iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, fs) : NULL;
     int failed = !f;
-    const iotame_coll_open_t o = {comm, rank, nprocs, fs, &set};
-    if (st->open) failed |= st->open(f ? &f->env : NULL, &o, mine + CHOICE) != 0; /* collective: every rank */
-    if (!failed) failed = route_add(f) != 0;
+    const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set};
+    if (st->open) failed |= st->open(f ? &f->env : NULL, &co, mine + CHOICE) != 0; /* collective: every rank */
     mine[FAILED] = failed;
     mine[LOCAL] = rank == 0 && !failed && iotame_coll_local_fs(f->path);
     uint64_t t0 = iotame_monotonic_ns();
@@ -199,8 +150,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     if (dup != MPI_REQUEST_NULL && PMPI_Wait(&dup, MPI_STATUS_IGNORE) != MPI_SUCCESS) own = MPI_COMM_NULL;
     if (all[FAILED] || (!st->native && own == MPI_COMM_NULL)) {
         if (f) {
-            route_remove(f);
-            if (f->env.choice && st->close) st->close(&f->env); /* agreed on nothing: it only frees */
+            if (f->env.choice && st->close) st->close(&f->env, 0); /* agreed on nothing: it only frees */
             route_free(f);
         }
         if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
@@ -211,6 +161,7 @@ void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_s
     f->env.local_fs = all[LOCAL];
     f->env.write_sieving = iotame_coll_write_sieving();
     if (st->agreed) st->agreed(&f->env, all + CHOICE, cost_ns);
+    *iotame_file_slot(o->file, &iotame_module_collective) = f;
 }
 
 /* ---- a call's jobs ---- */
@@ -484,10 +435,9 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     return route_complete(f, a, &c, pos, failed, packed);
 }
 
-int iotame_collective_call(const iotame_coll_args_t *a)
+/* One routed call: the reasons that pass it through, then the strategy's own call or the router's. */
+static int route_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
 {
-    iotame_coll_file_t *f = route_find(a->fh);
-    if (!f) return iotame_coll_library(a, 0);
     const char *why = route_reasons(f, route_is_write(a->op));
     if (why) return route_pass(f, a, why);
     iotame_coll_env_t *e = &f->env;
@@ -496,17 +446,30 @@ int iotame_collective_call(const iotame_coll_args_t *a)
     return direct >= 0 ? route_serve_direct(f, a, direct) : route_serve(f, a);
 }
 
-void iotame_collective_note(MPI_File fh, const char *reason)
+static const iotame_coll_op_t route_ops[2][2] = {{IOTAME_COLL_READ_ALL, IOTAME_COLL_READ_AT_ALL},
+                                                 {IOTAME_COLL_WRITE_ALL, IOTAME_COLL_WRITE_AT_ALL}};
+
+int iotame__coll_serve(const iotame_io_t *io, int *rc)
 {
-    iotame_coll_file_t *f = route_find(fh);
-    if (f) iotame_stats_passthrough(f->fs, reason);
+    iotame_coll_file_t *f = route_of(io->file);
+    if (!f || io->kind == IOTAME_IO_INDEPENDENT || io->kind == IOTAME_IO_NONBLOCKING) return 0;
+    if (io->kind != IOTAME_IO_COLLECTIVE) { /* the library's own: the engine runs a whole blocking call at once */
+        iotame_stats_passthrough(f->fs, io->kind == IOTAME_IO_SPLIT    ? "split collective"
+                                        : io->kind == IOTAME_IO_SHARED ? "shared file pointer"
+                                                                       : "nonblocking collective");
+        return 0;
+    }
+    const iotame_coll_args_t a = {route_ops[io->write][io->at], io->large, io->fh, io->offset, io->buf,
+                                  io->count, io->datatype, io->status};
+    *rc = route_call(f, &a);
+    return 1;
 }
 
 /* ---- sync and close ---- */
 
-int iotame_collective_sync(MPI_File fh)
+int iotame__coll_sync(iotame_file_t *file)
 {
-    iotame_coll_file_t *f = route_find(fh);
+    iotame_coll_file_t *f = route_of(file);
     if (!f || !f->written) return MPI_SUCCESS;
     /* Writes went through the shadow handle: flushing the application's handle alone may not cover them. */
     f->written = 0;
@@ -521,26 +484,40 @@ static void route_retire(iotame_coll_file_t *f)
     route_free(f);
 }
 
-void iotame_collective_close(MPI_File fh)
+int iotame__coll_close(iotame_file_t *file)
 {
-    iotame_coll_file_t *f = route_find(fh);
-    if (!f) return;
-    route_remove(f);
-    if (f->st->close) f->st->close(&f->env); /* may keep the communicator for its last gather */
+    iotame_coll_file_t *f = route_of(file);
+    if (!f) return MPI_SUCCESS;
+    *iotame_file_slot(file, &iotame_module_collective) = NULL;
+    if (f->st->close) f->st->close(&f->env, 0); /* may keep the communicator for its last gather */
     for (int s = 0; s < iotame_nstrategies; s++)
         if ((f->ready & 1u << s) && iotame_strategies[s]->teardown) iotame_strategies[s]->teardown(&f->env);
+    route_retire(f);
+    return MPI_SUCCESS;
+}
+
+/* A handle still open at MPI_Finalize: its strategy posts what is under way (completed by the strategy's finalize). */
+static void route_finalize_post(iotame_file_t *file, void *arg)
+{
+    iotame_coll_file_t *f = route_of(file);
+    if (f && f->st->close) f->st->close(&f->env, 1);
+}
+
+/* Then its statistics; its slot is cleared. */
+static void route_finalize_retire(iotame_file_t *file, void *arg)
+{
+    iotame_coll_file_t *f = route_of(file);
+    if (!f) return;
+    *iotame_file_slot(file, &iotame_module_collective) = NULL;
     route_retire(f);
 }
 
 /* A handle still open here is closed inside MPI_Finalize (HDF5 closes its files there), after the runtime has
  * stopped: its strategy's state and statistics are taken now. Its shadow handle stays open: closing it is a blocking
  * collective, and the ranks may hold their open handles in different orders. */
-void iotame_collective_finalize(void)
+void iotame__coll_finalize(void)
 {
+    iotame_file_each(route_finalize_post, NULL);
     iotame__coll_strategies_finalize();
-    for (size_t i = 0; i < route_nfiles; i++) route_retire(route_files[i]);
-    __atomic_sub_fetch(&iotame__collective_handles, route_nfiles, __ATOMIC_RELAXED);
-    free(route_files);
-    route_files = NULL;
-    route_nfiles = route_files_cap = 0;
+    iotame_file_each(route_finalize_retire, NULL);
 }

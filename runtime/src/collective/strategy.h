@@ -11,10 +11,15 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "core/module.h"
 #include "flatten/flatten.h"
 #include "select/select.h"
 
-/* ---- the routing entry points (intercept/) ---- */
+/* ---- the module's hooks of a handle (route.c; module.c registers them) ----
+ * A routed handle's state (iotame_coll_file_t) is the module's slot of the core's record (core/module.h): set at the
+ * open once every rank agreed to route the handle, cleared at its close; the hooks of other handles find the slot
+ * empty and do nothing. Collective calls on one handle are never concurrent (MPI requires every rank to make them
+ * in the same order), so the call under way needs no lock. */
 
 typedef enum {
     IOTAME_COLL_WRITE_ALL,
@@ -35,21 +40,25 @@ typedef struct {
     MPI_Status *status;
 } iotame_coll_args_t;
 
-/* After a successful MPI_File_open: remembers the handle when its collective calls are to be routed (the file's
- * "collective.strategy" is not passthrough). Collective over comm for such files: one reduction, and a duplicate
- * of comm unless a library strategy (independent) is fixed. */
-void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
-                            const iotame_file_config_t *fc);
-/* Before MPI_File_close (collective): closes the shadow handles and forgets the handle. */
-void iotame_collective_close(MPI_File fh);
-/* At MPI_Finalize (collective): finishes the gathers that handles, closed or not, left posted. */
-void iotame_collective_finalize(void);
-/* After a successful MPI_File_set_view / set_atomicity / set_info / sync of a handle. */
-void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                                const char *datarep);
-void iotame_collective_set_atomicity(MPI_File fh, int flag);
-void iotame_collective_set_info(MPI_File fh);
-int iotame_collective_sync(MPI_File fh);
+/* After a successful MPI_File_open: the handle's state, when its collective calls are to be routed (the file's
+ * "collective.strategy" is not passthrough). Collective over o->comm for such files: one reduction, and a duplicate
+ * of the communicator unless a native strategy (independent) is fixed. */
+void iotame__coll_open(const iotame_open_t *o);
+/* After a successful MPI_File_set_view / set_info / set_atomicity. */
+void iotame__coll_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                           const char *datarep);
+void iotame__coll_set_info(iotame_file_t *f);
+void iotame__coll_set_atomicity(iotame_file_t *f, int flag);
+/* A blocking collective data call of a routed handle: done through a strategy, or by the library when the call
+ * must pass through (*rc its MPI return code; returns 1). The other collective forms of a routed handle go to the
+ * library with their reason counted (returns 0), as do every call of another handle. */
+int iotame__coll_serve(const iotame_io_t *io, int *rc);
+/* Before MPI_File_sync (collective): the shadow handle, which the engine's writes went through, is flushed too. */
+int iotame__coll_sync(iotame_file_t *f);
+/* Before MPI_File_close (collective): the strategies' state of the handle and the shadow handle closed. */
+int iotame__coll_close(iotame_file_t *f);
+/* At MPI_Finalize (collective): the handles still open and the gathers closed ones left posted. */
+void iotame__coll_finalize(void);
 
 /* The file's "collective" statistics section (core/module.h; collective/module.c reduces it over the ranks). */
 extern const struct iotame_module iotame_module_collective;
@@ -57,18 +66,6 @@ static inline json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 {
     return iotame_stats_section(fs, &iotame_module_collective);
 }
-
-/* Nonzero when at least one open handle is routed; iotame_collective_routed then tells which. */
-extern int iotame__collective_handles;
-int iotame_collective_routed(MPI_File fh);
-static inline int iotame_collective_any(void) { return __atomic_load_n(&iotame__collective_handles, __ATOMIC_RELAXED); }
-
-/* Does one routed call (through a strategy, or the library when the call must pass through) and returns its MPI
- * return code. */
-int iotame_collective_call(const iotame_coll_args_t *args);
-/* Counts a reason for a collective call of a routed handle that the engine does not take (split, nonblocking,
- * shared pointer). */
-void iotame_collective_note(MPI_File fh, const char *reason);
 
 /* ---- strategies ---- */
 
@@ -283,10 +280,13 @@ struct iotame_strategy {
     /* (b) After a chosen call that ran (an I/O error included): its facts, the strategy that served it, and the
      * slowest rank's seconds from the call's entry (the gather counted). */
     void (*measured)(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds);
-    /* At the handle's close (collective, before the strategies' teardown; it may keep env->comm for a gather still
-     * under way, setting it to MPI_COMM_NULL), and at MPI_Finalize (collective over MPI_COMM_WORLD, for every handle
-     * alike, closed or not; a handle still open is not closed afterwards). */
-    void (*close)(iotame_coll_env_t *env);
+    /* At the handle's close (collective, before the strategies' teardown): the strategy's state of the handle is
+     * gone afterwards (env->choice); it may keep env->comm for a gather still under way, setting it to
+     * MPI_COMM_NULL. At MPI_Finalize (at_finalize), for a handle still open: what is under way is posted, env->comm
+     * stays the router's, and the strategy's finalize completes it. */
+    void (*close)(iotame_coll_env_t *env, int at_finalize);
+    /* At MPI_Finalize (collective over MPI_COMM_WORLD), after every still open handle's close: what every handle,
+     * closed or not, left posted. */
     void (*finalize)(void);
 };
 
