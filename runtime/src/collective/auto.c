@@ -139,8 +139,8 @@ static int auto_candidates(const struct iotame_coll_choice *a, const iotame_coll
     for (int likely = 1; likely >= 0; likely--)
         for (int i = 0; i < a->ncand; i++) {
             const iotame_strategy_t *st = iotame_strategies[a->cand[i]];
-            if ((has_pt && st->applies && !st->applies(env)) || likely != (!st->likely || st->likely(env, op))) continue;
-            cand[k++] = a->cand[i];
+            const int here = !has_pt || !st->applies || st->applies(env);
+            if (here && likely == (!st->likely || st->likely(env, op))) cand[k++] = a->cand[i];
         }
     return k;
 }

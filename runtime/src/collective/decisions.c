@@ -85,7 +85,8 @@ json_t *iotame__coll_learned(const iotame_selector_t *s)
     iotame_select_learned_t l;
     /* newest first, as the file has always listed them */
     for (const iotame_sel_entry_t *e = iotame_select_first(s); e; e = iotame_select_next(e))
-        if (iotame_select_learned(e, &l) && (all || (all = json_array()))) json_array_insert_new(all, 0, learned_json(&l));
+        if (iotame_select_learned(e, &l) && (all || (all = json_array())))
+            json_array_insert_new(all, 0, learned_json(&l));
     return all;
 }
 

@@ -207,7 +207,8 @@ typedef struct {
     /* the strategies' options (0: not set) */
     int64_t virtual_node_size, targets, target_unit, block_size;
     /* auto's */
-    int candidates[IOTAME_SELECT_MAX], ncandidates; /* registry indices, in the configured order, each once (passthrough: none) */
+    /* registry indices, in the configured order, each once (passthrough when none is named) */
+    int candidates[IOTAME_SELECT_MAX], ncandidates;
     int exam_calls, retry_every, steady_windows;
     int64_t trace, readahead; /* readahead -1: not configured */
     double threshold, exam_budget, window_seconds, drop, threshold_max, gate_calls, window_max_seconds;

@@ -551,8 +551,10 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     e->mon.fallback = e->mon.win_of = e->calls.prev = -1;
     e->calls.trace_left = conf->trace;
     sel_exam_t *x = &e->exam;
-    for (int c = 0; c < conf->ncandidates && x->ncand < IOTAME_SELECT_MAX; c++)
-        if (conf->candidates[c] >= 0 && conf->candidates[c] < IOTAME_SELECT_MAX) x->cand[x->ncand++] = conf->candidates[c];
+    for (int c = 0; c < conf->ncandidates && x->ncand < IOTAME_SELECT_MAX; c++) {
+        const int id = conf->candidates[c];
+        if (id >= 0 && id < IOTAME_SELECT_MAX) x->cand[x->ncand++] = id;
+    }
     if (x->ncand == 0) x->cand[x->ncand++] = 0;
     const int known = known_start(e, known_entry(knowledge, sig), conf);
     if (s->last) s->last->next = e;
@@ -560,7 +562,8 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
     s->last = e;
     s->started = 1;
     sel_publish(e);
-    s->digest = sel_mix(sel_mix(sel_mix(s->digest, (uint64_t)sig->bytes), (uint64_t)sig->requests), (uint64_t)known + 2);
+    s->digest = sel_mix(sel_mix(s->digest, (uint64_t)sig->bytes), (uint64_t)sig->requests);
+    s->digest = sel_mix(s->digest, (uint64_t)known + 2);
     return e;
 }
 
@@ -610,7 +613,8 @@ int iotame_select_wait_calls(const iotame_sel_entry_t *e)
     if (e->state != EXAMINING || !e->budget.waiting) return 0;
     const int b = exam_best(e);
     const double call = sel_call_seconds(e, exam_mean(e, b)); /* waiting: the best so far was measured */
-    const double need = budget_turn_loss(e, e->exam.cand[e->exam.cur], b) + e->budget.debt - e->set.budget * e->budget.spent;
+    const double loss = budget_turn_loss(e, e->exam.cand[e->exam.cur], b);
+    const double need = loss + e->budget.debt - e->set.budget * e->budget.spent;
     const double n = e->set.budget > 0 && call > 0 ? ceil(need / (e->set.budget * call)) : 1 << 20;
     return n <= 0 ? 0 : n < 1 << 20 ? (int)n : 1 << 20;
 }
@@ -627,7 +631,8 @@ static int exam_transition_losing(iotame_sel_entry_t *e, int strategy, double mb
         return 0;
     x->t_n++;
     x->t_inv += sel_inverse(mbs);
-    return x->t_inv * exam_mean(e, b) > x->t_n + settings_turn_calls(e->set.k.gate_calls, e->set.settle, e->set.exam_calls);
+    const double turn = settings_turn_calls(e->set.k.gate_calls, e->set.settle, e->set.exam_calls);
+    return x->t_inv * exam_mean(e, b) > x->t_n + turn;
 }
 
 /* One call served: counted, traced and charged. Returns whether it was a transition call. */
