@@ -46,7 +46,10 @@ def test_strategies_agree_with_the_settings(registry):
     strategies = [s["name"] for s in coll["strategies"]]
     settings = SECTIONS["collective"]["settings"]
     assert strategies[0] == "passthrough"  # index 0 is the library's own collective I/O everywhere
-    assert set(settings["strategy"]["values"]) == set(strategies) | {"auto"}
+    # the strategy that chooses among the registry's (auto) is listed apart: no candidate, no number
+    chooser = coll["chooser"]
+    assert chooser["name"] == "auto" and chooser["name"] not in strategies
+    assert set(settings["strategy"]["values"]) == set(strategies) | {chooser["name"]}
     assert set(settings["candidates"]["items"]["values"]) == set(strategies)
     assert set(settings["candidates"]["default"]) <= set(strategies)
     for s in coll["strategies"]:
@@ -58,3 +61,8 @@ def test_strategies_agree_with_the_settings(registry):
     for key, setting in settings.items():
         if "strategy" in setting and key != "strategy":
             assert key in owned, f"collective.{key} says it belongs to {setting['strategy']}, which does not list it"
+    for option in chooser["options"]:
+        assert option in settings, f"auto: option {option} is not in settings.json"
+        assert "strategy" not in settings[option], f"collective.{option} is auto's, not a fixed strategy's"
+    # every collective setting is read by someone: the strategy itself, a fixed strategy's option, or auto's
+    assert set(settings) == {"strategy"} | owned | set(chooser["options"])

@@ -1,8 +1,10 @@
-/* Unit tests of the Orthrus selector (runtime/src/select) with made-up throughputs: the examination order, the
- * winner, dropping a clearly losing candidate, monitoring (one noisy window is tolerated, two deviating windows
- * start a re-examination with the last winner first), the knowledge file (parse, start from it, save and merge,
- * never overwrite a file that is not ours), and the digest that tells ranks apart when they diverge.
- * The selector needs the strategy registry: a stand-in here. */
+/* Unit tests of the Orthrus selector's policy (runtime/src/select) with made-up throughputs, by concern: the
+ * examination (its order, the winner, dropping a clearly losing candidate, transition calls), monitoring (one noisy
+ * window is tolerated, two deviating windows start a re-examination with the last winner first, hand back), the
+ * budget (turns wait for credit, a turn that cannot lose needs none, the credit carries over), the settings an
+ * entry takes (readahead, windows), and the knowledge file (parse, start from it, save and merge, never overwrite a
+ * file that is not ours) and the digest that tells ranks apart when they diverge. The decisions are read as the
+ * statistics show them (collective/decisions.c), with a stand-in strategy registry for the names. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -35,9 +37,10 @@ int iotame_strategy_find(const char *name)
     return -1;
 }
 
-/* A fake file record, which holds the file's selector as the window protocol does. */
+/* A fake file record, which holds the file's selector as the auto strategy does, and its statistics' decisions. */
 struct iotame_file_stats {
     iotame_selector_t *sel;
+    json_t *decisions;
 };
 
 static iotame_file_stats_t *new_fs(void) { return calloc(1, sizeof(iotame_file_stats_t)); }
@@ -69,9 +72,23 @@ static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4
     return k;
 }
 
-static const json_t *decision(iotame_file_stats_t *fs, size_t i)
+/* The file's decisions as the statistics show them now. */
+static const json_t *decisions(iotame_file_stats_t *fs)
 {
-    return json_array_get(iotame_select_decisions(fs->sel), i);
+    if (!fs->decisions) fs->decisions = json_array();
+    iotame__coll_decisions(fs->decisions, fs->sel);
+    return fs->decisions;
+}
+
+static const json_t *decision(iotame_file_stats_t *fs, size_t i) { return json_array_get(decisions(fs), i); }
+
+/* A knowledge file's entries as the policy reads them (valid until the next call). */
+static const iotame_select_knowledge_t *knowledge_of(const json_t *k)
+{
+    static iotame_select_knowledge_t held;
+    iotame__coll_known_free(&held);
+    CHECK(iotame__coll_known(k, &held) == 0);
+    return &held;
 }
 
 static const char *dstr(const json_t *d, const char *key) { return json_string_value(json_object_get(d, key)); }
@@ -102,7 +119,7 @@ static void test_examination_picks_the_fastest(void)
     iotame_sig_t other = sig;
     other.write = 0;
     CHECK(iotame_select_entry(s, &other, &CONF, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL) == e);
-    CHECK(json_array_size(iotame_select_decisions(fs->sel)) == 2);
+    CHECK(json_array_size(decisions(fs)) == 2);
 }
 
 static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
@@ -417,17 +434,17 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t known = {1, 2, 100, 4, 0}, fresh = {0, 2, 100, 4, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, k);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, knowledge_of(k));
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
     const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0, &K};
     iotame_selector_t *s2 = select_for(new_fs());
-    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, k)) == PT); /* not a candidate: examine */
+    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, knowledge_of(k))) == PT); /* not a candidate: examine */
 
     /* The first window of a known winner sets its reference; a later window far from it counts. */
     const double mbs[4] = {50, 50, 50, 80};
     for (int i = 0; i < 9; i++) CHECK(serve(s, e, mbs) == TA);
-    iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, k);
+    iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, knowledge_of(k));
     const double fast_pt[4] = {300, 100, 100, 100};
     for (int i = 0; i < 12; i++) serve(s, f, fast_pt);
     CHECK(iotame_knowledge_save(s, path) == 0);
@@ -487,7 +504,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
      * two_phase serves after 114 calls, not 134. */
     iotame_file_stats_t *fs2 = new_fs();
     iotame_selector_t *s2 = select_for(fs2);
-    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, k);
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k));
     CHECK(json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     int pt = 0;
     while (pt < 500 && serve(s2, e2, mbs) == PT) pt++;
@@ -534,11 +551,11 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     /* Run 2 starts with two_phase and measures it anew: its transition call and 3 calls, then passthrough's turn. */
     iotame_file_stats_t *fs2 = new_fs();
     iotame_selector_t *s2 = select_for(fs2);
-    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, k);
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, knowledge_of(k));
     CHECK(serve_until(s2, e2, mbs, PT) == 4 && json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     /* Without the credit for another turn, the lead is what the operation's calls open with. */
     const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K};
-    CHECK(iotame_select_opening(select_for(new_fs()), k, &none, 1, 2) == TP);
+    CHECK(iotame_select_opening(select_for(new_fs()), knowledge_of(k), &none, 1, 2) == TP);
     /* One candidate measured: nothing was compared, the next run starts where this one did; a lead that is not a
      * candidate (any more) is ignored. */
     iotame_selector_t *s3 = select_for(new_fs());
@@ -550,7 +567,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
     CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */
     json_object_set_new(x3, "first", json_string("bogus"));
-    CHECK(iotame_select_choose(iotame_select_entry(select_for(new_fs()), &sig, &CONF, k3)) == PT);
+    CHECK(iotame_select_choose(iotame_select_entry(select_for(new_fs()), &sig, &CONF, knowledge_of(k3))) == PT);
     json_decref(k3);
     json_decref(k);
     remove_knowledge(path);
@@ -585,7 +602,7 @@ static void test_digests_agree_only_on_the_same_history(void)
     CHECK(iotame_select_digest(a) != iotame_select_digest(b));
     uint64_t generation = iotame_select_generation(a);
     iotame_select_reset(a);
-    CHECK(json_array_size(iotame_select_decisions(fa->sel)) == 0);
+    CHECK(json_array_size(decisions(fa)) == 0);
     /* an entry held across calls (a steady window) learns of the reset from the generation */
     CHECK(iotame_select_generation(a) == generation + 1 && iotame_select_generation(b) == 0);
 }
@@ -622,11 +639,11 @@ static void test_a_turn_that_cannot_lose_needs_no_credit(void)
                           "throughputs", "passthrough", 100.0, "two_phase", 400.0, "examination", "spent", 0.0, "debt",
                           0.0, "first", "passthrough");
     iotame_selector_t *s = select_for(new_fs());
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, k);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, knowledge_of(k));
     CHECK(serve_until(s, e, mbs, TP) == 4); /* passthrough's transition call and 3 measured calls, then two_phase */
     json_object_del(json_object_get(json_array_get(json_object_get(k, "entries"), 0), "throughputs"), "two_phase");
     iotame_selector_t *s2 = select_for(new_fs());
-    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, k);
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k));
     CHECK(serve_until(s2, e2, mbs, TP) > 50); /* unknown: it waits for credit for gate_calls calls of passthrough */
     json_decref(k);
 }

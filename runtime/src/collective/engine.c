@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domains.h"
 #include "strategy.h"
 
 /* RATIONALE: MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for an array of size 0. */
@@ -57,87 +58,12 @@ typedef struct {
     int64_t lo, hi;    /* positions covered in the aggregator's domain */
 } win_t;
 
-/* ---- domains ---- */
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* Position of file offset o in aggregator a's domain: windows are ranges of positions. */
-static int64_t pos_of(const iotame_plan_t *p, int a, int64_t o)
-{
-    switch (p->kind) {
-    case IOTAME_DOMAINS_EVEN: return o - p->bounds[a];
-    case IOTAME_DOMAINS_STRIPED:
-        if (p->nagg == 1) return o;
-        return (o / (p->unit * p->nagg)) * p->unit + o % p->unit;
-    default: return o;
-    }
-}
-
-/* The aggregator and window of byte o of rank `src`, and how many bytes from o stay in them. */
-static int64_t cut(const iotame_plan_t *p, int src, int64_t o, int *agg, int64_t *win)
-{
-    const int64_t B = p->window;
-    switch (p->kind) {
-    case IOTAME_DOMAINS_EVEN: {
-        int lo = 0, hi = p->nagg; /* the last a with bounds[a] <= o */
-        while (hi - lo > 1) {
-            int mid = (lo + hi) / 2;
-            if (p->bounds[mid] <= o) lo = mid;
-            else hi = mid;
-        }
-        int64_t pos = o - p->bounds[lo];
-        *agg = lo;
-        *win = pos / B;
-        return min64(p->bounds[lo + 1], p->bounds[lo] + (*win + 1) * B) - o;
-    }
-    case IOTAME_DOMAINS_STRIPED:
-        if (p->nagg > 1) {
-            int64_t stripe = o / p->unit, pos = pos_of(p, 0, o);
-            *agg = (int)(stripe % p->nagg);
-            *win = pos / B;
-            return min64((stripe + 1) * p->unit - o, (*win + 1) * B - pos);
-        }
-        *agg = 0;
-        break;
-    default:
-        *agg = p->agg_of_rank[src];
-    }
-    *win = o / B;
-    return (*win + 1) * B - o;
-}
-
-/* cut() for runs of small extents: the last answer holds for every offset up to the boundary it found (the same
- * aggregator and window), so most extents of a small-piece pattern need no division. One per source. */
-typedef struct {
-    int64_t lo, hi, win;
-    int agg;
-} cut_cache_t;
-
-static int64_t cut_cached(const iotame_plan_t *p, int src, int64_t o, int *agg, int64_t *win, cut_cache_t *k)
-{
-    if (o < k->lo || o >= k->hi) {
-        int64_t n = cut(p, src, o, &k->agg, &k->win);
-        k->lo = o;
-        k->hi = o + n;
-    }
-    *agg = k->agg;
-    *win = k->win;
-    return k->hi - o;
-}
-
-/* Where the aggregator's positions stop running on from file offset g (striped domains: the next stripe of an
- * aggregator is elsewhere in the file); a group that starts at g ends there at the latest. */
-static int64_t contiguous_end(const iotame_plan_t *p, int64_t g)
-{
-    return p->kind == IOTAME_DOMAINS_STRIPED && p->nagg > 1 ? (g / p->unit + 1) * p->unit : INT64_MAX;
-}
-
 /* ---- file access through the shadow handle ---- */
 
 static void file_io(iotame_coll_call_t *c, int write, int64_t off, char *buf, int64_t len)
 {
     while (len > 0) {
-        int n = (int)min64(len, MAX_MSG);
+        int n = (int)domain_min64(len, MAX_MSG);
         MPI_Status st;
         int rc = write ? PMPI_File_write_at(c->env->shadow, off, buf, n, MPI_BYTE, &st)
                        : PMPI_File_read_at(c->env->shadow, off, buf, n, MPI_BYTE, &st);
@@ -224,7 +150,7 @@ static void ctx_free(ctx_t *x)
     free(x->cursor);
 }
 
-static int agree(MPI_Comm comm, int ok)
+static int engine_agree(MPI_Comm comm, int ok)
 {
     int all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
@@ -239,12 +165,12 @@ static int make_pieces(ctx_t *x)
     x->pc = malloc(cap * sizeof *x->pc);
     if (!x->pc) return -ENOMEM;
     int64_t spos = 0;
-    cut_cache_t k = {0, 0, 0, 0};
+    domain_cache_t k = {0, 0, 0, 0};
     for (size_t i = 0; i < c->next; i++) {
         int64_t o = c->ext[i].off, rem = c->ext[i].len;
         while (rem > 0) {
             int agg;
-            int64_t win, n = min64(rem, cut_cached(x->p, x->me, o, &agg, &win, &k));
+            int64_t win, n = domain_min64(rem, domain_cut_cached(x->p, x->me, o, &agg, &win, &k));
             if (x->npc == cap) {
                 piece_t *grown = realloc(x->pc, (cap *= 2) * sizeof *grown);
                 if (!grown) return -ENOMEM;
@@ -307,7 +233,7 @@ static int exchange_requests(ctx_t *x)
         first = end;
     }
     for (size_t i = 0; ok && i < x->npc; i++) smeta[i] = (pair_t){x->pc[i].off, x->pc[i].len};
-    if (!agree(comm, ok)) goto fail; /* nothing sent yet: every rank gives up */
+    if (!engine_agree(comm, ok)) goto fail; /* nothing sent yet: every rank gives up */
     PMPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, comm);
     int64_t total = 0;
     for (int s = 0; s < np; s++) {
@@ -325,7 +251,7 @@ static int exchange_requests(ctx_t *x)
         x->ap = malloc((size_t)(total ? total : 1) * sizeof *x->ap);
         if (!rmeta || !x->ap) ok = 0;
     }
-    if (!agree(comm, ok)) goto fail;
+    if (!engine_agree(comm, ok)) goto fail;
     PMPI_Alltoallv(smeta, sc, sd, MPI_INT64_T, rmeta, rc, rd, MPI_INT64_T, comm);
     for (int s = 0; s < np; s++)
         if (s != x->me) x->c->list_bytes += scount[s] * (int64_t)sizeof(pair_t);
@@ -333,7 +259,7 @@ static int exchange_requests(ctx_t *x)
     for (int s = 0; s < np; s++)
         for (int64_t i = 0; i < rcount[s]; i++) {
             pair_t m = rmeta[rd[s] / 2 + i];
-            x->ap[rd[s] / 2 + i] = (apiece_t){m.off, m.len, pos_of(x->p, x->my_agg, m.off) / x->p->window, s};
+            x->ap[rd[s] / 2 + i] = (apiece_t){m.off, m.len, domain_pos(x->p, x->my_agg, m.off) / x->p->window, s};
         }
     free(scount);
     free(rcount);
@@ -401,12 +327,12 @@ static int local_requests(ctx_t *x)
     for (int s = 0; s < x->np && rc == 0; s++) {
         if (s == x->me || c->info[(size_t)s * IOTAME_INFO_FIELDS + IOTAME_INFO_BYTES] <= 0) continue;
         if ((rc = p->extents_of(p->arg, x->my_agg, s, &theirs)) != 0) break;
-        cut_cache_t k = {0, 0, 0, 0};
+        domain_cache_t k = {0, 0, 0, 0};
         for (size_t i = 0; i < theirs.n && rc == 0; i++) {
             int64_t o = theirs.v[i].off, rem = theirs.v[i].len;
             while (rem > 0 && rc == 0) {
                 int agg;
-                int64_t win, len = min64(rem, cut_cached(p, s, o, &agg, &win, &k));
+                int64_t win, len = domain_min64(rem, domain_cut_cached(p, s, o, &agg, &win, &k));
                 if (agg == x->my_agg) rc = add_apiece(x, &cap, (apiece_t){o, len, win, s});
                 o += len;
                 rem -= len;
@@ -431,14 +357,14 @@ static int prepare_windows(ctx_t *x, int ok)
     int64_t span_max = 0, stage_max = 0;
     for (size_t i = 0; ok && i < x->nap;) {
         /* positions grow with file offsets in a domain: the window's first piece and its last byte bound it */
-        win_t w = {i, i, pos_of(x->p, x->my_agg, x->ap[i].off), 0};
+        win_t w = {i, i, domain_pos(x->p, x->my_agg, x->ap[i].off), 0};
         int64_t others = 0, last = x->ap[i].off;
         for (; w.end < x->nap && x->ap[w.end].win == x->ap[i].win; w.end++) {
             const apiece_t *q = &x->ap[w.end];
             if (q->off + q->len - 1 > last) last = q->off + q->len - 1;
             if (q->src != x->me) others += q->len;
         }
-        w.hi = pos_of(x->p, x->my_agg, last) + 1;
+        w.hi = domain_pos(x->p, x->my_agg, last) + 1;
         if (w.hi - w.lo > span_max) span_max = w.hi - w.lo;
         if (others > stage_max) stage_max = others;
         x->win[x->nwin++] = w;
@@ -461,7 +387,7 @@ static int prepare_windows(ctx_t *x, int ok)
             boff += x->pc[i].len;
         }
     }
-    return agree(x->c->env->comm, ok) ? 0 : -ENOMEM;
+    return engine_agree(x->c->env->comm, ok) ? 0 : -ENOMEM;
 }
 
 /* The groups of window w: maximal runs of pieces written (or read) with one call. `fill`: gaps up to HOLE_MAX
@@ -473,7 +399,7 @@ static void for_groups(ctx_t *x, const win_t *w, int fill, group_fn fn)
     size_t i = w->first;
     while (i < w->end) {
         size_t j = i + 1;
-        int64_t gs = x->ap[i].off, ge = gs + x->ap[i].len, covered = x->ap[i].len, limit = contiguous_end(x->p, gs);
+        int64_t gs = x->ap[i].off, ge = gs + x->ap[i].len, covered = x->ap[i].len, limit = domain_run_end(x->p, gs);
         for (; j < w->end; j++) {
             const apiece_t *q = &x->ap[j];
             if (q->off > ge + (fill ? HOLE_MAX : 0) || q->off >= limit) break;
@@ -513,7 +439,7 @@ static void write_group(ctx_t *x, const win_t *w, size_t first, size_t end, int6
         file_io(x->c, 1, gs, piece_data(x, first, x->cur_self), ge - gs);
         return;
     }
-    char *img = x->wbuf + (pos_of(x->p, x->my_agg, gs) - w->lo);
+    char *img = x->wbuf + (domain_pos(x->p, x->my_agg, gs) - w->lo);
     if (holes) file_io(x->c, 0, gs, img, ge - gs); /* read-modify-write: only groups with holes */
     for (size_t k = first; k < end; k++)
         memcpy(img + (x->ap[k].off - gs), piece_data(x, k, x->cur_self), (size_t)x->ap[k].len);
@@ -522,14 +448,14 @@ static void write_group(ctx_t *x, const win_t *w, size_t first, size_t end, int6
 
 static void read_group(ctx_t *x, const win_t *w, size_t first, size_t end, int64_t gs, int64_t ge, int holes)
 {
-    char *img = x->wbuf + (pos_of(x->p, x->my_agg, gs) - w->lo);
+    char *img = x->wbuf + (domain_pos(x->p, x->my_agg, gs) - w->lo);
     file_io(x->c, 0, gs, img, ge - gs);
     for (size_t k = first; k < end; k++)
         memcpy(piece_data(x, k, x->cur_self), img + (x->ap[k].off - gs), (size_t)x->ap[k].len);
 }
 
 /* The byte count of every source in window w, and where its data sits in the stage buffer. */
-static void window_sources(ctx_t *x, const win_t *w)
+static void engine_window_sources(ctx_t *x, const win_t *w)
 {
     for (size_t k = w->first; k < w->end; k++) x->srcbytes[x->ap[k].src] += x->ap[k].len;
     int64_t off = 0;
@@ -540,12 +466,12 @@ static void window_sources(ctx_t *x, const win_t *w)
     }
 }
 
-static void window_done(ctx_t *x)
+static void engine_window_done(ctx_t *x)
 {
     for (int s = 0; s < x->np; s++) x->srcbytes[s] = 0;
 }
 
-static int run_write(ctx_t *x)
+static int engine_write(ctx_t *x)
 {
     MPI_Comm comm = x->c->env->comm;
     const int nagg = x->p->nagg;
@@ -556,7 +482,7 @@ static int run_write(ctx_t *x)
     int *idx = malloc(((size_t)nagg * LOOKAHEAD + (size_t)x->np + 1) * sizeof *idx);
     size_t *msg_of = malloc(((size_t)nagg * LOOKAHEAD + 1) * sizeof *msg_of);
     int ok = next && done && sreq && rreq && all && rsrc && which && idx && msg_of;
-    if (!agree(comm, ok)) {
+    if (!engine_agree(comm, ok)) {
         free(next), free(done), free(sreq), free(rreq), free(all), free(rsrc), free(which), free(idx), free(msg_of);
         return -ENOMEM;
     }
@@ -578,7 +504,7 @@ static int run_write(ctx_t *x)
         }
         /* Receives of my current window. */
         if (cw < x->nwin && !posted) {
-            window_sources(x, &x->win[cw]);
+            engine_window_sources(x, &x->win[cw]);
             nr = rdone = 0;
             for (int s = 0; s < x->np; s++)
                 if (s != x->me && x->srcbytes[s]) {
@@ -591,7 +517,7 @@ static int run_write(ctx_t *x)
             const win_t *w = &x->win[cw];
             x->cur_self = self_msg(x, w);
             for_groups(x, w, x->p->fill_holes, write_group);
-            window_done(x);
+            engine_window_done(x);
             cw++;
             posted = 0;
             continue;
@@ -637,11 +563,11 @@ static int run_write(ctx_t *x)
     return 0;
 }
 
-static int run_read(ctx_t *x)
+static int engine_read(ctx_t *x)
 {
     MPI_Comm comm = x->c->env->comm;
     MPI_Request *rreq = malloc((x->nmsg ? x->nmsg : 1) * sizeof *rreq), *sreq = malloc((size_t)x->np * sizeof *sreq);
-    if (!agree(comm, rreq && sreq)) {
+    if (!engine_agree(comm, rreq && sreq)) {
         free(rreq);
         free(sreq);
         return -ENOMEM;
@@ -657,13 +583,13 @@ static int run_read(ctx_t *x)
         const win_t *w = &x->win[cw];
         PMPI_Waitall(ns, sreq, MPI_STATUSES_IGNORE); /* the stage buffer is free again */
         ns = 0;
-        window_sources(x, w);
+        engine_window_sources(x, w);
         x->cur_self = self_msg(x, w);
         for_groups(x, w, 1, read_group); /* reading over holes is always safe */
         for (int s = 0; s < x->np; s++)
             if (s != x->me && x->srcbytes[s])
                 PMPI_Isend(x->stage + x->srcoff[s], (int)x->srcbytes[s], MPI_BYTE, s, TAG_DATA, comm, &sreq[ns++]);
-        window_done(x);
+        engine_window_done(x);
     }
     PMPI_Waitall(ns, sreq, MPI_STATUSES_IGNORE);
     PMPI_Waitall(nrecv, rreq, MPI_STATUSES_IGNORE);
@@ -683,7 +609,7 @@ int iotame_coll_engine(iotame_coll_call_t *c, const iotame_plan_t *p)
 {
     c->mpi_error = MPI_SUCCESS;
     if (!p) { /* the strategy could not make its plan on this rank */
-        agree(c->env->comm, 0);
+        engine_agree(c->env->comm, 0);
         return -ENOMEM;
     }
     ctx_t x = {.c = c, .p = p, .me = c->env->rank, .np = c->env->nprocs, .my_agg = -1};
@@ -696,12 +622,12 @@ int iotame_coll_engine(iotame_coll_call_t *c, const iotame_plan_t *p)
     } else {
         if (rc == 0) rc = exchange_requests(&x);
         else {
-            agree(c->env->comm, 0);
+            engine_agree(c->env->comm, 0);
             rc = -ENOMEM;
         }
         if (rc == 0) rc = prepare_windows(&x, 1);
     }
-    if (rc == 0) rc = c->write ? run_write(&x) : run_read(&x);
+    if (rc == 0) rc = c->write ? engine_write(&x) : engine_read(&x);
     ctx_free(&x);
     if (rc) return rc;
     return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;

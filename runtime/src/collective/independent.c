@@ -10,16 +10,16 @@
 
 /* ROMIO's data-sieving writes lock the range they rewrite (fcntl), and a file system without working locks makes
  * ROMIO abort the job: only files on local disk file systems (agreed at open) take this path. */
-static int applies(const iotame_coll_env_t *env) { return env->local_fs; }
+static int independent_applies(const iotame_coll_env_t *env) { return env->local_fs; }
 
 /* A library without write sieving (OMPIO) writes small noncontiguous pieces one by one, in its independent and its
  * collective calls alike: the engine strategies are examined first for writes there. */
-static int likely(const iotame_coll_env_t *env, int write) { return !write || env->write_sieving; }
+static int independent_likely(const iotame_coll_env_t *env, int write) { return !write || env->write_sieving; }
 
-static int call(iotame_coll_call_t *c)
+static int independent_call(iotame_coll_call_t *c)
 {
     /* where it does not apply: the library's collective call */
-    c->mpi_error = iotame_coll_library(c->args, applies(c->env));
+    c->mpi_error = iotame_coll_library(c->args, independent_applies(c->env));
     return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;
 }
 
@@ -27,10 +27,10 @@ const iotame_strategy_t iotame_strategy_independent = {
     .name = "independent",
     .summary = "each rank's part as the library's independent call (data sieving), on local file systems",
     .native = 1,
-    .likely = likely,
-    .applies = applies,
-    .write_all = call,
-    .read_all = call,
-    .write_at_all = call,
-    .read_at_all = call,
+    .likely = independent_likely,
+    .applies = independent_applies,
+    .write_all = independent_call,
+    .read_all = independent_call,
+    .write_at_all = independent_call,
+    .read_at_all = independent_call,
 };

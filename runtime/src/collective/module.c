@@ -1,5 +1,6 @@
 /* The collective part as a module (core/module.h): routing of the blocking collective data calls of files whose
- * collective.strategy is not passthrough, and the "collective" statistics section (decisions, strategies). */
+ * collective.strategy is not passthrough (route.c holds the hooks of a handle, whose state is the module's slot of
+ * the core's record), and the "collective" statistics section (decisions, strategies). */
 #include <jansson.h>
 #include <string.h>
 
@@ -7,7 +8,7 @@
 #include "strategy.h"
 
 /* Whether a collective.strategy value routes the file's collective calls (not the library's own). */
-static int collective_routes(const json_t *strategy)
+static int coll_routes(const json_t *strategy)
 {
     const char *name = json_string_value(strategy);
     return name && strcmp(name, "passthrough") != 0;
@@ -15,64 +16,12 @@ static int collective_routes(const json_t *strategy)
 
 /* Active when some rule of the configuration, or the settings' default, routes a file: otherwise every collective
  * call is the library's and the data path does not even ask. */
-static int collective_start(const iotame_config_t *cfg)
+static int coll_start(const iotame_config_t *cfg)
 {
-    return iotame_config_any(cfg, "collective", "strategy", collective_routes);
+    return iotame_config_any(cfg, "collective", "strategy", coll_routes);
 }
 
-static void open_file(const iotame_open_t *o)
-{
-    if (o->fc) iotame_collective_open(o->fh, o->comm, o->amode, o->fs, o->fc);
-}
-
-static void set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                     const char *datarep)
-{
-    if (iotame_collective_any()) iotame_collective_set_view(f->fh, disp, etype, filetype, datarep);
-}
-
-static void set_info(iotame_file_t *f)
-{
-    if (iotame_collective_any()) iotame_collective_set_info(f->fh);
-}
-
-static void set_atomicity(iotame_file_t *f, int flag)
-{
-    if (iotame_collective_any()) iotame_collective_set_atomicity(f->fh, flag);
-}
-
-static const iotame_coll_op_t coll_op[2][2] = {{IOTAME_COLL_READ_ALL, IOTAME_COLL_READ_AT_ALL},
-                                               {IOTAME_COLL_WRITE_ALL, IOTAME_COLL_WRITE_AT_ALL}};
-
-/* Blocking collective calls of a routed handle go through the engine; the other collective forms of such a handle
- * pass through with their reason counted. */
-static int serve(const iotame_io_t *io, int *rc)
-{
-    if (!iotame_collective_any() || io->kind == IOTAME_IO_INDEPENDENT || io->kind == IOTAME_IO_NONBLOCKING)
-        return 0;
-    if (io->kind != IOTAME_IO_COLLECTIVE) {
-        iotame_collective_note(io->fh, io->kind == IOTAME_IO_SPLIT    ? "split collective"
-                                       : io->kind == IOTAME_IO_SHARED ? "shared file pointer"
-                                                                      : "nonblocking collective");
-        return 0;
-    }
-    if (!iotame_collective_routed(io->fh)) return 0;
-    iotame_coll_args_t a = {coll_op[io->write][io->at], io->large, io->fh, io->offset, io->buf,
-                            io->count, io->datatype, io->status};
-    *rc = iotame_collective_call(&a);
-    return 1;
-}
-
-/* Collective writes may have gone through the engine's shadow handle: it is flushed too. */
-static int sync_file(iotame_file_t *f) { return iotame_collective_any() ? iotame_collective_sync(f->fh) : MPI_SUCCESS; }
-
-static int close_file(iotame_file_t *f)
-{
-    if (iotame_collective_any()) iotame_collective_close(f->fh);
-    return MPI_SUCCESS;
-}
-
-static void add_int(json_t *o, const char *key, int64_t n)
+static void coll_add_int(json_t *o, const char *key, int64_t n)
 {
     json_object_set_new(o, key, json_integer(json_integer_value(json_object_get(o, key)) + n));
 }
@@ -87,17 +36,17 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
     if (!(o = json_object_get(all, name)))
         json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0,
                                                      "seconds", 0.0));
-    add_int(o, "calls", calls);
-    add_int(o, "bytes", bytes);
+    coll_add_int(o, "calls", calls);
+    coll_add_int(o, "bytes", bytes);
     json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
-    if (list_bytes >= 0) add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
-    if (view_bytes >= 0) add_int(o, "view_bytes", view_bytes);
+    if (list_bytes >= 0) coll_add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
+    if (view_bytes >= 0) coll_add_int(o, "view_bytes", view_bytes);
 }
 
 /* Decisions and windows are the first rank's (the selector decides alike on every rank); per strategy every rank
  * counted its own part: the bytes (data, offset lists, views) add up, the calls (every rank makes each) and the
  * seconds are the largest rank's. */
-static void merge(json_t *into, const json_t *rank)
+static void coll_merge(json_t *into, const json_t *rank)
 {
     json_t *from = json_object_get(rank, "strategies"), *all, *o, *mine;
     const char *name;
@@ -116,38 +65,43 @@ static void merge(json_t *into, const json_t *rank)
             json_object_set_new(mine, "seconds", json_real(seconds));
         static const char *const sums[] = {"bytes", "offset_list_bytes", "view_bytes"};
         for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
-            if (json_object_get(o, sums[k])) add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
+            if (json_object_get(o, sums[k])) coll_add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
     }
 }
 
 /* The section's keys (decisions, strategies, steady windows) are the file's own (docs/formats.md). */
-static void report(json_t *file, json_t *merged) { json_object_update(file, merged); }
+static void coll_report(json_t *file, json_t *merged) { json_object_update(file, merged); }
 
-/* The strategies of the registry (registry.c), in its order. */
-static void describe(json_t *entry)
+static json_t *coll_strategy_json(const iotame_strategy_t *st)
+{
+    json_t *options = json_array();
+    for (const char *const *o = st->options; o && *o; o++) json_array_append_new(options, json_string(*o));
+    return json_pack("{s:s,s:o}", "name", st->name, "options", options);
+}
+
+/* The strategies of the registry (registry.c), in its order, and the one that chooses among them (auto), apart: it
+ * is no candidate and has no number. */
+static void coll_describe(json_t *entry)
 {
     json_t *list = json_array();
-    for (int s = 0; s < iotame_nstrategies; s++) {
-        json_t *options = json_array();
-        for (const char *const *o = iotame_strategies[s]->options; o && *o; o++) json_array_append_new(options, json_string(*o));
-        json_array_append_new(list, json_pack("{s:s,s:o}", "name", iotame_strategies[s]->name, "options", options));
-    }
+    for (int s = 0; s < iotame_nstrategies; s++) json_array_append_new(list, coll_strategy_json(iotame_strategies[s]));
     json_object_set_new(entry, "strategies", list);
+    json_object_set_new(entry, "chooser", coll_strategy_json(&iotame_strategy_auto));
 }
 
 const iotame_module_t iotame_module_collective = {
     .name = "collective",
     .settings = "collective",
-    .start = collective_start,
-    .open = open_file,
-    .set_view = set_view,
-    .set_info = set_info,
-    .set_atomicity = set_atomicity,
-    .serve = serve,
-    .sync = sync_file,
-    .close = close_file,
-    .finalize = iotame_collective_finalize,
-    .merge = merge,
-    .report = report,
-    .describe = describe,
+    .start = coll_start,
+    .open = iotame__coll_open,
+    .set_view = iotame__coll_set_view,
+    .set_info = iotame__coll_set_info,
+    .set_atomicity = iotame__coll_set_atomicity,
+    .serve = iotame__coll_serve,
+    .sync = iotame__coll_sync,
+    .close = iotame__coll_close,
+    .finalize = iotame__coll_finalize,
+    .merge = coll_merge,
+    .report = coll_report,
+    .describe = coll_describe,
 };

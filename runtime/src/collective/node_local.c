@@ -9,7 +9,7 @@
 
 #include "strategy.h"
 
-static int run(iotame_coll_call_t *c)
+static int node_local_run(iotame_coll_call_t *c)
 {
     const iotame_coll_env_t *e = c->env;
     int *agg_rank = malloc((size_t)e->nnodes * sizeof *agg_rank);
@@ -52,8 +52,8 @@ const iotame_strategy_t iotame_strategy_node_local = {
     .options = (const char *const[]){"virtual_node_size", NULL},
     .setup = iotame_coll_engine_setup,
     .teardown = iotame_coll_engine_teardown,
-    .write_all = run,
-    .read_all = run,
-    .write_at_all = run,
-    .read_at_all = run,
+    .write_all = node_local_run,
+    .read_all = node_local_run,
+    .write_at_all = node_local_run,
+    .read_at_all = node_local_run,
 };

@@ -38,9 +38,9 @@ int iotame_coll_library(const iotame_coll_args_t *a, int independent)
 
 /* A library without write sieving (OMPIO) writes small noncontiguous pieces one by one, in its independent and its
  * collective calls alike: the engine strategies are examined first for writes there. */
-static int likely(const iotame_coll_env_t *env, int write) { return !write || env->write_sieving; }
+static int passthrough_likely(const iotame_coll_env_t *env, int write) { return !write || env->write_sieving; }
 
-static int call(iotame_coll_call_t *c)
+static int passthrough_call(iotame_coll_call_t *c)
 {
     c->mpi_error = iotame_coll_library(c->args, 0);
     return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;
@@ -50,9 +50,9 @@ const iotame_strategy_t iotame_strategy_passthrough = {
     .name = "passthrough",
     .summary = "the MPI library's own collective I/O on the application's handle",
     .native = 1,
-    .likely = likely,
-    .write_all = call,
-    .read_all = call,
-    .write_at_all = call,
-    .read_at_all = call,
+    .likely = passthrough_likely,
+    .write_all = passthrough_call,
+    .read_all = passthrough_call,
+    .write_at_all = passthrough_call,
+    .read_at_all = passthrough_call,
 };

@@ -1,7 +1,9 @@
 /* collective: the collective-I/O engine. Strategies (one file each, one const table each), their registry, the
- * shared aggregation engine they are built on, and the routing of MPI_File_{write,read}[_at]_all calls through
+ * shared aggregation engine they are built on, the auto strategy that picks one of them per call (the selector's
+ * policy from select/ fed by the window protocol), and the routing of MPI_File_{write,read}[_at]_all calls through
  * them (per-handle state, shadow handle, file pointer, status, errors).
- * The only interface of runtime/src/collective/ to the other parts. */
+ * The only interface of runtime/src/collective/ to the other parts (core/modules.c registers the module table);
+ * collective/window.h is internal to the auto strategy. */
 #ifndef IOTAME_COLLECTIVE_STRATEGY_H
 #define IOTAME_COLLECTIVE_STRATEGY_H
 
@@ -9,9 +11,15 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "core/module.h"
 #include "flatten/flatten.h"
+#include "select/select.h"
 
-/* ---- the routing entry points (intercept/) ---- */
+/* ---- the module's hooks of a handle (route.c; module.c registers them) ----
+ * A routed handle's state (iotame_coll_file_t) is the module's slot of the core's record (core/module.h): set at the
+ * open once every rank agreed to route the handle, cleared at its close; the hooks of other handles find the slot
+ * empty and do nothing. Collective calls on one handle are never concurrent (MPI requires every rank to make them
+ * in the same order), so the call under way needs no lock. */
 
 typedef enum {
     IOTAME_COLL_WRITE_ALL,
@@ -32,21 +40,25 @@ typedef struct {
     MPI_Status *status;
 } iotame_coll_args_t;
 
-/* After a successful MPI_File_open: remembers the handle when its collective calls are to be routed (the file's
- * "collective.strategy" is not passthrough). Collective over comm for such files: one reduction, and a duplicate
- * of comm unless a library strategy (independent) is fixed. */
-void iotame_collective_open(MPI_File fh, MPI_Comm comm, int amode, iotame_file_stats_t *fs,
-                            const iotame_file_config_t *fc);
-/* Before MPI_File_close (collective): closes the shadow handles and forgets the handle. */
-void iotame_collective_close(MPI_File fh);
-/* At MPI_Finalize (collective): finishes the gathers that handles, closed or not, left posted. */
-void iotame_collective_finalize(void);
-/* After a successful MPI_File_set_view / set_atomicity / set_info / sync of a handle. */
-void iotame_collective_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                                const char *datarep);
-void iotame_collective_set_atomicity(MPI_File fh, int flag);
-void iotame_collective_set_info(MPI_File fh);
-int iotame_collective_sync(MPI_File fh);
+/* After a successful MPI_File_open: the handle's state, when its collective calls are to be routed (the file's
+ * "collective.strategy" is not passthrough). Collective over o->comm for such files: one reduction, and a duplicate
+ * of the communicator unless a native strategy (independent) is fixed. */
+void iotame__coll_open(const iotame_open_t *o);
+/* After a successful MPI_File_set_view / set_info / set_atomicity. */
+void iotame__coll_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                           const char *datarep);
+void iotame__coll_set_info(iotame_file_t *f);
+void iotame__coll_set_atomicity(iotame_file_t *f, int flag);
+/* A blocking collective data call of a routed handle: done through a strategy, or by the library when the call
+ * must pass through (*rc its MPI return code; returns 1). The other collective forms of a routed handle go to the
+ * library with their reason counted (returns 0), as do every call of another handle. */
+int iotame__coll_serve(const iotame_io_t *io, int *rc);
+/* Before MPI_File_sync (collective): the shadow handle, which the engine's writes went through, is flushed too. */
+int iotame__coll_sync(iotame_file_t *f);
+/* Before MPI_File_close (collective): the strategies' state of the handle and the shadow handle closed. */
+int iotame__coll_close(iotame_file_t *f);
+/* At MPI_Finalize (collective): the handles still open and the gathers closed ones left posted. */
+void iotame__coll_finalize(void);
 
 /* The file's "collective" statistics section (core/module.h; collective/module.c reduces it over the ranks). */
 extern const struct iotame_module iotame_module_collective;
@@ -54,18 +66,6 @@ static inline json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 {
     return iotame_stats_section(fs, &iotame_module_collective);
 }
-
-/* Nonzero when at least one open handle is routed; iotame_collective_routed then tells which. */
-extern int iotame__collective_handles;
-int iotame_collective_routed(MPI_File fh);
-static inline int iotame_collective_any(void) { return __atomic_load_n(&iotame__collective_handles, __ATOMIC_RELAXED); }
-
-/* Does one routed call (through a strategy, or the library when the call must pass through) and returns its MPI
- * return code. */
-int iotame_collective_call(const iotame_coll_args_t *args);
-/* Counts a reason for a collective call of a routed handle that the engine does not take (split, nonblocking,
- * shared pointer). */
-void iotame_collective_note(MPI_File fh, const char *reason);
 
 /* ---- strategies ---- */
 
@@ -92,6 +92,7 @@ typedef struct {
     int64_t virtual_node_size, conf_targets, conf_target_unit, conf_block_size;
     int64_t fs_block; /* view_based: the file's st_blksize, the largest over the ranks (0: not asked yet) */
     struct iotame_coll_views *views; /* view_based: the views cached for the handle (view_based.c), or NULL */
+    struct iotame_coll_choice *choice; /* a choosing strategy's state of the handle (auto.c), or NULL */
     MPI_File fh;      /* the application's handle */
     const char *path; /* as given to MPI_File_open */
     int amode;
@@ -156,10 +157,10 @@ void iotame__coll_view_release(iotame_coll_view_t *v);
 const char *iotame__coll_view_map(iotame_coll_view_t *v, int64_t start, int64_t nbytes, iotame_extents_t *ext);
 
 /* Per-rank facts of one call, gathered on every rank: first and end file offset, bytes, file extents, flags, the
- * selector's digest, the position of the call's first byte in the view's data stream (bytes), and the view's
- * generation (view_based maps every rank's part from these two and its cached view). */
+ * choosing strategy's tag (strategy.tag), the position of the call's first byte in the view's data stream (bytes),
+ * and the view's generation (view_based maps every rank's part from these two and its cached view). */
 enum { IOTAME_INFO_START, IOTAME_INFO_END, IOTAME_INFO_BYTES, IOTAME_INFO_EXTENTS, IOTAME_INFO_FLAGS,
-       IOTAME_INFO_DIGEST, IOTAME_INFO_STREAM, IOTAME_INFO_VIEW, IOTAME_INFO_FIELDS };
+       IOTAME_INFO_TAG, IOTAME_INFO_STREAM, IOTAME_INFO_VIEW, IOTAME_INFO_FIELDS };
 
 /* One call as a strategy sees it. */
 typedef struct {
@@ -180,16 +181,74 @@ typedef struct {
 
 typedef int (*iotame_coll_fn)(iotame_coll_call_t *call);
 
+/* A call's facts as the router gathered them before a strategy is chosen: every rank's row and their reduction,
+ * and this rank's part. */
+typedef struct {
+    int write;
+    int nprocs;
+    const int64_t *info;        /* nprocs rows of IOTAME_INFO_FIELDS */
+    int64_t gmin, gmax, gbytes; /* over all ranks: first and end offset, bytes */
+    int64_t requests;           /* file extents over all ranks */
+    int tags_differ;            /* the ranks' tags (IOTAME_INFO_TAG) differ */
+    int64_t nbytes;             /* this rank's bytes and file extents */
+    const iotame_extents_t *ext;
+} iotame_coll_facts_t;
+
+/* This rank's part of a call served without the router's gather: its bytes and file extents. */
+typedef struct {
+    int64_t nbytes;
+    const iotame_extents_t *ext;
+} iotame_coll_part_t;
+
+/* A file's collective settings (settings.c reads them all at the open, through iotame_config_setting). */
+typedef struct iotame_strategy iotame_strategy_t;
+typedef struct {
+    const iotame_strategy_t *strategy; /* collective.strategy (iotame_strategy_named) */
+    /* the strategies' options (0: not set) */
+    int64_t virtual_node_size, targets, target_unit, block_size;
+    /* auto's */
+    /* registry indices, in the configured order, each once (passthrough when none is named) */
+    int candidates[IOTAME_SELECT_MAX], ncandidates;
+    int exam_calls, retry_every, steady_windows;
+    int64_t trace, readahead; /* readahead -1: not configured */
+    double threshold, exam_budget, window_seconds, drop, threshold_max, gate_calls, window_max_seconds;
+    const char *knowledge; /* the knowledge file, or NULL (borrowed from the configuration) */
+} iotame_coll_settings_t;
+/* Reads them; returns whether the file's collective calls are routed (its strategy is not passthrough). */
+int iotame__coll_settings(const iotame_file_config_t *fc, iotame_coll_settings_t *set);
+
+/* What a choosing strategy is told at the handle's open (collective over comm, the application's communicator). */
+typedef struct {
+    MPI_Comm comm;
+    int rank, nprocs;
+    iotame_file_stats_t *fs; /* the file's record (NULL: this rank has none) */
+    const iotame_coll_settings_t *set;
+} iotame_coll_open_t;
+
+/* The ints a choosing strategy adds to the open's one agreement (reduced with MPI_MAX). */
+enum { IOTAME_COLL_AGREE = 11 };
+
 /* A strategy (a backend, in the manner of IOR's): functions return 0, or -errno when they could not run (nothing
  * done: the call then passes through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies
  * use the application's handle and arguments themselves (no packing, no file pointer or status handling by the
- * router). A NULL hook is not needed. */
-typedef struct {
+ * router): the library serves their calls, and a native strategy fixed for a file serves every call without a
+ * gather or communicator of ours. A NULL hook is not needed.
+ *
+ * A strategy that chooses (auto) serves no call itself: its write_all... are NULL, and the hooks under "choosing"
+ * pick, call by call, the registry strategy that serves (delegation), so that the router serves a call alike
+ * whether its strategy is fixed or chosen:
+ *   open -> agreed at the handle's open, then per call either
+ *   direct (>= 0: that strategy serves the call without the router's gather) -> served, or
+ *   tag (into the gathered row) -> the router's gather -> choose -> the chosen strategy's setup and call -> measured,
+ *   and close at the handle's close, finalize at MPI_Finalize.
+ * Every hook is called on every rank alike (the decisions rest on gathered, reduced values), so every rank takes the
+ * same branch. */
+struct iotame_strategy {
     const char *name;
     const char *summary;
     int native;
-    /* the collective settings this strategy owns (runtime/settings.json marks them with "strategy": name);
-     * NULL-terminated, NULL for none */
+    /* the collective settings this strategy owns (runtime/settings.json marks a fixed strategy's with "strategy":
+     * name); NULL-terminated, NULL for none */
     const char *const *options;
     /* whether the strategy does what its name says on this handle (NULL: everywhere); where it does not, it does the
      * library's collective call, and the selector leaves it out when passthrough is a candidate */
@@ -201,7 +260,36 @@ typedef struct {
     int (*setup)(iotame_coll_env_t *env);
     void (*teardown)(iotame_coll_env_t *env);
     iotame_coll_fn write_all, read_all, write_at_all, read_at_all;
-} iotame_strategy_t;
+
+    /* ---- choosing (a strategy that delegates each call to one of the registry's) ---- */
+    /* At the handle's open (collective over o->comm): the strategy's state of the handle (env->choice; env NULL when
+     * this rank could not set the handle up: the strategy then only joins the open's collectives) and its part of
+     * the open's one agreement. Returns 0, or -ENOMEM (no rank then routes the handle). */
+    int (*open)(iotame_coll_env_t *env, const iotame_coll_open_t *o, int agree[IOTAME_COLL_AGREE]);
+    /* After the agreement (env->comm, local_fs and write_sieving set): the reduced values, and what the reduction
+     * took (a first estimate of what a collective of ours costs). */
+    void (*agreed)(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGREE], int64_t cost_ns);
+    /* (a) Before a call: the strategy (registry index, a native one) that serves it without the router's gather,
+     * else -1. Without this hook a native strategy serves all its calls so, the others none. */
+    int (*direct)(iotame_coll_env_t *env, int write);
+    /* After a call served so: this rank's part of it (NULL: this rank could not map it) and its seconds here. */
+    void (*served)(iotame_coll_env_t *env, int write, const iotame_coll_part_t *part, double seconds);
+    /* (c) The value this rank adds to the call's gathered row (IOTAME_INFO_TAG), and after the gather the strategy
+     * (registry index) that serves the call: its setup and functions are what the router then runs. */
+    int64_t (*tag)(const iotame_coll_env_t *env);
+    int (*choose)(iotame_coll_env_t *env, const iotame_coll_facts_t *facts);
+    /* (b) After a chosen call that ran (an I/O error included): its facts, the strategy that served it, and the
+     * slowest rank's seconds from the call's entry (the gather counted). */
+    void (*measured)(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds);
+    /* At the handle's close (collective, before the strategies' teardown): the strategy's state of the handle is
+     * gone afterwards (env->choice); it may keep env->comm for a gather still under way, setting it to
+     * MPI_COMM_NULL. At MPI_Finalize (at_finalize), for a handle still open: what is under way is posted, env->comm
+     * stays the router's, and the strategy's finalize completes it. */
+    void (*close)(iotame_coll_env_t *env, int at_finalize);
+    /* At MPI_Finalize (collective over MPI_COMM_WORLD), after every still open handle's close: what every handle,
+     * closed or not, left posted. */
+    void (*finalize)(void);
+};
 
 
 /* The application's call made by the library on the application's handle: the collective call itself, or with
@@ -209,12 +297,49 @@ typedef struct {
 int iotame_coll_library(const iotame_coll_args_t *a, int independent);
 
 #define IOTAME_STRATEGY_MAX 8
-/* Every strategy, in a fixed order (registry.c, the only place that lists them; the registry index is the strategy's
- * number everywhere, and index 0 is passthrough, the library's own collective I/O). */
+_Static_assert(IOTAME_STRATEGY_MAX <= IOTAME_SELECT_MAX, "registry indices are the selector's strategy ids");
+/* Every strategy that serves calls, in a fixed order (registry.c, the only place that lists them; the registry
+ * index is the strategy's number everywhere: the selector's id, the statistics, the knowledge file; index 0 is
+ * passthrough, the library's own collective I/O). */
 extern const iotame_strategy_t *const iotame_strategies[];
 extern const int iotame_nstrategies;
 /* The registry index of a strategy name, or -1. */
 int iotame_strategy_find(const char *name);
+/* The strategy collective.strategy may name: one of the registry's, or the one that chooses among them (auto, not
+ * in the registry: it is no candidate and has no number); NULL when none. */
+const iotame_strategy_t *iotame_strategy_named(const char *name);
+/* The strategy that chooses among the registry's (auto.c; registry.c lists it apart). */
+extern const iotame_strategy_t iotame_strategy_auto;
+/* Calls the finalize hook of every strategy that has one (MPI_Finalize, collective). */
+void iotame__coll_strategies_finalize(void);
+
+/* ---- the selector's policy in the statistics and the knowledge file (decisions.c, knowledge.c) ---- */
+
+/* Fills list (a JSON array: the file's "decisions") with the selector's decisions, oldest first. */
+void iotame__coll_decisions(json_t *list, const iotame_selector_t *s);
+/* The knowledge-file entries of what s learned (winners, and the budgets of undecided signatures), newest first;
+ * NULL when nothing. */
+json_t *iotame__coll_learned(const iotame_selector_t *s);
+/* A parsed knowledge file's entries as the policy reads them (free with iotame__coll_known_free). 0 or -ENOMEM. */
+int iotame__coll_known(const json_t *knowledge, iotame_select_knowledge_t *out);
+void iotame__coll_known_free(iotame_select_knowledge_t *k);
+
+/* The knowledge file (knowledge.c): the "collective" section of the knowledge store (core/knowledge.h),
+ * {"entries": [{"signature": {...}, "strategy": name, "throughputs": {...}}]}; a signature not decided yet has
+ * "strategy": null and "examination": {"spent": s, "debt": s, "first": name}, the examination budget's seconds and
+ * the candidate the next run starts with. */
+/* The section of a knowledge file's text (a file of version 1 or 2; NULL when it is not a knowledge file). */
+json_t *iotame_knowledge_parse(const char *text, size_t len);
+/* Rank 0 reads the file at path and broadcasts it over comm (collective; every rank takes part in every broadcast,
+ * also when it cannot allocate: it then knows nothing). The section (an empty one when the file has none), NULL
+ * when there is no file yet or this rank cannot hold it; *broken on rank 0 when the file is there but cannot be
+ * used (reported; it is then left as it is); *exists when rank 0 could read a file. */
+json_t *iotame_knowledge_load(const char *path, MPI_Comm comm, int rank, int *broken, int *exists);
+/* Merges the winners of s, and the budgets of its undecided signatures, into the file at path (created if missing;
+ * entries of other signatures and other modules' sections kept; a winner never replaced by an undecided entry;
+ * locked against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left
+ * alone: -EEXIST; a lock not had in time: -ETIMEDOUT; each reported). Returns 0 or -errno. */
+int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
 
 /* ---- the aggregation engine strategies are built on ---- */
 

@@ -13,7 +13,7 @@ static int64_t largest_divisor_at_most(int64_t n, int64_t most)
     return 1;
 }
 
-static int run(iotame_coll_call_t *c)
+static int target_aligned_run(iotame_coll_call_t *c)
 {
     const iotame_coll_env_t *e = c->env;
     int64_t targets = e->targets > 0 ? e->targets : 1;
@@ -41,8 +41,8 @@ const iotame_strategy_t iotame_strategy_target_aligned = {
     .options = (const char *const[]){"targets", "target_unit", NULL},
     .setup = iotame_coll_engine_setup,
     .teardown = iotame_coll_engine_teardown,
-    .write_all = run,
-    .read_all = run,
-    .write_at_all = run,
-    .read_at_all = run,
+    .write_all = target_aligned_run,
+    .read_all = target_aligned_run,
+    .write_at_all = target_aligned_run,
+    .read_at_all = target_aligned_run,
 };

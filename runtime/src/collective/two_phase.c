@@ -8,12 +8,12 @@
 
 #include "strategy.h"
 
-static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t two_phase_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static int run(iotame_coll_call_t *c)
+static int two_phase_run(iotame_coll_call_t *c)
 {
     const iotame_coll_env_t *e = c->env;
-    int nagg = (int)clamp(e->cb_nodes, 1, e->nprocs);
+    int nagg = (int)two_phase_clamp(e->cb_nodes, 1, e->nprocs);
     int64_t *bounds = malloc(((size_t)nagg + 1) * sizeof *bounds);
     if (!bounds) return iotame_coll_engine(c, NULL); /* joins the other ranks' agreement, and fails it */
     int64_t span = c->gmax - c->gmin, align = e->striping_unit > 0 ? e->striping_unit : 1;
@@ -21,14 +21,14 @@ static int run(iotame_coll_call_t *c)
     size = (size + align - 1) / align * align;
     int64_t base = c->gmin / align * align;
     bounds[0] = c->gmin;
-    for (int a = 1; a < nagg; a++) bounds[a] = clamp(base + a * size, c->gmin, c->gmax);
+    for (int a = 1; a < nagg; a++) bounds[a] = two_phase_clamp(base + a * size, c->gmin, c->gmax);
     bounds[nagg] = c->gmax;
     iotame_plan_t plan = {
         .nagg = nagg,
         .agg_rank = e->spread,
         .kind = IOTAME_DOMAINS_EVEN,
         .bounds = bounds,
-        .window = clamp(e->cb_buffer_size, 4096, (int64_t)1 << 30),
+        .window = two_phase_clamp(e->cb_buffer_size, 4096, (int64_t)1 << 30),
         .fill_holes = 1,
     };
     int rc = iotame_coll_engine(c, &plan);
@@ -41,8 +41,8 @@ const iotame_strategy_t iotame_strategy_two_phase = {
     .summary = "even, stripe-aligned file domains among cb_nodes aggregators, rounds of cb_buffer_size",
     .setup = iotame_coll_engine_setup,
     .teardown = iotame_coll_engine_teardown,
-    .write_all = run,
-    .read_all = run,
-    .write_at_all = run,
-    .read_at_all = run,
+    .write_all = two_phase_run,
+    .read_all = two_phase_run,
+    .write_at_all = two_phase_run,
+    .read_at_all = two_phase_run,
 };

@@ -34,9 +34,9 @@ struct iotame_coll_views {
     iotame_extents_t tmp; /* aggregators: one block's extents while mapping */
 };
 
-static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t view_based_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static int agree(MPI_Comm comm, int ok)
+static int view_based_agree(MPI_Comm comm, int ok)
 {
     int all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
@@ -59,7 +59,7 @@ void iotame__coll_views_free(iotame_coll_env_t *e)
 }
 
 /* The engine's setup, the file system's block size (the largest any rank sees) and the cache, agreed. */
-static int setup(iotame_coll_env_t *e)
+static int view_based_setup(iotame_coll_env_t *e)
 {
     int rc = iotame_coll_engine_setup(e);
     if (rc) return rc;
@@ -79,7 +79,7 @@ static int setup(iotame_coll_env_t *e)
     return 0;
 }
 
-static void teardown(iotame_coll_env_t *e)
+static void view_based_teardown(iotame_coll_env_t *e)
 {
     iotame__coll_views_free(e);
     iotame_coll_engine_teardown(e);
@@ -88,7 +88,7 @@ static void teardown(iotame_coll_env_t *e)
 /* ---- sending the views ---- */
 
 /* This rank's view as int64s (HEADER, runs, prefix sums); NULL when it has none (not flattened) or on ENOMEM. */
-static int64_t *serialize(const iotame_coll_view_t *v, int64_t *bytes)
+static int64_t *view_based_serialize(const iotame_coll_view_t *v, int64_t *bytes)
 {
     const iotame_flat_t *f = v->flat;
     if (v->flat_rc != 0 || !f) return NULL;
@@ -111,7 +111,7 @@ static int64_t *serialize(const iotame_coll_view_t *v, int64_t *bytes)
 }
 
 /* Rank r's cached view, pointing into the received blob (no allocation after the exchange). */
-static void deserialize(struct iotame_coll_views *cv, int r, const int64_t *w)
+static void view_based_deserialize(struct iotame_coll_views *cv, int r, const int64_t *w)
 {
     const size_t n = (size_t)w[8];
     iotame_flat_t *f = &cv->flat[r];
@@ -133,27 +133,27 @@ static int send_views(iotame_coll_call_t *c, struct iotame_coll_views *cv, int n
     cv->valid = 0;
     free(cv->blob);
     cv->blob = NULL;
-    int64_t mine = 0, *view = serialize(c->view, &mine);
+    int64_t mine = 0, *view = view_based_serialize(c->view, &mine);
     int64_t *sizes = malloc((size_t)np * sizeof *sizes);
     int *sc = calloc((size_t)np, sizeof *sc), *sd = calloc((size_t)np, sizeof *sd);
     int *rc = calloc((size_t)np, sizeof *rc), *rd = calloc((size_t)np, sizeof *rd);
     int ok = view && sizes && sc && sd && rc && rd, err = -ENOMEM;
-    if (!agree(e->comm, ok)) goto done;
+    if (!view_based_agree(e->comm, ok)) goto done;
     PMPI_Allgather(&mine, 1, MPI_INT64_T, sizes, 1, MPI_INT64_T, e->comm);
     int64_t total = 0;
     for (int r = 0; r < np; r++) {
-        rd[r] = (int)clamp(total, 0, INT_MAX);
+        rd[r] = (int)view_based_clamp(total, 0, INT_MAX);
         rc[r] = my_agg >= 0 ? (int)sizes[r] : 0;
         total += sizes[r];
     }
     ok = total <= INT_MAX; /* every rank computes the same */
     if (ok && my_agg >= 0) ok = (cv->blob = malloc((size_t)total)) != NULL;
-    if (!agree(e->comm, ok)) goto done;
+    if (!view_based_agree(e->comm, ok)) goto done;
     for (int a = 0; a < nagg; a++) sc[e->spread[a]] = (int)mine;
     PMPI_Alltoallv(view, sc, sd, MPI_BYTE, cv->blob, rc, rd, MPI_BYTE, e->comm);
     c->view_bytes += mine * (nagg - (my_agg >= 0));
     if (my_agg >= 0)
-        for (int r = 0; r < np; r++) deserialize(cv, r, (const int64_t *)(cv->blob + rd[r]));
+        for (int r = 0; r < np; r++) view_based_deserialize(cv, r, (const int64_t *)(cv->blob + rd[r]));
     for (int r = 0; r < np; r++) cv->generation[r] = c->info[(size_t)r * IOTAME_INFO_FIELDS + IOTAME_INFO_VIEW];
     cv->nagg = nagg;
     cv->valid = 1;
@@ -193,7 +193,7 @@ static int64_t stream_before(const iotame_view_t *v, int64_t o)
     return tile * f->size + f->cum[lo] + in;
 }
 
-static int append(iotame_extents_t *out, const iotame_extents_t *x)
+static int view_based_append(iotame_extents_t *out, const iotame_extents_t *x)
 {
     if (out->n + x->n > out->cap) {
         size_t cap = out->cap ? out->cap : 64;
@@ -218,7 +218,7 @@ typedef struct {
 /* The engine's extents_of: rank r's extents in aggregator agg's blocks, block by block from r's cached view (the
  * stream range of each block found from the view, then mapped); r's whole part when r's range holds many more of
  * agg's blocks than r has extents (a sparse view: the engine then leaves out the others' blocks). */
-static int extents_of(void *arg, int agg, int r, iotame_extents_t *out)
+static int view_based_extents_of(void *arg, int agg, int r, iotame_extents_t *out)
 {
     const mapping_t *m = arg;
     const int64_t *row = m->c->info + (size_t)r * IOTAME_INFO_FIELDS;
@@ -233,18 +233,18 @@ static int extents_of(void *arg, int agg, int r, iotame_extents_t *out)
     for (int64_t k = first; k <= k1; k += nagg) {
         int64_t s0 = stream_before(v, k * unit > lo ? k * unit : lo);
         int64_t s1 = stream_before(v, (k + 1) * unit < hi ? (k + 1) * unit : hi);
-        s0 = clamp(s0, start, end);
-        s1 = clamp(s1, start, end);
+        s0 = view_based_clamp(s0, start, end);
+        s1 = view_based_clamp(s1, start, end);
         if (s1 <= s0) continue;
         iotame_extents_t *into = out->n ? &m->cv->tmp : out; /* the first block's straight into out */
-        if (iotame_flatten_view_map(v, s0, s1 - s0, into) || (into != out && append(out, into))) return -ENOMEM;
+        if (iotame_flatten_view_map(v, s0, s1 - s0, into) || (into != out && view_based_append(out, into))) return -ENOMEM;
     }
     return 0;
 }
 
 /* ---- a call ---- */
 
-static int64_t block_of(const iotame_coll_env_t *e)
+static int64_t view_based_block(const iotame_coll_env_t *e)
 {
     if (e->conf_block_size > 0) return e->conf_block_size;
     if (e->striping_unit > 0) return e->striping_unit;
@@ -254,12 +254,12 @@ static int64_t block_of(const iotame_coll_env_t *e)
     return e->fs_block > MIB ? e->fs_block : MIB;
 }
 
-static int run(iotame_coll_call_t *c)
+static int view_based_run(iotame_coll_call_t *c)
 {
     const iotame_coll_env_t *e = c->env;
     struct iotame_coll_views *cv = e->views; /* set up (agreed) before the strategy's first call */
-    const int nagg = (int)clamp(e->nnodes, 1, e->nprocs);
-    const int64_t unit = block_of(e);
+    const int nagg = (int)view_based_clamp(e->nnodes, 1, e->nprocs);
+    const int64_t unit = view_based_block(e);
     int64_t window = e->cb_buffer_size / unit * unit;
     if (window < unit) window = unit;
     if (window > ((int64_t)1 << 30)) window = ((int64_t)1 << 30) / unit * unit > 0 ? ((int64_t)1 << 30) / unit * unit : unit;
@@ -278,7 +278,7 @@ static int run(iotame_coll_call_t *c)
         .unit = unit,
         .window = window,
         .fill_holes = 1,
-        .extents_of = extents_of,
+        .extents_of = view_based_extents_of,
         .arg = &m,
     };
     return iotame_coll_engine(c, &plan);
@@ -289,10 +289,10 @@ const iotame_strategy_t iotame_strategy_view_based = {
     .summary = "view-based collective I/O: file blocks round robin to one aggregator per node, views cached there at "
                "set_view, no offset lists per call",
     .options = (const char *const[]){"block_size", NULL},
-    .setup = setup,
-    .teardown = teardown,
-    .write_all = run,
-    .read_all = run,
-    .write_at_all = run,
-    .read_at_all = run,
+    .setup = view_based_setup,
+    .teardown = view_based_teardown,
+    .write_all = view_based_run,
+    .read_all = view_based_run,
+    .write_at_all = view_based_run,
+    .read_at_all = view_based_run,
 };

@@ -1,13 +1,13 @@
 /* The selector's section of the knowledge store (core/knowledge.h): what it learned (winners per call signature,
  * and the examination budget of the signatures not decided yet), read at the open of a file under strategy auto and
  * merged back at its close, so that the next run of a job starts where this one ended. The section is
- * {"entries": [...]}, the entries the policy's (iotame_select_learned, select.c). */
+ * {"entries": [...]}, the entries what the policy learned, as decisions.c writes them (iotame__coll_learned). */
 #include <errno.h>
 #include <jansson.h>
 
 #include "core/knowledge.h"
 #include "posix/posix.h"
-#include "select.h"
+#include "strategy.h"
 
 #define SELECT_KNOWLEDGE_MODULE "collective"
 
@@ -59,7 +59,7 @@ static int select_knowledge_merge(json_t *section, json_t *learned)
 
 int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
 {
-    json_t *learned = iotame_select_learned(s);
+    json_t *learned = iotame__coll_learned(s);
     if (!learned) return 0;
     iotame_posix_quiet_begin();
     int rc = iotame_knowledge_merge(path, SELECT_KNOWLEDGE_MODULE, select_knowledge_merge, learned);

@@ -1,0 +1,373 @@
+/* auto: the selector as a strategy (Orthrus, Zhang, Ou, Davis and Jiang, ISC 2014; docs/collective.md, "The
+ * selector"). It serves no call itself: for each call it picks one of the registry's strategies (strategy.h,
+ * "choosing"), which the router then runs. Its state of a handle is the window protocol (window.c) over the file
+ * record's selector (select/, shared by the handles of one path), the knowledge an earlier run left, and the gather
+ * a steady window posts. This file is the MPI side of it: the open's agreement, the gathers, the statistics and
+ * the knowledge file.
+ *
+ * The close needs no collective that waits: a steady window under way is posted there, and MPI_Finalize finishes
+ * what the closed handles left posted, where the ranks meet anyway (docs/design/select-policy.md). */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategy.h"
+#include "window.h"
+
+/* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
+ * writes on a local file system [0..3] and elsewhere [4..7], each as (max, -min) over the ranks */
+enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_FIELDS = A_OPENING + 8 };
+_Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
+
+/* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
+ * when its first entry appears, filled at MPI_Finalize). Keyed by the file's statistics record, whose life it
+ * shares: it outlives every handle (a later open of the path goes on from it), and the last windows of the path's
+ * handles, posted at their close (or at MPI_Finalize for a handle still open), wait here for MPI_Finalize. */
+typedef struct auto_selector {
+    iotame_file_stats_t *fs;
+    iotame_selector_t *sel;
+    json_t *decisions;
+    struct iotame_coll_choice *left; /* handles' states whose last window completes at MPI_Finalize */
+    struct auto_selector *next;
+} auto_selector_t;
+
+struct iotame_coll_choice {
+    iotame_window_t w;
+    iotame_file_stats_t *fs;
+    auto_selector_t *selector;
+    int rank;
+    int cand[IOTAME_STRATEGY_MAX], ncand; /* configured */
+    char *knowledge_path;
+    int knowledge_broken; /* rank 0: the file exists but is not a knowledge file (reported at load) */
+    MPI_Comm comm; /* the handle's (borrowed), owned after the close of a handle whose gather is still posted */
+    int64_t *rows; /* nprocs x IOTAME_WINDOW_FIELDS, gathered at a window's end */
+    MPI_Request req;
+    int64_t post_ns;
+    iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
+    int closed;
+    struct iotame_coll_choice *next; /* in its selector's `left` */
+};
+
+/* ---- the selector of each file ---- */
+
+static pthread_mutex_t auto_lock = PTHREAD_MUTEX_INITIALIZER;
+static auto_selector_t *auto_selectors;
+
+static auto_selector_t *auto_selector_of(iotame_file_stats_t *fs)
+{
+    pthread_mutex_lock(&auto_lock);
+    auto_selector_t *s;
+    for (s = auto_selectors; s && s->fs != fs; s = s->next) {}
+    if (!s && (s = calloc(1, sizeof *s))) {
+        if ((s->sel = iotame_select_new())) {
+            s->fs = fs;
+            s->next = auto_selectors;
+            auto_selectors = s;
+        } else {
+            free(s);
+            s = NULL;
+        }
+    }
+    pthread_mutex_unlock(&auto_lock);
+    return s;
+}
+
+/* The selector's decisions join the file's statistics when its first entry appears. */
+static void auto_link(auto_selector_t *s)
+{
+    if (s->decisions || !iotame_select_started(s->sel)) return;
+    json_t *section = iotame_stats_collective(s->fs);
+    if (section && (s->decisions = json_array())) json_object_set(section, "decisions", s->decisions);
+}
+
+/* A handle's state whose last window completes at MPI_Finalize. */
+static void auto_leave(struct iotame_coll_choice *a)
+{
+    pthread_mutex_lock(&auto_lock);
+    a->next = a->selector->left;
+    a->selector->left = a;
+    pthread_mutex_unlock(&auto_lock);
+}
+
+static void auto_free(struct iotame_coll_choice *a)
+{
+    iotame__coll_known_free(&a->w.set.knowledge);
+    free(a->knowledge_path);
+    free(a->rows);
+    free(a);
+}
+
+/* ---- the gather of a window's rows: posted, tested, completed a window later ---- */
+
+static void auto_post(void *arg, const int64_t *row)
+{
+    struct iotame_coll_choice *a = arg;
+    uint64_t t0 = iotame_monotonic_ns();
+    PMPI_Iallgather(row, IOTAME_WINDOW_FIELDS, MPI_INT64_T, a->rows, IOTAME_WINDOW_FIELDS, MPI_INT64_T, a->comm,
+                    &a->req);
+    a->post_ns = (int64_t)(iotame_monotonic_ns() - t0);
+}
+
+static const int64_t *auto_wait(void *arg, int64_t *took_ns)
+{
+    struct iotame_coll_choice *a = arg;
+    uint64_t t0 = iotame_monotonic_ns();
+    PMPI_Wait(&a->req, MPI_STATUS_IGNORE);
+    *took_ns = a->post_ns + (int64_t)(iotame_monotonic_ns() - t0);
+    return a->rows;
+}
+
+static void auto_test(void *arg)
+{
+    struct iotame_coll_choice *a = arg;
+    int done;
+    PMPI_Test(&a->req, &done, MPI_STATUS_IGNORE);
+}
+
+/* ---- open ---- */
+
+/* The candidates of an operation on the file's file system and library, in examination order: a strategy that does
+ * not apply there does the library's collective call, so with passthrough also a candidate it is left out (both
+ * would measure one thing); the likely ones first, in the configured order, then the others. */
+static int auto_candidates(const struct iotame_coll_choice *a, const iotame_coll_env_t *env, int op, int *cand)
+{
+    int has_pt = 0, k = 0;
+    for (int i = 0; i < a->ncand; i++) has_pt |= a->cand[i] == iotame_strategy_find("passthrough");
+    for (int likely = 1; likely >= 0; likely--)
+        for (int i = 0; i < a->ncand; i++) {
+            const iotame_strategy_t *st = iotame_strategies[a->cand[i]];
+            const int here = !has_pt || !st->applies || st->applies(env);
+            if (here && likely == (!st->likely || st->likely(env, op))) cand[k++] = a->cand[i];
+        }
+    return k;
+}
+
+/* The strategy of the opening window of each operation ([0] reads, [1] writes) as this rank sees it, on a local
+ * file system or not (the file system is agreed with it). A job that starts from the knowledge file then runs its
+ * winner without a collective of ours from the first call, as a job that knows nothing runs its first candidate. */
+static void auto_propose(struct iotame_coll_choice *a, int local_fs, int opening[2])
+{
+    const iotame_coll_env_t env = {.local_fs = local_fs, .write_sieving = iotame_coll_write_sieving()};
+    for (int op = 0; op < 2; op++) {
+        a->w.set.norder[op] = auto_candidates(a, &env, op, a->w.set.order[op]);
+        opening[op] = iotame_window_opening(&a->w, op);
+    }
+}
+
+/* The handle's state from the file's settings; NULL when something could not be allocated. */
+static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
+{
+    const iotame_coll_settings_t *set = o->set;
+    struct iotame_coll_choice *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->fs = o->fs;
+    a->rank = o->rank;
+    a->comm = MPI_COMM_NULL;
+    a->req = MPI_REQUEST_NULL;
+    memcpy(a->cand, set->candidates, sizeof a->cand);
+    a->ncand = set->ncandidates;
+    iotame_window_t *w = &a->w;
+    w->nprocs = o->nprocs;
+    w->gather = (iotame_window_gather_t){auto_post, auto_wait, auto_test, a};
+    w->set.knobs = (iotame_select_knobs_t){set->drop, set->retry_every, set->threshold_max, set->gate_calls,
+                                           set->window_max_seconds};
+    iotame_select_conf_t *c = &w->set.conf;
+    c->exam_calls = set->exam_calls;
+    c->trace = set->trace;
+    c->threshold = set->threshold;
+    c->budget = set->exam_budget;
+    c->window_seconds = c->budget < 1 ? set->window_seconds : 0;
+    c->knobs = &w->set.knobs;
+    const char *path = iotame_stats_path(o->fs);
+    c->readahead = set->readahead >= 0 ? set->readahead : path ? iotame_coll_readahead(path) : 0;
+    w->set.shortest = w->tally.next_calls = set->steady_windows * c->exam_calls;
+    for (int s = 0; s < iotame_nstrategies; s++) w->set.library[s] = iotame_strategies[s]->native;
+    int ok = 1;
+    if (set->knowledge) ok &= (a->knowledge_path = strdup(set->knowledge)) != NULL;
+    a->rows = malloc((size_t)o->nprocs * IOTAME_WINDOW_FIELDS * sizeof *a->rows);
+    a->selector = auto_selector_of(o->fs);
+    if (!ok || !a->rows || !a->selector) {
+        auto_free(a);
+        return NULL;
+    }
+    w->sel = a->selector->sel;
+    return a;
+}
+
+/* The knowledge file (rank 0 reads it, every rank takes part in its broadcast), the handle's state and this rank's
+ * part of the open's agreement. */
+static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int agree[IOTAME_COLL_AGREE])
+{
+    int broken = 0, exists = 0;
+    const char *k = o->set->knowledge;
+    json_t *knowledge = k ? iotame_knowledge_load(k, o->comm, o->rank, &broken, &exists) : NULL;
+    memset(agree, 0, IOTAME_COLL_AGREE * sizeof *agree);
+    struct iotame_coll_choice *a = env && o->fs ? auto_new(o) : NULL;
+    if (!a) {
+        json_decref(knowledge);
+        return -ENOMEM;
+    }
+    a->knowledge_broken = broken;
+    const int held = knowledge && iotame__coll_known(knowledge, &a->w.set.knowledge) == 0;
+    json_decref(knowledge);
+    agree[A_HAS] = exists && held;
+    agree[A_HAS_NOT] = exists && !held;
+    const int64_t readahead = a->w.set.conf.readahead;
+    agree[A_READAHEAD_KB] = (int)(readahead >> 10 < INT_MAX ? readahead >> 10 : INT_MAX);
+    for (int away = 0; away < 2; away++) {
+        int p[2];
+        auto_propose(a, !away, p);
+        for (int op = 0; op < 2; op++) {
+            agree[A_OPENING + 4 * away + 2 * op] = p[op];
+            agree[A_OPENING + 4 * away + 2 * op + 1] = -p[op];
+        }
+    }
+    env->choice = a;
+    return 0;
+}
+
+static void auto_agreed(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGREE], int64_t cost_ns)
+{
+    struct iotame_coll_choice *a = env->choice;
+    iotame_window_t *w = &a->w;
+    a->comm = env->comm;
+    w->set.conf.readahead = (int64_t)agree[A_READAHEAD_KB] << 10; /* every rank's selector alike */
+    w->tally.cost_ns = cost_ns; /* what a collective of ours costs, until a gather costs less */
+    const int *open = agree + A_OPENING + 4 * !env->local_fs;
+    for (int op = 0; op < 2; op++) w->set.opening[op] = open[2 * op] == -open[2 * op + 1] ? open[2 * op] : -1;
+    if (agree[A_HAS] && agree[A_HAS_NOT]) { /* some rank has no copy of the knowledge: no rank uses it */
+        iotame__coll_known_free(&w->set.knowledge);
+        if (a->rank == 0)
+            iotame_log_warn("knowledge file %s: a rank could not hold it (out of memory): not used\n", a->knowledge_path);
+    }
+    for (int op = 0; op < 2; op++) w->set.norder[op] = auto_candidates(a, env, op, w->set.order[op]);
+}
+
+/* ---- calls ---- */
+
+static int auto_direct(iotame_coll_env_t *env, int write) { return iotame_window_serving(&env->choice->w, write); }
+
+static void auto_served(iotame_coll_env_t *env, int write, const iotame_coll_part_t *part, double seconds)
+{
+    struct iotame_coll_choice *a = env->choice;
+    iotame_window_served(&a->w, write, part != NULL, part ? part->nbytes : 0, part ? part->ext : NULL, seconds);
+    auto_link(a->selector); /* the opening window's end may have given a signature its entry */
+}
+
+/* The selector's digest: ranks whose digests differ have diverged (the path was used by different communicators). */
+static int64_t auto_tag(const iotame_coll_env_t *env) { return (int64_t)iotame_select_digest(env->choice->w.sel); }
+
+/* A call measured on its own: the entry of its signature (the selector reset first when the ranks' digests
+ * differed) and its choice. A call that moves no bytes on any rank goes to the library, the cheapest collective
+ * no-op (registry index 0), as does every call when the entry cannot be had (out of memory). */
+static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
+{
+    struct iotame_coll_choice *a = env->choice;
+    a->entry = NULL;
+    if (facts->gbytes <= 0) return 0;
+    const iotame_sig_t sig =
+        iotame_select_sig(facts->write, facts->nprocs, facts->gbytes, facts->requests, facts->gmin, facts->gmax);
+    if (facts->tags_differ) {
+        iotame_stats_passthrough(a->fs, "selector state differed between ranks (reset)");
+        iotame_select_reset(a->w.sel);
+    }
+    a->entry = iotame_window_entry(&a->w, &sig);
+    auto_link(a->selector);
+    return a->entry ? iotame_select_choose(a->entry) : 0;
+}
+
+/* The call's throughput, the bytes of every rank over the slowest rank's time; this rank's part is the shape a
+ * window that starts now goes on with. */
+static void auto_measured(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds)
+{
+    struct iotame_coll_choice *a = env->choice;
+    if (!a->entry) return;
+    const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
+    iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);
+}
+
+/* ---- the end ---- */
+
+static void auto_add_count(json_t *o, const char *key, int64_t n)
+{
+    json_object_set_new(o, key, json_integer(json_integer_value(json_object_get(o, key)) + n));
+}
+
+/* The statistics of a closed handle's windows, and its knowledge saved (rank 0); then it is freed. */
+static void auto_retire(struct iotame_coll_choice *a)
+{
+    const iotame_window_tally_t *t = &a->w.tally;
+    json_t *coll = t->served ? iotame_stats_collective(a->fs) : NULL;
+    if (coll) { /* the calls steady windows served; windows measured, and not (calls changed) */
+        auto_add_count(coll, "steady_calls", t->served);
+        auto_add_count(coll, "steady_windows_measured", t->measured);
+        auto_add_count(coll, "steady_windows_changed", t->unmeasured);
+    }
+    if (a->knowledge_path && a->rank == 0 && !a->knowledge_broken &&
+        iotame_knowledge_save(a->w.sel, a->knowledge_path) != 0)
+        iotame_log_warn("cannot write the knowledge file %s\n", a->knowledge_path);
+    if (a->closed && a->comm != MPI_COMM_NULL) PMPI_Comm_free(&a->comm);
+    auto_free(a);
+}
+
+/* Finishing the last window's gather at the close would synchronize the ranks there, and a short phase never ends
+ * its opening window before the close: posted at the close and finished at MPI_Finalize, where the ranks meet
+ * anyway, it costs nothing, and its window reaches the statistics and the knowledge file at the end of the job. A
+ * handle still open at MPI_Finalize is closed inside it (HDF5 closes its files there), after the runtime has stopped,
+ * so its close is never seen: its window under way is posted then (at_finalize), on the router's communicator. */
+static void auto_close(iotame_coll_env_t *env, int at_finalize)
+{
+    struct iotame_coll_choice *a = env->choice;
+    env->choice = NULL;
+    if (a->comm == MPI_COMM_NULL) { /* the open failed on some rank: nothing to post, nothing learned */
+        auto_free(a);
+        return;
+    }
+    iotame_window_post_last(&a->w);
+    auto_link(a->selector);
+    a->closed = !at_finalize;
+    if (at_finalize || a->w.posted.pending) {
+        if (!at_finalize) env->comm = MPI_COMM_NULL; /* ours now: the gather runs on it */
+        auto_leave(a);
+        return;
+    }
+    a->comm = MPI_COMM_NULL;
+    auto_retire(a);
+}
+
+/* Every gather is posted (at the handles' close, or by auto_close at_finalize for the ones still open) before any is
+ * waited for here: they all progress meanwhile. Then every selector's decisions go into its file's statistics. */
+static void auto_finalize(void)
+{
+    for (auto_selector_t *s = auto_selectors; s; s = s->next) {
+        while (s->left) {
+            struct iotame_coll_choice *a = s->left;
+            s->left = a->next;
+            iotame_window_complete(&a->w);
+            auto_link(s);
+            auto_retire(a);
+        }
+        if (s->decisions) iotame__coll_decisions(s->decisions, s->sel);
+    }
+}
+
+const iotame_strategy_t iotame_strategy_auto = {
+    .name = "auto",
+    .summary = "the selector: examines the candidates on the application's calls and keeps the fastest per call "
+               "signature (Orthrus)",
+    .options = (const char *const[]){"candidates", "exam_calls", "exam_budget", "threshold", "knowledge", "trace",
+                                     "readahead", "drop", "retry_every", "threshold_max", "gate_calls",
+                                     "steady_windows", "window_seconds", "window_max_seconds", NULL},
+    .open = auto_open,
+    .agreed = auto_agreed,
+    .direct = auto_direct,
+    .served = auto_served,
+    .tag = auto_tag,
+    .choose = auto_choose,
+    .measured = auto_measured,
+    .close = auto_close,
+    .finalize = auto_finalize,
+};
