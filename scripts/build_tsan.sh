@@ -11,15 +11,8 @@ if [ ! -e "$libtsan" ]; then
   echo "build_tsan: gcc has no libtsan.so (Debian: apt-get install libtsan2 or the gcc package that ships it)" >&2
   exit 3
 fi
-mkdir -p "$dir"
-if [ ! -f "$dir/CMakeCache.txt" ]; then
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE= -DIOTAME_TSAN=ON -DIOTAME_HDF5=OFF \
-    >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; echo "build_tsan: configure failed" >&2; exit 1; }
-fi
-if ! cmake --build "$dir" -j2 >"$dir/build.log" 2>&1; then
-  cat "$dir/build.log"; echo "build_tsan: build failed" >&2; exit 1
-fi
-grep -E 'warning:' "$dir/build.log" || true
+. scripts/build_variant.sh
+build_variant build_tsan "$dir" -DCMAKE_BUILD_TYPE= -DIOTAME_TSAN=ON -DIOTAME_HDF5=OFF
 grep -q '^IOTAME_TSAN:BOOL=ON$' "$dir/CMakeCache.txt" ||
   { echo "build_tsan: $dir is not configured with IOTAME_TSAN=ON" >&2; exit 1; }
 test -f "$dir/runtime/libiotame.so" && test -x "$dir/tests/test_throttle" && test -x "$dir/tests/stage_threads"

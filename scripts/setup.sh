@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 # tests/openmpi checks (scripts/build_openmpi.sh; no HDF5 for it); for the multi-host testbed (scripts/testbed,
 # docs/testbed.md) ip and tc (iproute2), unshare and nsenter (util-linux), sysctl (procps); PostgreSQL's server
 # for a shared tuning study (scripts/postgres); Slurm for tests/slurm (scripts/slurm, docs/slurm.md): slurm-wlm
-# (slurmctld, slurmd), slurm-client, munge; Lmod to load packaging/modules/iotame.lua in tests/python.
+# (slurmctld, slurmd), slurm-client, munge; Lmod to load packaging/modules/iotame.lua in tests/python; libtsan2 for
+# the ThreadSanitizer build of tests/tsan (scripts/build_tsan.sh; gcc's own dependency on amd64, named here).
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
       pkg-config fio python3 python3-venv iproute2 util-linux procps postgresql
-      slurm-wlm slurm-client munge lmod)
+      slurm-wlm slurm-client munge lmod libtsan2)
 OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
