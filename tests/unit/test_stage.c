@@ -169,9 +169,9 @@ static void batch_dense(void)
     put(a, f, 0, x0, 64, 1, image);
     put(a, f, 1, x1, 64, 2, image);
     batch_all(a);
-    CHECK(a->records == 2 && a->extents_in == 128);
-    CHECK(a->writes_out == 1 && a->bytes_out == 8192);
-    CHECK(a->file[f].pending == 0 && a->nfailures == 0);
+    CHECK(a->count.records == 2 && a->count.extents_in == 128);
+    CHECK(a->count.writes_out == 1 && a->count.bytes_out == 8192);
+    CHECK(a->file[f].pending == 0 && a->problems.nfailures == 0);
     file_check("dense.dat", image, sizeof image);
     free(x0), free(x1);
     area_free(a);
@@ -189,14 +189,14 @@ static void batch_sorted(void)
     put(a, f, 0, x0, 16, 3, image);
     put(a, f, 1, x1, 16, 4, image);
     batch_all(a);
-    CHECK(a->writes_out == 1 && a->bytes_out == 256 << 10);
+    CHECK(a->count.writes_out == 1 && a->count.bytes_out == 256 << 10);
     /* rank 1's pieces first in the ring, and a hole before the last one */
     iotame_extent_t y1[2] = {{(256 << 10) + 8192, 8192}, {(256 << 10) + 32768, 8192}};
     iotame_extent_t y0[2] = {{256 << 10, 8192}, {(256 << 10) + 16384, 8192}};
     put(a, f, 1, y1, 2, 5, image);
     put(a, f, 0, y0, 2, 6, image);
     batch_all(a);
-    CHECK(a->writes_out == 3 && a->overlap_batches == 0);
+    CHECK(a->count.writes_out == 3 && a->count.overlap_batches == 0);
     file_check("sorted.dat", image, (256 << 10) + 40960);
     free(x0), free(x1);
     area_free(a);
@@ -213,7 +213,7 @@ static void batch_sparse(void)
     put(a, f, 1, x1, 20, 7, image);
     put(a, f, 0, x0, 20, 8, image);
     batch_all(a);
-    CHECK(a->writes_out == 20 && a->bytes_out == 4000);
+    CHECK(a->count.writes_out == 20 && a->count.bytes_out == 4000);
     file_check("sparse.dat", image, 19200);
     free(x0), free(x1);
     area_free(a);
@@ -232,14 +232,14 @@ static void batch_overlap(void)
     put(a, f, 1, x + 16, 16, 10, image);
     put(a, f, 0, x + 24, 1, 11, image);
     batch_all(a);
-    CHECK(a->writes_out == 1 && a->overlap_batches == 0);
+    CHECK(a->count.writes_out == 1 && a->count.overlap_batches == 0);
     /* sorted: 8 KiB pieces */
     iotame_extent_t big0[2] = {{8192, 8192}, {16384, 8192}}, big1 = {12288, 8192}, big2 = {14336, 8192};
     put(a, f, 0, big0, 2, 12, image);
     put(a, f, 1, &big1, 1, 13, image);
     put(a, f, 0, &big2, 1, 14, image);
     batch_all(a);
-    CHECK(a->overlap_batches == 1);
+    CHECK(a->count.overlap_batches == 1);
     file_check("overlap.dat", image, sizeof image);
     free(x);
     area_free(a);
@@ -264,7 +264,7 @@ static void batch_padding(void)
     CHECK(head == 3 * record);
     CHECK(stage_head(a) == 65536 + record); /* padded to the end, then the record at the ring's start */
     batch_all(a);
-    CHECK(a->records == 4 && a->writes_out == 2 && a->bytes_out == 80000);
+    CHECK(a->count.records == 4 && a->count.writes_out == 2 && a->count.bytes_out == 80000);
     file_check("padding.dat", image, sizeof image);
     area_free(a);
 }
@@ -281,8 +281,8 @@ static void batch_missing_file(void)
     put(a, f, 1, x1, 64, 2, image);
     unlink(path_of("gone.dat"));
     batch_all(a);
-    CHECK(a->nfailures == 1 && a->failure[0].error == ENOENT && a->failure[0].bytes == 8192);
-    CHECK(strstr(a->failure[0].path, "gone.dat") != NULL);
+    CHECK(a->problems.nfailures == 1 && a->problems.failure[0].error == ENOENT && a->problems.failure[0].bytes == 8192);
+    CHECK(strstr(a->problems.failure[0].path, "gone.dat") != NULL);
     CHECK(a->file[f].pending == 0 && a->file[f].failed_bytes == 8192);
     CHECK(stage_take_error(a, f, 0) == ENOENT && stage_take_error(a, f, 0) == 0);
     CHECK(stage_take_error(a, f, 2) == 0);
@@ -309,8 +309,8 @@ static void batch_short_child(int sorted)
     put(a, f, 0, x0, n0, 1, image);
     put(a, f, 1, x1, n1, 2, image);
     batch_all(a);
-    CHECK(a->nfailures == 1 && a->failure[0].error == EFBIG && a->failure[0].bytes == 32768);
-    CHECK(a->bytes_out == 65536 && a->file[f].pending == 0);
+    CHECK(a->problems.nfailures == 1 && a->problems.failure[0].error == EFBIG && a->problems.failure[0].bytes == 32768);
+    CHECK(a->count.bytes_out == 65536 && a->file[f].pending == 0);
     CHECK(stage_take_error(a, f, 0) == 0);
     CHECK(stage_take_error(a, f, 1) == EFBIG);
     file_check(name, image, 65536);
@@ -383,8 +383,8 @@ static void flusher_writers(void)
     for (int i = 0; i < WRITERS; i++) pthread_join(t[i], NULL);
     stage_drain(a, stage_head(a));
     stage_flusher_stop(a);
-    CHECK(a->head == a->tail && a->file[f].pending == 0 && a->nfailures == 0);
-    CHECK(a->max_dirty <= a->cap && a->records >= WRITERS * WRITES);
+    CHECK(a->head == a->tail && a->file[f].pending == 0 && a->problems.nfailures == 0);
+    CHECK(a->count.max_dirty <= a->cap && a->count.records >= WRITERS * WRITES);
     size_t end = sizeof image;
     while (end && !image[end - 1]) end--;
     file_check("threads.dat", image, end);
@@ -454,13 +454,13 @@ static void dead_writer(void)
     file_check("dead.dat", image, 4 * 65536 + 4096);
     stage_lost_t lost[STAGE_LOST];
     int n = stage_lost_records(a, lost, STAGE_LOST);
-    CHECK(n == 2 && a->lost_records == 2 && a->lost_bytes == 2 * 2 * (uint64_t)sysconf(_SC_PAGESIZE));
+    CHECK(n == 2 && a->count.lost_records == 2 && a->count.lost_bytes == 2 * 2 * (uint64_t)sysconf(_SC_PAGESIZE));
     for (int i = 0; i < n && i < 2; i++) {
         CHECK(strstr(lost[i].path, "dead.dat") != NULL && lost[i].records == 1);
         CHECK(lost[i].bytes == 2 * (uint64_t)sysconf(_SC_PAGESIZE));
         CHECK(lost[i].node_rank == 1 && lost[i].world_rank == 101 && lost[i].pid == (i ? second : first));
     }
-    CHECK(a->proc[1].state == STAGE_PROC_DEAD && a->nfailures == 0);
+    CHECK(a->proc[1].state == STAGE_PROC_DEAD && a->problems.nfailures == 0);
     area_free(a);
 }
 
@@ -506,7 +506,7 @@ static void killed_waiter(void)
     }
     stage_drain(a, stage_head(a));
     stage_flusher_stop(a);
-    CHECK(a->head == a->tail && a->file[f].pending == 0 && a->lost_records == 0);
+    CHECK(a->head == a->tail && a->file[f].pending == 0 && a->count.lost_records == 0);
     file_check("waiter.dat", image, 196000);
     area_free(a);
 }

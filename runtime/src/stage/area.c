@@ -87,8 +87,8 @@ int stage_proc_alive(stage_area_t *a, uint32_t rank)
 int stage_lost_records(stage_area_t *a, stage_lost_t *out, int max)
 {
     stage_lock(a);
-    int n = a->nlost;
-    for (int i = 0; i < n && i < max; i++) out[i] = a->lost[i];
+    int n = a->problems.nlost;
+    for (int i = 0; i < n && i < max; i++) out[i] = a->problems.lost[i];
     stage_unlock(a);
     return n;
 }
@@ -273,7 +273,7 @@ static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotam
     stage_lock(a);
     a->last_put_ns = iotame_monotonic_ns();
     uint64_t dirty = a->head - a->tail;
-    if (dirty > a->max_dirty) a->max_dirty = dirty;
+    if (dirty > a->count.max_dirty) a->count.max_dirty = dirty;
     if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) stage_event_notify(&a->wake, 0);
     stage_unlock(a);
     return pos + head.size;

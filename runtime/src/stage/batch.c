@@ -95,9 +95,9 @@ static void failed_write(stage_area_t *a, stage_file_t *f, int err, uint64_t fai
     __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     stage_lock(a);
     f->failed_bytes += failed;
-    stage_failure_t *log = a->nfailures ? &a->failure[a->nfailures - 1] : NULL;
+    stage_failure_t *log = a->problems.nfailures ? &a->problems.failure[a->problems.nfailures - 1] : NULL;
     if (!log || log->error != -err || strncmp(log->path, f->path, sizeof log->path - 1) != 0) {
-        log = a->nfailures < STAGE_FAILURES ? &a->failure[a->nfailures++] : NULL;
+        log = a->problems.nfailures < STAGE_FAILURES ? &a->problems.failure[a->problems.nfailures++] : NULL;
         if (log) { /* the path as far as it fits */
             *log = (stage_failure_t){.error = -err};
             memcpy(log->path, f->path, strnlen(f->path, sizeof log->path - 1));
@@ -178,8 +178,8 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
         iov[0] = (struct iovec){buffer + at, (size_t)(stop - at)};
         int64_t done = 0;
         int err = fd < 0 ? fd : write_all(fd, 1, lo + at, &done);
-        a->writes_out++;
-        a->bytes_out += (uint64_t)done;
+        a->count.writes_out++;
+        a->count.bytes_out += (uint64_t)done;
         if (err && !first_err) first_err = err;
         /* bytes not written: uncovered from now on, which names their processes below */
         for (int64_t b = at + done; err && b < stop; b++) covered[b >> 6] &= ~(1ull << (b & 63));
@@ -284,7 +284,7 @@ static void write_sorted(stage_area_t *a, int f, piece_t *p, size_t n_pieces)
     for (piece_t *x = p + 1; x < q && !overlap; x++) overlap = x->off < x[-1].off + x[-1].len;
     if (overlap) {
         qsort(p, n_pieces, sizeof *p, by_seq);
-        a->overlap_batches++;
+        a->count.overlap_batches++;
     }
     int gathering = grow((void **)&buffer, &buffer_cap, GATHER_BYTES, 1) == 0;
     int fd = stage_fd(a, f, 1);
@@ -303,8 +303,8 @@ static void write_sorted(stage_area_t *a, int f, piece_t *p, size_t n_pieces)
         int64_t done = 0;
         int err = fd < 0 ? fd : write_all(fd, n, run->off, &done);
         settle(a, run, p, err, done);
-        a->writes_out++;
-        a->bytes_out += (uint64_t)done;
+        a->count.writes_out++;
+        a->count.bytes_out += (uint64_t)done;
     }
 }
 
@@ -359,8 +359,8 @@ void stage_write_batch(stage_area_t *a, uint64_t from, uint64_t to)
             span[r->file].bytes = span[r->file].n = 0;
             files[nfiles++] = r->file;
         }
-        a->records++;
-        a->extents_in += r->nextents;
+        a->count.records++;
+        a->count.extents_in += r->nextents;
         if (!r->nextents) continue;
         if (x[0].off < span[r->file].lo) span[r->file].lo = x[0].off;
         if (x[r->nextents - 1].off + x[r->nextents - 1].len > span[r->file].end)

@@ -79,8 +79,8 @@ static void fill_prefetch(stage_area_t *a)
         p->len = got;
         p->state = fd >= 0 ? PREFETCH_READY : PREFETCH_FREE;
         a->asked--;
-        a->prefetch_reads++;
-        a->prefetch_bytes_read += (uint64_t)got;
+        a->count.prefetch_reads++;
+        a->count.prefetch_bytes_read += (uint64_t)got;
         stage_event_notify(&a->progress, 1);
     }
 }
@@ -96,13 +96,15 @@ static void flusher_lose(stage_area_t *a, stage_record_t *r)
     stage_file_t *f = &a->file[r->file];
     const stage_proc_t *p = &a->proc[r->rank];
     __atomic_sub_fetch(&f->pending, r->bytes, __ATOMIC_RELAXED);
-    a->lost_bytes += r->bytes;
-    a->lost_records++;
+    a->count.lost_bytes += r->bytes;
+    a->count.lost_records++;
+    stage_problems_t *pr = &a->problems;
     stage_lost_t *log = NULL;
-    for (int i = 0; i < a->nlost && !log; i++)
-        if (a->lost[i].pid == p->pid && strncmp(a->lost[i].path, f->path, sizeof log->path - 1) == 0) log = &a->lost[i];
-    if (!log && a->nlost < STAGE_LOST) {
-        log = &a->lost[a->nlost++];
+    for (int i = 0; i < pr->nlost && !log; i++)
+        if (pr->lost[i].pid == p->pid && strncmp(pr->lost[i].path, f->path, sizeof log->path - 1) == 0)
+            log = &pr->lost[i];
+    if (!log && pr->nlost < STAGE_LOST) {
+        log = &pr->lost[pr->nlost++];
         *log = (stage_lost_t){.node_rank = (int32_t)r->rank, .world_rank = p->world_rank, .pid = p->pid};
         memcpy(log->path, f->path, strnlen(f->path, sizeof log->path - 1));
     }
@@ -177,8 +179,8 @@ static void *flusher_run(void *arg)
         stage_write_batch(a, from, to);
         uint64_t ns = iotame_monotonic_ns() - t0;
         stage_lock(a);
-        a->flush_ns += ns;
-        if (!waited && !a->waiting) a->overlapped_ns += ns; /* nobody waited for this batch: hidden behind work */
+        a->count.flush_ns += ns;
+        if (!waited && !a->waiting) a->count.overlapped_ns += ns; /* nobody waited for this batch: hidden behind work */
         flusher_close_unused(a);
         __atomic_store_n(&a->tail, to, __ATOMIC_RELEASE); /* read without the lock by module.c */
         stage_event_notify(&a->progress, 1);

@@ -477,10 +477,13 @@ static double seconds(uint64_t ns) { return (double)ns * 1e-9; }
  * inside its write call (warned about: the data the call was copying never reached the file). */
 static json_t *stage_node_report(stage_area_t *a)
 {
+    const stage_counts_t *c = &a->count;
+    const stage_problems_t *pr = &a->problems;
     json_t *failed = json_array(), *lost = json_array();
-    for (int i = 0; i < a->nfailures; i++)
-        json_array_append_new(failed, json_pack("{s:s,s:s,s:I}", "path", a->failure[i].path, "error",
-                                                strerror(a->failure[i].error), "bytes", (json_int_t)a->failure[i].bytes));
+    for (int i = 0; i < pr->nfailures; i++)
+        json_array_append_new(failed, json_pack("{s:s,s:s,s:I}", "path", pr->failure[i].path, "error",
+                                                strerror(pr->failure[i].error), "bytes",
+                                                (json_int_t)pr->failure[i].bytes));
     for (int i = 0; i < STAGE_FILES; i++)
         if (a->file[i].key && a->file[i].error)
             iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
@@ -492,12 +495,12 @@ static json_t *stage_node_report(stage_area_t *a)
                                               (json_int_t)log[i].bytes, "records", (json_int_t)log[i].records, "rank",
                                               log[i].world_rank, "node_rank", log[i].node_rank, "pid", log[i].pid));
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
-                     "records", (json_int_t)a->records, "extents_in", (json_int_t)a->extents_in, "writes_out",
-                     (json_int_t)a->writes_out, "bytes_written", (json_int_t)a->bytes_out, "max_dirty_bytes",
-                     (json_int_t)a->max_dirty, "flush_seconds", seconds(a->flush_ns), "overlapped_seconds",
-                     seconds(a->overlapped_ns), "overlap_batches", (json_int_t)a->overlap_batches, "prefetch_reads",
-                     (json_int_t)a->prefetch_reads, "prefetch_bytes_read", (json_int_t)a->prefetch_bytes_read,
-                     "lost_bytes", (json_int_t)a->lost_bytes, "failed", failed, "lost", lost);
+                     "records", (json_int_t)c->records, "extents_in", (json_int_t)c->extents_in, "writes_out",
+                     (json_int_t)c->writes_out, "bytes_written", (json_int_t)c->bytes_out, "max_dirty_bytes",
+                     (json_int_t)c->max_dirty, "flush_seconds", seconds(c->flush_ns), "overlapped_seconds",
+                     seconds(c->overlapped_ns), "overlap_batches", (json_int_t)c->overlap_batches, "prefetch_reads",
+                     (json_int_t)c->prefetch_reads, "prefetch_bytes_read", (json_int_t)c->prefetch_bytes_read,
+                     "lost_bytes", (json_int_t)c->lost_bytes, "failed", failed, "lost", lost);
 }
 
 static void stage_finalize(void)

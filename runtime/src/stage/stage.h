@@ -72,6 +72,20 @@ typedef struct {
     uint32_t seq, sleepers;
 } stage_event_t;
 
+/* The flusher's counters: the node's statistics. */
+typedef struct {
+    uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
+        prefetch_reads, prefetch_bytes_read;
+    uint64_t lost_bytes, lost_records; /* every lost record (the log below may be full) */
+} stage_counts_t;
+
+/* The background writes that failed and the records lost with their writer, logged for the statistics. */
+typedef struct {
+    int32_t nfailures, nlost;
+    stage_failure_t failure[STAGE_FAILURES];
+    stage_lost_t lost[STAGE_LOST];
+} stage_problems_t;
+
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
  * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock (the record's header is
  * written there and then) and copy the data outside it; the flusher writes committed records from tail and advances
@@ -88,13 +102,8 @@ typedef struct {
     int32_t blocked, pad;           /* writers waiting for room */
     int32_t asked;                  /* read-ahead buffers asked for (the asker's stage_unlock wakes the flusher) */
     int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
-    /* the flusher's counters (the node's statistics) */
-    uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
-        prefetch_reads, prefetch_bytes_read;
-    int32_t nfailures, nlost;
-    stage_failure_t failure[STAGE_FAILURES];
-    stage_lost_t lost[STAGE_LOST];
-    uint64_t lost_bytes, lost_records; /* all of them (the log may be full) */
+    stage_counts_t count;       /* the flusher's */
+    stage_problems_t problems;  /* what went wrong behind the application's back */
     stage_file_t file[STAGE_FILES];
     stage_prefetch_t prefetch[STAGE_PREFETCH_SLOTS];
     stage_proc_t proc[STAGE_PROCS];
