@@ -1,0 +1,84 @@
+"""The identity of the file system holding a directory, as a machine profile keys it: statfs type name and magic
+(`stat -f`), the device (st_dev as major:minor), the path, and its layout (targets, stripe unit) from CephFS's or
+Lustre's layout attributes when present, else 1 target and unit 0."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..tune.fsdetect import mount_type
+
+__all__ = ["fs_identity", "ceph_layout", "lustre_layout", "parse_stat_f"]
+
+LUSTRE_MAGIC = 0x0BD00BD0
+CEPH_MAGIC = 0x00C36400
+
+
+def parse_stat_f(text: str) -> tuple[str, int] | None:
+    """(type name, magic) from `stat -f -c '%T %t'` output such as `ext2/ext3 ef53` or `UNKNOWN (0xbd00bd0) bd00bd0`."""
+    fields = text.split()
+    if len(fields) < 2:
+        return None
+    try:
+        magic = int(fields[-1], 16)
+    except ValueError:
+        return None
+    return " ".join(fields[:-1]), magic
+
+
+def _statfs(path: Path) -> tuple[str | None, int]:
+    try:
+        p = subprocess.run(["stat", "-f", "-c", "%T %t", str(path)], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, 0
+    parsed = parse_stat_f(p.stdout) if p.returncode == 0 else None
+    return parsed if parsed else (None, 0)
+
+
+def ceph_layout(path: Path, getxattr=os.getxattr) -> tuple[int, int] | None:
+    """(stripe count, stripe unit) from CephFS's virtual attributes ceph.dir.layout.* (ceph.file.layout.* for a
+    file), or None when there are none."""
+    for kind in ("dir", "file"):
+        try:
+            count = int(getxattr(path, f"ceph.{kind}.layout.stripe_count"))
+            unit = int(getxattr(path, f"ceph.{kind}.layout.stripe_unit"))
+        except (OSError, ValueError):
+            continue
+        return max(count, 1), unit
+    return None
+
+
+def lustre_layout(path: Path, run=subprocess.run) -> tuple[int, int] | None:
+    """(stripe count, stripe size) of a Lustre directory's default layout from `lfs getstripe -d`, or None. A count
+    of -1 (every OST) is returned as the number of OSTs `lfs df` lists."""
+    if shutil.which("lfs") is None and run is subprocess.run:
+        return None
+    try:
+        count = run(["lfs", "getstripe", "-d", "-c", str(path)], capture_output=True, text=True, timeout=30)
+        size = run(["lfs", "getstripe", "-d", "-S", str(path)], capture_output=True, text=True, timeout=30)
+        stripes, unit = int(count.stdout.split()[0]), int(size.stdout.split()[0])
+        if stripes == -1:
+            df = run(["lfs", "df", str(path)], capture_output=True, text=True, timeout=30)
+            stripes = sum(1 for line in df.stdout.splitlines() if "[OST:" in line)
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
+    return max(stripes, 1), unit
+
+
+def fs_identity(directory: str | os.PathLike) -> dict:
+    """The `filesystem` section of a profile for the file system holding `directory`."""
+    path = Path(directory).resolve()
+    name, magic = _statfs(path)
+    name = name or mount_type(path) or "unknown"
+    st = os.stat(path)
+    layout, source = None, None
+    if magic == CEPH_MAGIC or "ceph" in name.lower():
+        layout, source = ceph_layout(path), "ceph.dir.layout"
+    elif magic == LUSTRE_MAGIC or "lustre" in name.lower():
+        layout, source = lustre_layout(path), "lfs getstripe -d"
+    targets, unit = layout if layout else (1, 0)
+    return {"path": str(path), "type": name, "magic": f"0x{magic:x}", "mount_type": mount_type(path),
+            "device": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", "targets": targets, "stripe_unit": unit,
+            "layout_from": source if layout else "none (1 target, no striping)"}

@@ -1,0 +1,267 @@
+"""The measurements behind a machine profile, made with fio on files in a scratch directory of the file system
+(each point one fio run; the page cache written back and dropped before each, as root), and a numpy copy for the
+memory. Writes are timed durable: buffered, with an fsync at the end inside the timed run (fio's end_fsync), as
+the tuner's durable objective makes files durable at close. Reads are buffered with the page cache dropped before;
+when it cannot be dropped (not root) the profile says that reads came from the page cache."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from ..bench.caches import drop_caches
+from ..bench.fio import parse_fio_output
+from ..errors import IotameError
+from .filesystem import fs_identity
+from .profile import PROFILE_KIND, PROFILE_VERSION
+
+__all__ = ["Settings", "FULL", "QUICK", "Calibration", "calibrate", "memory_copy_mbs", "dirty_freerun_bytes",
+           "write_back_section", "NETWORK_NOTE"]
+
+KIB, MIB = 1 << 10, 1 << 20
+NETWORK_NOTE = "network and MPI collectives are not measured yet (a later step of iotame calibrate)"
+# buffered writes faster than this many times the durable ones are taken as absorbed by write-back
+ABSORB_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How much to measure: request sizes, the data file's size, at most `runtime` s and `max_ios` requests per
+    scattered point, bytes per stream, bytes of the buffered write-back write, bytes of the memory copy."""
+    sizes: tuple[int, ...]
+    file_bytes: int
+    runtime: int
+    max_ios: int
+    streams: tuple[int, ...]
+    stream_bytes: int
+    write_back_bytes: int
+    memory_bytes: int
+
+
+FULL = Settings(sizes=(4 * KIB, 64 * KIB, MIB, 16 * MIB), file_bytes=256 * MIB, runtime=10, max_ios=2048,
+                streams=(1, 2, 4), stream_bytes=128 * MIB, write_back_bytes=256 * MIB, memory_bytes=256 * MIB)
+QUICK = Settings(sizes=(4 * KIB, MIB), file_bytes=8 * MIB, runtime=2, max_ios=256,
+                 streams=(1, 2, 4), stream_bytes=4 * MIB, write_back_bytes=16 * MIB, memory_bytes=32 * MIB)
+
+
+def memory_copy_mbs(nbytes: int = 64 * MIB, repeat: int = 5) -> float:
+    """Bytes copied per second (each byte counted once, read and written), in MB/s: the best of `repeat` numpy
+    copies of `nbytes` between two arrays already touched."""
+    import numpy as np
+    src = np.ones(nbytes, dtype=np.uint8)
+    dst = np.zeros(nbytes, dtype=np.uint8)
+    np.copyto(dst, src)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return nbytes / max(best, 1e-9) / 1e6
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def dirty_freerun_bytes(vm: str = "/proc/sys/vm", available: int | None = None) -> int | None:
+    """The dirty bytes a writer may leave before the kernel throttles it (the midpoint between the background and
+    the hard dirty threshold, where balance_dirty_pages starts to slow writers), from vm.dirty_bytes or
+    vm.dirty_ratio of the available memory (and the background ones alike). None when unknown."""
+    available = _meminfo_available() if available is None else available
+
+    def threshold(name: str) -> int | None:
+        nbytes = _read_int(f"{vm}/dirty_{name}bytes")
+        if nbytes:
+            return nbytes
+        ratio = _read_int(f"{vm}/dirty_{name}ratio")
+        return None if ratio is None or available is None else available * ratio // 100
+
+    hard, background = threshold(""), threshold("background_")
+    if hard is None or background is None:
+        return None
+    return (hard + min(background, hard)) // 2
+
+
+def write_back_section(buffered_mbs: float, durable_mbs: float, written: int, freerun: int | None) -> dict:
+    """The `write_back` section: nothing absorbed when buffered writes go no faster than ABSORB_FACTOR x durable
+    ones (synchronous writes); else the kernel's free-running dirty bytes (at least what the buffered write put
+    down at memory speed) at the buffered rate."""
+    if buffered_mbs <= ABSORB_FACTOR * durable_mbs:
+        return {"absorbed_bytes": 0, "absorbed_mbs": 0.0, "buffered_mbs": round(buffered_mbs, 1),
+                "durable_mbs": round(durable_mbs, 1), "method": "buffered writes no faster than durable ones"}
+    absorbed = max(freerun or 0, written)
+    how = "vm.dirty_* thresholds (the free-running dirty bytes)" if freerun else "bytes of the buffered write"
+    return {"absorbed_bytes": int(absorbed), "absorbed_mbs": round(buffered_mbs, 1),
+            "buffered_mbs": round(buffered_mbs, 1), "durable_mbs": round(durable_mbs, 1), "method": how}
+
+
+class Calibration:
+    """One calibration of `directory`: the fio points, in a scratch directory removed at the end."""
+
+    def __init__(self, directory: str | os.PathLike, settings: Settings = FULL, program: str = "fio",
+                 on_step: Callable[[str], None] | None = None, drop: bool = True):
+        self.directory = Path(directory).resolve()
+        self.settings = settings
+        self.on_step = on_step or (lambda _: None)
+        self.fio = shutil.which(program)
+        if self.fio is None:
+            raise IotameError(f"calibrate: {program} not found (install the Debian package fio; make setup does)")
+        if not self.directory.is_dir():
+            raise IotameError(f"calibrate: {self.directory} is not a directory")
+        self.scratch = self.directory / f".iotame-calibrate-{os.getpid()}"
+        self.data = self.scratch / "data"
+        self.drop_reason: str | None = None if drop else "not asked to (drop=False)"
+        self.cache_drops = 0
+        self.fio_runs = 0
+
+    def _drop(self) -> None:
+        """Writes back dirty pages, then drops the clean caches when possible (the first failure is kept)."""
+        if self.drop_reason is not None:
+            os.sync()
+            return
+        self.drop_reason = drop_caches()
+        self.cache_drops += self.drop_reason is None
+
+    def _fio(self, argv: list[str]) -> dict:
+        """Runs fio with `argv` after the common options; the summed bytes, seconds and MB/s of its jobs."""
+        full = [self.fio, "--output-format=json", "--ioengine=psync", "--direct=0", "--fallocate=none"] + argv
+        limit = 3 * self.settings.runtime + 120
+        try:
+            p = subprocess.run(full, capture_output=True, text=True, errors="replace", timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise IotameError(f"calibrate: fio did not finish in {limit} s: {' '.join(full)}") from None
+        self.fio_runs += 1
+        start = p.stdout.find("{")
+        if p.returncode != 0 or start < 0:
+            tail = " | ".join(p.stderr.strip().splitlines()[-3:])
+            raise IotameError(f"calibrate: fio failed (exit status {p.returncode}): {tail}")
+        rows = parse_fio_output(json.loads(p.stdout[start:]))
+        failed = [r["name"] for r in rows if r["error"]]
+        if failed or not rows:
+            raise IotameError(f"calibrate: fio job(s) {', '.join(failed) or '?'} failed: {p.stderr.strip()[-300:]}")
+        nbytes = sum(r["bytes"] for r in rows)
+        seconds = max(r["seconds"] for r in rows)
+        mbs = sum(r["mbs"] for r in rows)
+        if nbytes <= 0 or mbs <= 0:
+            raise IotameError(f"calibrate: fio moved no bytes: {' '.join(full)}")
+        return {"bytes": nbytes, "seconds": seconds, "mbs": mbs}
+
+    def _file_options(self, name: str = "data") -> list[str]:
+        return [f"--name={name}", "--filename=" + str(self.scratch / name).replace(":", "\\:"),
+                f"--size={self.settings.file_bytes}"]
+
+    def layout(self) -> None:
+        """The data file, written whole and made durable (untimed), so that reads and overwrites find real blocks."""
+        self.on_step("laying out the data file")
+        self.scratch.mkdir(exist_ok=True)
+        self._fio(self._file_options() + ["--rw=write", "--bs=1m", "--end_fsync=1"])
+
+    def point(self, direction: str, pattern: str, request: int) -> float:
+        """MB/s of one point: `direction` write (durable) or read (page cache dropped), sequential or scattered
+        requests of `request` bytes over the data file."""
+        s = self.settings
+        self.on_step(f"{direction} {pattern} {request:,} B")
+        rw = ("" if pattern == "sequential" else "rand") + direction
+        argv = self._file_options() + [f"--rw={rw}", f"--bs={request}", f"--runtime={s.runtime}"]
+        argv += ["--end_fsync=1"] if direction == "write" else []
+        argv += [f"--number_ios={s.max_ios}"] if pattern == "scattered" else []
+        self._drop()
+        return self._fio(argv)["mbs"]
+
+    def streams(self, direction: str, count: int) -> float:
+        """Aggregate MB/s of `count` concurrent processes, each on its own file with sequential 1 MiB requests
+        (fio numjobs); writes durable, reads after the files were written and the cache dropped."""
+        s = self.settings
+        self.on_step(f"{count} stream(s) {direction}")
+        argv = [f"--name=streams{count}", f"--directory={self.scratch}", f"--numjobs={count}", "--group_reporting",
+                f"--size={s.stream_bytes}", f"--rw={direction}", "--bs=1m", f"--runtime={s.runtime}"]
+        argv += ["--end_fsync=1"] if direction == "write" else []
+        self._drop()
+        return self._fio(argv)["mbs"]
+
+    def buffered_write(self) -> float:
+        """MB/s of a sequential 1 MiB buffered write of write_back_bytes to a new file, without fsync."""
+        self.on_step("buffered write (write-back)")
+        self._drop()
+        name = "write-back"
+        argv = [f"--name={name}", "--filename=" + str(self.scratch / name).replace(":", "\\:"),
+                f"--size={self.settings.write_back_bytes}", "--rw=write", "--bs=1m"]
+        mbs = self._fio(argv)["mbs"]
+        os.sync()
+        (self.scratch / name).unlink(missing_ok=True)
+        return mbs
+
+    def storage(self) -> dict:
+        """The `storage` section."""
+        s = self.settings
+        curves = {d: {p: [] for p in ("sequential", "scattered")} for d in ("write", "read")}
+        self.layout()
+        for direction in ("write", "read"):
+            for pattern in ("sequential", "scattered"):
+                for request in s.sizes:
+                    curves[direction][pattern].append([request, round(self.point(direction, pattern, request), 2)])
+        streams = {"write": [], "read": []}
+        for count in s.streams:
+            for direction in ("write", "read"):
+                streams[direction].append([count, round(self.streams(direction, count), 2)])
+        durable = max(mbs for _, mbs in curves["write"]["sequential"])
+        write_back = write_back_section(self.buffered_write(), durable, s.write_back_bytes, dirty_freerun_bytes())
+        reads_from = "storage" if self.drop_reason is None else "page cache"
+        section = {"write": curves["write"], "read": curves["read"], "streams": streams, "write_back": write_back,
+                   "reads_from": reads_from}
+        if self.drop_reason is not None:
+            section["reads_note"] = f"page cache not dropped ({self.drop_reason}): reads came from the page cache"
+        return section
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bool = False,
+              on_step: Callable[[str], None] | None = None, drop: bool = True) -> dict:
+    """Measures the storage and memory parts of a machine profile for the file system holding `directory`."""
+    started = time.time()
+    cal = Calibration(directory, settings, on_step=on_step, drop=drop)
+    identity = fs_identity(cal.directory)
+    notes = [NETWORK_NOTE]
+    if identity["mount_type"] in ("tmpfs", "ramfs"):
+        notes.append(f"{cal.directory} is on {identity['mount_type']}: storage figures are memory speeds")
+    try:
+        storage = cal.storage()
+    finally:
+        cal.cleanup()
+    if on_step:
+        on_step("memory copy")
+    memory = {"copy_mbs": round(memory_copy_mbs(settings.memory_bytes), 1), "bytes": settings.memory_bytes,
+              "method": "numpy copyto between two touched arrays, best of 5 (bytes copied per second)"}
+    if storage.get("reads_note"):
+        notes.append(storage["reads_note"])
+    return {"version": PROFILE_VERSION, "kind": PROFILE_KIND,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename, "iotame": __version__,
+            "filesystem": identity,
+            "nodes": {"count": 1, "processes_per_node": 1},
+            "storage": storage, "memory": memory, "network": None, "notes": notes,
+            "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
+                            "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
+                            "writes": "buffered, fsync at the end inside the timed run (durable)",
+                            "reads": "buffered, page cache dropped before each point" if storage["reads_from"] ==
+                            "storage" else "buffered, from the page cache"}}

@@ -1,0 +1,150 @@
+"""`iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json]` and
+`iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json]`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.table import Table
+
+from ..calibrate import (DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile, profile_json,
+                         save_profile)
+from ..errors import UsageError
+from ..render import console, fmt_bytes, fmt_mbs
+
+NAME = "calibrate"
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 (0.5: within a factor 1.5), got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 (0.5: within a factor 1.5), got {text!r}")
+    return value
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(NAME, help="measure the machine's storage and memory into a machine profile, or check one",
+                       usage="iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json]\n"
+                             "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json]",
+                       description="Measure, with fio on files in DIR, durable write and cache-dropped read "
+                                   "throughput against request size (sequential and scattered), against 1, 2 and "
+                                   "4 concurrent streams, how much write-back absorbs, and the memory copy "
+                                   "bandwidth, and write them as a machine profile keyed by DIR's file system. "
+                                   "--check re-measures two points and exits 1 when the profile no longer holds. "
+                                   "Network and MPI collectives are not measured yet. See docs/calibrate.md.")
+    p.add_argument("--dir", required=True, type=Path, metavar="DIR",
+                   help="a directory on the file system to calibrate (scratch files are removed after)")
+    p.add_argument("--out", type=Path, metavar="PROFILE.json", help="where the profile goes")
+    p.add_argument("--quick", action="store_true", help="fewer request sizes and smaller files (seconds, coarse)")
+    p.add_argument("--check", type=Path, metavar="PROFILE.json",
+                   help="re-measure two points and say whether this profile still holds (exit status 0 or 1)")
+    p.add_argument("--tolerance", type=_tolerance, metavar="T",
+                   help=f"--check: a point holds within a factor 1+T either way (default {DEFAULT_TOLERANCE})")
+    p.add_argument("--json", action="store_true", help="print the profile (or the check) as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.check and (args.out or args.quick):
+        raise UsageError("calibrate: --check re-measures an existing profile; drop --out and --quick")
+    if not args.check and not args.out:
+        raise UsageError("calibrate: give --out PROFILE.json (or --check PROFILE.json)")
+    if args.tolerance is not None and not args.check:
+        raise UsageError("calibrate: --tolerance applies to --check only")
+    if not args.dir.is_dir():
+        raise UsageError(f"calibrate: --dir {args.dir}: not a directory")
+    return _check(args) if args.check else _measure(args)
+
+
+def _step_reporter(status):
+    return lambda text: status.update(f"calibrate: {text}")
+
+
+def _measure(args: argparse.Namespace) -> int:
+    err = console(stderr=True)
+    with err.status("calibrate") as status:
+        profile = calibrate(args.dir, QUICK if args.quick else FULL, quick=args.quick,
+                            on_step=_step_reporter(status))
+    path = save_profile(profile, args.out)
+    if args.json:
+        print(profile_json(profile))
+    else:
+        _print_profile(profile)
+    for note in profile["notes"]:
+        print(f"iotame: calibrate: {note}", file=sys.stderr)
+    print(f"profile in {path}", file=sys.stderr)
+    return 0
+
+
+def _curve_table(profile: dict) -> Table:
+    st = profile["storage"]
+    t = Table(title=f"storage MB/s (writes durable, reads from {st['reads_from']})", title_justify="left")
+    t.add_column("request bytes", justify="right")
+    for direction in ("write", "read"):
+        for pattern in ("sequential", "scattered"):
+            t.add_column(f"{direction} {pattern}", justify="right")
+    sizes = sorted({x for d in ("write", "read") for p in ("sequential", "scattered") for x, _ in st[d][p]})
+    for size in sizes:
+        cells = []
+        for direction in ("write", "read"):
+            for pattern in ("sequential", "scattered"):
+                mbs = dict(map(tuple, st[direction][pattern])).get(size)
+                cells.append("-" if mbs is None else fmt_mbs(mbs))
+        t.add_row(fmt_bytes(size), *cells)
+    return t
+
+
+def _print_profile(profile: dict) -> None:
+    fs, st = profile["filesystem"], profile["storage"]
+    out = console()
+    out.print(f"machine profile of {fs['path']}: {fs['type']} (magic {fs['magic']}, device {fs['device']}), "
+              f"{fs['targets']} target(s), stripe unit {fs['stripe_unit']:,} B", markup=False, soft_wrap=True)
+    out.print(_curve_table(profile))
+    t = Table(title="streams MB/s", title_justify="left")
+    for col in ("streams", "write", "read"):
+        t.add_column(col, justify="right")
+    reads = dict(map(tuple, st["streams"]["read"]))
+    for count, mbs in st["streams"]["write"]:
+        t.add_row(str(count), fmt_mbs(mbs), fmt_mbs(reads[count]) if count in reads else "-")
+    out.print(t)
+    wb = st["write_back"]
+    t = Table(title="write-back and memory", title_justify="left")
+    for col in ("absorbed bytes", "absorbed MB/s", "memory copy MB/s"):
+        t.add_column(col, justify="right")
+    t.add_row(fmt_bytes(wb["absorbed_bytes"]), fmt_mbs(wb["absorbed_mbs"]), fmt_mbs(profile["memory"]["copy_mbs"]))
+    out.print(t)
+
+
+def _check(args: argparse.Namespace) -> int:
+    profile = load_profile(args.check)
+    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    err = console(stderr=True)
+    with err.status("calibrate --check") as status:
+        result = check_profile(profile, args.dir, tolerance, on_step=_step_reporter(status))
+    result["profile"] = str(args.check)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        out = console()
+        verdict = "holds" if result["holds"] else "does NOT hold"
+        out.print(f"profile {args.check} {verdict} on {args.dir} (tolerance: within a factor {1 + tolerance:g})",
+                  markup=False, soft_wrap=True)
+        t = Table()
+        for col, justify in (("point", "left"), ("request bytes", "right"), ("profile MB/s", "right"),
+                             ("measured MB/s", "right"), ("ratio", "right"), ("holds", "left")):
+            t.add_column(col, justify=justify)
+        for p in result["points"]:
+            t.add_row(p["point"], fmt_bytes(p["request_bytes"]), fmt_mbs(p["profile_mbs"]),
+                      fmt_mbs(p["measured_mbs"]), f"{p['ratio']:.2f}", "yes" if p["holds"] else "no")
+        out.print(t)
+    for problem in result["identity"]:
+        print(f"iotame: calibrate --check: another file system: {problem}", file=sys.stderr)
+    if result["reads_from"] != "storage":
+        print("iotame: calibrate --check: page cache not dropped (not root): reads came from the page cache",
+              file=sys.stderr)
+    return 0 if result["holds"] else 1
