@@ -1,0 +1,237 @@
+"""`iotame calibrate`: the machine profile's validator, the pieces of the measurement, the command end to end on a
+tiny setting (fio on the test's temporary directory), and --check's decision."""
+import copy
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from iotame.calibrate import (QUICK, ProfileError, ceph_layout, check_request, dirty_freerun_bytes, fs_identity,
+                              identity_problems, judge, load_profile, lustre_layout, parse_stat_f, save_profile,
+                              validate_profile, write_back_section)
+from iotame.cli import main
+
+MIB = 1 << 20
+
+
+def good_profile():
+    curve = [[4096, 50.0], [MIB, 400.0]]
+    return {"version": 1, "kind": "iotame-machine-profile",
+            "filesystem": {"path": "/scratch", "type": "lustre", "magic": "0xbd00bd0", "device": "0:52",
+                           "targets": 6, "stripe_unit": 65536},
+            "nodes": {"count": 1, "processes_per_node": 1},
+            "storage": {"write": {"sequential": curve, "scattered": [[4096, 5.0], [MIB, 200.0]]},
+                        "read": {"sequential": curve, "scattered": [[4096, 8.0], [MIB, 300.0]]},
+                        "streams": {"write": [[1, 400.0], [2, 700.0], [4, 900.0]],
+                                    "read": [[1, 500.0], [2, 800.0], [4, 1000.0]]},
+                        "write_back": {"absorbed_bytes": 1 << 30, "absorbed_mbs": 3000.0},
+                        "reads_from": "storage"},
+            "memory": {"copy_mbs": 8000.0}, "network": None}
+
+
+def test_a_good_profile_is_valid_and_unknown_keys_are_kept(tmp_path):
+    p = good_profile()
+    p["measurement"] = {"anything": 1}
+    assert validate_profile(p) == []
+    path = save_profile(p, tmp_path / "p.json")
+    assert load_profile(path) == p
+
+
+def _set(obj, keys, value):
+    for k in keys[:-1]:
+        obj = obj[k]
+    if value is KeyError:
+        del obj[keys[-1]]
+    else:
+        obj[keys[-1]] = value
+
+
+@pytest.mark.parametrize("keys, value, key, expected", [
+    (("kind",), "iotame-config", "kind", '"iotame-machine-profile"'),
+    (("version",), 2, "version", "the integer 1"),
+    (("version",), True, "version", "the integer 1"),
+    (("filesystem",), KeyError, "filesystem", "an object, missing"),
+    (("filesystem", "device"), "254", "filesystem.device", '"major:minor"'),
+    (("filesystem", "magic"), "ef53", "filesystem.magic", "hexadecimal"),
+    (("filesystem", "targets"), 0, "filesystem.targets", "an integer >= 1"),
+    (("nodes", "processes_per_node"), KeyError, "nodes.processes_per_node", "an integer >= 1, missing"),
+    (("storage", "write", "sequential"), [], "storage.write.sequential", "a non-empty array"),
+    (("storage", "read", "scattered", 1), [MIB, -3], "storage.read.scattered[1]", "[request bytes > 0, MB/s > 0]"),
+    (("storage", "write", "scattered", 1), [4096, 3.0], "storage.write.scattered[1][0]", "more than 4096"),
+    (("storage", "streams", "read"), KeyError, "storage.streams.read", "a non-empty array"),
+    (("storage", "streams", "write", 0), [0, 5.0], "storage.streams.write[0]", "[streams >= 1, MB/s > 0]"),
+    (("storage", "write_back", "absorbed_bytes"), -1, "storage.write_back.absorbed_bytes", "an integer >= 0"),
+    (("storage", "reads_from"), "disk", "storage.reads_from", '"storage" or "page cache"'),
+    (("memory", "copy_mbs"), "fast", "memory.copy_mbs", "a number > 0"),
+    (("network",), KeyError, "network", "null (not measured yet) or an object"),
+    (("network",), 5, "network", "null (not measured yet) or an object"),
+])
+def test_a_bad_profile_is_refused_with_the_file_the_key_and_what_was_expected(tmp_path, keys, value, key, expected):
+    p = good_profile()
+    _set(p, keys, value)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(p))
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    assert len(e.value.errors) == 1, e.value.errors
+    line = e.value.errors[0]
+    assert line.startswith(f"iotame: profile {path}: {key}: expected "), line
+    assert expected in line
+    with pytest.raises(ValueError):
+        save_profile(p, tmp_path / "never.json")
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_unreadable_and_non_json_profiles(tmp_path):
+    with pytest.raises(ProfileError, match=f"profile {tmp_path / 'none.json'}: cannot read"):
+        load_profile(tmp_path / "none.json")
+    (tmp_path / "x.json").write_text("{nope")
+    with pytest.raises(ProfileError, match=f"profile {tmp_path / 'x.json'}: not JSON"):
+        load_profile(tmp_path / "x.json")
+    (tmp_path / "a.json").write_text("[1]")
+    with pytest.raises(ProfileError, match=r"\(top level\): expected an object, got array"):
+        load_profile(tmp_path / "a.json")
+
+
+def test_judge_holds_within_the_tolerance_either_way():
+    p = good_profile()          # 400 MB/s at 1 MiB, both directions
+    rows = judge(p, {"write": 400 * 1.49, "read": 400 / 1.49}, MIB, 0.5)
+    assert [r["holds"] for r in rows] == [True, True]
+    rows = judge(p, {"write": 400 * 1.6, "read": 400 / 1.6}, MIB, 0.5)
+    assert [r["holds"] for r in rows] == [False, False]
+    rows = judge(p, {"write": 400.0, "read": 40.0}, MIB, 0.5)
+    assert [(r["point"], r["holds"]) for r in rows] == [("write sequential", True), ("read sequential", False)]
+    assert rows[1]["ratio"] == pytest.approx(0.1)
+
+
+def test_check_request_prefers_one_mib_else_the_largest_common_size():
+    p = good_profile()
+    assert check_request(p) == MIB
+    p["storage"]["read"]["sequential"] = [[4096, 1.0], [65536, 2.0]]
+    p["storage"]["write"]["sequential"] = [[4096, 1.0], [65536, 2.0], [MIB, 3.0]]
+    assert check_request(p) == 65536
+
+
+def test_identity_problems_name_what_differs():
+    p = good_profile()
+    same = dict(p["filesystem"])
+    assert identity_problems(p, same) == []
+    other = dict(same, device="254:0", type="ext2/ext3")
+    problems = identity_problems(p, other)
+    assert any(s.startswith("filesystem.device: the profile has '0:52'") for s in problems)
+    assert any(s.startswith("filesystem.type:") for s in problems)
+
+
+def test_write_back_nothing_absorbed_when_buffered_writes_are_no_faster():
+    wb = write_back_section(buffered_mbs=110.0, durable_mbs=100.0, written=16 * MIB, freerun=1 << 30)
+    assert wb["absorbed_bytes"] == 0 and wb["absorbed_mbs"] == 0
+    wb = write_back_section(buffered_mbs=3000.0, durable_mbs=100.0, written=16 * MIB, freerun=1 << 30)
+    assert wb["absorbed_bytes"] == 1 << 30 and wb["absorbed_mbs"] == 3000.0
+    wb = write_back_section(buffered_mbs=3000.0, durable_mbs=100.0, written=16 * MIB, freerun=None)
+    assert wb["absorbed_bytes"] == 16 * MIB
+
+
+def test_dirty_freerun_from_ratios_or_bytes(tmp_path):
+    vm = tmp_path / "vm"
+    vm.mkdir()
+    for name, value in (("dirty_bytes", 0), ("dirty_ratio", 20), ("dirty_background_bytes", 0),
+                        ("dirty_background_ratio", 10)):
+        (vm / name).write_text(f"{value}\n")
+    assert dirty_freerun_bytes(str(vm), available=1000 * MIB) == (200 * MIB + 100 * MIB) // 2
+    (vm / "dirty_bytes").write_text(f"{64 * MIB}\n")
+    (vm / "dirty_background_bytes").write_text(f"{32 * MIB}\n")
+    assert dirty_freerun_bytes(str(vm), available=1000 * MIB) == 48 * MIB
+    assert dirty_freerun_bytes(str(tmp_path / "none"), available=1000 * MIB) is None
+
+
+def test_filesystem_identity_and_layouts(tmp_path):
+    assert parse_stat_f("ext2/ext3 ef53\n") == ("ext2/ext3", 0xef53)
+    assert parse_stat_f("UNKNOWN (0xbd00bd0) bd00bd0") == ("UNKNOWN (0xbd00bd0)", 0xbd00bd0)
+    assert parse_stat_f("") is None
+    ident = fs_identity(tmp_path)
+    st = os.stat(tmp_path)
+    assert ident["device"] == f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    assert ident["path"] == str(tmp_path.resolve()) and ident["magic"].startswith("0x")
+    assert (ident["targets"], ident["stripe_unit"]) == (1, 0)
+    attrs = {"ceph.dir.layout.stripe_count": b"4", "ceph.dir.layout.stripe_unit": b"4194304"}
+
+    def getxattr(path, name):
+        if name not in attrs:
+            raise OSError(61, "No data available")
+        return attrs[name]
+    assert ceph_layout(tmp_path, getxattr) == (4, 4194304)
+    assert ceph_layout(tmp_path, lambda p, n: (_ for _ in ()).throw(OSError(61, "no"))) is None
+
+    def lfs(argv, **kw):
+        out = {"-c": "-1\n", "-S": "1048576\n"}.get(argv[-2], "")
+        if argv[1] == "df":
+            out = "UUID 1K-blocks\nfs-OST0000_UUID 1 [OST:0]\nfs-OST0001_UUID 1 [OST:1]\nfs-MDT0000_UUID 1 [MDT:0]\n"
+        return subprocess.CompletedProcess(argv, 0, out, "")
+    assert lustre_layout(tmp_path, lfs) == (2, MIB)
+
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+def _scaled(profile, factor):
+    p = copy.deepcopy(profile)
+    st = p["storage"]
+    for d in ("write", "read"):
+        for pattern in ("sequential", "scattered"):
+            st[d][pattern] = [[x, mbs * factor] for x, mbs in st[d][pattern]]
+    return p
+
+
+@needs_fio
+def test_calibrate_quick_end_to_end_then_check(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--quick", "--dir", str(data), "--out", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    profile = load_profile(out)
+    assert printed == profile
+    assert os.listdir(data) == []                       # the scratch files are gone
+    fs = profile["filesystem"]
+    assert fs["path"] == str(data.resolve()) and fs["targets"] >= 1
+    st = profile["storage"]
+    for d in ("write", "read"):
+        for pattern in ("sequential", "scattered"):
+            assert [x for x, _ in st[d][pattern]] == list(QUICK.sizes)
+            assert all(mbs > 0 for _, mbs in st[d][pattern])
+        assert [n for n, _ in st["streams"][d]] == [1, 2, 4]
+    assert st["reads_from"] == ("storage" if os.geteuid() == 0 else "page cache")
+    assert st["write_back"]["absorbed_bytes"] >= 0 and profile["memory"]["copy_mbs"] > 0
+    assert profile["network"] is None and any("network" in n for n in profile["notes"])
+    assert profile["nodes"] == {"count": 1, "processes_per_node": 1}
+
+    absurd = tmp_path / "absurd.json"
+    save_profile(_scaled(profile, 1e6), absurd)
+    assert main(["calibrate", "--dir", str(data), "--check", str(absurd), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert not result["holds"] and all(not p["holds"] for p in result["points"])
+    # a factor 100 either way: the same disk a minute later, whatever the noise of a tiny setting
+    assert main(["calibrate", "--dir", str(data), "--check", str(out), "--tolerance", "99"]) == 0
+    assert "holds" in capsys.readouterr().out
+    moved = copy.deepcopy(profile)
+    moved["filesystem"]["device"] = "999:999"
+    save_profile(moved, tmp_path / "moved.json")
+    assert main(["calibrate", "--dir", str(data), "--check", str(tmp_path / "moved.json"), "--tolerance", "99"]) == 1
+    assert "filesystem.device: the profile has '999:999'" in capsys.readouterr().err
+    assert os.listdir(data) == []
+
+
+def test_usage_errors(tmp_path, capsys):
+    assert main(["calibrate", "--dir", str(tmp_path)]) == 2
+    assert "give --out" in capsys.readouterr().err
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", "p.json", "--out", "q.json"]) == 2
+    assert main(["calibrate", "--dir", str(tmp_path), "--out", "q.json", "--tolerance", "1"]) == 2
+    assert main(["calibrate", "--dir", str(tmp_path / "none"), "--out", "q.json"]) == 2
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", "p.json", "--tolerance", "0"]) == 2
+    capsys.readouterr()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "iotame-machine-profile", "version": 7}))
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", str(bad)]) == 2
+    assert f"iotame: profile {bad}: version: expected the integer 1, got 7" in capsys.readouterr().err
