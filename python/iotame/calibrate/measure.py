@@ -172,7 +172,10 @@ class Calibration:
     def layout(self) -> None:
         """The data file, written whole and made durable (untimed), so that reads and overwrites find real blocks."""
         self.on_step("laying out the data file")
-        self.scratch.mkdir(exist_ok=True)
+        try:
+            self.scratch.mkdir(exist_ok=True)
+        except OSError as e:
+            raise IotameError(f"calibrate: cannot create {self.scratch}: {e.strerror or e}") from None
         self._fio(self._file_options() + ["--rw=write", "--bs=1m", "--end_fsync=1"])
 
     def point(self, direction: str, pattern: str, request: int) -> float:
@@ -223,6 +226,8 @@ class Calibration:
         for count in s.streams:
             for direction in ("write", "read"):
                 streams[direction].append([count, round(self.streams(direction, count), 2)])
+            for path in self.scratch.glob(f"streams{count}.*"):
+                path.unlink()
         durable = max(mbs for _, mbs in curves["write"]["sequential"])
         write_back = write_back_section(self.buffered_write(), durable, s.write_back_bytes, dirty_freerun_bytes())
         reads_from = "storage" if self.drop_reason is None else "page cache"
