@@ -155,21 +155,30 @@ def test_filesystem_identity_and_layouts(tmp_path):
     assert ident["device"] == f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     assert ident["path"] == str(tmp_path.resolve()) and ident["magic"].startswith("0x")
     assert (ident["targets"], ident["stripe_unit"]) == (1, 0)
-    attrs = {"ceph.dir.layout.stripe_count": b"4", "ceph.dir.layout.stripe_unit": b"4194304"}
+    attrs = {"ceph.dir.layout.stripe_count": b"4", "ceph.dir.layout.stripe_unit": b"4194304",
+             "ceph.file.layout.stripe_count": b"2", "ceph.file.layout.stripe_unit": b"65536"}
 
     def getxattr(path, name):
         if name not in attrs:
             raise OSError(61, "No data available")
         return attrs[name]
     assert ceph_layout(tmp_path, getxattr) == (4, 4194304)
+    (tmp_path / "f").touch()
+    assert ceph_layout(tmp_path / "f", getxattr) == (2, 65536)
     assert ceph_layout(tmp_path, lambda p, n: (_ for _ in ()).throw(OSError(61, "no"))) is None
 
+    calls = []
+
     def lfs(argv, **kw):
-        out = {"-c": "-1\n", "-S": "1048576\n"}.get(argv[-2], "")
+        calls.append(argv)
+        out = {"-c": "-1\n" if "-d" in argv else "3\n", "-S": "1048576\n"}.get(argv[-2], "")
         if argv[1] == "df":
             out = "UUID 1K-blocks\nfs-OST0000_UUID 1 [OST:0]\nfs-OST0001_UUID 1 [OST:1]\nfs-MDT0000_UUID 1 [MDT:0]\n"
         return subprocess.CompletedProcess(argv, 0, out, "")
-    assert lustre_layout(tmp_path, lfs) == (2, MIB)
+    assert lustre_layout(tmp_path, lfs) == (2, MIB)              # a directory's default: -1, every OST
+    assert lustre_layout(tmp_path / "f", lfs) == (3, MIB)        # a file's own layout
+    assert ["lfs", "getstripe", "-c", str(tmp_path / "f")] in calls
+    assert lustre_layout(tmp_path, lambda argv, **kw: subprocess.CompletedProcess(argv, 2, "", "no")) is None
 
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -235,3 +244,18 @@ def test_usage_errors(tmp_path, capsys):
     bad.write_text(json.dumps({"kind": "iotame-machine-profile", "version": 7}))
     assert main(["calibrate", "--dir", str(tmp_path), "--check", str(bad)]) == 2
     assert f"iotame: profile {bad}: version: expected the integer 1, got 7" in capsys.readouterr().err
+
+
+def test_fs_identity_takes_the_layout_a_new_file_gets(tmp_path, monkeypatch):
+    from iotame.calibrate import filesystem
+    seen = []
+
+    def layout(path):
+        seen.append(path)
+        return None if path.is_dir() else (4, MIB)
+    monkeypatch.setattr(filesystem, "_statfs", lambda path: ("lustre", filesystem.LUSTRE_MAGIC))
+    monkeypatch.setattr(filesystem, "lustre_layout", layout)
+    ident = fs_identity(tmp_path)
+    assert (ident["type"], ident["magic"], ident["targets"], ident["stripe_unit"]) == ("lustre", "0xbd00bd0", 4, MIB)
+    assert seen and seen[0].parent == tmp_path.resolve() and not seen[0].exists()   # the probe file is gone
+    assert os.listdir(tmp_path) == []

@@ -1,6 +1,6 @@
 """The identity of the file system holding a directory, as a machine profile keys it: statfs type name and magic
-(`stat -f`), the device (st_dev as major:minor), the path, and its layout (targets, stripe unit) from CephFS's or
-Lustre's layout attributes when present, else 1 target and unit 0."""
+(`stat -f`), the device (st_dev as major:minor), the path, and the layout a new file there gets (targets, stripe
+unit) from CephFS's or Lustre's layout attributes when present, else 1 target and unit 0."""
 from __future__ import annotations
 
 import os
@@ -38,26 +38,26 @@ def _statfs(path: Path) -> tuple[str | None, int]:
 
 
 def ceph_layout(path: Path, getxattr=os.getxattr) -> tuple[int, int] | None:
-    """(stripe count, stripe unit) from CephFS's virtual attributes ceph.dir.layout.* (ceph.file.layout.* for a
-    file), or None when there are none."""
-    for kind in ("dir", "file"):
-        try:
-            count = int(getxattr(path, f"ceph.{kind}.layout.stripe_count"))
-            unit = int(getxattr(path, f"ceph.{kind}.layout.stripe_unit"))
-        except (OSError, ValueError):
-            continue
-        return max(count, 1), unit
-    return None
+    """(stripe count, stripe unit) from CephFS's virtual attributes ceph.file.layout.* (ceph.dir.layout.* for a
+    directory), or None when there are none."""
+    kind = "dir" if Path(path).is_dir() else "file"
+    try:
+        count = int(getxattr(path, f"ceph.{kind}.layout.stripe_count"))
+        unit = int(getxattr(path, f"ceph.{kind}.layout.stripe_unit"))
+    except (OSError, ValueError):
+        return None
+    return max(count, 1), unit
 
 
 def lustre_layout(path: Path, run=subprocess.run) -> tuple[int, int] | None:
-    """(stripe count, stripe size) of a Lustre directory's default layout from `lfs getstripe -d`, or None. A count
-    of -1 (every OST) is returned as the number of OSTs `lfs df` lists."""
+    """(stripe count, stripe size) from `lfs getstripe -c` and `-S` (with -d for a directory's default layout),
+    or None. A count of -1 (every OST) is returned as the number of OSTs `lfs df` lists."""
     if shutil.which("lfs") is None and run is subprocess.run:
         return None
+    default = ["-d"] if Path(path).is_dir() else []
     try:
-        count = run(["lfs", "getstripe", "-d", "-c", str(path)], capture_output=True, text=True, timeout=30)
-        size = run(["lfs", "getstripe", "-d", "-S", str(path)], capture_output=True, text=True, timeout=30)
+        count = run(["lfs", "getstripe", *default, "-c", str(path)], capture_output=True, text=True, timeout=30)
+        size = run(["lfs", "getstripe", *default, "-S", str(path)], capture_output=True, text=True, timeout=30)
         stripes, unit = int(count.stdout.split()[0]), int(size.stdout.split()[0])
         if stripes == -1:
             df = run(["lfs", "df", str(path)], capture_output=True, text=True, timeout=30)
@@ -65,6 +65,20 @@ def lustre_layout(path: Path, run=subprocess.run) -> tuple[int, int] | None:
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
     return max(stripes, 1), unit
+
+
+def _new_file_layout(directory: Path, layout) -> tuple[int, int] | None:
+    """The layout a new file in `directory` gets (Lustre and CephFS fix it at creation), from an empty probe file;
+    the directory's default layout when no file can be made."""
+    probe = directory / f".iotame-calibrate-layout-{os.getpid()}"
+    try:
+        probe.touch()
+    except OSError:
+        return layout(directory)
+    try:
+        return layout(probe) or layout(directory)
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 def fs_identity(directory: str | os.PathLike) -> dict:
@@ -75,9 +89,9 @@ def fs_identity(directory: str | os.PathLike) -> dict:
     st = os.stat(path)
     layout, source = None, None
     if magic == CEPH_MAGIC or "ceph" in name.lower():
-        layout, source = ceph_layout(path), "ceph.dir.layout"
+        layout, source = _new_file_layout(path, ceph_layout), "ceph.file.layout of a new file"
     elif magic == LUSTRE_MAGIC or "lustre" in name.lower():
-        layout, source = lustre_layout(path), "lfs getstripe -d"
+        layout, source = _new_file_layout(path, lustre_layout), "lfs getstripe of a new file"
     targets, unit = layout if layout else (1, 0)
     return {"path": str(path), "type": name, "magic": f"0x{magic:x}", "mount_type": mount_type(path),
             "device": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", "targets": targets, "stripe_unit": unit,
