@@ -128,7 +128,6 @@ class Calibration:
         if not self.directory.is_dir():
             raise IotameError(f"calibrate: {self.directory} is not a directory")
         self.scratch = self.directory / f".iotame-calibrate-{os.getpid()}"
-        self.data = self.scratch / "data"
         self.drop_reason: str | None = None if drop else "not asked to (drop=False)"
         self.cache_drops = 0
         self.fio_runs = 0
@@ -161,8 +160,11 @@ class Calibration:
         nbytes = sum(r["bytes"] for r in rows)
         seconds = max(r["seconds"] for r in rows)
         mbs = sum(r["mbs"] for r in rows)
-        if nbytes <= 0 or mbs <= 0:
+        if nbytes <= 0:
             raise IotameError(f"calibrate: fio moved no bytes: {' '.join(full)}")
+        if mbs <= 0:
+            raise IotameError(f"calibrate: fio moved {nbytes:,} bytes too fast for its millisecond clock "
+                              f"({' '.join(full)}); calibrate without --quick")
         return {"bytes": nbytes, "seconds": seconds, "mbs": mbs}
 
     def _file_options(self, name: str = "data") -> list[str]:
@@ -195,8 +197,9 @@ class Calibration:
         (fio numjobs); writes durable, reads after the files were written and the cache dropped."""
         s = self.settings
         self.on_step(f"{count} stream(s) {direction}")
-        argv = [f"--name=streams{count}", f"--directory={self.scratch}", f"--numjobs={count}", "--group_reporting",
-                f"--size={s.stream_bytes}", f"--rw={direction}", "--bs=1m", f"--runtime={s.runtime}"]
+        argv = [f"--name=streams{count}", "--directory=" + str(self.scratch).replace(":", "\\:"),
+                f"--numjobs={count}", "--group_reporting", f"--size={s.stream_bytes}", f"--rw={direction}",
+                "--bs=1m", f"--runtime={s.runtime}"]
         argv += ["--end_fsync=1"] if direction == "write" else []
         self._drop()
         return self._fio(argv)["mbs"]
