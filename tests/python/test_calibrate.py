@@ -259,3 +259,43 @@ def test_fs_identity_takes_the_layout_a_new_file_gets(tmp_path, monkeypatch):
     assert (ident["type"], ident["magic"], ident["targets"], ident["stripe_unit"]) == ("lustre", "0xbd00bd0", 4, MIB)
     assert seen and seen[0].parent == tmp_path.resolve() and not seen[0].exists()   # the probe file is gone
     assert os.listdir(tmp_path) == []
+
+
+@needs_fio
+def test_without_dropping_the_cache_the_profile_says_reads_came_from_it(tmp_path, monkeypatch):
+    from iotame.calibrate import calibrate, measure
+    monkeypatch.setattr(measure, "drop_caches", lambda: "not root")
+    profile = calibrate(tmp_path, QUICK, quick=True)
+    assert validate_profile(profile) == []
+    assert profile["storage"]["reads_from"] == "page cache"
+    assert any("reads came from the page cache" in n for n in profile["notes"])
+    assert profile["measurement"]["cache_drops"] == 0 and os.listdir(tmp_path) == []
+
+
+def test_check_profile_judges_injected_measurements(tmp_path, monkeypatch):
+    from iotame.calibrate import check, check_profile
+    figures = {"write": 400.0, "read": 40.0}
+
+    class Fake:
+        def __init__(self, directory, settings, on_step=None, drop=True):
+            self.drop_reason = None
+
+        def layout(self):
+            pass
+
+        def point(self, direction, pattern, request):
+            assert (pattern, request) == ("sequential", MIB)
+            return figures[direction]
+
+        def cleanup(self):
+            pass
+    monkeypatch.setattr(check, "Calibration", Fake)
+    p = good_profile()
+    p["filesystem"] = {k: v for k, v in fs_identity(tmp_path).items()}
+    result = check_profile(p, tmp_path, tolerance=0.5)
+    assert not result["holds"] and [r["holds"] for r in result["points"]] == [True, False]
+    figures["read"] = 390.0
+    assert check_profile(p, tmp_path, tolerance=0.5)["holds"]
+    p["filesystem"]["magic"] = "0x1"
+    result = check_profile(p, tmp_path, tolerance=0.5)
+    assert not result["holds"] and result["identity"][0].startswith("filesystem.magic:")
