@@ -160,6 +160,22 @@ static void test_one_node_page_cache(void)
     CHECK(best_of("64 B, one node, page cache, no sieving", &p, &c, ALL, 6) != IOTAME_MODEL_INDEPENDENT);
 }
 
+/* Holes that a write fills cost reading the range first (read-modify-write) where nothing holds its pages: more
+ * than writing the whole range densely, for the aggregators' fill and for the library's sieving alike. */
+static void test_filled_holes_cost_a_read(void)
+{
+    iotame_profile_t p = disk_profile(1e9);
+    p.targets = 1;
+    iotame_model_call_t holes = {.write = 1, .nprocs = 2, .nodes = 1, .bytes = (int64_t)(32 * MIB), .pieces = 1024,
+                                 .gap = 4096, .sieves = 1};
+    iotame_model_call_t dense = holes;
+    dense.gap = 0;
+    dense.bytes = holes.bytes + (holes.nprocs * holes.pieces - 1) * holes.gap; /* the same range, no holes */
+    const int kinds[] = {IOTAME_MODEL_PASSTHROUGH, IOTAME_MODEL_INDEPENDENT, IOTAME_MODEL_TWO_PHASE};
+    for (int i = 0; i < 3; i++)
+        CHECK(iotame_model_predict(&p, &holes, kinds[i]) > iotame_model_predict(&p, &dense, kinds[i]));
+}
+
 /* A set of calls to check monotonicity on: shapes and sizes the strategies treat differently. */
 static iotame_model_call_t shape(int i, int write)
 {
@@ -293,6 +309,7 @@ int main(int argc, char **argv)
     test_large_pieces_across_hosts_slow_network();
     test_small_interleaved_on_positioning_disk();
     test_one_node_page_cache();
+    test_filled_holes_cost_a_read();
     test_more_bytes_never_faster();
     test_faster_network_never_slower();
     test_more_targets_never_slower_for_target_aligned();

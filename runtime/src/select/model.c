@@ -99,25 +99,20 @@ static double model_device(const iotame_profile_t *p, const model_shape_t *m, co
     return io->bytes / busy / rate;
 }
 
-/* Seconds of io with write-back: a node's first writeback_bytes go at memory speed (a copy and a call per
- * request, the node's streams side by side), the rest at the device's. Reads of cached pages alike. */
+/* Seconds of io with write-back: a node's first writeback_bytes of writes go at memory speed (a copy and a call
+ * per request, the node's streams side by side), the rest at the device's. The read of a read-modify-write
+ * (cached) finds its pages in memory alike: they were just written or lie past the file's end. */
 static double model_store(const iotame_profile_t *p, const model_shape_t *m, const model_io_t *io)
 {
     if (io->bytes <= 0) return 0;
-    double dev = io->write || !io->cached ? model_device(p, m, io) : 0;
-    if (p->writeback_bytes <= 0 || (!io->write && !io->cached)) return dev;
+    if (p->writeback_bytes <= 0 || (!io->write && !io->cached)) return model_device(p, m, io);
     double nodes = model_max(1, io->nodes);
     double per_node = io->bytes / nodes;
     double absorbed = model_min(per_node, p->writeback_bytes);
     double side_by_side = model_max(1, io->streams / nodes);
     double mem = (absorbed / p->copy_rate + ceil(absorbed / model_max(io->request, 1)) * p->syscall_seconds) /
                  side_by_side;
-    if (!io->write) { /* cached pages past what the cache holds come from the device */
-        model_io_t rest = *io;
-        rest.cached = 0;
-        return mem + (per_node > absorbed ? model_device(p, m, &rest) * (1 - absorbed / per_node) : 0);
-    }
-    return mem + dev * (1 - absorbed / per_node);
+    return mem + (per_node > absorbed ? model_device(p, m, io) * (1 - absorbed / per_node) : 0);
 }
 
 /* Seconds of the software passes and copies: `pieces` passes of piece_seconds and `bytes` copied. */

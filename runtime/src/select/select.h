@@ -252,7 +252,8 @@ typedef struct {
  * profile must pass iotame_model_profile_problem. */
 double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t *c, int kind);
 /* The kinds[0..n) ordered by predicted time, fastest first (ties keep the given order), into order[] (n entries)
- * and their seconds into seconds[] (may be NULL). Returns n, or -1 when a kind is unknown. */
+ * and their seconds into seconds[] (may be NULL). Returns n, or -1 when a kind is unknown or n is not in
+ * 0..4 * IOTAME_MODEL_KINDS. */
 int iotame_model_rank(const iotame_profile_t *p, const iotame_model_call_t *c, const int *kinds, int n, int *order,
                       double *seconds);
 /* The name of a kind ("two_phase", ...), or NULL. */
