@@ -36,6 +36,7 @@ typedef struct {
     double request;         /* bytes of one request when the domain is dense or its holes filled */
     double streams;         /* aggregators that issue I/O */
     int scattered;          /* those requests position */
+    int lockstep;           /* the aggregators' rounds are common file ranges, so their requests advance together */
     int fill;               /* holes up to hole_max are read-modify-written (writes) or read over (reads) */
     double hole_max;
     int overlap;            /* the exchange of one round overlaps the I/O of another (the engine's lookahead) */
@@ -48,6 +49,7 @@ typedef struct {
     double bytes;   /* moved, all streams */
     double request; /* bytes of one request of a stream */
     int scattered;
+    int lockstep;   /* the streams advance together through one range: a target sees them continue each other */
     double streams; /* streams issuing requests at once */
     double nodes;   /* nodes they run on */
     double extent;  /* file range they cover */
@@ -92,9 +94,10 @@ static double model_device(const iotame_profile_t *p, const model_shape_t *m, co
     double used = model_min(m->T, model_max(1, io->extent / m->U));
     double busy = model_max(1, model_min(used, io->streams * spans));
     double per_target = model_max(1, io->streams * spans / busy);
-    /* streams that share a target make it position between them; requests that position already lose nothing more */
+    /* streams that share a target make it position between them, unless they advance together; requests that
+     * position already lose nothing more */
     double factor = model_curve(&p->streams, per_target);
-    if (io->scattered) factor = model_max(1, factor);
+    if (io->scattered || io->lockstep) factor = model_max(1, factor);
     double rate = rt / model_request_seconds(p, io->write, io->scattered, rt) * factor;
     return io->bytes / busy / rate;
 }
@@ -159,10 +162,11 @@ static double model_aggregate(const iotame_profile_t *p, const model_shape_t *m,
     int holes = m->gap > 0, filled = holes && plan->fill && m->gap <= plan->hole_max;
     model_io_t io = {.write = m->write, .streams = model_max(1, plan->streams), .nodes = nodes, .extent = m->span,
                      .bytes = filled || (!holes) ? m->span : m->B, .request = plan->request,
-                     .scattered = plan->scattered};
+                     .scattered = plan->scattered, .lockstep = plan->lockstep};
     if (holes && !filled) {
         io.request = model_min(plan->request, m->s);
         io.scattered = 1;
+        io.lockstep = 0;
     }
     double storage = model_store(p, m, &io);
     if (filled && m->write) { /* read-modify-write: the domain is read first */
@@ -247,14 +251,15 @@ static double model_two_phase(const iotame_profile_t *p, const model_shape_t *m)
 }
 
 /* One aggregator per node takes its node's pieces: nothing crosses nodes. Interleaved, its runs are the node's
- * adjacent pieces (ppn of them) with other nodes' between, which it skips (holes never filled). */
+ * adjacent pieces (ppn of them) with other nodes' between, which it skips (holes never filled); its rounds are file
+ * ranges common to the nodes, so together their requests sweep the range. */
 static double model_node_local(const iotame_profile_t *p, const model_shape_t *m)
 {
     double run = m->interleaved && m->N > 1 ? m->ppn * m->s : m->span / m->N;
     model_plan_t plan = {.nagg = m->N, .agg_nodes = m->N, .self = 1 / m->ppn,
                          .domain = m->interleaved ? m->span : m->span / m->N, .window = m->C, .list = MODEL_LIST,
-                         .passes = model_sort_passes(m->P * m->k / m->N), .request = model_min(m->C, run), .streams = m->N,
-                         .scattered = m->interleaved && m->N > 1, .overlap = 1};
+                         .passes = model_sort_passes(m->P * m->k / m->N), .request = model_min(m->C, run),
+                         .streams = m->N, .lockstep = m->interleaved && m->N > 1, .overlap = 1};
     return model_aggregate(p, m, &plan);
 }
 
@@ -273,14 +278,15 @@ static double model_target_aligned(const iotame_profile_t *p, const model_shape_
 }
 
 /* One aggregator per node, blocks round robin over them, extents mapped from cached views (no offset lists): a
- * pass to map a piece, one to group it, one to copy it. With several nodes a stream's blocks skip the others'. */
+ * pass to map a piece, one to group it, one to copy it. A stream's blocks skip the others', which its rounds (file
+ * ranges common to the aggregators) write at the same time. */
 static double model_view_based(const iotame_profile_t *p, const model_shape_t *m)
 {
     double window = model_max(m->block, floor(m->C / m->block) * m->block);
     model_plan_t plan = {.nagg = m->N, .agg_nodes = m->N, .cross = (m->N - 1) / m->N, .self = 1 / m->P,
                          .domain = m->span / m->N, .window = window, .passes = 3,
                          .request = m->N > 1 ? m->block : model_min(window, m->span), .streams = m->N,
-                         .scattered = m->N > 1, .fill = 1, .hole_max = MODEL_HOLE_MAX, .overlap = 1};
+                         .lockstep = m->N > 1, .fill = 1, .hole_max = MODEL_HOLE_MAX, .overlap = 1};
     return model_aggregate(p, m, &plan);
 }
 
