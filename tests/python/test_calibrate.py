@@ -65,8 +65,8 @@ def _set(obj, keys, value):
     (("storage", "write_back", "absorbed_bytes"), -1, "storage.write_back.absorbed_bytes", "an integer >= 0"),
     (("storage", "reads_from"), "disk", "storage.reads_from", '"storage" or "page cache"'),
     (("memory", "copy_mbs"), "fast", "memory.copy_mbs", "a number > 0"),
-    (("network",), KeyError, "network", "null (not measured yet) or an object"),
-    (("network",), 5, "network", "null (not measured yet) or an object"),
+    (("network",), KeyError, "network", "null (not measured) or an object"),
+    (("network",), 5, "network", "null (not measured) or an object"),
 ])
 def test_a_bad_profile_is_refused_with_the_file_the_key_and_what_was_expected(tmp_path, keys, value, key, expected):
     p = good_profile()
