@@ -413,3 +413,50 @@ def test_calibrate_quick_with_two_processes_measures_the_network(tmp_path, capsy
     # without a launcher, --check says the network was not re-checked
     assert main(["calibrate", "--dir", str(data), "--check", str(out), "--tolerance", "99"]) == 0
     assert "network not re-checked" in capsys.readouterr().err
+
+
+def _probe_result(count=2, ppn=1, inter_mbs=100.0):
+    """What netprobe prints (only the keys the profile uses), on `count` nodes of `ppn` processes."""
+    n = count * ppn
+
+    def pair(ranks, latency, mbs):
+        return {"ranks": ranks, "points": [[4 << 20, 4000.0, mbs], [8, latency, 0.5], [65536, 300.0, 200.0]]}
+
+    return {"kernel": "netprobe", "nprocs": n, "params": {"reps": 5, "warmup": 2}, "verified": True,
+            "nodes": {"count": count, "processes_per_node": ppn, "sizes": [ppn] * count},
+            "pingpong": {"intra": pair([0, 1], 0.4, 6000.0) if ppn > 1 else None,
+                         "inter": pair([0, ppn], 20.0, inter_mbs) if count > 1 else None},
+            "allgather": [[n, 72, 12.5]], "alltoallv": [[n, 64, 15.0], [n, 1 << 20, 900.0]]}
+
+
+def test_the_probes_answer_becomes_a_valid_network_section(tmp_path):
+    from iotame.calibrate import network_section, nodes_section
+    from iotame.tune.command import Job
+    job = Job(("mpiexec", "-n", "2", "iotame-kernel", "netprobe"), 2, True)
+    p = good_profile()
+    p["network"], p["nodes"] = network_section(_probe_result(), job), nodes_section(_probe_result())
+    assert p["nodes"] == {"count": 2, "processes_per_node": 1}
+    inter = p["network"]["inter"]
+    assert inter["latency_us"] == 20.0 and inter["mbs"] == 100.0      # the smallest message's time, the largest's rate
+    assert [pt[0] for pt in inter["points"]] == [8, 65536, 4 << 20]
+    assert p["network"]["intra"] is None and p["network"]["launch"] == list(job.argv)
+    assert load_profile(save_profile(p, tmp_path / "p.json"))["network"]["allgather"] == [[2, 72, 12.5]]
+
+
+def test_check_judges_the_network_point_and_the_layout(monkeypatch):
+    from iotame.calibrate import network
+    from iotame.tune.command import Job
+    profile = networked_profile(2, 1)                                 # inter 100 MB/s
+    job = Job(("mpiexec", "-n", "2", "iotame-kernel", "netprobe"), 2, True)
+    monkeypatch.setattr(network, "run_netprobe", lambda job: _probe_result(inter_mbs=130.0))
+    (row,), problems, note = network.check_point(profile, job, 0.5)
+    assert row["point"] == "network inter-node ping-pong" and row["holds"] and row["ratio"] == 1.3
+    assert problems == [] and note is None
+    (row,), _, _ = network.check_point(profile, job, 0.2)
+    assert not row["holds"]
+    monkeypatch.setattr(network, "run_netprobe", lambda job: _probe_result(count=1, ppn=2))
+    rows, problems, note = network.check_point(profile, job, 0.5)
+    assert problems == ["nodes: the profile has 2 node(s) x 1 process(es), the job has 1 x 2"]
+    assert rows == [] and "no inter-node pair" in note
+    assert network.check_point(good_profile(), job, 0.5) == ([], [], None)    # no network in the profile
+    assert "not re-checked" in network.check_point(profile, None, 0.5)[2]

@@ -64,7 +64,8 @@ def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float 
                   network_job: Job | None = None) -> dict:
     """Re-measures durable sequential writes and sequential reads at check_request() on `directory`, and with
     `network_job` one network point (network.check_point), and judges them against the profile: {"holds",
-    "identity": [problems], "points": judge()'s rows and the network's, "reads_from", "network_note"}."""
+    "identity": [problems], "layout": [the network job's node layout against the profile's], "points": judge()'s
+    rows and the network's, "reads_from", "network_note"}."""
     identity = fs_identity(directory)
     request = check_request(profile)
     cal = Calibration(directory, _settings(profile), on_step=on_step, drop=drop)
@@ -79,7 +80,7 @@ def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float 
         on_step("network")
     network_rows, layout_problems, network_note = check_point(profile, network_job, tolerance)
     points += network_rows
-    problems += layout_problems
-    return {"holds": not problems and all(p["holds"] for p in points), "tolerance": tolerance,
-            "identity": problems, "points": points, "filesystem": identity,
-            "reads_from": "storage" if cal.drop_reason is None else "page cache", "network_note": network_note}
+    return {"holds": not problems and not layout_problems and all(p["holds"] for p in points),
+            "tolerance": tolerance, "identity": problems, "layout": layout_problems, "points": points,
+            "filesystem": identity, "reads_from": "storage" if cal.drop_reason is None else "page cache",
+            "network_note": network_note}

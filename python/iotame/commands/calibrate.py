@@ -189,6 +189,8 @@ def _check(args: argparse.Namespace, job) -> int:
         out.print(t)
     for problem in result["identity"]:
         print(f"iotame: calibrate --check: another file system: {problem}", file=sys.stderr)
+    for problem in result["layout"]:
+        print(f"iotame: calibrate --check: another node layout: {problem}", file=sys.stderr)
     if result.get("network_note"):
         print(f"iotame: calibrate --check: {result['network_note']}", file=sys.stderr)
     if result["reads_from"] != "storage":
