@@ -65,8 +65,8 @@ def _set(obj, keys, value):
     (("storage", "write_back", "absorbed_bytes"), -1, "storage.write_back.absorbed_bytes", "an integer >= 0"),
     (("storage", "reads_from"), "disk", "storage.reads_from", '"storage" or "page cache"'),
     (("memory", "copy_mbs"), "fast", "memory.copy_mbs", "a number > 0"),
-    (("network",), KeyError, "network", "null (not measured yet) or an object"),
-    (("network",), 5, "network", "null (not measured yet) or an object"),
+    (("network",), KeyError, "network", "null (not measured) or an object"),
+    (("network",), 5, "network", "null (not measured) or an object"),
 ])
 def test_a_bad_profile_is_refused_with_the_file_the_key_and_what_was_expected(tmp_path, keys, value, key, expected):
     p = good_profile()
@@ -299,3 +299,164 @@ def test_check_profile_judges_injected_measurements(tmp_path, monkeypatch):
     p["filesystem"]["magic"] = "0x1"
     result = check_profile(p, tmp_path, tolerance=0.5)
     assert not result["holds"] and result["identity"][0].startswith("filesystem.magic:")
+
+
+# --- the network part -------------------------------------------------------------------------------------------
+
+def _pair(latency=2.5, mbs=900.0):
+    return {"latency_us": latency, "mbs": mbs, "ranks": [0, 1], "points": [[8, latency, 3.2], [4 << 20, 4661.0, mbs]]}
+
+
+def networked_profile(count=2, ppn=2):
+    p = good_profile()
+    p["nodes"] = {"count": count, "processes_per_node": ppn}
+    n = count * ppn
+    p["network"] = {"intra": _pair() if ppn > 1 else None, "inter": _pair(20.0, 100.0) if count > 1 else None,
+                    "allgather": [[n, 72, 15.0]], "alltoallv": [[n, 64, 20.0], [n, 65536, 900.0]]}
+    return p
+
+
+@pytest.mark.parametrize("count, ppn", [(1, 2), (2, 1), (2, 2)])
+def test_a_measured_network_is_valid_for_its_node_layout(tmp_path, count, ppn):
+    path = save_profile(networked_profile(count, ppn), tmp_path / "p.json")
+    assert load_profile(path)["network"]["allgather"][0][1] == 72
+
+
+@pytest.mark.parametrize("layout, keys, value, key, expected", [
+    ((2, 2), ("network", "intra", "latency_us"), KeyError, "network.intra.latency_us", "a number > 0"),
+    ((2, 2), ("network", "intra", "mbs"), 0, "network.intra.mbs", "a number > 0 (MB/s), got 0"),
+    ((2, 2), ("network", "intra"), None, "network.intra", "(null only with 1 process per node), got null"),
+    ((2, 2), ("network", "inter"), None, "network.inter", "(null only with nodes.count 1), got null"),
+    ((2, 2), ("network", "inter"), "fast", "network.inter", 'an object {latency_us, mbs}'),
+    ((1, 2), ("network", "inter"), _pair(), "network.inter", "null (nodes.count is 1: no pair across nodes)"),
+    ((2, 2), ("network", "allgather"), [], "network.allgather", "a non-empty array of [processes >= 1"),
+    ((2, 2), ("network", "alltoallv", 1), [4, 64], "network.alltoallv[1]", "[processes >= 1, bytes per pair"),
+    ((2, 2), ("network", "alltoallv", 0), [0, 64, 1.0], "network.alltoallv[0]", "got array"),
+    ((2, 2), ("network", "allgather", 0), [4, 72, -1.0], "network.allgather[0]", "microseconds >= 0"),
+])
+def test_a_bad_network_section_is_refused_with_the_file_the_key_and_what_was_expected(tmp_path, layout, keys,
+                                                                                     value, key, expected):
+    p = networked_profile(*layout)
+    _set(p, keys, value)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(p))
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    (line,) = [line for line in e.value.errors if f": {key}: " in line]
+    assert line.startswith(f"iotame: profile {path}: {key}: expected ") and expected in line
+
+
+def test_network_job_uses_the_tuners_launchers(tmp_path):
+    from iotame.calibrate import network_job
+    from iotame.errors import UsageError
+    kernel = tmp_path / "iotame-kernel"
+    assert network_job(env={}, program=kernel) is None               # nothing asks for the network
+    job = network_job(np=3, program=kernel, env={})
+    assert job.nprocs == 3 and job.argv[:3] == ("mpiexec", "-n", "3") and job.argv[3:5] == (str(kernel), "netprobe")
+    job = network_job(["mpiexec", "-n", "4"], program=kernel, env={})
+    assert job.nprocs == 4 and job.argv[:4] == ("mpiexec", "-n", "4", str(kernel))
+    testbed = ["scripts/testbed", "mpiexec", "-n", "4", "--"]          # a launcher the tuner does not name
+    job = network_job(testbed, program=kernel, env={})
+    assert job.nprocs == 4 and list(job.argv[:6]) == testbed + [str(kernel)]
+    slurm = {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "8", "SLURM_JOB_NUM_NODES": "2", "IOTAME_SRUN_MPI": "pmi2"}
+    job = network_job(program=kernel, env=slurm)
+    assert job.nprocs == 8 and job.argv[0] == "srun"
+    with pytest.raises(UsageError, match="calibrate: --np 2 disagrees"):
+        network_job(testbed, np=2, program=kernel, env={})
+    with pytest.raises(UsageError, match="calibrate: .*give --np N"):
+        network_job(["scripts/testbed", "run"], program=kernel, env={})
+
+
+def test_without_mpi_the_network_stays_null_with_a_note(tmp_path):
+    from iotame.calibrate import measure_network
+    from iotame.tune.command import Job
+    network, nodes, note = measure_network(None)
+    assert network is None and nodes is None and "--np" in note
+    job = Job(("no-such-mpiexec-here", "-n", "2", str(tmp_path / "iotame-kernel"), "netprobe"), 2, True)
+    network, nodes, note = measure_network(job)
+    assert network is None and nodes is None and "no-such-mpiexec-here not found" in note
+
+
+needs_mpi = pytest.mark.skipif(shutil.which("mpiexec") is None, reason="no mpiexec")
+
+
+@needs_fio
+@needs_mpi
+def test_calibrate_quick_with_two_processes_measures_the_network(tmp_path, capsys):
+    from iotame.paths import kernel_path
+    if not kernel_path().is_file():
+        pytest.skip("iotame-kernel not built")
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--quick", "--dir", str(data), "--out", str(out), "--json", "--np", "2"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    profile = load_profile(out)                                        # valid, network included
+    assert printed == profile
+    assert profile["nodes"] == {"count": 1, "processes_per_node": 2}
+    net = profile["network"]
+    assert net["inter"] is None                                        # one node
+    assert net["intra"]["latency_us"] > 0 and net["intra"]["mbs"] > 0
+    assert [row[:2] for row in net["allgather"]] == [[2, 72]]
+    assert [row[0] for row in net["alltoallv"]] == [2] * len(net["alltoallv"]) and net["alltoallv"]
+    assert not any("network" in n for n in profile["notes"])
+    # --check re-measures one network point; a profile claiming a 10^6 times faster network does not hold
+    fast = copy.deepcopy(profile)
+    fast["network"]["intra"]["mbs"] *= 1e6
+    save_profile(fast, tmp_path / "fast.json")
+    assert main(["calibrate", "--dir", str(data), "--check", str(tmp_path / "fast.json"), "--tolerance", "99",
+                 "--json", "--", "mpiexec", "-n", "2"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    (row,) = [p for p in result["points"] if p["point"].startswith("network")]
+    assert row["point"] == "network intra-node ping-pong" and not row["holds"] and row["measured_mbs"] > 0
+    assert all(p["holds"] for p in result["points"] if p is not row)
+    # without a launcher, --check says the network was not re-checked
+    assert main(["calibrate", "--dir", str(data), "--check", str(out), "--tolerance", "99"]) == 0
+    assert "network not re-checked" in capsys.readouterr().err
+
+
+def _probe_result(count=2, ppn=1, inter_mbs=100.0):
+    """What netprobe prints (only the keys the profile uses), on `count` nodes of `ppn` processes."""
+    n = count * ppn
+
+    def pair(ranks, latency, mbs):
+        return {"ranks": ranks, "points": [[4 << 20, 4000.0, mbs], [8, latency, 0.5], [65536, 300.0, 200.0]]}
+
+    return {"kernel": "netprobe", "nprocs": n, "params": {"reps": 5, "warmup": 2}, "verified": True,
+            "nodes": {"count": count, "processes_per_node": ppn, "sizes": [ppn] * count},
+            "pingpong": {"intra": pair([0, 1], 0.4, 6000.0) if ppn > 1 else None,
+                         "inter": pair([0, ppn], 20.0, inter_mbs) if count > 1 else None},
+            "allgather": [[n, 72, 12.5]], "alltoallv": [[n, 64, 15.0], [n, 1 << 20, 900.0]]}
+
+
+def test_the_probes_answer_becomes_a_valid_network_section(tmp_path):
+    from iotame.calibrate import network_section, nodes_section
+    from iotame.tune.command import Job
+    job = Job(("mpiexec", "-n", "2", "iotame-kernel", "netprobe"), 2, True)
+    p = good_profile()
+    p["network"], p["nodes"] = network_section(_probe_result(), job), nodes_section(_probe_result())
+    assert p["nodes"] == {"count": 2, "processes_per_node": 1}
+    inter = p["network"]["inter"]
+    assert inter["latency_us"] == 20.0 and inter["mbs"] == 100.0      # the smallest message's time, the largest's rate
+    assert [pt[0] for pt in inter["points"]] == [8, 65536, 4 << 20]
+    assert p["network"]["intra"] is None and p["network"]["launch"] == list(job.argv)
+    assert load_profile(save_profile(p, tmp_path / "p.json"))["network"]["allgather"] == [[2, 72, 12.5]]
+
+
+def test_check_judges_the_network_point_and_the_layout(monkeypatch):
+    from iotame.calibrate import network
+    from iotame.tune.command import Job
+    profile = networked_profile(2, 1)                                 # inter 100 MB/s
+    job = Job(("mpiexec", "-n", "2", "iotame-kernel", "netprobe"), 2, True)
+    monkeypatch.setattr(network, "run_netprobe", lambda job: _probe_result(inter_mbs=130.0))
+    (row,), problems, note = network.check_point(profile, job, 0.5)
+    assert row["point"] == "network inter-node ping-pong" and row["holds"] and row["ratio"] == 1.3
+    assert problems == [] and note is None
+    (row,), _, _ = network.check_point(profile, job, 0.2)
+    assert not row["holds"]
+    monkeypatch.setattr(network, "run_netprobe", lambda job: _probe_result(count=1, ppn=2))
+    rows, problems, note = network.check_point(profile, job, 0.5)
+    assert problems == ["nodes: the profile has 2 node(s) x 1 process(es), the job has 1 x 2"]
+    assert rows == [] and "no inter-node pair" in note
+    assert network.check_point(good_profile(), job, 0.5) == ([], [], None)    # no network in the profile
+    assert "not re-checked" in network.check_point(profile, None, 0.5)[2]

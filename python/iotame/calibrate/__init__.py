@@ -1,9 +1,10 @@
-"""`iotame calibrate`: measure the storage and memory parts of a machine profile (docs/calibrate.md) and check
-that a profile still holds; the profile's format and its validator (docs/formats.md, Machine profile)."""
+"""`iotame calibrate`: measure the storage, memory and network parts of a machine profile (docs/calibrate.md) and
+check that a profile still holds; the profile's format and its validator (docs/formats.md, Machine profile)."""
 from .check import DEFAULT_TOLERANCE, check_profile, check_request, identity_problems, judge
 from .filesystem import ceph_layout, fs_identity, lustre_layout, parse_stat_f
 from .measure import (FULL, NETWORK_NOTE, QUICK, Calibration, Settings, calibrate, dirty_freerun_bytes,
                       memory_copy_mbs, write_back_section)
+from .network import measure_network, network_job, network_section, nodes_section, run_netprobe
 from .profile import (PROFILE_KIND, PROFILE_VERSION, ProfileError, curve_at, load_profile, profile_json,
                       save_profile, validate_profile)
 
@@ -11,4 +12,5 @@ __all__ = ["calibrate", "Calibration", "Settings", "FULL", "QUICK", "NETWORK_NOT
            "dirty_freerun_bytes", "write_back_section", "fs_identity", "ceph_layout", "lustre_layout",
            "parse_stat_f", "check_profile", "check_request", "identity_problems", "judge", "DEFAULT_TOLERANCE",
            "PROFILE_KIND", "PROFILE_VERSION", "ProfileError", "load_profile", "profile_json", "save_profile",
-           "validate_profile", "curve_at"]
+           "validate_profile", "curve_at", "network_job", "run_netprobe", "network_section", "nodes_section",
+           "measure_network"]

@@ -7,7 +7,9 @@ from typing import Callable
 
 from ..errors import IotameError
 from .filesystem import fs_identity
+from ..tune.command import Job
 from .measure import QUICK, Calibration, Settings
+from .network import check_point
 from .profile import curve_at
 
 __all__ = ["CHECK_REQUEST", "DEFAULT_TOLERANCE", "check_request", "judge", "identity_problems", "check_profile"]
@@ -58,9 +60,12 @@ def _settings(profile: dict) -> Settings:
 
 
 def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float = DEFAULT_TOLERANCE,
-                  on_step: Callable[[str], None] | None = None, drop: bool = True) -> dict:
-    """Re-measures durable sequential writes and sequential reads at check_request() on `directory` and judges
-    them against the profile: {"holds", "identity": [problems], "points": judge()'s rows, "reads_from"}."""
+                  on_step: Callable[[str], None] | None = None, drop: bool = True,
+                  network_job: Job | None = None) -> dict:
+    """Re-measures durable sequential writes and sequential reads at check_request() on `directory`, and with
+    `network_job` one network point (network.check_point), and judges them against the profile: {"holds",
+    "identity": [problems], "layout": [the network job's node layout against the profile's], "points": judge()'s
+    rows and the network's, "reads_from", "network_note"}."""
     identity = fs_identity(directory)
     request = check_request(profile)
     cal = Calibration(directory, _settings(profile), on_step=on_step, drop=drop)
@@ -71,6 +76,11 @@ def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float 
         cal.cleanup()
     points = judge(profile, measured, request, tolerance)
     problems = identity_problems(profile, identity)
-    return {"holds": not problems and all(p["holds"] for p in points), "tolerance": tolerance,
-            "identity": problems, "points": points, "filesystem": identity,
-            "reads_from": "storage" if cal.drop_reason is None else "page cache"}
+    if on_step and network_job is not None and profile.get("network") is not None:
+        on_step("network")
+    network_rows, layout_problems, network_note = check_point(profile, network_job, tolerance)
+    points += network_rows
+    return {"holds": not problems and not layout_problems and all(p["holds"] for p in points),
+            "tolerance": tolerance, "identity": problems, "layout": layout_problems, "points": points,
+            "filesystem": identity, "reads_from": "storage" if cal.drop_reason is None else "page cache",
+            "network_note": network_note}

@@ -18,14 +18,16 @@ from .. import __version__
 from ..bench.caches import drop_caches
 from ..bench.fio import parse_fio_output
 from ..errors import IotameError
+from ..tune.command import Job
 from .filesystem import fs_identity
+from .network import NOT_ASKED_NOTE as NETWORK_NOTE
+from .network import measure_network
 from .profile import PROFILE_KIND, PROFILE_VERSION
 
 __all__ = ["Settings", "FULL", "QUICK", "Calibration", "calibrate", "memory_copy_mbs", "dirty_freerun_bytes",
            "write_back_section", "NETWORK_NOTE"]
 
 KIB, MIB = 1 << 10, 1 << 20
-NETWORK_NOTE = "network and MPI collectives are not measured yet (a later step of iotame calibrate)"
 # buffered writes faster than this many times the durable ones are taken as absorbed by write-back
 ABSORB_FACTOR = 1.5
 
@@ -245,12 +247,17 @@ class Calibration:
 
 
 def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bool = False,
-              on_step: Callable[[str], None] | None = None, drop: bool = True) -> dict:
-    """Measures the storage and memory parts of a machine profile for the file system holding `directory`."""
+              on_step: Callable[[str], None] | None = None, drop: bool = True, network_job: Job | None = None) -> dict:
+    """Measures a machine profile for the file system holding `directory`: the network first (with
+    `network_job`, see network.network_job; without one the network is null with a note), then storage and
+    memory."""
     started = time.time()
     cal = Calibration(directory, settings, on_step=on_step, drop=drop)
     identity = fs_identity(cal.directory)
-    notes = [NETWORK_NOTE]
+    if on_step and network_job is not None:
+        on_step(f"network ({network_job.nprocs} processes)")
+    network, nodes, network_note = measure_network(network_job)
+    notes = [network_note] if network_note else []
     if identity["mount_type"] in ("tmpfs", "ramfs"):
         notes.append(f"{cal.directory} is on {identity['mount_type']}: storage figures are memory speeds")
     try:
@@ -266,8 +273,8 @@ def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bo
     return {"version": PROFILE_VERSION, "kind": PROFILE_KIND,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename, "iotame": __version__,
             "filesystem": identity,
-            "nodes": {"count": 1, "processes_per_node": 1},
-            "storage": storage, "memory": memory, "network": None, "notes": notes,
+            "nodes": nodes or {"count": 1, "processes_per_node": 1},
+            "storage": storage, "memory": memory, "network": network, "notes": notes,
             "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
                             "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
                             "writes": "buffered, fsync at the end inside the timed run (durable)",

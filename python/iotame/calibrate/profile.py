@@ -123,6 +123,53 @@ def _check_storage(c: _Checker, st: dict) -> None:
     c.value(st, "reads_from", "storage", lambda v: v in READS_FROM, " or ".join(f'"{r}"' for r in READS_FROM))
 
 
+def _check_pair(c: _Checker, net: dict, kind: str, allowed_null: bool, why_null: str) -> None:
+    """network.intra or network.inter: {latency_us > 0, mbs > 0}, null only where the layout has no such pair."""
+    name = f"network.{kind}"
+    expected = "an object {latency_us, mbs}" + (f" or null ({why_null})" if allowed_null else
+                                                 f" (null only with {why_null})")
+    if kind not in net:
+        c.fail(name, expected, missing=True)
+    elif net[kind] is None:
+        if not allowed_null:
+            c.fail(name, expected, None)
+    elif not isinstance(net[kind], dict):
+        c.fail(name, expected, net[kind])
+    else:
+        for key, what in (("latency_us", "a number > 0 (one-way microseconds)"), ("mbs", "a number > 0 (MB/s)")):
+            c.value(net[kind], key, name, lambda v: _is_number(v) and v > 0, what)
+
+
+def _check_collective(c: _Checker, net: dict, key: str, unit: str) -> None:
+    """A non-empty array of [processes >= 1, bytes >= 0, microseconds >= 0]."""
+    name = f"network.{key}"
+    expected = f"a non-empty array of [processes >= 1, {unit} >= 0, microseconds >= 0]"
+    rows = net.get(key)
+    if key not in net or not isinstance(rows, list) or not rows:
+        c.fail(name, expected, rows, missing=key not in net)
+        return
+    for i, row in enumerate(rows):
+        if not (isinstance(row, list) and len(row) == 3 and _is_int(row[0]) and row[0] >= 1 and _is_int(row[1])
+                and row[1] >= 0 and _is_number(row[2]) and row[2] >= 0):
+            c.fail(f"{name}[{i}]", f"[processes >= 1, {unit} >= 0, microseconds >= 0]", row)
+            return
+
+
+def _check_network(c: _Checker, net: dict, nodes: dict) -> None:
+    """The measured network, consistent with `nodes`: inter null exactly when there is one node, intra null only
+    with one process per node."""
+    count, ppn = nodes.get("count"), nodes.get("processes_per_node")
+    _check_pair(c, net, "intra", ppn == 1, "1 process per node")
+    if count == 1:
+        if "inter" not in net or net["inter"] is not None:
+            c.fail("network.inter", "null (nodes.count is 1: no pair across nodes)", net.get("inter"),
+                   missing="inter" not in net)
+    else:
+        _check_pair(c, net, "inter", False, "nodes.count 1")
+    _check_collective(c, net, "allgather", "bytes per rank")
+    _check_collective(c, net, "alltoallv", "bytes per pair")
+
+
 def validate_profile(obj: Any) -> list[str]:
     """Every problem of a profile as `KEY: expected WHAT, got VALUE` (empty when valid). Keys this version does not
     know are allowed (they are kept for later versions' fields)."""
@@ -150,9 +197,11 @@ def validate_profile(obj: Any) -> list[str]:
     if mem is not None:
         c.value(mem, "copy_mbs", "memory", lambda v: _is_number(v) and v > 0, "a number > 0 (MB/s)")
     if "network" not in obj:
-        c.fail("network", "null (not measured yet) or an object", missing=True)
+        c.fail("network", "null (not measured) or an object", missing=True)
     elif obj["network"] is not None and not isinstance(obj["network"], dict):
-        c.fail("network", "null (not measured yet) or an object", obj["network"])
+        c.fail("network", "null (not measured) or an object", obj["network"])
+    elif obj["network"] is not None:
+        _check_network(c, obj["network"], nodes if isinstance(nodes, dict) else {})
     return c.problems
 
 

@@ -1,5 +1,6 @@
-"""`iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json]` and
-`iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json]`."""
+"""`iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json] [LAUNCH]` and
+`iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] [LAUNCH]`, LAUNCH being the tuner's
+`--np N`, `--launcher mpiexec|srun`, `--srun-mpi PLUGIN` or a launcher command after `--`."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,12 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..calibrate import (DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile, profile_json,
-                         save_profile)
+from ..calibrate import (DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile, network_job,
+                         profile_json, save_profile)
+from ..calibrate.network import NETWORK_REPS
+from ..tune.command import ENV_SRUN_MPI, TEMPLATES
+from .argtypes import positive_int
+from .run import command_args
 from ..errors import UsageError
 from ..render import console, fmt_bytes, fmt_mbs
 
@@ -28,15 +33,22 @@ def _tolerance(text: str) -> float:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(NAME, help="measure the machine's storage and memory into a machine profile, or check one",
-                       usage="iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json]\n"
-                             "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json]",
+    p = sub.add_parser(NAME, help="measure the machine's storage, memory and network into a machine profile, or "
+                                  "check one",
+                       usage="iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json] [--np N] "
+                             "[--launcher L] [-- LAUNCHER...]\n"
+                             "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
+                             "[--np N] [--launcher L] [-- LAUNCHER...]",
                        description="Measure, with fio on files in DIR, durable write and cache-dropped read "
                                    "throughput against request size (sequential and scattered), against 1, 2 and "
                                    "4 concurrent streams, how much write-back absorbs, and the memory copy "
                                    "bandwidth, and write them as a machine profile keyed by DIR's file system. "
-                                   "--check re-measures two points and exits 1 when the profile no longer holds. "
-                                   "Network and MPI collectives are not measured yet. See docs/calibrate.md.")
+                                   "--check re-measures two storage points (and one network point) and exits 1 "
+                                   "when the profile no longer holds. "
+                                   "With --np, --launcher, a launcher command after -- (e.g. -- mpiexec -n 4), "
+                                   "or inside a Slurm allocation, it also runs iotame-kernel netprobe: ping-pong "
+                                   "latency and bandwidth within and between nodes, allgather and alltoallv times. "
+                                   "See docs/calibrate.md.")
     p.add_argument("--dir", required=True, type=Path, metavar="DIR",
                    help="a directory on the file system to calibrate (scratch files are removed after)")
     p.add_argument("--out", type=Path, metavar="PROFILE.json", help="where the profile goes")
@@ -46,6 +58,16 @@ def add_parser(sub) -> None:
     p.add_argument("--tolerance", type=_tolerance, metavar="T",
                    help=f"--check: a point holds within a factor 1+T either way (default {DEFAULT_TOLERANCE})")
     p.add_argument("--json", action="store_true", help="print the profile (or the check) as JSON")
+    p.add_argument("--np", type=positive_int, metavar="N",
+                   help="network: processes of the probe (`mpiexec -n N`), when the launcher command does not say it")
+    p.add_argument("--launcher", choices=TEMPLATES, help="network: start the probe with this launcher (default: "
+                                                         "srun inside a Slurm allocation, else mpiexec with --np)")
+    p.add_argument("--srun-mpi", metavar="PLUGIN",
+                   help=f"network: srun's --mpi plugin (default: ${ENV_SRUN_MPI}, else pmi2 for MPICH, pmix for "
+                        "Open MPI)")
+    p.add_argument("launch", nargs=argparse.REMAINDER, metavar="LAUNCHER",
+                   help="network: a launcher command the probe is appended to, after -- (`mpiexec -n 4`, "
+                        "`scripts/testbed mpiexec -n 4 --`)")
     p.set_defaults(func=run)
 
 
@@ -58,18 +80,20 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("calibrate: --tolerance applies to --check only")
     if not args.dir.is_dir():
         raise UsageError(f"calibrate: --dir {args.dir}: not a directory")
-    return _check(args) if args.check else _measure(args)
+    job = network_job(command_args(args.launch or []), args.np, args.launcher, args.srun_mpi,
+                      reps=NETWORK_REPS["quick" if args.quick or args.check else "full"])
+    return _check(args, job) if args.check else _measure(args, job)
 
 
 def _step_reporter(status):
     return lambda text: status.update(f"calibrate: {text}")
 
 
-def _measure(args: argparse.Namespace) -> int:
+def _measure(args: argparse.Namespace, job) -> int:
     err = console(stderr=True)
     with err.status("calibrate") as status:
         profile = calibrate(args.dir, QUICK if args.quick else FULL, quick=args.quick,
-                            on_step=_step_reporter(status))
+                            on_step=_step_reporter(status), network_job=job)
     path = save_profile(profile, args.out)
     if args.json:
         print(profile_json(profile))
@@ -118,14 +142,36 @@ def _print_profile(profile: dict) -> None:
         t.add_column(col, justify="right")
     t.add_row(fmt_bytes(wb["absorbed_bytes"]), fmt_mbs(wb["absorbed_mbs"]), fmt_mbs(profile["memory"]["copy_mbs"]))
     out.print(t)
+    if profile.get("network"):
+        out.print(_network_table(profile))
 
 
-def _check(args: argparse.Namespace) -> int:
+def _network_table(profile: dict) -> Table:
+    net, nodes = profile["network"], profile["nodes"]
+    t = Table(title=f"network ({nodes['count']} node(s) x {nodes['processes_per_node']} process(es))",
+              title_justify="left")
+    for col in ("measure", "processes", "bytes", "time us", "MB/s"):
+        t.add_column(col, justify="right" if col != "measure" else "left")
+    for kind in ("intra", "inter"):
+        pair = net.get(kind)
+        if pair is None:
+            t.add_row(f"ping-pong {kind}-node", "-", "-", "-", "-")
+            continue
+        for size, us, mbs in pair.get("points", []):
+            t.add_row(f"ping-pong {kind}-node", "2", fmt_bytes(size), f"{us:,.2f}", fmt_mbs(mbs))
+    for name in ("allgather", "alltoallv"):
+        for procs, nbytes, us in net[name]:
+            t.add_row(name, str(procs), fmt_bytes(nbytes) + (" per pair" if name == "alltoallv" else " per rank"),
+                      f"{us:,.2f}", "-")
+    return t
+
+
+def _check(args: argparse.Namespace, job) -> int:
     profile = load_profile(args.check)
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     err = console(stderr=True)
     with err.status("calibrate --check") as status:
-        result = check_profile(profile, args.dir, tolerance, on_step=_step_reporter(status))
+        result = check_profile(profile, args.dir, tolerance, on_step=_step_reporter(status), network_job=job)
     result["profile"] = str(args.check)
     if args.json:
         print(json.dumps(result, indent=1))
@@ -144,6 +190,10 @@ def _check(args: argparse.Namespace) -> int:
         out.print(t)
     for problem in result["identity"]:
         print(f"iotame: calibrate --check: another file system: {problem}", file=sys.stderr)
+    for problem in result["layout"]:
+        print(f"iotame: calibrate --check: another node layout: {problem}", file=sys.stderr)
+    if result.get("network_note"):
+        print(f"iotame: calibrate --check: {result['network_note']}", file=sys.stderr)
     if result["reads_from"] != "storage":
         print("iotame: calibrate --check: page cache not dropped (not root): reads came from the page cache",
               file=sys.stderr)
