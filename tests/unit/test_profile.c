@@ -145,14 +145,14 @@ static void test_missing_and_wrong_types(void)
 {
     json_t *root = sample();
     json_object_del(at(root, "memory"), "copy_mbs");
-    check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0, got missing\n", 1);
+    check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0 (MB/s), missing\n", 1);
     root = sample();
     json_object_del(root, "network");
-    check_refused(root, "iotame: profile bad.json: network: expected null (not measured yet) or an object, got missing",
+    check_refused(root, "iotame: profile bad.json: network: expected null (not measured yet) or an object, missing",
                   1);
     root = sample();
     json_object_del(at(root, "storage"), "streams");
-    check_refused(root, "iotame: profile bad.json: storage.streams: expected an object, got missing\n", 1);
+    check_refused(root, "iotame: profile bad.json: storage.streams: expected an object, missing\n", 1);
     root = sample();
     json_object_set_new(at(root, "filesystem"), "targets", json_string("6"));
     check_refused(root, "iotame: profile bad.json: filesystem.targets: expected an integer >= 1, got \"6\"\n", 1);
@@ -168,7 +168,7 @@ static void test_missing_and_wrong_types(void)
     root = sample();
     json_object_set_new(root, "network", json_pack("{s:{s:i,s:i},s:n,s:[[i,i]]}", "intra", "latency_us", 1, "mbs",
                                                    0, "inter", "allgather", 2, 1024));
-    check_refused(root, "network.intra.mbs: expected a number > 0, got 0\n", 2);
+    check_refused(root, "network.intra.mbs: expected a number > 0 (MB/s), got 0\n", 2);
     root = sample();
     json_object_set_new(root, "network", json_pack("{s:{s:i,s:i},s:n,s:[[i,i]]}", "intra", "latency_us", 1, "mbs",
                                                    0, "inter", "allgather", 2, 1024));
@@ -207,7 +207,7 @@ static void test_every_problem_listed_and_layout(void)
     json_object_del(at(root, "memory"), "copy_mbs");
     json_array_set_new(json_array_get(at(root, "storage.read.scattered"), 1), 1, json_integer(-3));
     json_object_set_new(at(root, "nodes"), "count", json_integer(0));
-    check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0, got missing\n", 3);
+    check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0 (MB/s), missing\n", 3);
     root = sample();
     json_object_set_new(at(root, "filesystem"), "stripe_unit", json_integer(0));
     check_refused(root, "filesystem.stripe_unit: expected bytes >= 1 for a file striped over 6 targets, got 0\n", 1);

@@ -78,7 +78,8 @@ static void profile_expected(profile_errors_t *e, const char *key, const char *e
 {
     char shown[64];
     profile_render(got, shown, sizeof shown);
-    profile_add(e, "%s: expected %s, got %s", key, expected, shown);
+    if (!got) profile_add(e, "%s: expected %s, missing", key, expected); /* as the Python validator says it */
+    else profile_add(e, "%s: expected %s, got %s", key, expected, shown);
 }
 
 static int profile_is_number(const json_t *v)
@@ -98,13 +99,14 @@ static json_t *profile_section(profile_errors_t *e, const json_t *obj, const cha
 }
 
 /* parent.key as a number >= min (> min when `above`; an integer when `integer`) into *out; -1 (the problem added)
- * when it is not. Absent and `optional`: *out keeps its default. */
+ * when it is not. Absent and `optional`: *out keeps its default. `unit` (may be "") follows the expectation. */
 static int profile_number(profile_errors_t *e, const json_t *obj, const char *parent, const char *key, double min,
-                          int above, int integer, int optional, double *out)
+                          int above, int integer, int optional, const char *unit, double *out)
 {
     char name[256], expected[128];
     snprintf(name, sizeof name, "%s.%s", parent, key);
-    snprintf(expected, sizeof expected, "%s %s %g", integer ? "an integer" : "a number", above ? ">" : ">=", min);
+    snprintf(expected, sizeof expected, "%s %s %g%s", integer ? "an integer" : "a number", above ? ">" : ">=", min,
+             unit);
     json_t *v = json_object_get(obj, key);
     if (!v && optional) return 0;
     double d = json_is_integer(v) ? (double)json_integer_value(v) : json_is_real(v) ? json_real_value(v) : NAN;
@@ -186,8 +188,8 @@ static void profile_filesystem(profile_errors_t *e, const json_t *fs, iotame_pro
     profile_string(e, fs, "filesystem", "type", NULL, "a file-system type name");
     profile_string(e, fs, "filesystem", "magic", profile_is_hex, "the statfs magic as \"0x...\" hexadecimal");
     profile_string(e, fs, "filesystem", "device", profile_is_device, "\"major:minor\"");
-    int ok = profile_number(e, fs, "filesystem", "targets", 1, 0, 1, 0, &targets) == 0;
-    if (profile_number(e, fs, "filesystem", "stripe_unit", 0, 0, 1, 0, &unit) == 0 && ok && unit == 0 && targets > 1)
+    int ok = profile_number(e, fs, "filesystem", "targets", 1, 0, 1, 0, "", &targets) == 0;
+    if (profile_number(e, fs, "filesystem", "stripe_unit", 0, 0, 1, 0, " (bytes; 0: no striping)", &unit) == 0 && ok && unit == 0 && targets > 1)
         profile_add(e, "filesystem.stripe_unit: expected bytes >= 1 for a file striped over %.0f targets, got 0",
                     targets);
     out->targets = (int64_t)targets;
@@ -239,14 +241,14 @@ static void profile_storage(profile_errors_t *e, const json_t *st, iotame_profil
     json_t *wb = profile_section(e, st, "storage", "write_back");
     double mbs = 0;
     if (wb) {
-        profile_number(e, wb, "storage.write_back", "absorbed_bytes", 0, 0, 1, 0, &out->writeback_bytes);
-        profile_number(e, wb, "storage.write_back", "absorbed_mbs", 0, 0, 0, 0, &mbs);
+        profile_number(e, wb, "storage.write_back", "absorbed_bytes", 0, 0, 1, 0, "", &out->writeback_bytes);
+        profile_number(e, wb, "storage.write_back", "absorbed_mbs", 0, 0, 0, 0, "", &mbs);
     }
     const char *from = json_string_value(json_object_get(st, "reads_from"));
     if (!from || (strcmp(from, "storage") != 0 && strcmp(from, "page cache") != 0))
         profile_expected(e, "storage.reads_from", "\"storage\" or \"page cache\"", json_object_get(st, "reads_from"));
     double us = PROFILE_SYSCALL_SECONDS * 1e6;
-    profile_number(e, st, "storage", "syscall_us", 0, 0, 0, 1, &us);
+    profile_number(e, st, "storage", "syscall_us", 0, 0, 0, 1, " (microseconds)", &us);
     out->syscall_seconds = us * 1e-6;
 }
 
@@ -254,8 +256,8 @@ static void profile_storage(profile_errors_t *e, const json_t *st, iotame_profil
 static void profile_link(profile_errors_t *e, const json_t *link, const char *name, double *latency, double *rate)
 {
     double us = 0, mbs = 0;
-    if (profile_number(e, link, name, "latency_us", 0, 0, 0, 0, &us) == 0) *latency = us * 1e-6;
-    if (profile_number(e, link, name, "mbs", 0, 1, 0, 0, &mbs) == 0) *rate = mbs * PROFILE_MB;
+    if (profile_number(e, link, name, "latency_us", 0, 0, 0, 0, " (microseconds)", &us) == 0) *latency = us * 1e-6;
+    if (profile_number(e, link, name, "mbs", 0, 1, 0, 0, " (MB/s)", &mbs) == 0) *rate = mbs * PROFILE_MB;
 }
 
 /* network.allgather or .alltoallv, when present: [[processes >= 1, bytes >= 0, microseconds >= 0], ...]. The model
@@ -327,12 +329,12 @@ static void profile_convert(profile_errors_t *e, const json_t *root, iotame_prof
     if (fs) profile_filesystem(e, fs, out);
     double count = 1, ppn = 1, ns = PROFILE_PIECE_SECONDS * 1e9, mbs = 0;
     if (nodes) { /* the layout measured: part of the profile's key, not of the model */
-        profile_number(e, nodes, "nodes", "count", 1, 0, 1, 0, &count);
-        profile_number(e, nodes, "nodes", "processes_per_node", 1, 0, 1, 0, &ppn);
+        profile_number(e, nodes, "nodes", "count", 1, 0, 1, 0, "", &count);
+        profile_number(e, nodes, "nodes", "processes_per_node", 1, 0, 1, 0, "", &ppn);
     }
     if (st) profile_storage(e, st, out);
-    if (mem && profile_number(e, mem, "memory", "copy_mbs", 0, 1, 0, 0, &mbs) == 0) out->copy_rate = mbs * PROFILE_MB;
-    if (mem) profile_number(e, mem, "memory", "piece_ns", 0, 0, 0, 1, &ns);
+    if (mem && profile_number(e, mem, "memory", "copy_mbs", 0, 1, 0, 0, " (MB/s)", &mbs) == 0) out->copy_rate = mbs * PROFILE_MB;
+    if (mem) profile_number(e, mem, "memory", "piece_ns", 0, 0, 0, 1, " (nanoseconds)", &ns);
     out->piece_seconds = ns * 1e-9;
     if (!json_object_get(root, "network")) profile_expected(e, "network", "null (not measured yet) or an object", NULL);
     else profile_network(e, root, out);
