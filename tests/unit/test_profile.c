@@ -197,8 +197,8 @@ static void test_bad_curves(void)
     check_refused(root, "storage.write.scattered: expected at most 16 points, got 17\n", 1);
     root = sample();
     json_array_remove(at(root, "storage.streams.read"), 0);
-    check_refused(root, "storage.streams.read[0][0]: expected 1 (the one-stream figure the curve is relative to), got 2\n",
-                  1);
+    check_refused(root, "storage.streams.read[0][0]: expected 1 (the one-stream figure the curve is relative to), "
+                        "got 2\n", 1);
 }
 
 static void test_every_problem_listed_and_layout(void)

@@ -189,7 +189,8 @@ static void profile_filesystem(profile_errors_t *e, const json_t *fs, iotame_pro
     profile_string(e, fs, "filesystem", "magic", profile_is_hex, "the statfs magic as \"0x...\" hexadecimal");
     profile_string(e, fs, "filesystem", "device", profile_is_device, "\"major:minor\"");
     int ok = profile_number(e, fs, "filesystem", "targets", 1, 0, 1, 0, "", &targets) == 0;
-    if (profile_number(e, fs, "filesystem", "stripe_unit", 0, 0, 1, 0, " (bytes; 0: no striping)", &unit) == 0 && ok && unit == 0 && targets > 1)
+    ok &= profile_number(e, fs, "filesystem", "stripe_unit", 0, 0, 1, 0, " (bytes; 0: no striping)", &unit) == 0;
+    if (ok && unit == 0 && targets > 1)
         profile_add(e, "filesystem.stripe_unit: expected bytes >= 1 for a file striped over %.0f targets, got 0",
                     targets);
     out->targets = (int64_t)targets;
@@ -333,7 +334,8 @@ static void profile_convert(profile_errors_t *e, const json_t *root, iotame_prof
         profile_number(e, nodes, "nodes", "processes_per_node", 1, 0, 1, 0, "", &ppn);
     }
     if (st) profile_storage(e, st, out);
-    if (mem && profile_number(e, mem, "memory", "copy_mbs", 0, 1, 0, 0, " (MB/s)", &mbs) == 0) out->copy_rate = mbs * PROFILE_MB;
+    if (mem && profile_number(e, mem, "memory", "copy_mbs", 0, 1, 0, 0, " (MB/s)", &mbs) == 0)
+        out->copy_rate = mbs * PROFILE_MB;
     if (mem) profile_number(e, mem, "memory", "piece_ns", 0, 0, 0, 1, " (nanoseconds)", &ns);
     out->piece_seconds = ns * 1e-9;
     if (!json_object_get(root, "network")) profile_expected(e, "network", "null (not measured yet) or an object", NULL);
