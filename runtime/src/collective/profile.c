@@ -199,30 +199,32 @@ static void profile_filesystem(profile_errors_t *e, const json_t *fs, iotame_pro
 
 /* The model's one streams curve from the two directions' absolute ones: each divided by its own one-stream figure,
  * then at every stream count both directions measured the geometric mean of the two (the model uses one curve for
- * reads and writes: the mean halves the larger relative error either direction could get). */
+ * reads and writes: the geometric mean leaves each direction the same relative error, the smallest the larger of
+ * the two can be). */
 static void profile_streams(profile_errors_t *e, const json_t *st, iotame_profile_t *out)
 {
     static const char *dirs[2] = {"write", "read"};
-    iotame_model_curve_t abs[2];
+    iotame_model_curve_t absolute[2];
     int ok = 1;
     json_t *streams = profile_section(e, st, "storage", "streams");
     if (!streams) return;
     for (int d = 0; d < 2; d++) {
-        if (profile_curve(e, streams, "storage.streams", dirs[d], 1, "streams >= 1", &abs[d]) != 0) {
+        if (profile_curve(e, streams, "storage.streams", dirs[d], 1, "streams >= 1", &absolute[d]) != 0) {
             ok = 0;
-        } else if (abs[d].x[0] != 1) {
+        } else if (absolute[d].x[0] != 1) {
             profile_add(e, "storage.streams.%s[0][0]: expected 1 (the one-stream figure the curve is relative to), "
-                           "got %.0f", dirs[d], abs[d].x[0]);
+                           "got %.0f", dirs[d], absolute[d].x[0]);
             ok = 0;
         }
     }
     if (!ok) return;
     out->streams.n = 0;
-    for (int i = 0; i < abs[0].n; i++)
-        for (int j = 0; j < abs[1].n; j++)
-            if (abs[1].x[j] == abs[0].x[i]) {
-                out->streams.x[out->streams.n] = abs[0].x[i];
-                out->streams.y[out->streams.n++] = sqrt(abs[0].y[i] / abs[0].y[0] * (abs[1].y[j] / abs[1].y[0]));
+    const iotame_model_curve_t *w = &absolute[0], *r = &absolute[1];
+    for (int i = 0; i < w->n; i++)
+        for (int j = 0; j < r->n; j++)
+            if (r->x[j] == w->x[i]) {
+                out->streams.x[out->streams.n] = w->x[i];
+                out->streams.y[out->streams.n++] = sqrt(w->y[i] / w->y[0] * (r->y[j] / r->y[0]));
             }
 }
 
