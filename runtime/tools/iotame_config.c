@@ -8,10 +8,14 @@
  *                                                    line, {"name": N, "text": T} or {"name": N, "path": P}; one
  *                                                    line out per request, {"errors": [...]} ([] when valid), or
  *                                                    {"request_error": "..."} for a malformed request.
+ *   iotame-config profile FILE...                    machine profiles (`iotame calibrate`) through the runtime's
+ *                                                    reader (collective/profile.c): every problem on stderr
+ *                                                    ("iotame: profile FILE: KEY: expected ..., got ..."), "FILE:
+ *                                                    ok" on stdout for a valid one.
  *
  * --settings S validates against the settings description S instead of the embedded runtime/settings.json (the
- * tuner's tests use modified descriptions). Exit status: 0 all valid (check) or input consumed (batch),
- * 1 a configuration is invalid, 2 a usage error. */
+ * tuner's tests use modified descriptions). Exit status: 0 all valid (check, profile) or input consumed (batch),
+ * 1 a configuration or profile is invalid or unreadable, 2 a usage error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +23,12 @@
 
 #include <jansson.h>
 
+#include "collective/strategy.h"
 #include "core/config.h"
 
 static const char usage[] = "usage: iotame-config check [--settings FILE] [--name NAME] FILE|-...\n"
-                            "       iotame-config batch [--settings FILE]\n";
+                            "       iotame-config batch [--settings FILE]\n"
+                            "       iotame-config profile FILE...\n";
 
 /* Every error of one document: NULL when valid, else the runtime's message lines (free it). */
 static char *validate_text(const char *name, const char *text, size_t len)
@@ -176,8 +182,36 @@ static int batch(void)
     return 0;
 }
 
+/* Each machine profile through the runtime's reader; 1 when one is invalid or unreadable. */
+static int check_profiles(int nfiles, char **files)
+{
+    int status = 0;
+    for (int i = 0; i < nfiles; i++) {
+        iotame_profile_t profile;
+        char *errors = NULL;
+        int rc = iotame_profile_load(files[i], NULL, 0, &profile, &errors);
+        if (rc == 0) {
+            printf("%s: ok\n", files[i]);
+        } else {
+            if (errors) fputs(errors, stderr);
+            else fprintf(stderr, "iotame: profile %s: %s\n", files[i], strerror(-rc));
+            status = 1;
+        }
+        free(errors);
+    }
+    return status;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "profile") == 0) {
+        int first = argc > 2 && strcmp(argv[2], "--") == 0 ? 3 : 2;
+        if (first == argc) {
+            fputs(usage, stderr);
+            return 2;
+        }
+        return check_profiles(argc - first, argv + first);
+    }
     if (argc < 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "batch") != 0)) {
         fputs(usage, stderr);
         return 2;

@@ -374,4 +374,16 @@ typedef struct {
  * everywhere. */
 int iotame_coll_engine(iotame_coll_call_t *call, const iotame_plan_t *plan);
 
+/* ---- the machine profile (profile.c) ----
+ * The JSON profile `iotame calibrate` writes (docs/formats.md, "Machine profile") as the cost model's
+ * iotame_profile_t; docs/design/cost-model.md says how its keys map to the fields and what is taken for what it
+ * leaves out. profile.c needs no MPI and not this header, so that the MPI-free validator (`iotame-config profile`)
+ * links it. */
+
+/* Reads the profile named `path`, from text[0..len) or, when text is NULL, from the file `path`, into *out. Returns 0
+ * when it is valid and iotame_model_profile_problem() accepts it; else a negative errno (-EINVAL: invalid, another:
+ * unreadable) and *errors (malloc'd, the caller frees it) holds every problem, one line each:
+ * "iotame: profile FILE: KEY: expected ..., got ...". *errors is NULL on success. */
+int iotame_profile_load(const char *path, const char *text, size_t len, iotame_profile_t *out, char **errors);
+
 #endif

@@ -1,0 +1,247 @@
+/* Unit tests of the machine profile's reader (runtime/src/collective/profile.c): a profile shaped as `iotame
+ * calibrate` writes it (tests/unit/data/profile_sample.json) becomes the cost model's iotame_profile_t in its units
+ * (MB/s to bytes per second, the absolute streams curves to one relative curve, microseconds and nanoseconds to
+ * seconds, the values taken for what it leaves out); each kind of bad input is refused with the file and the key
+ * named, every problem listed. No MPI call is made (mpi.h only for the types strategy.h names). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "collective/strategy.h"
+
+#include "check.h"
+
+#define NEAR(a, b) (fabs((a) - (b)) <= 1e-9 * fabs(b))
+
+/* The sample profile, parsed (the caller decrefs). */
+static json_t *sample(void)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(IOTAME_PROFILE_SAMPLE, 0, &jerr);
+    if (!root) fprintf(stderr, "%s: %s\n", IOTAME_PROFILE_SAMPLE, jerr.text);
+    return root;
+}
+
+/* The value at a dotted path of objects ("storage.write"), or NULL. */
+static json_t *at(json_t *root, const char *path)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *key = strtok_r(buf, ".", &save); key && root; key = strtok_r(NULL, ".", &save))
+        root = json_object_get(root, key);
+    return root;
+}
+
+/* Loads `root` (decref'd here) as the text of "bad.json"; its errors into *errors (the caller frees them). */
+static int load(json_t *root, iotame_profile_t *p, char **errors)
+{
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    int rc = iotame_profile_load("bad.json", text, strlen(text), p, errors);
+    free(text);
+    return rc;
+}
+
+static int lines(const char *text)
+{
+    int n = 0;
+    for (; text && *text; text++) n += *text == '\n';
+    return n;
+}
+
+/* root refused, with exactly `count` problem lines, one of them `line`. */
+static void check_refused(json_t *root, const char *line, int count)
+{
+    iotame_profile_t p;
+    char *errors = NULL;
+    int rc = load(root, &p, &errors);
+    CHECK(rc == -EINVAL);
+    CHECK(errors && strstr(errors, line));
+    CHECK(lines(errors) == count);
+    if (!errors || !strstr(errors, line) || lines(errors) != count)
+        fprintf(stderr, "expected %d line(s) with \"%s\", got:\n%s", count, line, errors ? errors : "(none)\n");
+    free(errors);
+}
+
+static void test_sample_converts(void)
+{
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(iotame_profile_load(IOTAME_PROFILE_SAMPLE, NULL, 0, &p, &errors) == 0);
+    CHECK(errors == NULL);
+    free(errors);
+    /* curves: sizes as they are, MB/s (10^6 bytes) to bytes per second */
+    CHECK(p.write_seq.n == 4 && p.write_seq.x[0] == 4096 && p.write_seq.x[3] == 16777216);
+    CHECK(NEAR(p.write_seq.y[1], 801.2e6));
+    CHECK(NEAR(p.write_scattered.y[0], 12.1e6));
+    CHECK(NEAR(p.read_seq.y[3], 1420.0e6));
+    CHECK(p.read_scattered.n == 4 && NEAR(p.read_scattered.y[2], 1010.4e6));
+    /* streams: each direction relative to its one-stream figure, the geometric mean of the two */
+    CHECK(p.streams.n == 3 && p.streams.x[0] == 1 && p.streams.x[1] == 2 && p.streams.x[2] == 4);
+    CHECK(NEAR(p.streams.y[0], 1.0));
+    CHECK(NEAR(p.streams.y[1], sqrt(1650.2 / 1180.0 * (2100.5 / 1400.2))));
+    CHECK(NEAR(p.streams.y[2], sqrt(1702.9 / 1180.0 * (2240.0 / 1400.2))));
+    CHECK(p.targets == 6 && p.stripe_unit == 65536);
+    CHECK(p.writeback_bytes == 3629666918.0);
+    CHECK(NEAR(p.copy_rate, 8014.5e6));
+    /* absent keys: the documented defaults; network null: shared memory at half the copy rate, 1 Gbit/s between */
+    CHECK(NEAR(p.syscall_seconds, 1e-6) && NEAR(p.piece_seconds, 20e-9));
+    CHECK(NEAR(p.intra_rate, 8014.5e6 / 2) && NEAR(p.intra_latency, 1e-6));
+    CHECK(NEAR(p.inter_rate, 125e6) && NEAR(p.inter_latency, 50e-6));
+    CHECK(iotame_model_profile_problem(&p) == NULL);
+    iotame_model_call_t call = {.write = 1, .nprocs = 4, .nodes = 1, .bytes = 64 << 20, .pieces = 1};
+    CHECK(iotame_model_predict(&p, &call, IOTAME_MODEL_TWO_PHASE) > 0);
+}
+
+static void test_optional_keys_and_network(void)
+{
+    json_t *root = sample();
+    json_object_set_new(at(root, "storage"), "syscall_us", json_real(2.5));
+    json_object_set_new(at(root, "memory"), "piece_ns", json_integer(50));
+    json_object_set_new(at(root, "filesystem"), "targets", json_integer(1));
+    json_object_set_new(at(root, "filesystem"), "stripe_unit", json_integer(0));
+    json_object_set_new(root, "network",
+                        json_pack("{s:{s:f,s:f},s:{s:f,s:f},s:[[i,i,f]],s:[[i,i,f]]}", "intra", "latency_us", 0.5,
+                                  "mbs", 5000.0, "inter", "latency_us", 20.0, "mbs", 1100.0, "allgather", 2, 1024,
+                                  5.5, "alltoallv", 2, 4096, 9.0));
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(load(root, &p, &errors) == 0);
+    if (errors) fputs(errors, stderr);
+    free(errors);
+    CHECK(NEAR(p.syscall_seconds, 2.5e-6) && NEAR(p.piece_seconds, 50e-9));
+    CHECK(p.targets == 1 && p.stripe_unit == 1048576); /* not striped: one target, a unit that only rounds */
+    CHECK(NEAR(p.intra_latency, 0.5e-6) && NEAR(p.intra_rate, 5000e6));
+    CHECK(NEAR(p.inter_latency, 20e-6) && NEAR(p.inter_rate, 1100e6));
+
+    root = sample(); /* one node measured: inter null keeps the assumed link */
+    json_object_set_new(root, "network", json_pack("{s:{s:i,s:i},s:n}", "intra", "latency_us", 1, "mbs", 3000,
+                                                   "inter"));
+    CHECK(load(root, &p, &errors) == 0);
+    free(errors);
+    CHECK(NEAR(p.intra_rate, 3000e6) && NEAR(p.inter_rate, 125e6));
+}
+
+static void test_kind_and_version(void)
+{
+    json_t *root = sample();
+    json_object_set_new(root, "kind", json_string("iotame-config"));
+    json_object_del(at(root, "memory"), "copy_mbs"); /* not reported: another kind is refused before the rest */
+    check_refused(root, "iotame: profile bad.json: kind: expected \"iotame-machine-profile\", got \"iotame-config\"\n",
+                  1);
+    root = sample();
+    json_object_set_new(root, "version", json_integer(2));
+    check_refused(root, "iotame: profile bad.json: version: expected the integer 1, got 2\n", 1);
+    root = sample();
+    json_object_set_new(root, "version", json_string("1"));
+    check_refused(root, "iotame: profile bad.json: version: expected the integer 1, got \"1\"\n", 1);
+}
+
+static void test_missing_and_wrong_types(void)
+{
+    json_t *root = sample();
+    json_object_del(at(root, "memory"), "copy_mbs");
+    check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0 (MB/s), missing\n", 1);
+    root = sample();
+    json_object_del(root, "network");
+    check_refused(root, "iotame: profile bad.json: network: expected null (not measured yet) or an object, missing",
+                  1);
+    root = sample();
+    json_object_del(at(root, "storage"), "streams");
+    check_refused(root, "iotame: profile bad.json: storage.streams: expected an object, missing\n", 1);
+    root = sample();
+    json_object_set_new(at(root, "filesystem"), "targets", json_string("6"));
+    check_refused(root, "iotame: profile bad.json: filesystem.targets: expected an integer >= 1, got \"6\"\n", 1);
+    root = sample();
+    json_object_set_new(at(root, "storage.write_back"), "absorbed_bytes", json_real(1.5));
+    check_refused(root, "storage.write_back.absorbed_bytes: expected an integer >= 0, got 1.5\n", 1);
+    root = sample();
+    json_object_set_new(at(root, "storage"), "reads_from", json_string("disk"));
+    check_refused(root, "storage.reads_from: expected \"storage\" or \"page cache\", got \"disk\"\n", 1);
+    root = sample();
+    json_object_set_new(root, "network", json_array());
+    check_refused(root, "network: expected null (not measured yet) or an object, got array\n", 1);
+    root = sample();
+    json_object_set_new(root, "network", json_pack("{s:{s:i,s:i},s:n,s:[[i,i]]}", "intra", "latency_us", 1, "mbs",
+                                                   0, "inter", "allgather", 2, 1024));
+    check_refused(root, "network.intra.mbs: expected a number > 0 (MB/s), got 0\n", 2);
+    root = sample();
+    json_object_set_new(root, "network", json_pack("{s:{s:i,s:i},s:n,s:[[i,i]]}", "intra", "latency_us", 1, "mbs",
+                                                   0, "inter", "allgather", 2, 1024));
+    check_refused(root, "network.allgather[0]: expected [processes >= 1, bytes >= 0, microseconds >= 0], got array\n",
+                  2);
+}
+
+static void test_bad_curves(void)
+{
+    json_t *root = sample();
+    json_array_set_new(json_array_get(at(root, "storage.write.sequential"), 2), 0, json_integer(4096));
+    check_refused(root, "iotame: profile bad.json: storage.write.sequential[2][0]: expected more than 65536 "
+                        "(increasing), got 4096\n", 1);
+    root = sample();
+    json_array_set_new(json_array_get(at(root, "storage.read.scattered"), 1), 1, json_real(-3.0));
+    check_refused(root, "iotame: profile bad.json: storage.read.scattered[1]: expected [request bytes > 0, MB/s > 0], "
+                        "got array\n", 1);
+    root = sample();
+    json_object_set_new(at(root, "storage.read"), "sequential", json_array());
+    check_refused(root, "storage.read.sequential: expected a non-empty array of [request bytes > 0, MB/s > 0] pairs, "
+                        "got array\n", 1);
+    root = sample();
+    json_t *many = json_array();
+    for (int i = 1; i <= IOTAME_MODEL_POINTS + 1; i++) json_array_append_new(many, json_pack("[i,f]", 4096 * i, 100.0));
+    json_object_set_new(at(root, "storage.write"), "scattered", many);
+    check_refused(root, "storage.write.scattered: expected at most 16 points, got 17\n", 1);
+    root = sample();
+    json_array_remove(at(root, "storage.streams.read"), 0);
+    check_refused(root, "storage.streams.read[0][0]: expected 1 (the one-stream figure the curve is relative to), "
+                        "got 2\n", 1);
+}
+
+static void test_every_problem_listed_and_layout(void)
+{
+    json_t *root = sample();
+    json_object_del(at(root, "memory"), "copy_mbs");
+    json_array_set_new(json_array_get(at(root, "storage.read.scattered"), 1), 1, json_integer(-3));
+    json_object_set_new(at(root, "nodes"), "count", json_integer(0));
+    check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0 (MB/s), missing\n", 3);
+    root = sample();
+    json_object_set_new(at(root, "filesystem"), "stripe_unit", json_integer(0));
+    check_refused(root, "filesystem.stripe_unit: expected bytes >= 1 for a file striped over 6 targets, got 0\n", 1);
+    root = sample();
+    json_object_set_new(at(root, "filesystem"), "device", json_string("254"));
+    check_refused(root, "filesystem.device: expected \"major:minor\", got \"254\"\n", 1);
+}
+
+static void test_unreadable_and_not_json(void)
+{
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(iotame_profile_load("/nonexistent/p.json", NULL, 0, &p, &errors) == -ENOENT);
+    CHECK(errors && strstr(errors, "iotame: profile /nonexistent/p.json: cannot read: "));
+    free(errors);
+    errors = NULL;
+    CHECK(iotame_profile_load("p.json", "{\"version\": 1,", 14, &p, &errors) == -EINVAL);
+    CHECK(errors && strstr(errors, "iotame: profile p.json: not JSON: "));
+    free(errors);
+    errors = NULL;
+    CHECK(iotame_profile_load("p.json", "[1]", 3, &p, &errors) == -EINVAL);
+    CHECK(errors && strstr(errors, "iotame: profile p.json: (top level): expected an object, got array\n"));
+    free(errors);
+}
+
+int main(void)
+{
+    test_sample_converts();
+    test_optional_keys_and_network();
+    test_kind_and_version();
+    test_missing_and_wrong_types();
+    test_bad_curves();
+    test_every_problem_listed_and_layout();
+    test_unreadable_and_not_json();
+    if (failures) fprintf(stderr, "%d checks failed\n", failures);
+    return failures != 0;
+}
