@@ -104,6 +104,7 @@ static void test_optional_keys_and_network(void)
     json_object_set_new(at(root, "memory"), "piece_ns", json_integer(50));
     json_object_set_new(at(root, "filesystem"), "targets", json_integer(1));
     json_object_set_new(at(root, "filesystem"), "stripe_unit", json_integer(0));
+    json_object_set_new(at(root, "nodes"), "count", json_integer(2)); /* a pair across nodes was measured */
     json_object_set_new(root, "network",
                         json_pack("{s:{s:f,s:f},s:{s:f,s:f},s:[[i,i,f]],s:[[i,i,f]]}", "intra", "latency_us", 0.5,
                                   "mbs", 5000.0, "inter", "latency_us", 20.0, "mbs", 1100.0, "allgather", 2, 1024,
@@ -124,6 +125,23 @@ static void test_optional_keys_and_network(void)
     CHECK(load(root, &p, &errors) == 0);
     free(errors);
     CHECK(NEAR(p.intra_rate, 3000e6) && NEAR(p.inter_rate, 125e6));
+
+    root = sample(); /* two hosts x one rank (the testbed): no pair within a node, intra keeps the assumed copy */
+    json_object_set_new(at(root, "nodes"), "count", json_integer(2));
+    json_object_set_new(root, "network", json_pack("{s:n,s:{s:i,s:i}}", "intra", "inter", "latency_us", 30, "mbs",
+                                                   900));
+    errors = NULL;
+    CHECK(load(root, &p, &errors) == 0);
+    free(errors);
+    CHECK(NEAR(p.intra_rate, 8014.5e6 / 2) && NEAR(p.inter_rate, 900e6) && NEAR(p.inter_latency, 30e-6));
+
+    root = sample(); /* the same with two processes per node: the pair within a node is missing */
+    json_object_set_new(at(root, "nodes"), "count", json_integer(2));
+    json_object_set_new(at(root, "nodes"), "processes_per_node", json_integer(2));
+    json_object_set_new(root, "network", json_pack("{s:n,s:{s:i,s:i}}", "intra", "inter", "latency_us", 30, "mbs",
+                                                   900));
+    check_refused(root, "network.intra: expected an object {latency_us, mbs} (null only with 1 process per node), "
+                        "got null\n", 1);
 }
 
 static void test_kind_and_version(void)
@@ -148,7 +166,7 @@ static void test_missing_and_wrong_types(void)
     check_refused(root, "iotame: profile bad.json: memory.copy_mbs: expected a number > 0 (MB/s), missing\n", 1);
     root = sample();
     json_object_del(root, "network");
-    check_refused(root, "iotame: profile bad.json: network: expected null (not measured yet) or an object, missing",
+    check_refused(root, "iotame: profile bad.json: network: expected null (not measured) or an object, missing",
                   1);
     root = sample();
     json_object_del(at(root, "storage"), "streams");
@@ -164,7 +182,7 @@ static void test_missing_and_wrong_types(void)
     check_refused(root, "storage.reads_from: expected \"storage\" or \"page cache\", got \"disk\"\n", 1);
     root = sample();
     json_object_set_new(root, "network", json_array());
-    check_refused(root, "network: expected null (not measured yet) or an object, got array\n", 1);
+    check_refused(root, "network: expected null (not measured) or an object, got array\n", 1);
     root = sample();
     json_object_set_new(root, "network", json_pack("{s:{s:i,s:i},s:n,s:[[i,i]]}", "intra", "latency_us", 1, "mbs",
                                                    0, "inter", "allgather", 2, 1024));

@@ -287,9 +287,24 @@ static void profile_collective(profile_errors_t *e, const json_t *net, const cha
     }
 }
 
+/* network.intra or .inter (`kind`) as the layout allows it: an object, or null where the layout has no such pair
+ * (allowed_null; why_null says when that is). The expectations read as the Python validator's. */
+static void profile_pair(profile_errors_t *e, const json_t *net, const char *kind, int allowed_null,
+                         const char *why_null, double *latency, double *rate)
+{
+    char name[32], expected[128];
+    snprintf(name, sizeof name, "network.%s", kind);
+    snprintf(expected, sizeof expected, allowed_null ? "an object {latency_us, mbs} or null (%s)"
+                                                     : "an object {latency_us, mbs} (null only with %s)", why_null);
+    json_t *v = json_object_get(net, kind);
+    if (json_is_object(v)) profile_link(e, v, name, latency, rate);
+    else if (!v || !json_is_null(v) || !allowed_null) profile_expected(e, name, expected, v);
+}
+
 /* network: null (not measured) takes shared memory at half the copy rate (a byte is copied into a shared buffer
- * and out of it) and 1 Gbit/s Ethernet between nodes; inter null (one node measured) the latter alone. */
-static void profile_network(profile_errors_t *e, const json_t *root, iotame_profile_t *out)
+ * and out of it) and 1 Gbit/s Ethernet between nodes; a pair the layout did not have (intra with one process per
+ * node, inter on one node) keeps its default. */
+static void profile_network(profile_errors_t *e, const json_t *root, double count, double ppn, iotame_profile_t *out)
 {
     json_t *net = json_object_get(root, "network");
     out->intra_latency = PROFILE_INTRA_LATENCY;
@@ -298,14 +313,17 @@ static void profile_network(profile_errors_t *e, const json_t *root, iotame_prof
     out->inter_rate = PROFILE_INTER_RATE;
     if (json_is_null(net)) return;
     if (!json_is_object(net)) {
-        profile_expected(e, "network", "null (not measured yet) or an object", net);
+        profile_expected(e, "network", "null (not measured) or an object", net);
         return;
     }
-    json_t *intra = profile_section(e, net, "network", "intra");
-    if (intra) profile_link(e, intra, "network.intra", &out->intra_latency, &out->intra_rate);
-    json_t *inter = json_object_get(net, "inter");
-    if (json_is_object(inter)) profile_link(e, inter, "network.inter", &out->inter_latency, &out->inter_rate);
-    else if (!json_is_null(inter)) profile_expected(e, "network.inter", "null (one node) or an object", inter);
+    profile_pair(e, net, "intra", ppn == 1, "1 process per node", &out->intra_latency, &out->intra_rate);
+    if (count == 1) {
+        json_t *inter = json_object_get(net, "inter");
+        if (!json_is_null(inter))
+            profile_expected(e, "network.inter", "null (nodes.count is 1: no pair across nodes)", inter);
+    } else {
+        profile_pair(e, net, "inter", 0, "nodes.count 1", &out->inter_latency, &out->inter_rate);
+    }
     profile_collective(e, net, "allgather");
     profile_collective(e, net, "alltoallv");
 }
@@ -340,8 +358,8 @@ static void profile_convert(profile_errors_t *e, const json_t *root, iotame_prof
         out->copy_rate = mbs * PROFILE_MB;
     if (mem) profile_number(e, mem, "memory", "piece_ns", 0, 0, 0, 1, " (nanoseconds)", &ns);
     out->piece_seconds = ns * 1e-9;
-    if (!json_object_get(root, "network")) profile_expected(e, "network", "null (not measured yet) or an object", NULL);
-    else profile_network(e, root, out);
+    if (!json_object_get(root, "network")) profile_expected(e, "network", "null (not measured) or an object", NULL);
+    else profile_network(e, root, count, ppn, out);
 }
 
 /* The file's text (malloc'd) into *text; 0 or a negative errno. */
