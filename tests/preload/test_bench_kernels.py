@@ -122,7 +122,7 @@ def test_every_listed_kernel_describes_its_options():
     for name in listed():
         kernel = get_kernel(name, KERNEL)
         assert kernel.table, name
-        if name != "ior":
+        if name not in ("ior", "netprobe"):  # ior takes IOR's own options; netprobe touches no file
             assert {"file", "seed", "keep", "skip-write"} <= set(kernel.table), name
 
 
