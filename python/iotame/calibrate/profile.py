@@ -66,13 +66,19 @@ class _Checker:
         elif not ok(obj[key]):
             self.fail(name, expected, obj[key])
 
+    def rows(self, obj: dict, key: str, name: str, expected: str):
+        """obj[key] when it is a non-empty array, else None (the problem recorded)."""
+        rows = obj.get(key)
+        if key not in obj or not isinstance(rows, list) or not rows:
+            self.fail(name, expected, rows, missing=key not in obj)
+            return None
+        return rows
+
     def curve(self, obj: dict, key: str, parent: str, x_ok, x_expected: str) -> None:
         """A non-empty array of [x, MB/s] pairs, x strictly increasing, MB/s > 0."""
         name = f"{parent}.{key}"
-        expected = f"a non-empty array of [{x_expected}, MB/s > 0] pairs"
-        points = obj.get(key)
-        if key not in obj or not isinstance(points, list) or not points:
-            self.fail(name, expected, points, missing=key not in obj)
+        points = self.rows(obj, key, name, f"a non-empty array of [{x_expected}, MB/s > 0] pairs")
+        if points is None:
             return
         last = None
         for i, point in enumerate(points):
@@ -143,12 +149,8 @@ def _check_pair(c: _Checker, net: dict, kind: str, allowed_null: bool, why_null:
 def _check_collective(c: _Checker, net: dict, key: str, unit: str) -> None:
     """A non-empty array of [processes >= 1, bytes >= 0, microseconds >= 0]."""
     name = f"network.{key}"
-    expected = f"a non-empty array of [processes >= 1, {unit} >= 0, microseconds >= 0]"
-    rows = net.get(key)
-    if key not in net or not isinstance(rows, list) or not rows:
-        c.fail(name, expected, rows, missing=key not in net)
-        return
-    for i, row in enumerate(rows):
+    rows = c.rows(net, key, name, f"a non-empty array of [processes >= 1, {unit} >= 0, microseconds >= 0]")
+    for i, row in enumerate(rows or []):
         if not (isinstance(row, list) and len(row) == 3 and _is_int(row[0]) and row[0] >= 1 and _is_int(row[1])
                 and row[1] >= 0 and _is_number(row[2]) and row[2] >= 0):
             c.fail(f"{name}[{i}]", f"[processes >= 1, {unit} >= 0, microseconds >= 0]", row)
