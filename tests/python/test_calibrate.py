@@ -13,6 +13,8 @@ from iotame.calibrate import (QUICK, ProfileError, ceph_layout, check_request, d
                               validate_profile, write_back_section)
 from iotame.cli import main
 
+from .profiles import set_key
+
 MIB = 1 << 20
 
 
@@ -39,15 +41,6 @@ def test_a_good_profile_is_valid_and_unknown_keys_are_kept(tmp_path):
     assert load_profile(path) == p
 
 
-def _set(obj, keys, value):
-    for k in keys[:-1]:
-        obj = obj[k]
-    if value is KeyError:
-        del obj[keys[-1]]
-    else:
-        obj[keys[-1]] = value
-
-
 @pytest.mark.parametrize("keys, value, key, expected", [
     (("kind",), "iotame-config", "kind", '"iotame-machine-profile"'),
     (("version",), 2, "version", "the integer 1"),
@@ -70,7 +63,7 @@ def _set(obj, keys, value):
 ])
 def test_a_bad_profile_is_refused_with_the_file_the_key_and_what_was_expected(tmp_path, keys, value, key, expected):
     p = good_profile()
-    _set(p, keys, value)
+    set_key(p, keys, value)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(p))
     with pytest.raises(ProfileError) as e:
@@ -337,7 +330,7 @@ def test_a_measured_network_is_valid_for_its_node_layout(tmp_path, count, ppn):
 def test_a_bad_network_section_is_refused_with_the_file_the_key_and_what_was_expected(tmp_path, layout, keys,
                                                                                      value, key, expected):
     p = networked_profile(*layout)
-    _set(p, keys, value)
+    set_key(p, keys, value)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(p))
     with pytest.raises(ProfileError) as e:

@@ -1,7 +1,6 @@
 """The runtime's validator of machine profiles (`iotame-config profile`, runtime/src/collective/profile.c) on what
 `iotame calibrate` writes: a fresh quick calibration is valid; a broken profile is refused with one line per problem
 naming the file and the key (exit status 1), and the lines are the ones the Python validator prints."""
-import copy
 import json
 import subprocess
 
@@ -10,6 +9,8 @@ import pytest
 from iotame.calibrate import ProfileError, load_profile
 from iotame.cli import main
 from iotame.paths import config_tool_path
+
+from .profiles import set_key
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +54,7 @@ def test_unreadable_and_usage(tmp_path):
 
 
 def _broken(profile, keys, value):
-    profile = copy.deepcopy(profile)
-    obj = profile
-    for k in keys[:-1]:
-        obj = obj[k]
-    if value is KeyError:
-        del obj[keys[-1]]
-    else:
-        obj[keys[-1]] = value
+    set_key(profile, keys, value)
     return profile
 
 

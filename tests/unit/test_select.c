@@ -409,7 +409,7 @@ static json_t *load_section(const char *path)
 {
     json_t *root = json_load_file(path, 0, NULL);
     char *text = root ? json_dumps(root, 0) : NULL;
-    json_t *k = text ? iotame_knowledge_parse(text, strlen(text)) : NULL;
+    json_t *k = text ? iotame__coll_knowledge_parse(text, strlen(text)) : NULL;
     free(text);
     json_decref(root);
     return k;
@@ -427,9 +427,9 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
                        " \"strategy\": \"two_phase\", \"throughputs\": {}}]}";
     CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     close(fd);
-    json_t *k = iotame_knowledge_parse(text, strlen(text));
+    json_t *k = iotame__coll_knowledge_parse(text, strlen(text));
     CHECK(k != NULL);
-    CHECK(iotame_knowledge_parse("{\"entries\": 3}", 14) == NULL && iotame_knowledge_parse("[1", 2) == NULL);
+    CHECK(iotame__coll_knowledge_parse("{\"entries\": 3}", 14) == NULL && iotame__coll_knowledge_parse("[1", 2) == NULL);
 
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
@@ -447,7 +447,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, knowledge_of(k));
     const double fast_pt[4] = {300, 100, 100, 100};
     for (int i = 0; i < 12; i++) serve(s, f, fast_pt);
-    CHECK(iotame_knowledge_save(s, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s, path) == 0);
 
     json_t *saved = load_section(path);
     json_t *entries = json_object_get(saved, "entries");
@@ -471,7 +471,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     FILE *out = fopen(path, "w");
     fputs("not json", out);
     fclose(out);
-    CHECK(iotame_knowledge_save(s, path) == -EEXIST);
+    CHECK(iotame__coll_knowledge_save(s, path) == -EEXIST);
     char buf[32] = {0};
     FILE *in = fopen(path, "r");
     CHECK(fread(buf, 1, sizeof buf - 1, in) == 8 && strcmp(buf, "not json") == 0);
@@ -494,7 +494,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL);
     for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
-    CHECK(iotame_knowledge_save(s1, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s1, path) == 0);
     json_t *k = load_section(path);
     const json_t *item = json_array_get(json_object_get(k, "entries"), 0);
     CHECK(json_is_null(json_object_get(item, "strategy")));
@@ -512,7 +512,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     /* A saved winner is never replaced by an undecided entry of another job. */
     json_object_set_new((json_t *)item, "strategy", json_string("node_local"));
     CHECK(json_dump_file(k, path, 0) == 0);
-    CHECK(iotame_knowledge_save(s1, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s1, path) == 0);
     json_t *again = load_section(path);
     CHECK(strcmp(dstr(json_array_get(json_object_get(again, "entries"), 0), "strategy"), "node_local") == 0);
     json_decref(again);
@@ -542,7 +542,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL);
     CHECK(serve_until(s1, e1, mbs, TP) == 4 && serve(s1, e1, mbs) == TP);
-    CHECK(iotame_knowledge_save(s1, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s1, path) == 0);
     json_t *k = load_section(path);
     json_t *item = json_array_get(json_object_get(k, "entries"), 0);
     const json_t *x = json_object_get(item, "examination");
@@ -562,7 +562,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &CONF, NULL);
     CHECK(serve_until(s3, e3, mbs, TP) == 4);
     remove_knowledge(path);
-    CHECK(iotame_knowledge_save(s3, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s3, path) == 0);
     json_t *k3 = load_section(path);
     json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
     CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */

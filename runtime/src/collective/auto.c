@@ -102,7 +102,7 @@ static void auto_free(struct iotame_coll_choice *a)
 
 /* ---- the gather of a window's rows: posted, tested, completed a window later ---- */
 
-static void auto_post(void *arg, const int64_t *row)
+static void auto_gather_post(void *arg, const int64_t *row)
 {
     struct iotame_coll_choice *a = arg;
     uint64_t t0 = iotame_monotonic_ns();
@@ -111,7 +111,7 @@ static void auto_post(void *arg, const int64_t *row)
     a->post_ns = (int64_t)(iotame_monotonic_ns() - t0);
 }
 
-static const int64_t *auto_wait(void *arg, int64_t *took_ns)
+static const int64_t *auto_gather_wait(void *arg, int64_t *took_ns)
 {
     struct iotame_coll_choice *a = arg;
     uint64_t t0 = iotame_monotonic_ns();
@@ -120,7 +120,7 @@ static const int64_t *auto_wait(void *arg, int64_t *took_ns)
     return a->rows;
 }
 
-static void auto_test(void *arg)
+static void auto_gather_test(void *arg)
 {
     struct iotame_coll_choice *a = arg;
     int done;
@@ -171,7 +171,7 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     a->ncand = set->ncandidates;
     iotame_window_t *w = &a->w;
     w->nprocs = o->nprocs;
-    w->gather = (iotame_window_gather_t){auto_post, auto_wait, auto_test, a};
+    w->gather = (iotame_window_gather_t){auto_gather_post, auto_gather_wait, auto_gather_test, a};
     w->set.knobs = (iotame_select_knobs_t){set->drop, set->retry_every, set->threshold_max, set->gate_calls,
                                            set->window_max_seconds};
     iotame_select_conf_t *c = &w->set.conf;
@@ -203,7 +203,7 @@ static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int ag
 {
     int broken = 0, exists = 0;
     const char *k = o->set->knowledge;
-    json_t *knowledge = k ? iotame_knowledge_load(k, o->comm, o->rank, &broken, &exists) : NULL;
+    json_t *knowledge = k ? iotame__coll_knowledge_load(k, o->comm, o->rank, &broken, &exists) : NULL;
     memset(agree, 0, IOTAME_COLL_AGREE * sizeof *agree);
     struct iotame_coll_choice *a = env && o->fs ? auto_new(o) : NULL;
     if (!a) {
@@ -297,7 +297,7 @@ static void auto_add_count(json_t *o, const char *key, int64_t n)
 }
 
 /* The statistics of a closed handle's windows, and its knowledge saved (rank 0); then it is freed. */
-static void auto_retire(struct iotame_coll_choice *a)
+static void auto_choice_retire(struct iotame_coll_choice *a)
 {
     const iotame_window_tally_t *t = &a->w.tally;
     json_t *coll = t->served ? iotame_stats_collective(a->fs) : NULL;
@@ -306,9 +306,8 @@ static void auto_retire(struct iotame_coll_choice *a)
         auto_add_count(coll, "steady_windows_measured", t->measured);
         auto_add_count(coll, "steady_windows_changed", t->unmeasured);
     }
-    if (a->knowledge_path && a->rank == 0 && !a->knowledge_broken &&
-        iotame_knowledge_save(a->w.sel, a->knowledge_path) != 0)
-        iotame_log_warn("cannot write the knowledge file %s\n", a->knowledge_path);
+    if (a->knowledge_path && a->rank == 0 && !a->knowledge_broken) /* the store reports what it could not save */
+        iotame__coll_knowledge_save(a->w.sel, a->knowledge_path);
     if (a->closed && a->comm != MPI_COMM_NULL) PMPI_Comm_free(&a->comm);
     auto_free(a);
 }
@@ -335,7 +334,7 @@ static void auto_close(iotame_coll_env_t *env, int at_finalize)
         return;
     }
     a->comm = MPI_COMM_NULL;
-    auto_retire(a);
+    auto_choice_retire(a);
 }
 
 /* Every gather is posted (at the handles' close, or by auto_close at_finalize for the ones still open) before any is
@@ -348,7 +347,7 @@ static void auto_finalize(void)
             s->left = a->next;
             iotame_window_complete(&a->w);
             auto_link(s);
-            auto_retire(a);
+            auto_choice_retire(a);
         }
         if (s->decisions) iotame__coll_decisions(s->decisions, s->sel);
     }

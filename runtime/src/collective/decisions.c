@@ -12,7 +12,7 @@
 
 static const char *decision_name(int i) { return i >= 0 && i < iotame_nstrategies ? iotame_strategies[i]->name : "?"; }
 
-/* Throughputs as the statistics and the knowledge file show them: 0.1 MB/s. */
+/* Throughputs as the statistics and the knowledge file show them: MB/s rounded to one decimal. */
 static double decision_round(double mbs) { return round(mbs * 10) / 10; }
 
 static json_t *decision_sig(const iotame_sig_t *g)
@@ -68,7 +68,7 @@ void iotame__coll_decisions(json_t *list, const iotame_selector_t *s)
 
 /* The knowledge entry of one signature: its winner, or before the first decision the budget's seconds so far and
  * the lead (the throughputs for the reader and for pricing the lead's calls). */
-static json_t *learned_json(const iotame_select_learned_t *l)
+static json_t *decision_learned_json(const iotame_select_learned_t *l)
 {
     json_t *o = json_pack("{s:o,s:o,s:o}", "signature", decision_sig(&l->sig), "strategy",
                           l->winner >= 0 ? json_string(decision_name(l->winner)) : json_null(), "throughputs",
@@ -86,14 +86,14 @@ json_t *iotame__coll_learned(const iotame_selector_t *s)
     /* newest first, as the file has always listed them */
     for (const iotame_sel_entry_t *e = iotame_select_first(s); e; e = iotame_select_next(e))
         if (iotame_select_learned(e, &l) && (all || (all = json_array())))
-            json_array_insert_new(all, 0, learned_json(&l));
+            json_array_insert_new(all, 0, decision_learned_json(&l));
     return all;
 }
 
 /* ---- a knowledge file's entries as the policy reads them ---- */
 
 /* One entry; 0 when it has no operation (not an entry the policy can use). */
-static int known_of(const json_t *item, iotame_select_known_t *k)
+static int decision_known_of(const json_t *item, iotame_select_known_t *k)
 {
     const json_t *g = json_object_get(item, "signature"), *x = json_object_get(item, "examination");
     const json_t *tp = json_object_get(item, "throughputs");
@@ -123,7 +123,7 @@ int iotame__coll_known(const json_t *knowledge, iotame_select_knowledge_t *out)
     iotame_select_known_t *v = malloc(n * sizeof *v);
     if (!v) return -ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += known_of(json_array_get(entries, i), &v[k]);
+    for (size_t i = 0; i < n; i++) k += decision_known_of(json_array_get(entries, i), &v[k]);
     *out = (iotame_select_knowledge_t){v, k};
     return 0;
 }

@@ -11,14 +11,14 @@
 
 #define SELECT_KNOWLEDGE_MODULE "collective"
 
-json_t *iotame_knowledge_parse(const char *text, size_t len)
+json_t *iotame__coll_knowledge_parse(const char *text, size_t len)
 {
     json_t *section;
     return iotame_knowledge_section(text, len, SELECT_KNOWLEDGE_MODULE, &section) == 0 ? section : NULL;
 }
 
 /* The runtime's own I/O: never in the POSIX layer's statistics (posix.all_files records every file). */
-json_t *iotame_knowledge_load(const char *path, MPI_Comm comm, int rank, int *broken, int *exists)
+json_t *iotame__coll_knowledge_load(const char *path, MPI_Comm comm, int rank, int *broken, int *exists)
 {
     json_t *section;
     iotame_posix_quiet_begin();
@@ -57,7 +57,7 @@ static int select_knowledge_merge(json_t *section, json_t *learned)
     return 0;
 }
 
-int iotame_knowledge_save(const iotame_selector_t *s, const char *path)
+int iotame__coll_knowledge_save(const iotame_selector_t *s, const char *path)
 {
     json_t *learned = iotame__coll_learned(s);
     if (!learned) return 0;

@@ -8,7 +8,7 @@
 #include "strategy.h"
 
 /* Whether a collective.strategy value routes the file's collective calls (not the library's own). */
-static int coll_routes(const json_t *strategy)
+static int collective_routes(const json_t *strategy)
 {
     const char *name = json_string_value(strategy);
     return name && strcmp(name, "passthrough") != 0;
@@ -16,12 +16,12 @@ static int coll_routes(const json_t *strategy)
 
 /* Active when some rule of the configuration, or the settings' default, routes a file: otherwise every collective
  * call is the library's and the data path does not even ask. */
-static int coll_start(const iotame_config_t *cfg)
+static int collective_start(const iotame_config_t *cfg)
 {
-    return iotame_config_any(cfg, "collective", "strategy", coll_routes);
+    return iotame_config_any(cfg, "collective", "strategy", collective_routes);
 }
 
-static void coll_add_int(json_t *o, const char *key, int64_t n)
+static void collective_add_int(json_t *o, const char *key, int64_t n)
 {
     json_object_set_new(o, key, json_integer(json_integer_value(json_object_get(o, key)) + n));
 }
@@ -36,17 +36,17 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
     if (!(o = json_object_get(all, name)))
         json_object_set_new(all, name, o = json_pack("{s:I,s:I,s:f}", "calls", (json_int_t)0, "bytes", (json_int_t)0,
                                                      "seconds", 0.0));
-    coll_add_int(o, "calls", calls);
-    coll_add_int(o, "bytes", bytes);
+    collective_add_int(o, "calls", calls);
+    collective_add_int(o, "bytes", bytes);
     json_object_set_new(o, "seconds", json_real(json_real_value(json_object_get(o, "seconds")) + seconds));
-    if (list_bytes >= 0) coll_add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
-    if (view_bytes >= 0) coll_add_int(o, "view_bytes", view_bytes);
+    if (list_bytes >= 0) collective_add_int(o, "offset_list_bytes", list_bytes); /* an engine strategy's metadata */
+    if (view_bytes >= 0) collective_add_int(o, "view_bytes", view_bytes);
 }
 
 /* Decisions and windows are the first rank's (the selector decides alike on every rank); per strategy every rank
  * counted its own part: the bytes (data, offset lists, views) add up, the calls (every rank makes each) and the
  * seconds are the largest rank's. */
-static void coll_merge(json_t *into, const json_t *rank)
+static void collective_merge(json_t *into, const json_t *rank)
 {
     json_t *from = json_object_get(rank, "strategies"), *all, *o, *mine;
     const char *name;
@@ -65,14 +65,15 @@ static void coll_merge(json_t *into, const json_t *rank)
             json_object_set_new(mine, "seconds", json_real(seconds));
         static const char *const sums[] = {"bytes", "offset_list_bytes", "view_bytes"};
         for (size_t k = 0; k < sizeof sums / sizeof sums[0]; k++)
-            if (json_object_get(o, sums[k])) coll_add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
+            if (json_object_get(o, sums[k]))
+                collective_add_int(mine, sums[k], json_integer_value(json_object_get(o, sums[k])));
     }
 }
 
 /* The section's keys (decisions, strategies, steady windows) are the file's own (docs/formats.md). */
-static void coll_report(json_t *file, json_t *merged) { json_object_update(file, merged); }
+static void collective_report(json_t *file, json_t *merged) { json_object_update(file, merged); }
 
-static json_t *coll_strategy_json(const iotame_strategy_t *st)
+static json_t *collective_strategy_json(const iotame_strategy_t *st)
 {
     json_t *options = json_array();
     for (const char *const *o = st->options; o && *o; o++) json_array_append_new(options, json_string(*o));
@@ -81,18 +82,19 @@ static json_t *coll_strategy_json(const iotame_strategy_t *st)
 
 /* The strategies of the registry (registry.c), in its order, and the one that chooses among them (auto), apart: it
  * is no candidate and has no number. */
-static void coll_describe(json_t *entry)
+static void collective_describe(json_t *entry)
 {
     json_t *list = json_array();
-    for (int s = 0; s < iotame_nstrategies; s++) json_array_append_new(list, coll_strategy_json(iotame_strategies[s]));
+    for (int s = 0; s < iotame_nstrategies; s++)
+        json_array_append_new(list, collective_strategy_json(iotame_strategies[s]));
     json_object_set_new(entry, "strategies", list);
-    json_object_set_new(entry, "chooser", coll_strategy_json(&iotame_strategy_auto));
+    json_object_set_new(entry, "chooser", collective_strategy_json(&iotame_strategy_auto));
 }
 
 const iotame_module_t iotame_module_collective = {
     .name = "collective",
     .settings = "collective",
-    .start = coll_start,
+    .start = collective_start,
     .open = iotame__coll_open,
     .set_view = iotame__coll_set_view,
     .set_info = iotame__coll_set_info,
@@ -101,7 +103,7 @@ const iotame_module_t iotame_module_collective = {
     .sync = iotame__coll_sync,
     .close = iotame__coll_close,
     .finalize = iotame__coll_finalize,
-    .merge = coll_merge,
-    .report = coll_report,
-    .describe = coll_describe,
+    .merge = collective_merge,
+    .report = collective_report,
+    .describe = collective_describe,
 };

@@ -329,17 +329,17 @@ void iotame__coll_known_free(iotame_select_knowledge_t *k);
  * "strategy": null and "examination": {"spent": s, "debt": s, "first": name}, the examination budget's seconds and
  * the candidate the next run starts with. */
 /* The section of a knowledge file's text (a file of version 1 or 2; NULL when it is not a knowledge file). */
-json_t *iotame_knowledge_parse(const char *text, size_t len);
+json_t *iotame__coll_knowledge_parse(const char *text, size_t len);
 /* Rank 0 reads the file at path and broadcasts it over comm (collective; every rank takes part in every broadcast,
  * also when it cannot allocate: it then knows nothing). The section (an empty one when the file has none), NULL
  * when there is no file yet or this rank cannot hold it; *broken on rank 0 when the file is there but cannot be
  * used (reported; it is then left as it is); *exists when rank 0 could read a file. */
-json_t *iotame_knowledge_load(const char *path, MPI_Comm comm, int rank, int *broken, int *exists);
+json_t *iotame__coll_knowledge_load(const char *path, MPI_Comm comm, int rank, int *broken, int *exists);
 /* Merges the winners of s, and the budgets of its undecided signatures, into the file at path (created if missing;
  * entries of other signatures and other modules' sections kept; a winner never replaced by an undecided entry;
  * locked against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left
  * alone: -EEXIST; a lock not had in time: -ETIMEDOUT; each reported). Returns 0 or -errno. */
-int iotame_knowledge_save(const iotame_selector_t *s, const char *path);
+int iotame__coll_knowledge_save(const iotame_selector_t *s, const char *path);
 
 /* ---- the aggregation engine strategies are built on ---- */
 

@@ -25,14 +25,26 @@ static unsigned file_generation = 1;
  * calls are counted under one statistics record and no module has state for them. */
 static iotame_file_t file_outside = {.fh = MPI_FILE_NULL, .path = "(opened outside iotame)"};
 
+static void file_free(file_record_t *r)
+{
+    if (r->has_fc) iotame_config_file_release(&r->fc);
+    free((char *)r->pub.path);
+    free(r);
+}
+
 iotame_file_t *iotame_file_open(MPI_File fh, iotame_file_stats_t *fs, const char *path, int amode,
                                 const iotame_file_config_t *fc)
 {
     file_record_t *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
+    char *own = strdup(path); /* the application's string may not outlive its open */
+    if (!r || !own) {
+        free(r);
+        free(own);
+        return NULL;
+    }
     r->pub.fh = fh;
     r->pub.fs = fs;
-    r->pub.path = path;
+    r->pub.path = own;
     r->pub.amode = amode;
     if (fc) {
         r->fc = *fc; /* taken over: released with the record */
@@ -46,7 +58,7 @@ iotame_file_t *iotame_file_open(MPI_File fh, iotame_file_stats_t *fs, const char
         if (!grown) {
             pthread_mutex_unlock(&file_lock);
             r->has_fc = 0; /* the caller still owns fc */
-            free(r);
+            file_free(r);
             return NULL;
         }
         file_table = grown;
@@ -58,11 +70,6 @@ iotame_file_t *iotame_file_open(MPI_File fh, iotame_file_stats_t *fs, const char
     return &r->pub;
 }
 
-static void file_free(file_record_t *r)
-{
-    if (r->has_fc) iotame_config_file_release(&r->fc);
-    free(r);
-}
 
 void iotame_file_close(iotame_file_t *f)
 {

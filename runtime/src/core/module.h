@@ -32,7 +32,7 @@
 typedef struct iotame_file {
     MPI_File fh;              /* MPI_FILE_NULL: the shared record of handles the runtime did not see opened */
     iotame_file_stats_t *fs;  /* the path's statistics record (shared by the path's handles), or NULL */
-    const char *path;         /* as given to MPI_File_open (the statistics record's) */
+    const char *path;         /* as given to MPI_File_open (the record's own copy) */
     int amode;
     const iotame_file_config_t *fc; /* the file's settings (matched rule over the defaults, parsed once at open),
                                        NULL without a configuration */

@@ -88,7 +88,8 @@ static void replicate(list_t *l, const iotame_run_t *t, size_t nt, int64_t base,
         return;
     }
     for (int64_t j = 0; j < count && !l->err; j++)
-        for (size_t i = 0; i < nt; i++) flatten_append(l, base + j * stride + t[i].off, t[i].len, t[i].count, t[i].stride);
+        for (size_t i = 0; i < nt; i++)
+            flatten_append(l, base + j * stride + t[i].off, t[i].len, t[i].count, t[i].stride);
 }
 
 static int64_t type_extent(MPI_Datatype t, int64_t *lb)

@@ -94,7 +94,7 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
 
 /* With posix.sync_at_close, a file the process may have written is made durable before it is closed: staged data
  * too (the modules' sync first). Each sync reports its own errors through the file's handler, as the library does. */
-static int close_durable(iotame_file_t *f)
+static int file_close_durable(iotame_file_t *f)
 {
     if (!iotame_core_sync_at_close() || !iotame_file_known(f) || (f->amode & MPI_MODE_RDONLY)) return MPI_SUCCESS;
     int durable = iotame_modules_sync(f);
@@ -108,7 +108,7 @@ IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
     iotame_file_t *f = iotame_file_lookup(*fh); /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = f->fs;
     uint64_t t0 = iotame_now();
-    int durable = close_durable(f);
+    int durable = file_close_durable(f);
     int mine = iotame_modules_close(f); /* collective, like the close */
     if (mine == MPI_SUCCESS) mine = durable;
     int rc = PMPI_File_close(fh);
@@ -130,7 +130,7 @@ IOTAME_WRAPPER int MPI_File_delete(const char *filename, MPI_Info info)
 }
 
 /* With "override": true the configured hints also replace those the application passes later. */
-static MPI_Info override_hints(MPI_Info info, const iotame_file_t *f)
+static MPI_Info file_override_hints(MPI_Info info, const iotame_file_t *f)
 {
     MPI_Info merged = MPI_INFO_NULL;
     if (f->fc && f->fc->override && f->fc->nhints && info != MPI_INFO_NULL &&
@@ -144,7 +144,7 @@ IOTAME_WRAPPER int MPI_File_set_info(MPI_File fh, MPI_Info info)
     if (!iotame__enter()) return PMPI_File_set_info(fh, info);
     uint64_t t0 = iotame_now();
     iotame_file_t *f = iotame_file_lookup(fh);
-    MPI_Info merged = override_hints(info, f);
+    MPI_Info merged = file_override_hints(info, f);
     int rc = PMPI_File_set_info(fh, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) iotame_modules_set_info(f);
@@ -159,7 +159,7 @@ IOTAME_WRAPPER int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype 
     if (!iotame__enter()) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
     uint64_t t0 = iotame_now();
     iotame_file_t *f = iotame_file_lookup(fh);
-    MPI_Info merged = override_hints(info, f);
+    MPI_Info merged = file_override_hints(info, f);
     int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) iotame_modules_set_view(f, disp, etype, filetype, datarep);

@@ -63,7 +63,7 @@ static void stage_count(uint64_t *counter, uint64_t n) { __atomic_fetch_add(coun
 /* The module's state of a handle, or NULL when the handle is not staged. */
 static handle_t *stage_handle(iotame_file_t *f) { return *iotame_file_slot(f, &iotame_module_stage); }
 
-static int error_class(int err)
+static int stage_error_class(int err)
 {
     switch (err) {
     case ENOSPC: return MPI_ERR_NO_SPACE;
@@ -78,27 +78,27 @@ static int error_class(int err)
 }
 
 /* This process's pending background error of h's file, through the file's error handler; MPI_SUCCESS when none. */
-static int take_error(handle_t *h)
+static int stage_return_error(handle_t *h)
 {
     int err = stage_take_error(area, h->file, node_rank);
     if (!err) return MPI_SUCCESS;
     stage_count(&mine.errors_returned, 1);
-    int code = error_class(err);
+    int code = stage_error_class(err);
     PMPI_File_call_errhandler(h->fh, code);
     return code;
 }
 
-static void drain(uint64_t upto) { stage_count(&mine.drain_ns, stage_drain(area, upto)); }
+static void stage_module_drain(uint64_t upto) { stage_count(&mine.drain_ns, stage_drain(area, upto)); }
 
 /* This process's staged data of h's file is written (a read or an unstaged write comes next). */
-static void own_data_written(handle_t *h)
+static void stage_own_data_written(handle_t *h)
 {
-    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) drain(h->last_end);
+    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) stage_module_drain(h->last_end);
 }
 
 /* ---- views ---- */
 
-static void view_free(handle_t *h)
+static void stage_view_free(handle_t *h)
 {
     iotame_flatten_free(h->flat);
     h->flat = NULL;
@@ -106,9 +106,9 @@ static void view_free(handle_t *h)
 
 /* This rank's view as set (default: bytes from 0); agreed over the file's ranks: every view maps, or collective
  * writes are not staged anywhere. */
-static void view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
+static void stage_view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep)
 {
-    view_free(h);
+    stage_view_free(h);
     MPI_Count esize = 0;
     PMPI_Type_size_x(etype, &esize);
     h->disp = disp;
@@ -122,7 +122,7 @@ static void view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
 
 /* ---- open and close ---- */
 
-static int enabled(const iotame_file_t *f, const char *key)
+static int stage_enabled(const iotame_file_t *f, const char *key)
 {
     return json_is_true(iotame_file_setting(f, "staging", key));
 }
@@ -138,7 +138,7 @@ static void stage_opening(const iotame_open_t *o)
     uint64_t head = area->head;
     int pending = i >= 0 && area->file[i].pending;
     stage_unlock(area);
-    if (pending) drain(head);
+    if (pending) stage_module_drain(head);
 }
 
 static void stage_open(const iotame_open_t *o)
@@ -175,12 +175,12 @@ static void stage_open(const iotame_open_t *o)
     h->fs = o->fs;
     h->file = file;
     h->amode = o->amode;
-    h->writes = enabled(o->file, "enabled") && !(o->amode & MPI_MODE_RDONLY);
-    h->sync_on_close = enabled(o->file, "sync_on_close");
-    h->prefetch = enabled(o->file, "prefetch");
+    h->writes = stage_enabled(o->file, "enabled") && !(o->amode & MPI_MODE_RDONLY);
+    h->sync_on_close = stage_enabled(o->file, "sync_on_close");
+    h->prefetch = stage_enabled(o->file, "prefetch");
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
-    view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
+    stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
 }
 
@@ -188,7 +188,7 @@ static void stage_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype
                            const char *datarep)
 {
     handle_t *h = stage_handle(f);
-    if (h) view_set(h, disp, etype, filetype, datarep);
+    if (h) stage_view_set(h, disp, etype, filetype, datarep);
 }
 
 static void stage_set_atomicity(iotame_file_t *f, int flag)
@@ -196,18 +196,18 @@ static void stage_set_atomicity(iotame_file_t *f, int flag)
     handle_t *h = stage_handle(f);
     if (!h) return;
     h->atomic = flag;
-    if (flag) own_data_written(h);
+    if (flag) stage_own_data_written(h);
 }
 
-static void prefetch_release(handle_t *h);
+static void stage_prefetch_release(handle_t *h);
 
 static int stage_sync(iotame_file_t *f)
 {
     handle_t *h = stage_handle(f);
     if (!h) return MPI_SUCCESS;
-    drain(stage_head(area));
-    prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
-    return take_error(h);
+    stage_module_drain(stage_head(area));
+    stage_prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
+    return stage_return_error(h);
 }
 
 static int stage_close(iotame_file_t *f)
@@ -215,13 +215,13 @@ static int stage_close(iotame_file_t *f)
     handle_t *h = stage_handle(f);
     if (!h) return MPI_SUCCESS;
     uint64_t t0 = iotame_monotonic_ns();
-    if (h->sync_on_close) drain(stage_head(area));
-    int rc = take_error(h);
+    if (h->sync_on_close) stage_module_drain(stage_head(area));
+    int rc = stage_return_error(h);
     stage_count(&mine.close_ns, iotame_monotonic_ns() - t0);
-    prefetch_release(h);
+    stage_prefetch_release(h);
     stage_file_release(area, h->file);
     *iotame_file_slot(f, &iotame_module_stage) = NULL;
-    view_free(h);
+    stage_view_free(h);
     PMPI_Comm_free(&h->comm);
     free(h);
     return rc;
@@ -229,13 +229,13 @@ static int stage_close(iotame_file_t *f)
 
 static void stage_sizing(iotame_file_t *f)
 {
-    if (stage_handle(f)) drain(stage_head(area));
+    if (stage_handle(f)) stage_module_drain(stage_head(area));
 }
 
 /* ---- the data path ---- */
 
 /* Why a write of h cannot be staged, or NULL. */
-static const char *write_reason(const handle_t *h, const iotame_io_t *io)
+static const char *stage_write_reason(const handle_t *h, const iotame_io_t *io)
 {
     switch (io->kind) {
     case IOTAME_IO_SPLIT: return "split collective (staging)";
@@ -253,7 +253,8 @@ static const char *write_reason(const handle_t *h, const iotame_io_t *io)
 
 /* The call's data stream and file extents; NULL, or why they cannot be had. *data points into the buffer or the
  * packed copy. */
-static const char *map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos, const char **data)
+static const char *stage_map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos,
+                                  const char **data)
 {
     MPI_Count tsize = 0;
     if (PMPI_Type_size_x(io->datatype, &tsize) != MPI_SUCCESS || tsize < 0 || io->count < 0) return "invalid datatype";
@@ -283,7 +284,7 @@ static const char *map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes,
     return NULL;
 }
 
-static void complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, int64_t nbytes, int64_t done)
+static void stage_complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, int64_t nbytes, int64_t done)
 {
     if (io->status != MPI_STATUS_IGNORE) {
         PMPI_Status_set_elements_x(io->status, MPI_BYTE, (MPI_Count)done);
@@ -292,34 +293,34 @@ static void complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, i
     if (!io->at && nbytes > 0) PMPI_File_seek(io->fh, pos + nbytes / h->etype_size, MPI_SEEK_SET);
 }
 
-static void bypass(handle_t *h, const char *why)
+static void stage_bypass(handle_t *h, const char *why)
 {
     stage_count(&mine.bypassed, 1);
     iotame_stats_passthrough(h->fs, why);
-    own_data_written(h);
+    stage_own_data_written(h);
 }
 
 static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
 {
-    const char *why = write_reason(h, io), *data = NULL;
+    const char *why = stage_write_reason(h, io), *data = NULL;
     int64_t nbytes = 0;
     MPI_Offset pos = 0;
-    if (!why) why = map_call(h, io, &nbytes, &pos, &data);
+    if (!why) why = stage_map_call(h, io, &nbytes, &pos, &data);
     if (why) {
-        bypass(h, why);
+        stage_bypass(h, why);
         return 0;
     }
     if (ext.n) h->last_end = stage_put(area, h->file, node_rank, ext.v, ext.n, data, threshold, &mine.blocked_ns);
     stage_count(&mine.calls, 1);
     stage_count(&mine.bytes, (uint64_t)nbytes);
-    complete(io, h, pos, nbytes, nbytes);
+    stage_complete(io, h, pos, nbytes, nbytes);
     *rc = MPI_SUCCESS;
     return 1;
 }
 
 /* ---- prefetch ---- */
 
-static void prefetch_release(handle_t *h)
+static void stage_prefetch_release(handle_t *h)
 {
     stage_lock(area);
     for (int k = 0; k < 2; k++) {
@@ -335,7 +336,7 @@ static void prefetch_release(handle_t *h)
 
 /* Asks the flusher to read [off, off + prefetch_bytes) into one of h's buffers not covering the read at `keep`.
  * The lock is held. */
-static void ask(handle_t *h, int64_t off, int64_t keep)
+static void stage_prefetch_ask(handle_t *h, int64_t off, int64_t keep)
 {
     for (int k = 0; k < 2; k++) {
         int s = h->slot[k];
@@ -357,11 +358,11 @@ static void ask(handle_t *h, int64_t off, int64_t keep)
 
 /* Serves an independent read of one contiguous extent from h's read-ahead buffers when they hold it, and keeps
  * the read-ahead going for a sequential reader. Returns 1 when served. */
-static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
+static int stage_prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
 {
     int64_t nbytes = 0;
     MPI_Offset pos = 0;
-    if (io->kind != IOTAME_IO_INDEPENDENT || !h->view_ok || map_call(h, io, &nbytes, &pos, NULL) || ext.n != 1)
+    if (io->kind != IOTAME_IO_INDEPENDENT || !h->view_ok || stage_map_call(h, io, &nbytes, &pos, NULL) || ext.n != 1)
         return 0;
     const int64_t off = ext.v[0].off, len = ext.v[0].len;
     int served = 0, sequential = off == h->next_read;
@@ -389,7 +390,7 @@ static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
                 if (p && p->state != PREFETCH_FREE && p->off <= ahead && ahead < p->off + (int64_t)area->prefetch_bytes)
                     ahead = p->off + (int64_t)area->prefetch_bytes;
             }
-        if (ahead - (off + len) < (int64_t)area->prefetch_bytes) ask(h, ahead, off);
+        if (ahead - (off + len) < (int64_t)area->prefetch_bytes) stage_prefetch_ask(h, ahead, off);
     }
     stage_unlock(area);
     if (!served) {
@@ -398,35 +399,34 @@ static int prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
     }
     stage_count(&mine.prefetch_hits, 1);
     stage_count(&mine.prefetch_bytes, (uint64_t)len);
-    complete(io, h, pos, nbytes, nbytes);
+    stage_complete(io, h, pos, nbytes, nbytes);
     *rc = MPI_SUCCESS;
     return 1;
 }
 
-static int serve_call(const iotame_io_t *io, int *rc)
+static int stage_serve_call(handle_t *h, const iotame_io_t *io, int *rc)
 {
-    handle_t *h = stage_handle(io->file);
-    if (!h) return 0;
     if (io->write && h->writes) return stage_write(h, io, rc);
     if (io->write) { /* the library writes: what this process read ahead may be stale */
-        if (h->slot[0] >= 0 || h->slot[1] >= 0) prefetch_release(h);
+        if (h->slot[0] >= 0 || h->slot[1] >= 0) stage_prefetch_release(h);
         return 0;
     }
     if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) {
         stage_count(&mine.reads_waited, 1);
-        own_data_written(h);
+        stage_own_data_written(h);
     }
-    return h->prefetch && !h->atomic ? prefetch_read(h, io, rc) : 0;
+    return h->prefetch && !h->atomic ? stage_prefetch_read(h, io, rc) : 0;
 }
 
 /* Under MPI_THREAD_MULTIPLE the application's threads take turns here (the extents and the packing buffer are the
  * process's); a thread waiting for room in the ring holds the others back, as a full cache would. */
 static int stage_serve(const iotame_io_t *io, int *rc)
 {
-    if (!stage_handle(io->file)) return 0;
-    if (!app_threaded) return serve_call(io, rc);
+    handle_t *h = stage_handle(io->file);
+    if (!h) return 0;
+    if (!app_threaded) return stage_serve_call(h, io, rc);
     pthread_mutex_lock(&stage_serve_lock);
-    int served = serve_call(io, rc);
+    int served = stage_serve_call(h, io, rc);
     pthread_mutex_unlock(&stage_serve_lock);
     return served;
 }
@@ -435,7 +435,7 @@ static int stage_serve(const iotame_io_t *io, int *rc)
 
 static int stage_is_true(const json_t *v) { return json_is_true(v); }
 
-static double number(const iotame_file_config_t *process, const char *key)
+static double stage_number(const iotame_file_config_t *process, const char *key)
 {
     return json_number_value(iotame_config_setting(process, "staging", key));
 }
@@ -449,15 +449,15 @@ static int stage_start(const iotame_config_t *cfg)
     if (!any) return 0;
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
     app_threaded = iotame_core_app_threaded();
-    threshold = number(&process, "flush_threshold");
-    uint64_t cap = (uint64_t)number(&process, "cache_mb") << 20;
-    uint64_t ahead = any & 2 ? (uint64_t)number(&process, "prefetch_kb") << 10 : 0;
+    threshold = stage_number(&process, "flush_threshold");
+    uint64_t cap = (uint64_t)stage_number(&process, "cache_mb") << 20;
+    uint64_t ahead = any & 2 ? (uint64_t)stage_number(&process, "prefetch_kb") << 10 : 0;
     if (ahead > cap / 4 / STAGE_PREFETCH_SLOTS) ahead = cap / 4 / STAGE_PREFETCH_SLOTS; /* within the cap */
     area = stage_area_map(cap - ahead * STAGE_PREFETCH_SLOTS, ahead, &node_rank);
     int ok = area != NULL;
     if (area) iotame_core_threads_started(); /* the flusher's POSIX requests run beside the application's */
     if (area && node_rank == 0) {
-        stage_flush_knobs_t k = {threshold, (uint64_t)(number(&process, "flush_delay_ms") * 1e6)};
+        stage_flush_knobs_t k = {threshold, (uint64_t)(stage_number(&process, "flush_delay_ms") * 1e6)};
         ok = stage_flusher_start(area, &k) == 0;
     }
     int all = 0;
@@ -471,7 +471,7 @@ static int stage_start(const iotame_config_t *cfg)
     return 1;
 }
 
-static double seconds(uint64_t ns) { return (double)ns * 1e-9; }
+static double stage_seconds(uint64_t ns) { return (double)ns * 1e-9; }
 
 /* The node's flusher: its counters, the background writes that failed, and the records lost with a writer that died
  * inside its write call (warned about: the data the call was copying never reached the file). */
@@ -497,26 +497,27 @@ static json_t *stage_node_report(stage_area_t *a)
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
                      "records", (json_int_t)c->records, "extents_in", (json_int_t)c->extents_in, "writes_out",
                      (json_int_t)c->writes_out, "bytes_written", (json_int_t)c->bytes_out, "max_dirty_bytes",
-                     (json_int_t)c->max_dirty, "flush_seconds", seconds(c->flush_ns), "overlapped_seconds",
-                     seconds(c->overlapped_ns), "overlap_batches", (json_int_t)c->overlap_batches, "prefetch_reads",
-                     (json_int_t)c->prefetch_reads, "prefetch_bytes_read", (json_int_t)c->prefetch_bytes_read,
-                     "lost_bytes", (json_int_t)c->lost_bytes, "failed", failed, "lost", lost);
+                     (json_int_t)c->max_dirty, "flush_seconds", stage_seconds(c->flush_ns), "overlapped_seconds",
+                     stage_seconds(c->overlapped_ns), "overlap_batches", (json_int_t)c->overlap_batches,
+                     "prefetch_reads", (json_int_t)c->prefetch_reads, "prefetch_bytes_read",
+                     (json_int_t)c->prefetch_bytes_read, "lost_bytes", (json_int_t)c->lost_bytes, "failed", failed,
+                     "lost", lost);
 }
 
 static void stage_finalize(void)
 {
-    drain(stage_head(area));
+    stage_module_drain(stage_head(area));
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
     if (node_rank == 0) stage_flusher_stop(area);
     if (!s) return;
     json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)mine.calls,
-                                     "bytes", (json_int_t)mine.bytes, "blocked_seconds", seconds(mine.blocked_ns),
-                                     "drain_seconds", seconds(mine.drain_ns), "close_seconds", seconds(mine.close_ns),
-                                     "reads_waited", (json_int_t)mine.reads_waited, "bypassed", (json_int_t)mine.bypassed,
-                                     "errors_returned", (json_int_t)mine.errors_returned, "prefetch_hits",
-                                     (json_int_t)mine.prefetch_hits, "prefetch_misses", (json_int_t)mine.prefetch_misses,
-                                     "prefetch_bytes", (json_int_t)mine.prefetch_bytes);
+                               "bytes", (json_int_t)mine.bytes, "blocked_seconds", stage_seconds(mine.blocked_ns),
+                               "drain_seconds", stage_seconds(mine.drain_ns), "close_seconds",
+                               stage_seconds(mine.close_ns), "reads_waited", (json_int_t)mine.reads_waited, "bypassed",
+                               (json_int_t)mine.bypassed, "errors_returned", (json_int_t)mine.errors_returned,
+                               "prefetch_hits", (json_int_t)mine.prefetch_hits, "prefetch_misses",
+                               (json_int_t)mine.prefetch_misses, "prefetch_bytes", (json_int_t)mine.prefetch_bytes);
     json_object_update(s, counts);
     json_decref(counts);
     if (node_rank == 0) json_object_set_new(s, "node", stage_node_report(area));
