@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..bench.caches import drop_caches
 from ..bench.fio import parse_fio_output
 from ..errors import IotameError
 from ..tune.command import Job
+from .emulated import EmulatedStorage
 from .filesystem import fs_identity
 from .network import NOT_ASKED_NOTE as NETWORK_NOTE
 from .network import measure_network
@@ -120,7 +122,8 @@ class Calibration:
     """One calibration of `directory`: the fio points, in a scratch directory removed at the end."""
 
     def __init__(self, directory: str | os.PathLike, settings: Settings = FULL, program: str = "fio",
-                 on_step: Callable[[str], None] | None = None, drop: bool = True):
+                 on_step: Callable[[str], None] | None = None, drop: bool = True, env: dict | None = None):
+        self.env = env  # fio's environment (None: this process's), e.g. EmulatedStorage.env
         self.directory = Path(directory).resolve()
         self.settings = settings
         self.on_step = on_step or (lambda _: None)
@@ -147,7 +150,7 @@ class Calibration:
         full = [self.fio, "--output-format=json", "--ioengine=psync", "--direct=0", "--fallocate=none"] + argv
         limit = 3 * self.settings.runtime + 120
         try:
-            p = subprocess.run(full, capture_output=True, text=True, errors="replace", timeout=limit)
+            p = subprocess.run(full, capture_output=True, text=True, errors="replace", timeout=limit, env=self.env)
         except subprocess.TimeoutExpired:
             raise IotameError(f"calibrate: fio did not finish in {limit} s: {' '.join(full)}") from None
         self.fio_runs += 1
@@ -247,18 +250,38 @@ class Calibration:
 
 
 def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bool = False,
-              on_step: Callable[[str], None] | None = None, drop: bool = True, network_job: Job | None = None) -> dict:
+              on_step: Callable[[str], None] | None = None, drop: bool = True, network_job: Job | None = None,
+              emulate: str | os.PathLike | None = None) -> dict:
     """Measures a machine profile for the file system holding `directory`: the network first (with
     `network_job`, see network.network_job; without one the network is null with a note), then storage and
-    memory."""
+    memory. With `emulate` (a configuration with defaults.emulate) the storage is one target of that emulated
+    storage, and the profile's layout is the configuration's (emulated.py)."""
     started = time.time()
-    cal = Calibration(directory, settings, on_step=on_step, drop=drop)
+    emulated = EmulatedStorage(emulate, _state_dir()) if emulate is not None else None
+    try:
+        return _calibrate(directory, settings, quick, on_step, drop, network_job, emulated, started)
+    finally:
+        if emulated is not None:
+            emulated.cleanup()
+
+
+def _state_dir() -> Path:
+    """Where the emulated device's state and configuration go: /dev/shm (the state is a mapped file), else /tmp."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+def _calibrate(directory, settings: Settings, quick: bool, on_step, drop: bool, network_job: Job | None,
+               emulated: EmulatedStorage | None, started: float) -> dict:
+    cal = Calibration(directory, settings, on_step=on_step, drop=drop, env=emulated.env if emulated else None)
     identity = fs_identity(cal.directory)
+    if emulated is not None:
+        identity.update(emulated.layout())
     if on_step and network_job is not None:
         on_step(f"network ({network_job.nprocs} processes)")
     network, nodes, network_note = measure_network(network_job)
     notes = [network_note] if network_note else []
-    if identity["mount_type"] in ("tmpfs", "ramfs"):
+    if identity["mount_type"] in ("tmpfs", "ramfs") and emulated is None:
         notes.append(f"{cal.directory} is on {identity['mount_type']}: storage figures are memory speeds")
     try:
         storage = cal.storage()
@@ -270,13 +293,19 @@ def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bo
               "method": "numpy copyto between two touched arrays, best of 5 (bytes copied per second)"}
     if storage.get("reads_note"):
         notes.append(storage["reads_note"])
-    return {"version": PROFILE_VERSION, "kind": PROFILE_KIND,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename, "iotame": __version__,
-            "filesystem": identity,
-            "nodes": nodes or {"count": 1, "processes_per_node": 1},
-            "storage": storage, "memory": memory, "network": network, "notes": notes,
-            "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
-                            "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
-                            "writes": "buffered, fsync at the end inside the timed run (durable)",
-                            "reads": "buffered, page cache dropped before each point" if storage["reads_from"] ==
-                            "storage" else "buffered, from the page cache"}}
+    if emulated is not None:
+        notes.append(f"storage EMULATED ({emulated.config_path}): one target of the model measured, not this "
+                     f"machine's storage")
+    profile = {"version": PROFILE_VERSION, "kind": PROFILE_KIND,
+               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename, "iotame": __version__,
+               "filesystem": identity,
+               "nodes": nodes or {"count": 1, "processes_per_node": 1},
+               "storage": storage, "memory": memory, "network": network, "notes": notes,
+               "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
+                               "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
+                               "writes": "buffered, fsync at the end inside the timed run (durable)",
+                               "reads": "buffered, page cache dropped before each point" if storage["reads_from"] ==
+                               "storage" else "buffered, from the page cache"}}
+    if emulated is not None:
+        profile["emulated"] = emulated.section
+    return profile

@@ -204,6 +204,8 @@ def validate_profile(obj: Any) -> list[str]:
         c.fail("network", "null (not measured) or an object", obj["network"])
     elif obj["network"] is not None:
         _check_network(c, obj["network"], nodes if isinstance(nodes, dict) else {})
+    if "emulated" in obj and not isinstance(obj["emulated"], dict):
+        c.fail("emulated", "an object (the emulate section the storage was measured under)", obj["emulated"])
     return c.problems
 
 

@@ -52,6 +52,9 @@ def add_parser(sub) -> None:
     p.add_argument("--dir", required=True, type=Path, metavar="DIR",
                    help="a directory on the file system to calibrate (scratch files are removed after)")
     p.add_argument("--out", type=Path, metavar="PROFILE.json", help="where the profile goes")
+    p.add_argument("--config", type=Path, metavar="CFG.json",
+                   help="measure the emulated storage of this configuration's defaults.emulate (one target; the "
+                        "profile takes its targets and target_unit) instead of DIR's own (docs/emulate.md)")
     p.add_argument("--quick", action="store_true", help="fewer request sizes and smaller files (seconds, coarse)")
     p.add_argument("--check", type=Path, metavar="PROFILE.json",
                    help="re-measure two points and say whether this profile still holds (exit status 0 or 1)")
@@ -76,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("calibrate: --check re-measures an existing profile; drop --out and --quick")
     if not args.check and not args.out:
         raise UsageError("calibrate: give --out PROFILE.json (or --check PROFILE.json)")
+    if args.config and args.check:
+        raise UsageError("calibrate: --config applies to a measurement (--out), not to --check")
     if args.tolerance is not None and not args.check:
         raise UsageError("calibrate: --tolerance applies to --check only")
     if not args.dir.is_dir():
@@ -93,7 +98,7 @@ def _measure(args: argparse.Namespace, job) -> int:
     err = console(stderr=True)
     with err.status("calibrate") as status:
         profile = calibrate(args.dir, QUICK if args.quick else FULL, quick=args.quick,
-                            on_step=_step_reporter(status), network_job=job)
+                            on_step=_step_reporter(status), network_job=job, emulate=args.config)
     path = save_profile(profile, args.out)
     if args.json:
         print(profile_json(profile))
