@@ -14,6 +14,8 @@ cores), under
   independent  each rank's part as ROMIO's independent call (data sieving), through the runtime
   auto         the Orthrus selector with its defaults (independent first, examination budget 0.05)
   auto_kb      auto starting from the knowledge file an untimed run of the same case wrote
+  auto_model   auto with the machine profile of --profile (collective.profile): the cost model ranks the
+               candidates; the report adds the model's accuracy (its predictions against the fixed strategies)
   cb_disable   ROMIO with romio_cb_write = romio_cb_read = disable (independent I/O with data sieving), set by
                the runtime's mpiio_hints; with cb_enable, ds_disable and cb_all (cb_config_list *:*, cb_nodes
                = ranks) the small hint sweep behind the "ROMIO best hint" column (its best median, named)
@@ -37,13 +39,14 @@ re-examinations, and call by call with collective.trace) from the statistics. Th
 The library is copied once at the start (a rebuild during the run does not change it). Every run is kept with
 --json; --table prints the tables of such a file again.
 
-Usage: bench/collective.py [--repeat 3] [--ranks 2,4] [--cases ...] [--configs ...] [--dynamic-configs ...] [--no-dynamic]
+Usage: bench/collective.py [--repeat 3] [--ranks 2,4] [--cases ...] [--configs ...] [--profile P] [--dynamic-configs ...] [--no-dynamic]
                            [--dynamic-only] [--small] [--dir D] [--json F] [--out F.md]
        bench/collective.py --table F.json [--out F.md]
 """
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -134,6 +137,8 @@ CONFIGS = {
     "auto": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE"}},
     # auto starting from a knowledge file that an untimed run of the same case wrote (the next run of a job)
     "auto_kb": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE", "knowledge": "KNOWLEDGE"}},
+    # auto with the machine profile of --profile: the cost model's ranking (docs/design/cost-model.md)
+    "auto_model": {"collective": {"strategy": "auto", "virtual_node_size": "VNODE", "profile": "PROFILE"}},
     # ROMIO's hints, set by the runtime's mpiio_hints (collective strategy passthrough): the small sweep behind the
     # "ROMIO best hint" column, with default (no hints) as its first member
     "cb_disable": {"mpiio_hints": {"romio_cb_write": "disable", "romio_cb_read": "disable"}},
@@ -201,11 +206,15 @@ def selector(stats, op):
     also reads its file back, from the page cache), calls served by each strategy (all ops), pass-through reasons."""
     out = {"decisions": [], "strategies": {}, "passthrough_reasons": {}}
     for f in (stats or {}).get("files", []):
+        coll = f.get("collective") or {}
+        for key in ("profile", "profile_refused"):  # the machine profile auto_model's cost model read, or why not
+            if key in coll and key not in out:
+                out[key] = coll[key]
         for d in f.get("decisions") or []:
             if d["signature"]["op"] != op:
                 continue
             out["decisions"].append({k: d.get(k) for k in ("signature", "strategy", "state", "throughputs", "calls",
-                                                           "examination_calls", "reexaminations", "trace")})
+                                                           "examination_calls", "reexaminations", "trace", "model")})
         for name, s in (f.get("strategies") or {}).items():
             o = out["strategies"].setdefault(name, {"calls": 0, "bytes": 0, "seconds": 0.0})
             for k in o:
@@ -563,6 +572,124 @@ def dynamic_tables(runs):
     return "\n".join(out)
 
 
+# ---- the cost model (auto_model) ----
+
+MODEL = "auto_model"
+# the fixed configuration each of the model's strategies is measured by (passthrough: the library's own, `default`)
+MEASURED_BY = {"passthrough": "default", **{c: c for c in STRATEGIES if c != "passthrough"}}
+
+
+def main_decision(decisions):
+    """The decision with a model whose signature covers most of the phase's bytes (bytes per call x calls)."""
+    ds = [d for d in decisions if d.get("model")]
+    return max(ds, key=lambda d: d["signature"]["bytes"] * (d.get("calls") or 0), default=None)
+
+
+def predicted_mbs(runs, ranks, case, op):
+    """Strategy -> the model's MB/s for one row and operation (the main decision's bytes per call over its
+    predicted seconds per call, median over the auto_model runs)."""
+    out = {}
+    for x in runs:
+        if x["case"] != case or x.get("ranks", 2) != ranks or x["config"] != MODEL or x.get("failed"):
+            continue
+        d = main_decision(x[f"{op}_selector"]["decisions"])
+        for name, seconds in (d["model"].get("predicted_s") or {}).items() if d else ():
+            if seconds and seconds > 0:
+                out.setdefault(name, []).append(d["signature"]["bytes"] / seconds / 1e6)
+    return {name: med(v) for name, v in out.items()}
+
+
+def model_rows(runs):
+    """Per row and operation: (ranks, case, op, {strategy: (predicted MB/s, measured MB/s, relative error)}, the
+    model's fastest, the measured fastest), for the rows an auto_model run has predictions for."""
+    out = []
+    for ranks, case in rows(runs):
+        for op in ("write", "read"):
+            pred, meas = predicted_mbs(runs, ranks, case, op), medians(runs, ranks, case, op)
+            cells = {s: (pred[s], meas[c], pred[s] / meas[c] - 1) for s, c in MEASURED_BY.items()
+                     if s in pred and c in meas and meas[c] > 0}
+            if cells:
+                first = max(cells, key=lambda s: cells[s][0])
+                best = max(cells, key=lambda s: cells[s][1])
+                out.append((ranks, case, op, cells, first, best))
+    return out
+
+
+def model_table(runs):
+    """The model's accuracy: per row and operation and strategy the predicted MB/s, the measured MB/s of the
+    strategy's fixed configuration in the same run and the relative error; whether the model's fastest is the
+    measured fastest; then per strategy the median and worst relative error (in magnitude)."""
+    mrows = model_rows(runs)
+    if not mrows:
+        return ""
+    names = [s for s in MEASURED_BY if any(s in r[3] for r in mrows)]
+    out = ["| ranks | case | op | " + " | ".join(f"{s} ({MEASURED_BY[s]})" for s in names)
+           + " | fastest: model / measured |", "| ---: | --- | --- |" + " ---: |" * len(names) + " --- |"]
+    errors = {s: [] for s in names}
+    for ranks, case, op, cells, first, best in mrows:
+        texts = []
+        for s in names:
+            if s not in cells:
+                texts.append("-")
+                continue
+            pred, meas, err = cells[s]
+            errors[s].append(abs(err))
+            texts.append(f"{fmt(pred)} / {fmt(meas)} ({err:+.0%})")
+        verdict = f"{first} / {best}" + (" (match)" if first == best else " (**differ**)")
+        out.append(f"| {ranks} | {case} | {op} | " + " | ".join(texts) + f" | {verdict} |")
+    matched = sum(r[4] == r[5] for r in mrows)
+    out += ["", "| strategy | median relative error | worst |", "| --- | ---: | ---: |"]
+    out += [f"| {s} | {med(e):.0%} | {max(e):.0%} |" for s, e in errors.items() if e]
+    out += ["", f"The model's fastest is the measured fastest in {matched} of {len(mrows)} row-operations."]
+    return "\n".join(out)
+
+
+def geomean(xs):
+    xs = [x for x in xs if x == x and x > 0]
+    return math.exp(statistics.mean(math.log(x) for x in xs)) if xs else float("nan")
+
+
+def goals_summary(runs, autos=("auto", MODEL)):
+    """Per rank count: for each auto configuration, the row-operations where its median is at least 0.95 x the best
+    fixed strategy's, and the geometric mean over the Matrix rows of its median / default's, writes and reads."""
+    autos = [a for a in autos if any(x["config"] == a for x in runs)]
+    out = ["| ranks | configuration | within 5 % of the best fixed strategy | Matrix: geometric mean / default, "
+           "write | read |", "| ---: | --- | ---: | ---: | ---: |"]
+    for ranks in sorted({r for r, _ in rows(runs)}):
+        cases = [c for r, c in rows(runs) if r == ranks]
+        for a in autos:
+            met = total = 0
+            ratios = {"write": [], "read": []}
+            for case in cases:
+                for op in ("write", "read"):
+                    m = medians(runs, ranks, case, op)
+                    best = best_of(m, STRATEGIES)
+                    if a not in m or best is None:
+                        continue
+                    total += 1
+                    met += m[a] >= 0.95 * m[best]
+                    if case.startswith("matrix-") and m.get("default"):
+                        ratios[op].append(m[a] / m["default"])
+            n = len(ratios["write"])
+            out.append(f"| {ranks} | {a} | {met} of {total} | {geomean(ratios['write']):.2f} ({n} rows) | "
+                       f"{geomean(ratios['read']):.2f} |")
+    return "\n".join(out) if len(out) > 2 else ""
+
+
+def profile_line(runs):
+    """Which machine profile auto_model's runs read (the statistics' collective.profile), or why it was refused."""
+    seen = Counter()
+    for x in runs:
+        if x["config"] == MODEL and not x.get("failed"):
+            for side in ("write_selector", "read_selector"):
+                sel = x.get(side) or {}
+                if "profile_refused" in sel:
+                    seen[f"REFUSED: {sel['profile_refused']}"] += 1
+                elif sel.get("profile"):
+                    seen[f"{sel['profile'].get('path')} (found by {sel['profile'].get('found_by')})"] += 1
+    return "; ".join(f"{k} ({n} jobs)" for k, n in seen.most_common()) or "none reported in the statistics"
+
+
 def report(data):
     runs, meta = data["runs"], data["meta"]
     loads = [x["load"] for x in runs if "load" in x]
@@ -582,7 +709,7 @@ def report(data):
     if any(x["case"] != "dynamic" for x in runs):
         cases = [f"{c} at {r} ranks: {case_spec(c, r, meta.get('small'), meta.get('volume', 0))[3]}" for r, c in rows(runs)]
         lines += ["### Kernels", "", "Cases: " + "; ".join(cases) + ".", "", kernel_tables(runs)]
-        for auto in ("auto", "auto_kb"):
+        for auto in ("auto", "auto_kb", MODEL):
             if any(x["config"] == auto for x in runs):
                 table, n = target_table(runs, auto)
                 lines += [f"Targets for `{auto}` (ratio of medians [90 % paired bootstrap interval]; the targets: 0.95 "
@@ -594,8 +721,22 @@ def report(data):
             lines += [f"Against the baseline library ({meta['baseline']['path']}, sha256 "
                       f"{meta['baseline']['sha256'][:12]}), side by side in the same rounds:", "",
                       baseline_table(runs), ""]
-        lines += ["What `auto` decided (winners per signature over the repeats, from the statistics):", "",
-                  selector_summary(runs), "", "Ranges:", "", range_table(runs), ""]
+        goals = goals_summary(runs)
+        if goals:
+            lines += ["Summary (ratios of medians):", "", goals, ""]
+        accuracy = model_table(runs)
+        if any(x["config"] == MODEL for x in runs):
+            lines += [f"Machine profile of `{MODEL}`: {profile_line(runs)}.", ""]
+        if accuracy:
+            lines += ["The model's accuracy: predicted MB/s (the call's bytes over the predicted seconds per call of "
+                      f"the `{MODEL}` decision covering most of the phase's bytes, median over the runs) / measured "
+                      "MB/s of the strategy's fixed configuration (in parentheses) in the same run (relative error):",
+                      "", accuracy, ""]
+        for auto in ("auto", MODEL):
+            if any(x["config"] == auto for x in runs):
+                lines += [f"What `{auto}` decided (winners per signature over the repeats, from the statistics):", "",
+                          selector_summary(runs, auto), ""]
+        lines += ["Ranges:", "", range_table(runs), ""]
         reasons = Counter()
         for x in runs:
             for side in ("write_selector", "read_selector"):
@@ -642,9 +783,9 @@ def base_name(name):
     return name.removesuffix(BASELINE)
 
 
-def config_writer(tmp, setting=LOCAL):
+def config_writer(tmp, setting=LOCAL, profile=None):
     """config_file(name, nprocs, traced=False) -> the path of that configuration for a job of nprocs ranks (None for
-    no preload), written on first use."""
+    no preload), written on first use; `profile` is the machine profile auto_model names."""
     made = {}
 
     def config_file(name, nprocs, traced=False):
@@ -656,6 +797,8 @@ def config_writer(tmp, setting=LOCAL):
             coll = section.get("collective", {})
             if coll.get("knowledge") == "KNOWLEDGE":
                 coll["knowledge"] = str(tmp / f"knowledge-{name}.json")  # one per library
+            if coll.get("profile") == "PROFILE":
+                coll["profile"] = str(Path(profile).resolve())
             if traced and coll.get("strategy") == "auto":
                 coll["trace"] = TRACE
             hints = section.get("mpiio_hints", {})
@@ -674,8 +817,9 @@ def main():
     ap.add_argument("--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
     ap.add_argument("--cases", help="comma-separated, of: " + ", ".join(CASE_NAMES) + " (default: all at 2 ranks, "
                     + ", ".join(FOUR_RANK_CASES) + " at 4)")
-    ap.add_argument("--configs", default=",".join(KERNEL_CONFIGS), help="for the kernels, comma-separated, of: "
-                    + ", ".join(CONFIGS) + " (default: all but auto_t50)")
+    ap.add_argument("--configs", help="for the kernels, comma-separated, of: " + ", ".join(CONFIGS)
+                    + " (default: " + ",".join(KERNEL_CONFIGS) + ", and auto_model with --profile)")
+    ap.add_argument("--profile", help="a machine profile (iotame calibrate): auto_model's collective.profile")
     ap.add_argument("--dynamic-configs", default=",".join(DYNAMIC_CONFIGS), help="for the dynamic experiment")
     ap.add_argument("--no-dynamic", action="store_true", help="skip the dynamic experiment")
     ap.add_argument("--dynamic-only", action="store_true", help="only the dynamic experiment")
@@ -724,7 +868,8 @@ def main():
             ap.error(f"unknown case {c}")
     rowlist = [] if args.dynamic_only else [
         (r, c) for r in ranks for c in (explicit or (FOUR_RANK_CASES if r >= 4 else CASE_NAMES))]
-    names = [c.strip() for c in args.configs.split(",") if c.strip()]
+    configs = args.configs or ",".join(KERNEL_CONFIGS + (["auto_model"] if args.profile else []))
+    names = [c.strip() for c in configs.split(",") if c.strip()]
     dnames = [] if args.no_dynamic else [c.strip() for c in args.dynamic_configs.split(",") if c.strip()]
     baseline = Path(args.baseline) if args.baseline else None
     if baseline and not baseline.is_file():
@@ -737,11 +882,15 @@ def main():
             lst[:] = [x for c in lst for x in ([c, c + BASELINE] if CONFIGS[c] is not None else [c])]
         if lst and "default" not in lst:
             lst.insert(0, "default")  # the reference of every ratio
+    if "auto_model" in names + dnames and not args.profile:
+        ap.error("auto_model needs --profile PROFILE.json (a machine profile, iotame calibrate)")
+    if args.profile and not Path(args.profile).is_file():
+        ap.error(f"--profile {args.profile}: no such file (expected a machine profile, iotame calibrate --out)")
     for f in (setting.kernel, setting.lib):
         if not f.exists():
             print(f"{f} is missing: run make setup", file=sys.stderr)
             return 1
-    meta = {"volume": volume, "setting": setting.to_json(), "repeat": args.repeat, "rows": rowlist, "configs": names,
+    meta = {"volume": volume, "setting": setting.to_json(), "profile": args.profile, "repeat": args.repeat, "rows": rowlist, "configs": names,
             "dynamic_configs": dnames, "small": args.small, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:]}
     try:
         meta["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -764,7 +913,7 @@ def main():
             meta["baseline"] = {"path": str(baseline), "sha256": hashlib.sha256(libs[True].read_bytes()).hexdigest()}
         meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
         meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(setting.lib.stat().st_mtime))
-        config_file = config_writer(tmp, setting)
+        config_file = config_writer(tmp, setting, args.profile)
         program = phases_program(tmp) if dnames else None
         spec = DYNAMIC_SMALL if args.small else DYNAMIC
         print(f"libiotame.so {meta['lib_sha256'][:12]} (built {meta['lib_mtime']}), commit {meta.get('commit')}"
@@ -792,6 +941,7 @@ def main():
                         line = f"write {x['write_mbs']:8.1f} MB/s  read {x['read_mbs']:8.1f} MB/s"
                     if name.startswith("auto"):
                         wins = [f"{d['signature']['op']}:{d['strategy']}" + (f"(re-exam {d['reexaminations']})" if d['reexaminations'] else "")
+                                + (f"(model {d['model']['first']})" if d.get("model") else "")
                                 for s in ("write_selector", "read_selector") for d in x[s]["decisions"]]
                         line += "  " + " ".join(wins)
                 except RuntimeError as e:
