@@ -5,7 +5,9 @@ set_view, seek, write_all, sync, close per file; noncontiguous in memory and fil
 (A B A B ...), takes each job's median seconds per file, and prints the medians over the jobs and their ratio.
 
     bench/collective_checkpoint.py [--np 2] [--repeat 20] [--files 8] [--block 4096] [--blocks 256] [--dir D]
-                                   [--lib build/runtime/libiotame.so] [--fixed independent]
+                                   [--lib build/runtime/libiotame.so] [--fixed independent] [--profile P]
+
+With --profile P (a machine profile, iotame calibrate), auto_model too: auto with collective.profile P.
 """
 import argparse
 import json
@@ -45,8 +47,13 @@ def main():
     p.add_argument("--dir", default=None, help="where the checkpoint files go (default: a temporary directory)")
     p.add_argument("--lib", default=str(ROOT / "build/runtime/libiotame.so"))
     p.add_argument("--fixed", default="independent", help="the fixed strategy auto is compared with")
+    p.add_argument("--profile", help="a machine profile: also run auto_model (auto with collective.profile)")
     args = p.parse_args()
     configs = {"auto": {"strategy": "auto"}, args.fixed: {"strategy": args.fixed}}
+    if args.profile:
+        if not Path(args.profile).is_file():
+            p.error(f"--profile {args.profile}: no such file (expected a machine profile, iotame calibrate --out)")
+        configs["auto_model"] = {"strategy": "auto", "profile": str(Path(args.profile).resolve())}
     times = {name: [] for name in configs}
     served = {}
     for _ in range(args.repeat):
@@ -58,7 +65,8 @@ def main():
     for name in configs:
         print(f"{name:>14}: median {med[name] * 1e3:8.3f} ms per file over {args.repeat} jobs "
               f"(jobs' medians {min(times[name]) * 1e3:.3f}-{max(times[name]) * 1e3:.3f} ms); served {served[name]}")
-    print(f"auto / {args.fixed}: {med['auto'] / med[args.fixed]:.3f}")
+    for auto in (c for c in configs if c.startswith("auto")):
+        print(f"{auto} / {args.fixed}: {med[auto] / med[args.fixed]:.3f}")
     return 0
 
 

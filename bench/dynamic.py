@@ -24,7 +24,9 @@ Configurations (--configs): auto is the selector over the five strategies ({"str
 "virtual_node_size": 1}); a fixed strategy X runs as the selector with the single candidate X, so that
 collective.trace records every call of it in the same way (MB/s of a call: its bytes over the slowest rank's time
 inside it), and virtual_node_size 1 (node_local: every rank its own aggregator). The configurations run
-interleaved, --repeat times, the first rotating from repeat to repeat.
+interleaved, --repeat times, the first rotating from repeat to repeat. auto_model (with --profile P, and by
+default then) is auto with the machine profile P (collective.profile): the cost model ranks the candidates; its
+per-run table adds the model's first choice and departures from the statistics.
 
 Per call: MB/s from the trace, the strategy that served it (auto), and its wall-clock time, the moment the file
 reached the end of the call's 8 MiB (interpolated between the size samples; the calls write the file in order).
@@ -36,7 +38,7 @@ calls of the first auto run (--plot-run N: the Nth), coloured by strategy, the l
 as lines.
 
 Usage: bench/dynamic.py [--repeat 3] [--load cpu] [--load-start 12] [--load-stop 26] [--iterations 1600]
-                        [--configs auto,passthrough,...] [--dir D] [--json F] [--out F.md] [--png F.png] [--small]
+                        [--configs auto,passthrough,...] [--profile P] [--dir D] [--json F] [--out F.md] [--png F.png] [--small]
        bench/dynamic.py --table F.json [--out F.md] [--png F.png]
 """
 import argparse
@@ -60,7 +62,8 @@ from iotame.bench.setting import TESTBED, Setting
 ROOT = Path(__file__).resolve().parent.parent
 
 STRATEGIES = ["passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based"]
-CONFIGS = ["auto"] + STRATEGIES
+AUTOS = ["auto", "auto_model"]  # auto_model: auto with the machine profile of --profile (collective.profile)
+CONFIGS = AUTOS + STRATEGIES
 PHASES = ["before", "during", "after"]
 EXAM_CALLS = 3
 TRACE = 1000000
@@ -116,9 +119,11 @@ def drop_caches():
     return iotame_drop_caches() is None
 
 
-def config_section(name, setting, state):
+def config_section(name, setting, state, profile=None):
     c = {"strategy": "auto", "virtual_node_size": "VNODE", "trace": TRACE, "exam_calls": EXAM_CALLS}
-    if name != "auto":
+    if name == "auto_model":
+        c["profile"] = str(Path(profile).resolve())
+    elif name not in AUTOS:
         c["candidates"] = [name]
     # node_local: on this machine every rank its own aggregator (2 ranks, virtual nodes of one), else the hosts
     return {"version": 1, "defaults": setting.section({"collective": c}, setting.nprocs, state)}
@@ -139,7 +144,7 @@ def trial(config, args, tmp, lib, setting):
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     cfg, stats = tmp / f"{config}.json", tmp / "stats.json"
-    cfg.write_text(json.dumps(config_section(config, setting, tmp / "device.state")))
+    cfg.write_text(json.dumps(config_section(config, setting, tmp / "device.state", args.profile)))
     if stats.exists():
         stats.unlink()
     cold = drop_caches()
@@ -199,8 +204,10 @@ def trial(config, args, tmp, lib, setting):
         raise RuntimeError(f"data did not verify: {str(res.get('errors'))[:300]}")
     st = json.loads(stats.read_text())
     shutil.rmtree(work, ignore_errors=True)
-    decision, strategies = None, {}
+    decision, strategies, profile = None, {}, {}
     for f in st.get("files", []):
+        coll = f.get("collective") or {}
+        profile = profile or {k: coll[k] for k in ("profile", "profile_refused") if k in coll}
         for d in f.get("decisions") or []:
             if d["signature"]["op"] == "write" and d["signature"]["bytes"] == per_call:
                 decision = d
@@ -216,7 +223,7 @@ def trial(config, args, tmp, lib, setting):
             "write_mbs": w["mbs"], "samples": samples, "trace": trace, "times": times,
             "strategy": decision.get("strategy"), "reexaminations": decision.get("reexaminations"),
             "examination_calls": decision.get("examination_calls"), "throughputs": decision.get("throughputs"),
-            "strategies": strategies}
+            "strategies": strategies, "model": decision.get("model"), "profile": profile}
 
 
 def call_times(samples, per_call, n):
@@ -329,10 +336,27 @@ def report(data):
             calls = [v for x in mine for _, _, v in phase_calls(x, ph)]
             cells.append(f"{fmt(med(calls))} / {fmt(med([wall_rate(x, ph) for x in mine]))} ({len(calls)})")
         cells.append(fmt(med([x["write_mbs"] for x in mine])))
-        lines.append(f"| {c if c == 'auto' else c + ' alone'} | " + " | ".join(cells) + " |")
-    autos = [x for x in runs if x["config"] == "auto"]
+        lines.append(f"| {c if c in AUTOS else c + ' alone'} | " + " | ".join(cells) + " |")
+    for auto in AUTOS:
+        lines += auto_lines([x for x in runs if x["config"] == auto], auto)
+    return "\n".join(lines)
+
+
+def model_text(x):
+    """What auto_model's cost model said for the write signature: its first choice and departures, the profile."""
+    m, prof = x.get("model"), x.get("profile") or {}
+    text = f"; model first {m['first']}, {m.get('departures', 0)} departures" if m else ""
+    if "profile_refused" in prof:
+        text += f"; profile REFUSED: {prof['profile_refused']}"
+    return text
+
+
+def auto_lines(autos, name):
+    """Per run of an auto configuration: examinations and winners per phase, re-examinations, the winner at the end
+    (and the model's first choice); the calls each strategy served."""
+    lines = []
     if autos:
-        lines += ["", "auto per run: examinations visible in the trace that begin in the phase; strategies that served "
+        lines += ["", f"{name} per run: examinations visible in the trace that begin in the phase; strategies that served "
                   "runs of more than " + f"{EXAM_CALLS + 1} calls (calls in the phase); re-examinations and the "
                   "winner at the end (statistics):", "",
                   "| run | " + " | ".join(PHASES) + " | re-examinations, winner at the end |",
@@ -343,14 +367,15 @@ def report(data):
             for ph in PHASES:
                 w = ", ".join(f"{s} {n}" for s, n in winners[ph].most_common())
                 cells.append(f"{exams[ph]} exam.; {w or '-'}")
-            lines.append(f"| {i + 1} | " + " | ".join(cells) + f" | {x['reexaminations']}, {x['strategy']} |")
+            lines.append(f"| {i + 1} | " + " | ".join(cells) + f" | {x['reexaminations']}, {x['strategy']}"
+                         f"{model_text(x)} |")
         served = Counter()
         for x in autos:
             for s, _ in x["trace"]:
                 served[s] += 1
-        lines += ["", "Calls served by each strategy under auto (all runs): "
+        lines += ["", f"Calls served by each strategy under {name} (all runs): "
                   + ", ".join(f"{s} {n}" for s, n in served.most_common())]
-    return "\n".join(lines)
+    return lines
 
 
 def plot(data, png, which=1):
@@ -413,7 +438,9 @@ def main():
     ap.add_argument("--iterations", type=int, default=1600, help="collective calls of the write phase")
     ap.add_argument("--block-size", type=int, default=1048576)
     ap.add_argument("--depth", type=int, default=4)
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of: " + ", ".join(CONFIGS))
+    ap.add_argument("--configs", help="comma-separated, of: " + ", ".join(CONFIGS) + " (default: all, auto_model "
+                    "with --profile)")
+    ap.add_argument("--profile", help="a machine profile (iotame calibrate): auto_model's collective.profile")
     ap.add_argument("--small", action="store_true", help="a few seconds per trial: checks the script")
     ap.add_argument("--dir", default=str(ROOT / "build"), help="where the files go (default build/)")
     ap.add_argument("--json", help="also write every run to this file")
@@ -427,10 +454,15 @@ def main():
     else:
         if args.small:
             args.iterations, args.load_start, args.load_stop = 200, 0.5, 1.0
-        names = [c.strip() for c in args.configs.split(",") if c.strip()]
+        configs = args.configs or ",".join(c for c in CONFIGS if c != "auto_model" or args.profile)
+        names = [c.strip() for c in configs.split(",") if c.strip()]
         for c in names:
             if c not in CONFIGS:
                 ap.error(f"unknown configuration {c}")
+        if "auto_model" in names and not args.profile:
+            ap.error("auto_model needs --profile PROFILE.json (a machine profile, iotame calibrate)")
+        if args.profile and not Path(args.profile).is_file():
+            ap.error(f"--profile {args.profile}: no such file (expected a machine profile, iotame calibrate --out)")
         setting = Setting(args.hosts, args.per_host, args.mpi, args.targets, args.target_unit)
         if args.load == "net" and not args.hosts:
             ap.error("--load net needs --hosts (the testbed)")
@@ -439,7 +471,7 @@ def main():
                 print(f"{f} is missing: run make setup", file=sys.stderr)
                 return 1
         meta = {k: getattr(args, k) for k in ("repeat", "load", "load_start", "load_stop", "iterations",
-                                              "block_size", "depth")}
+                                              "block_size", "depth", "profile")}
         meta.update(setting=setting.to_json(), configs=names, per_call=args.block_size * args.depth * setting.nprocs,
                     argv=sys.argv[1:],
                     started=time.strftime("%Y-%m-%d %H:%M:%S"))
@@ -461,8 +493,8 @@ def main():
                         line = (f"write {x['write_mbs']:7.1f} MB/s in {x['write_seconds']:5.1f} s, load "
                                 f"{x['load_on'] or 0:.1f}-{x['load_off'] or 0:.1f} s, per call " + " ".join(
                                     f"{ph} {fmt(med([v for _, _, v in phase_calls(x, ph)]))}" for ph in PHASES))
-                        if name == "auto":
-                            line += f"  re-exam {x['reexaminations']}, winner {x['strategy']}"
+                        if name in AUTOS:
+                            line += f"  re-exam {x['reexaminations']}, winner {x['strategy']}{model_text(x)}"
                     except RuntimeError as e:
                         x = {"config": name, "failed": True, "error": str(e)}
                         line = "FAILED: " + str(e).splitlines()[0]
