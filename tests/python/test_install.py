@@ -33,6 +33,7 @@ def test_the_install_holds_every_part(prefix):
     libdir = next(prefix.glob("lib*/libiotame.so")).parent
     for f in ("bin/iotame-kernel", "bin/iotame-config", "include/iotame.h"):
         assert (prefix / f).is_file(), f
+    assert (libdir / "libiotame-start.so").is_file()     # beside libiotame.so, where calibrate --config looks
     assert json.loads((prefix / "share/iotame/settings.json").read_text()) == \
         json.loads((ROOT / "runtime/settings.json").read_text())
     assert (libdir / "pkgconfig/iotame.pc").is_file() and (libdir / "cmake/iotame/iotameConfig.cmake").is_file()
