@@ -206,10 +206,9 @@ def selector(stats, op):
     also reads its file back, from the page cache), calls served by each strategy (all ops), pass-through reasons."""
     out = {"decisions": [], "strategies": {}, "passthrough_reasons": {}}
     for f in (stats or {}).get("files", []):
-        coll = f.get("collective") or {}
         for key in ("profile", "profile_refused"):  # the machine profile auto_model's cost model read, or why not
-            if key in coll and key not in out:
-                out[key] = coll[key]
+            if key in f and key not in out:
+                out[key] = f[key]
         for d in f.get("decisions") or []:
             if d["signature"]["op"] != op:
                 continue

@@ -206,8 +206,7 @@ def trial(config, args, tmp, lib, setting):
     shutil.rmtree(work, ignore_errors=True)
     decision, strategies, profile = None, {}, {}
     for f in st.get("files", []):
-        coll = f.get("collective") or {}
-        profile = profile or {k: coll[k] for k in ("profile", "profile_refused") if k in coll}
+        profile = profile or {k: f[k] for k in ("profile", "profile_refused") if k in f}
         for d in f.get("decisions") or []:
             if d["signature"]["op"] == "write" and d["signature"]["bytes"] == per_call:
                 decision = d

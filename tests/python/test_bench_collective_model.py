@@ -96,7 +96,7 @@ def test_profile_line_reports_the_profile_or_the_refusal(bench):
 
 def test_selector_keeps_the_model_and_the_profile(bench):
     model = decision(1000, 3, {"two_phase": 1.0})
-    stats = {"files": [{"collective": {"profile": {"path": "/p.json", "found_by": "environment"}},
+    stats = {"files": [{"profile": {"path": "/p.json", "found_by": "environment"},      # the collective section's
                         "decisions": [model, dict(model, signature=dict(model["signature"], op="read"))]}]}
     out = bench.selector(stats, "write")
     assert out["profile"]["found_by"] == "environment"
