@@ -62,7 +62,7 @@ static iotame_select_knobs_t K;
 static double knob(const char *key) { return json_number_value(iotame_config_default("collective", key)); }
 
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K}; /* no budget limit: the paper's examination */
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K, 0}; /* no budget limit: the paper's examination */
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -101,7 +101,7 @@ static void test_examination_picks_the_fastest(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1 << 20, 64, 4096};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, NULL);
     const double mbs[4] = {160, 170, 300, 200};
     int order[20], n = 0;
     while (n < 20 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
@@ -118,7 +118,7 @@ static void test_examination_picks_the_fastest(void)
     /* Another signature is examined on its own. */
     iotame_sig_t other = sig;
     other.write = 0;
-    CHECK(iotame_select_entry(s, &other, &CONF, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL) == e);
+    CHECK(iotame_select_entry(s, &other, &CONF, NULL, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL, NULL) == e);
     CHECK(json_array_size(decisions(fs)) == 2);
 }
 
@@ -130,9 +130,9 @@ static void test_candidates_are_compared_by_their_bytes_over_their_time(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0, 0, &K};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 1, 0, 0, &K, 0};
     iotame_sig_t sig = {0, 2, 1 << 21, 32768, 64};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL, NULL);
     const double calls[8] = {500, 7000, 7000, 350, 90, 2000, 2000, 2000}; /* each after its transition call */
     const int expect[8] = {PT, PT, PT, PT, TP, TP, TP, TP};
     for (int i = 0; i < 8; i++) {
@@ -150,7 +150,7 @@ static void test_a_clearly_losing_candidate_gets_one_measured_call(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 4096, 8, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, NULL);
     const double mbs[4] = {400, 10, 390, 150};
     int order[16], n = 0;
     while (n < 16 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0) order[n++] = serve(s, e, mbs);
@@ -164,7 +164,7 @@ static void test_monitoring_tolerates_one_window_and_reexamines_after_two(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {0, 1, 65536, 16, 128};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, NULL);
     double mbs[4] = {100, 200, 150, 30};
     for (int i = 0; i < 14; i++) serve(s, e, mbs); /* transition call and 3, three times, and target_aligned's 1 + 1 */
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
@@ -216,12 +216,12 @@ static void test_a_new_winner_slower_than_the_strategy_before_hands_back(void)
      * page cache) and wins. Running at 150, more than the threshold below passthrough's last window (200): back to
      * passthrough. At 180 it stays. */
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0, 0, &K};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.55, 0, 0, &K, 0};
     iotame_sig_t sig = {0, 2, 1000000, 64, 0};
     for (int slower = 0; slower < 2; slower++) {
         iotame_file_stats_t *fs = new_fs();
         iotame_selector_t *s = select_for(fs);
-        iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+        iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL, NULL);
         double mbs[4] = {100, 400, 0, 0};
         for (int i = 0; i < 4; i++) CHECK(serve(s, e, mbs) == PT); /* its transition call and examination */
         mbs[PT] = 200;
@@ -244,11 +244,11 @@ static void test_monitoring_windows_span_their_least_time(void)
 {
     /* calls of 1 MB at 1000 MB/s (1 ms): a window of 9.5 ms is 10 calls, not exam_calls */
     static const int one[] = {TP};
-    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095, 0, &K};
+    const iotame_select_conf_t conf = {one, 1, 3, 0.15, 0, 1, 0.0095, 0, &K, 0};
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL, NULL);
     const double mbs[4] = {0, 1000, 0, 0};
     for (int i = 0; i < 4; i++) serve(s, e, mbs); /* transition call and examination */
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
@@ -262,9 +262,9 @@ static void test_examinations_wait_for_their_budget(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0, 0, &K};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 0.03, 0, 0, &K, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0}; /* 1 MB a call: 10 ms at passthrough's 100 MB/s */
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL, NULL);
     const double mbs[4] = {100, 400, 20, 100};
     /* Warm-up and passthrough's 3 calls; then two_phase waits until 0.03 x the time so far covers 4 calls of
      * passthrough: 0.03 x 0.01 s x n >= 0.04 s from n = 134 calls on. */
@@ -286,9 +286,9 @@ static void test_examinations_wait_for_their_budget(void)
     CHECK(strcmp(dstr(decision(fs, 0), "state"), "running") == 0);
     CHECK(strcmp(dstr(decision(fs, 0), "strategy"), "two_phase") == 0 && dint(decision(fs, 0), "examination_calls") == 8);
     /* A budget of 0: the first candidate serves for ever (but is still measured and published). */
-    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K};
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K, 0};
     iotame_selector_t *s0 = select_for(new_fs());
-    iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL);
+    iotame_sel_entry_t *z = iotame_select_entry(s0, &sig, &none, NULL, NULL);
     for (int i = 0; i < 1000; i++) CHECK(serve(s0, z, mbs) == PT);
 }
 
@@ -299,11 +299,11 @@ static void test_a_candidate_is_measured_after_its_transition_call(void)
      * follow each other, the first not measured, so it wins. Measured a call at a time between passthrough's calls,
      * every one of its calls would have been a switch (7.5 MB/s): clearly losing. */
     static const int two[] = {PT, TA};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0, &K};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0, &K, 0};
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL, NULL);
     const double mbs[4] = {100, 0, 0, 150};
     int last = -1, ta_calls = 0, ta_runs = 0;
     for (int i = 0; i < 2000 && strcmp(dstr(decision(fs, 0), "state"), "examining") == 0; i++) {
@@ -335,14 +335,14 @@ static iotame_sel_entry_t *read_entry(const iotame_select_conf_t *conf, iotame_f
     iotame_sig_t rd = {0, 2, 1 << 20, 64, 0};
     *fs = new_fs();
     *s = select_for(*fs);
-    return iotame_select_entry(*s, &rd, conf, NULL);
+    return iotame_select_entry(*s, &rd, conf, NULL, NULL);
 }
 
 static void test_a_read_transition_spans_the_readahead(void)
 {
     /* A readahead of 4 calls: a read candidate serves 4 transition calls, then is measured over 4; a write's
      * transition stays one call and its examination exam_calls (3). */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20, &K};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20, &K, 0};
     iotame_file_stats_t *fs;
     iotame_selector_t *s;
     iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
@@ -354,7 +354,7 @@ static void test_a_read_transition_spans_the_readahead(void)
     CHECK(strcmp(dstr(d, "strategy"), "node_local") == 0 && dint(d, "examination_calls") == 16);
     CHECK(dint(d, "transition_calls") == 4);
     const iotame_sig_t wr = {1, 2, 1 << 20, 64, 0};
-    iotame_select_entry(s, &wr, &conf, NULL);
+    iotame_select_entry(s, &wr, &conf, NULL, NULL);
     CHECK(dint(decision(fs, 1), "transition_calls") == 1);
 }
 
@@ -363,7 +363,7 @@ static void test_a_candidate_clearly_losing_in_its_read_transition_stops(void)
     /* two_phase at a hundredth of passthrough: its transition calls (whose reads the one before may have read
      * ahead, so they are if anything too fast) lose more than a whole turn of passthrough's calls on its second
      * call, and it stops there, not measured; the others are examined in full. */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20, &K};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.15, 0, 1, 0, 4 << 20, &K, 0};
     iotame_file_stats_t *fs;
     iotame_selector_t *s;
     iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
@@ -382,7 +382,7 @@ static void test_a_waiting_examination_knows_when_its_credit_is_there(void)
     /* Budget 1/4, a read turn of 8 calls (4 transition, 4 measured): after passthrough's 8 calls the credit pays
      * for 2 of the 8 calls of the turn; each further call of passthrough earns a quarter of a call: 24 more. */
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.25, 0, 4 << 20, &K};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.25, 0, 4 << 20, &K, 0};
     iotame_file_stats_t *fs;
     iotame_selector_t *s;
     iotame_sel_entry_t *e = read_entry(&conf, &fs, &s);
@@ -434,17 +434,17 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t known = {1, 2, 100, 4, 0}, fresh = {0, 2, 100, 4, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, knowledge_of(k));
+    iotame_sel_entry_t *e = iotame_select_entry(s, &known, &CONF, knowledge_of(k), NULL);
     CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(decision(fs, 0), "from_knowledge")));
     const int no_ta[] = {PT, TP};
-    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0, &K};
+    const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0, &K, 0};
     iotame_selector_t *s2 = select_for(new_fs());
-    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, knowledge_of(k))) == PT); /* not a candidate: examine */
+    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, knowledge_of(k), NULL)) == PT); /* not a candidate: examine */
 
     /* The first window of a known winner sets its reference; a later window far from it counts. */
     const double mbs[4] = {50, 50, 50, 80};
     for (int i = 0; i < 9; i++) CHECK(serve(s, e, mbs) == TA);
-    iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, knowledge_of(k));
+    iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, knowledge_of(k), NULL);
     const double fast_pt[4] = {300, 100, 100, 100};
     for (int i = 0; i < 12; i++) serve(s, f, fast_pt);
     CHECK(iotame__coll_knowledge_save(s, path) == 0);
@@ -487,12 +487,12 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     CHECK(fd >= 0);
     close(fd);
     unlink(path); /* no knowledge yet */
-    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0, 0, &K};
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0, 0, &K, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double mbs[4] = {100, 400, 20, 100};
     /* Run 1: 20 calls of 10 ms, too short for two_phase's turn (as in the budget test: from call 135 on). */
     iotame_selector_t *s1 = select_for(new_fs());
-    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL);
+    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL, NULL);
     for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
     CHECK(iotame__coll_knowledge_save(s1, path) == 0);
     json_t *k = load_section(path);
@@ -504,7 +504,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
      * two_phase serves after 114 calls, not 134. */
     iotame_file_stats_t *fs2 = new_fs();
     iotame_selector_t *s2 = select_for(fs2);
-    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k));
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k), NULL);
     CHECK(json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     int pt = 0;
     while (pt < 500 && serve(s2, e2, mbs) == PT) pt++;
@@ -540,7 +540,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     /* Run 1 ends in two_phase's turn: passthrough's transition call and 3 calls, two_phase's transition call and one
      * measured call, faster. */
     iotame_selector_t *s1 = select_for(new_fs());
-    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL);
+    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL, NULL);
     CHECK(serve_until(s1, e1, mbs, TP) == 4 && serve(s1, e1, mbs) == TP);
     CHECK(iotame__coll_knowledge_save(s1, path) == 0);
     json_t *k = load_section(path);
@@ -551,15 +551,15 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     /* Run 2 starts with two_phase and measures it anew: its transition call and 3 calls, then passthrough's turn. */
     iotame_file_stats_t *fs2 = new_fs();
     iotame_selector_t *s2 = select_for(fs2);
-    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, knowledge_of(k));
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &CONF, knowledge_of(k), NULL);
     CHECK(serve_until(s2, e2, mbs, PT) == 4 && json_is_true(json_object_get(decision(fs2, 0), "from_knowledge")));
     /* Without the credit for another turn, the lead is what the operation's calls open with. */
-    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K};
+    const iotame_select_conf_t none = {ALL, 4, 3, 0.15, 0, 0, 0, 0, &K, 0};
     CHECK(iotame_select_opening(select_for(new_fs()), knowledge_of(k), &none, 1, 2) == TP);
     /* One candidate measured: nothing was compared, the next run starts where this one did; a lead that is not a
      * candidate (any more) is ignored. */
     iotame_selector_t *s3 = select_for(new_fs());
-    iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &CONF, NULL);
+    iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &CONF, NULL, NULL);
     CHECK(serve_until(s3, e3, mbs, TP) == 4);
     remove_knowledge(path);
     CHECK(iotame__coll_knowledge_save(s3, path) == 0);
@@ -567,7 +567,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
     CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */
     json_object_set_new(x3, "first", json_string("bogus"));
-    CHECK(iotame_select_choose(iotame_select_entry(select_for(new_fs()), &sig, &CONF, knowledge_of(k3))) == PT);
+    CHECK(iotame_select_choose(iotame_select_entry(select_for(new_fs()), &sig, &CONF, knowledge_of(k3), NULL)) == PT);
     json_decref(k3);
     json_decref(k);
     remove_knowledge(path);
@@ -577,9 +577,9 @@ static void test_trace_records_the_first_calls(void)
 {
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
-    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0, 0, &K};
+    const iotame_select_conf_t conf = {ALL, 4, 1, 0.15, 3, 1, 0, 0, &K, 0};
     iotame_sig_t sig = {1, 1, 10, 1, 0};
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, NULL, NULL);
     const double mbs[4] = {100, 150.04, 90, 80};
     for (int i = 0; i < 6; i++) serve(s, e, mbs);
     const json_t *t = json_object_get(decision(fs, 0), "trace");
@@ -595,7 +595,7 @@ static void test_digests_agree_only_on_the_same_history(void)
     iotame_selector_t *a = select_for(fa), *b = select_for(fb);
     iotame_sig_t sig = {1, 2, 1000, 10, 0};
     const double mbs[4] = {1, 2, 3, 4};
-    iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL), *eb = iotame_select_entry(b, &sig, &CONF, NULL);
+    iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL, NULL), *eb = iotame_select_entry(b, &sig, &CONF, NULL, NULL);
     for (int i = 0; i < 5; i++) serve(a, ea, mbs), serve(b, eb, mbs);
     CHECK(iotame_select_digest(a) == iotame_select_digest(b));
     serve(a, ea, mbs);
@@ -609,8 +609,8 @@ static void test_digests_agree_only_on_the_same_history(void)
 
 static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
 {
-    const iotame_select_conf_t b5 = {ALL, 4, 3, 0.15, 0, 0.05, 0.01, 0, &K}, b1 = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K},
-                               b0 = {ALL, 4, 3, 0.15, 0, 0, 0.01, 0, &K}, b01 = {ALL, 4, 3, 0.15, 0, 0.001, 0.01, 0, &K};
+    const iotame_select_conf_t b5 = {ALL, 4, 3, 0.15, 0, 0.05, 0.01, 0, &K, 0}, b1 = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K, 0},
+                               b0 = {ALL, 4, 3, 0.15, 0, 0, 0.01, 0, &K, 0}, b01 = {ALL, 4, 3, 0.15, 0, 0.001, 0.01, 0, &K, 0};
     /* a gather of 6 ms against calls of 3 ms under a 5 % budget: 40 calls, whose 120 ms pay for it */
     int n = iotame_select_window_calls(&b5, 12, 6000000, 3e6, 1, 0);
     CHECK(n >= 40 && n <= 41);
@@ -631,7 +631,7 @@ static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
 static void test_a_turn_that_cannot_lose_needs_no_credit(void)
 {
     static const int two[] = {PT, TP};
-    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0, &K};
+    const iotame_select_conf_t conf = {two, 2, 3, 0.15, 0, 0.05, 0, 0, &K, 0};
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double mbs[4] = {100, 400, 0, 0};
     json_t *k = json_pack("{s:[{s:{s:s,s:i,s:i,s:i,s:i},s:n,s:{s:f,s:f},s:{s:f,s:f,s:s}}]}", "entries", "signature",
@@ -639,11 +639,11 @@ static void test_a_turn_that_cannot_lose_needs_no_credit(void)
                           "throughputs", "passthrough", 100.0, "two_phase", 400.0, "examination", "spent", 0.0, "debt",
                           0.0, "first", "passthrough");
     iotame_selector_t *s = select_for(new_fs());
-    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, knowledge_of(k));
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &conf, knowledge_of(k), NULL);
     CHECK(serve_until(s, e, mbs, TP) == 4); /* passthrough's transition call and 3 measured calls, then two_phase */
     json_object_del(json_object_get(json_array_get(json_object_get(k, "entries"), 0), "throughputs"), "two_phase");
     iotame_selector_t *s2 = select_for(new_fs());
-    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k));
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k), NULL);
     CHECK(serve_until(s2, e2, mbs, TP) > 50); /* unknown: it waits for credit for gate_calls calls of passthrough */
     json_decref(k);
 }
@@ -661,7 +661,7 @@ static void test_recorded_traces_replay_to_the_same_decisions(void)
     json_array_foreach(json_object_get(doc, "traces"), i, t) {
         static const int engine[] = {TP, NL, TA};
         const iotame_select_conf_t conf = {engine, 3, 3, 0.15, 0, json_number_value(json_object_get(t, "exam_budget")),
-                                           0, 0, &K};
+                                           0, 0, &K, 0};
         iotame_select_conf_t c = conf;
         c.window_seconds = c.budget < 1 ? 0.01 : 0;
         const json_t *g = json_object_get(t, "signature"), *expect = json_object_get(t, "expect");
@@ -669,7 +669,7 @@ static void test_recorded_traces_replay_to_the_same_decisions(void)
                             dint(g, "requests"), dint(g, "gap")};
         iotame_file_stats_t *fs = new_fs();
         iotame_selector_t *s = select_for(fs);
-        iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &c, NULL);
+        iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &c, NULL, NULL);
         size_t k;
         json_t *call;
         int same = 1;
