@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from ..paths import lib_path as located_lib_path
 from .filesystem import _statfs
 from .profile import ProfileError, load_profile
 
@@ -66,8 +67,7 @@ def profile_dirs(lib_path: str | os.PathLike | None = None, env: Mapping[str, st
     not exist): the user's, then the runtime's <prefix>/share/iotame/profiles (libiotame.so's, paths.lib_path()
     when `lib_path` is None)."""
     if lib_path is None:
-        from ..paths import lib_path as located
-        lib_path = located()
+        lib_path = located_lib_path()
     user = user_profile_dir(env)
     prefix = Path(lib_path).parent.parent
     return ([user] if user else []) + [prefix / "share" / "iotame" / "profiles"]
@@ -163,38 +163,41 @@ def _discover_data_dir(data_path: Path) -> Path:
     return data_path if data_path.is_dir() else data_path.parent
 
 
-def find_profile(data_path: str | os.PathLike, setting: str | None = None, env: Mapping[str, str] = os.environ,
-                 lib_path: str | os.PathLike | None = None) -> tuple[Path | None, str]:
-    """(the profile the runtime uses for the data file `data_path`, or None; why). `data_path` need not exist;
-    an existing directory stands for a file in it. `setting` is collective.profile's value when given."""
+def _discover_search(data_path: str | os.PathLike, setting: str | None, env: Mapping[str, str],
+                     lib_path: str | os.PathLike | None) -> tuple[Path | None, str, list[tuple[Path, str | None]]]:
+    """find_profile()'s answer and the files tried (considered_profiles())."""
     data_dir = _discover_data_dir(Path(data_path).absolute())
     paths, source = profile_sources(setting, env, lib_path)
     try:
         data = _discover_data_fs(data_dir)
         tried = list(considered_profiles(data_dir, setting, env, lib_path))
     except OSError as e:
-        return None, f"cannot stat {data_dir}: {e.strerror or e}"
-    where = " and ".join(str(p) for p in paths)
+        return None, f"cannot stat {data_dir}: {e.strerror or e}", []
     if tried and tried[-1][1] is None:
         used = tried[-1][0]
         how = f"named by {source}" if used in paths else f"the first in {used.parent} ({source})"
-        return used, f"{used}: {how} that matches the file system of {data.path} ({data.describe()})"
+        return used, f"{used}: {how} that matches the file system of {data.path} ({data.describe()})", tried
     if source != DEFAULT_SOURCE and not paths[0].is_dir():
-        return None, tried[0][1]
+        return None, tried[0][1], tried
+    where = " and ".join(str(p) for p in paths)
     return None, (f"no profile in {where} ({source}) matches the file system of {data.path} ({data.describe()}); "
-                  f"{len(tried)} profile file(s) there")
+                  f"{len(tried)} profile file(s) there"), tried
+
+
+def find_profile(data_path: str | os.PathLike, setting: str | None = None, env: Mapping[str, str] = os.environ,
+                 lib_path: str | os.PathLike | None = None) -> tuple[Path | None, str]:
+    """(the profile the runtime uses for the data file `data_path`, or None; why). `data_path` need not exist;
+    an existing directory stands for a file in it. `setting` is collective.profile's value when given."""
+    used, reason, _ = _discover_search(data_path, setting, env, lib_path)
+    return used, reason
 
 
 def discovery_report(data_dir: str | os.PathLike, setting: str | None = None, env: Mapping[str, str] = os.environ,
                      lib_path: str | os.PathLike | None = None) -> dict:
     """What `iotame info --json` prints under "profile": the paths searched and where they come from, and for a
-    file in `data_dir` the profile used (or null), why, and every profile file tried before it with why not."""
+    file in `data_dir` the profile used (or null), why, and every profile file tried up to it with why not."""
     paths, source = profile_sources(setting, env, lib_path)
-    used, reason = find_profile(data_dir, setting, env, lib_path)
-    try:
-        tried = list(considered_profiles(_discover_data_dir(Path(data_dir).absolute()), setting, env, lib_path))
-    except OSError:
-        tried = []
+    used, reason, tried = _discover_search(data_dir, setting, env, lib_path)
     return {"source": source,
             "searched": [{"path": str(p), "exists": p.exists()} for p in paths],
             "dir": str(Path(data_dir).absolute()),
