@@ -7,6 +7,7 @@ import os
 import subprocess
 
 from conftest import collective_config, write_json
+from iotame.calibrate.discover import find_profile
 from test_collective import MATRIX_LONGER, run_kernel
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "unit", "data", "profile_sample.json")
@@ -41,6 +42,8 @@ def test_a_profile_in_the_users_directory_predicts_from_the_first_call(job):
                                            "filesystem": {"magic": "0x1", "device": "0:1", "path": "/nowhere"}})
     f, _ = auto_run(job)
     assert f["profile"]["path"] == str(profiles / "local.json") and f["profile"]["found_by"] == "directory"
+    found, _ = find_profile(job.tmp / "matrix.dat", env=job.env())   # `iotame info` says the same
+    assert found == profiles / "local.json"
     assert "profile_refused" not in f     # another file system's profile in the directory is passed over
     for d in f["decisions"]:
         m = d["model"]

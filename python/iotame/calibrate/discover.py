@@ -69,7 +69,10 @@ def profile_dirs(lib_path: str | os.PathLike | None = None, env: Mapping[str, st
     if lib_path is None:
         lib_path = located_lib_path()
     user = user_profile_dir(env)
-    prefix = Path(lib_path).parent.parent
+    libdir = Path(os.path.realpath(lib_path)).parent
+    if libdir.parent.name in ("lib", "lib64") and libdir.name not in ("lib", "lib64"):
+        libdir = libdir.parent  # a multiarch libdir (lib/x86_64-linux-gnu) is still the prefix's lib
+    prefix = libdir.parent
     return ([user] if user else []) + [prefix / "share" / "iotame" / "profiles"]
 
 

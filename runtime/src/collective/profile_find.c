@@ -174,18 +174,29 @@ static int find_named(const char *name, const find_fs_t *fs, iotame_profile_foun
     return find_try(name, fs, 1, out, refused);
 }
 
-/* The installed profiles' directory: PREFIX/share/iotame/profiles, PREFIX the parent of libiotame.so's directory. */
+/* Whether a path's last component is lib or lib64. */
+static int find_is_libdir(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strcmp(base, "lib") == 0 || strcmp(base, "lib64") == 0;
+}
+
+/* The installed profiles' directory: PREFIX/share/iotame/profiles, PREFIX the parent of libiotame.so's directory (of
+ * PREFIX/lib when that is a multiarch one, lib/x86_64-linux-gnu). */
 static int find_prefix_dir(char *dir, size_t size)
 {
     Dl_info info;
     if (!dladdr((void *)find_prefix_dir, &info) || !info.dli_fname) return 0;
     char lib[PATH_MAX];
     if (!realpath(info.dli_fname, lib)) return 0;
-    for (int up = 0; up < 2; up++) {
-        char *slash = strrchr(lib, '/');
-        if (!slash) return 0;
-        *slash = '\0';
-    }
+    char *slash = strrchr(lib, '/');
+    if (!slash) return 0;
+    *slash = '\0'; /* libiotame.so's directory */
+    slash = strrchr(lib, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    if (!find_is_libdir(slash + 1) && find_is_libdir(lib) && (slash = strrchr(lib, '/'))) *slash = '\0';
     return snprintf(dir, size, "%s/share/iotame/profiles", *lib ? lib : "") < (int)size;
 }
 
