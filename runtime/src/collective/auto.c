@@ -20,9 +20,9 @@
 
 /* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
  * writes on a local file system [0..3] and elsewhere [4..7], the profile's hash and the file's layout (targets,
- * unit in KiB), each as (max, -min) over the ranks */
+ * unit in KiB), each as (max, -min) over the ranks, and the slowest rank's open of the handle (microseconds) */
 enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_PROFILE = A_OPENING + 8, A_TARGETS = A_PROFILE + 2,
-       A_UNIT_KB = A_TARGETS + 2, A_FIELDS = A_UNIT_KB + 2 };
+       A_UNIT_KB = A_TARGETS + 2, A_OPEN_US = A_UNIT_KB + 2, A_FIELDS };
 _Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
 
 /* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
@@ -57,6 +57,9 @@ struct iotame_coll_choice {
     int64_t nodes, targets, unit, block_size;
     int sieves, kind[IOTAME_STRATEGY_MAX];
     double model_error;
+    double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
+    int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
+                             strategy of a measured call is every rank's) */
     int closed;
     struct iotame_coll_choice *next; /* in its selector's `left` */
 };
@@ -178,7 +181,8 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
                                       .targets = a->targets,
                                       .unit = a->unit,
                                       .block_size = a->block_size,
-                                      .sieves = a->sieves};
+                                      .sieves = a->sieves,
+                                      .setup_seconds = a->engine_ready ? 0 : a->setup_seconds};
     memset(out, 0, sizeof *out);
     out->error = a->model_error;
     int any = 0;
@@ -212,6 +216,7 @@ static void auto_model_agreed(struct iotame_coll_choice *a, const iotame_coll_en
     a->targets = targets > 1 && unit_kb > 0 ? targets : 0; /* 0: the profile's */
     a->unit = a->targets ? unit_kb << 10 : 0;
     a->nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
+    a->setup_seconds = 2e-6 * agree[A_OPEN_US]; /* the library's open of this file, and as much to close it */
     a->sieves = env->write_sieving;
     auto_model_kinds(a, env);
     a->model_error = iotame_select_known_error(&a->w.set.knowledge, a->model_error);
@@ -329,6 +334,7 @@ static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int ag
         agree[A_PROFILE + 2 * i] = (int)mine[i];
         agree[A_PROFILE + 2 * i + 1] = -(int)mine[i];
     }
+    agree[A_OPEN_US] = (int)(o->open_ns / 1000 < INT_MAX ? o->open_ns / 1000 : INT_MAX);
     for (int away = 0; away < 2; away++) {
         int p[2];
         auto_propose(a, !away, p);
@@ -402,6 +408,7 @@ static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
 static void auto_measured(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds)
 {
     struct iotame_coll_choice *a = env->choice;
+    a->engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
     iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);

@@ -228,10 +228,11 @@ typedef struct {
     int rank, nprocs;
     iotame_file_stats_t *fs; /* the file's record (NULL: this rank has none) */
     const iotame_coll_settings_t *set;
+    int64_t open_ns; /* what the library's open of the handle took on this rank */
 } iotame_coll_open_t;
 
 /* The ints a choosing strategy adds to the open's one agreement (reduced with MPI_MAX). */
-enum { IOTAME_COLL_AGREE = 17 };
+enum { IOTAME_COLL_AGREE = 18 };
 
 /* A strategy (a backend, in the manner of IOR's): functions return 0, or -errno when they could not run (nothing
  * done: the call then passes through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies

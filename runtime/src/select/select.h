@@ -234,6 +234,8 @@ typedef struct {
     iotame_model_curve_t streams;
     double writeback_bytes;   /* bytes a node's writes may leave in memory (the page cache) before the device's speed
                                  applies; 0: writes are synchronous */
+    double writeback_rate;    /* bytes per second of one stream's writes the page cache absorbs (0: copy_rate): a new
+                                 file's pages are allocated and a file system's bookkeeping done as they are written */
     double syscall_seconds;   /* one read or write call served from memory (absorbed), without the copy */
     int64_t targets;          /* storage targets the file system stripes a file over (1: a local disk) */
     int64_t stripe_unit;      /* bytes of a stripe on one target */
@@ -276,6 +278,8 @@ typedef struct {
     int64_t cb_nodes, cb_buffer_size; /* the file's hints (0: one per node, 16 MiB: ROMIO's defaults) */
     int64_t block_size;          /* view_based's block (0: the unit when striped over targets, else 1 MiB) */
     int sieves;                  /* the library's writes sieve small pieces (ROMIO), not one by one (OMPIO) */
+    double setup_seconds;        /* what the engine strategies' first call on a handle adds (the shadow handle's open
+                                    and close); 0: set up already */
 } iotame_model_call_t;
 
 /* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind. The
