@@ -17,7 +17,8 @@ TEST_PROGRAMS = BUILD / "tests"
 IOTAME_CLI = ROOT / ".venv" / "bin" / "iotame"
 
 # Environment variables of ours that must not leak from the caller into a test's job.
-_OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_DISABLE", "IOTAME_ON_ERROR", "IOTAME_VERBOSE", "LD_PRELOAD")
+_OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_DISABLE", "IOTAME_ON_ERROR", "IOTAME_VERBOSE", "IOTAME_PROFILE",
+         "LD_PRELOAD")
 
 
 def iotame_vars(preload=False, config=None, stats=None, extra=None, lib=LIBIOTAME):
@@ -41,6 +42,7 @@ class Job:
 
     def env(self, preload=False, config=None, stats=None, extra=None):
         env = {k: v for k, v in os.environ.items() if k not in _OURS}
+        env["XDG_CONFIG_HOME"] = str(self.tmp / "xdg")  # no machine profile of the caller's (docs/calibrate.md)
         env.update(iotame_vars(preload, config, stats, extra))
         return env
 

@@ -1,5 +1,6 @@
 """What `iotame info` reports: where the runtime's parts are and where they were found (paths.locate), the MPI
-and HDF5 versions, the Python version."""
+and HDF5 versions, the Python version, and which machine profile the runtime would use for a file in a directory
+(calibrate/discover.py)."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import __version__
+from .calibrate.discover import discovery_report
 from .paths import (ENV_CONFIG_TOOL, ENV_KERNEL, ENV_LIB, ENV_SETTINGS, checkout_root, config_tool_path,
                     kernel_path, lib_path, locate, settings_path)
 
@@ -84,8 +86,9 @@ def _part(path, env: str, found_by: str) -> dict:
     return {"path": str(path), "exists": path.is_file(), "from": env if os.environ.get(env) else found_by}
 
 
-def gather_info() -> dict:
-    """Everything `iotame info --json` prints."""
+def gather_info(profile_dir: str | os.PathLike | None = None) -> dict:
+    """Everything `iotame info --json` prints; "profile" is for a file in `profile_dir` (the current directory when
+    None)."""
     runtime = locate()
     root = checkout_root()
     return {
@@ -100,4 +103,5 @@ def gather_info() -> dict:
         "settings": _part(settings_path(), ENV_SETTINGS, runtime.source),
         "mpi": mpi_info(),
         "hdf5": hdf5_info(),
+        "profile": discovery_report(Path(profile_dir) if profile_dir is not None else Path.cwd()),
     }

@@ -81,6 +81,23 @@ def stats_tables(summary: dict) -> list[Table]:
                       str(d.get("deferred_calls", 0)), str(d.get("reexaminations", 0)), str(d.get("handed_back", 0)),
                       measured)
         tables.append(t)
+    if coll.get("model"):
+        t = Table(title="the cost model (strategy auto with a machine profile): ms per call, predicted / measured",
+                  title_justify="left")
+        for col in ("path", "call", "strategy", "model's first", "error", "predicted / measured"):
+            t.add_column(col, overflow="fold")
+        for m in coll["model"]:
+            if "refused" in m:
+                t.add_row(m["path"], "-", "-", "-", "-", "profile refused: " + m["refused"].strip())
+                continue
+            g = m.get("signature", {})
+            call = f"{g.get('op')} {g.get('bytes', 0):,} B in {g.get('requests')} pieces"
+            pred, meas = m.get("predicted_s") or {}, m.get("measured_s") or {}
+            times = "\n".join(f"{k} {pred[k] * 1e3:.3g} / " + (f"{meas[k] * 1e3:.3g}" if k in meas else "-")
+                              for k in sorted(pred, key=pred.get))
+            t.add_row(m["path"], call, str(m.get("strategy") or "-"), str(m.get("first")),
+                      f"{float(m.get('error', 0)):.2f}", times)
+        tables.append(t)
     if coll.get("steady"):
         t = Table(title="steady windows (strategy auto: calls served without a collective of the runtime's)",
                   title_justify="left")

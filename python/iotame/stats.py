@@ -88,10 +88,11 @@ def _file_row(f: dict) -> dict:
             "bytes_written": int(f.get("bytes_written", 0) or 0), "ops": count, "seconds": seconds}
 
 
-def _collective_rows(files: list) -> tuple[list[dict], list[dict], list[dict]]:
-    """Per file: the strategies that served collective calls, the selector's decisions (strategy auto), and the
-    calls its steady windows served without a collective of the runtime's."""
-    served, decided, steady = [], [], []
+def _collective_rows(files: list) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """Per file: the strategies that served collective calls, the selector's decisions (strategy auto), the
+    calls its steady windows served without a collective of the runtime's, and the machine profile the selector
+    predicted with (or why none) with each decision's predicted and measured seconds."""
+    served, decided, steady, model = [], [], [], []
     for f in files:
         for name, v in (f.get("strategies") or {}).items():
             seconds = float(v.get("seconds", 0) or 0)
@@ -100,11 +101,16 @@ def _collective_rows(files: list) -> tuple[list[dict], list[dict], list[dict]]:
                            "mbs": int(v.get("bytes", 0)) / seconds / 1e6 if seconds > 0 else 0.0})
         for d in f.get("decisions") or []:
             decided.append({"path": str(f.get("path", "?")), **d})
+            if isinstance(d.get("model"), dict):
+                model.append({"path": str(f.get("path", "?")), "profile": (f.get("profile") or {}).get("path"),
+                              "signature": d.get("signature", {}), "strategy": d.get("strategy"), **d["model"]})
+        if f.get("profile_refused"):
+            model.append({"path": str(f.get("path", "?")), "refused": str(f["profile_refused"])})
         if f.get("steady_calls"):
             steady.append({"path": str(f.get("path", "?")), "calls": int(f["steady_calls"]),
                            "measured": int(f.get("steady_windows_measured", 0) or 0),
                            "changed": int(f.get("steady_windows_changed", 0) or 0)})
-    return served, decided, steady
+    return served, decided, steady, model
 
 
 def _hdf5_rows(files: list) -> list[dict]:
@@ -160,6 +166,6 @@ def summarize(stats: dict) -> dict:
         "config_error": stats.get("config_error"), "summary": summary, "objectives": objectives(stats),
         "files": [_file_row(f) for f in stats.get("files", [])],
         "passthrough_reasons": stats.get("passthrough_reasons") or {},
-        "collective": dict(zip(("strategies", "decisions", "steady"), _collective_rows(stats.get("files", [])))),
+        "collective": dict(zip(("strategies", "decisions", "steady", "model"), _collective_rows(stats.get("files", [])))),
         "hdf5": _hdf5_rows(stats.get("files", [])),
     }

@@ -6,7 +6,7 @@ from iotame.runner import LAUNCHERS
 
 from .fakes import Direct, FakeProgram, make_stats
 
-_OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_LIB", "IOTAME_KERNEL", "LD_PRELOAD")
+_OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_LIB", "IOTAME_KERNEL", "IOTAME_PROFILE", "LD_PRELOAD")
 
 
 @pytest.fixture(autouse=True)

@@ -13,24 +13,7 @@ from iotame.calibrate import (QUICK, ProfileError, ceph_layout, check_request, d
                               validate_profile, write_back_section)
 from iotame.cli import main
 
-from .profiles import set_key
-
-MIB = 1 << 20
-
-
-def good_profile():
-    curve = [[4096, 50.0], [MIB, 400.0]]
-    return {"version": 1, "kind": "iotame-machine-profile",
-            "filesystem": {"path": "/scratch", "type": "lustre", "magic": "0xbd00bd0", "device": "0:52",
-                           "targets": 6, "stripe_unit": 65536},
-            "nodes": {"count": 1, "processes_per_node": 1},
-            "storage": {"write": {"sequential": curve, "scattered": [[4096, 5.0], [MIB, 200.0]]},
-                        "read": {"sequential": curve, "scattered": [[4096, 8.0], [MIB, 300.0]]},
-                        "streams": {"write": [[1, 400.0], [2, 700.0], [4, 900.0]],
-                                    "read": [[1, 500.0], [2, 800.0], [4, 1000.0]]},
-                        "write_back": {"absorbed_bytes": 1 << 30, "absorbed_mbs": 3000.0},
-                        "reads_from": "storage"},
-            "memory": {"copy_mbs": 8000.0}, "network": None}
+from .profiles import MIB, good_profile, set_key
 
 
 def test_a_good_profile_is_valid_and_unknown_keys_are_kept(tmp_path):
@@ -225,9 +208,11 @@ def test_calibrate_quick_end_to_end_then_check(tmp_path, capsys):
     assert os.listdir(data) == []
 
 
-def test_usage_errors(tmp_path, capsys):
-    assert main(["calibrate", "--dir", str(tmp_path)]) == 2
-    assert "give --out" in capsys.readouterr().err
+def test_usage_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
+    assert main(["calibrate", "--dir", str(tmp_path)]) == 2           # nowhere to put it by default
+    assert "neither XDG_CONFIG_HOME nor HOME is set: give --out" in capsys.readouterr().err
     assert main(["calibrate", "--dir", str(tmp_path), "--check", "p.json", "--out", "q.json"]) == 2
     assert main(["calibrate", "--dir", str(tmp_path), "--out", "q.json", "--tolerance", "1"]) == 2
     assert main(["calibrate", "--dir", str(tmp_path / "none"), "--out", "q.json"]) == 2

@@ -81,6 +81,28 @@ def test_stats_show_collective_and_hdf5(tmp_path, capsys, monkeypatch):
     assert s["collective"]["decisions"][0]["examination_calls"] == 7 and s["hdf5"][0]["driver"] == "mpio"
 
 
+def test_stats_show_the_models_predictions(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    obj = make_stats(path="/tmp/x.dat")
+    f = obj["files"][0]
+    f["profile"] = {"path": "/home/u/.config/iotame/profiles/ext4.json", "found_by": "directory"}
+    f["decisions"] = [{"signature": {"op": "write", "nprocs": 2, "bytes": 1048576, "requests": 64, "gap": 0},
+                       "strategy": "node_local", "state": "running",
+                       "model": {"first": "node_local", "examined": ["node_local"], "error": 0.2,
+                                 "predicted_s": {"node_local": 0.004, "two_phase": 0.009},
+                                 "measured_s": {"node_local": 0.005}, "departures": 0, "probes": 0, "returns": 0}}]
+    other = dict(f, path="/tmp/y.dat", profile_refused="iotame: profile p.json: memory.copy_mbs: expected MB/s")
+    other.pop("profile"), other.pop("decisions")
+    obj["files"].append(other)
+    assert main(["stats", "show", str(write(tmp_path, obj))]) == 0
+    out = capsys.readouterr().out
+    for text in ("the cost model", "node_local 4 / 5", "two_phase 9 / -", "0.20",
+                 "profile refused: iotame: profile p.json: memory.copy_mbs"):
+        assert text in out, text
+    (m, refused) = summarize(obj)["collective"]["model"]
+    assert m["profile"].endswith("ext4.json") and m["first"] == "node_local" and refused["path"] == "/tmp/y.dat"
+
+
 def test_stats_show_json(tmp_path, capsys, stats_obj):
     p = write(tmp_path, stats_obj)
     assert main(["stats", "show", str(p), "--json"]) == 0

@@ -163,6 +163,37 @@ static void test_one_node_page_cache(void)
     CHECK(best_of("64 B, one node, page cache, no sieving", &p, &c, ALL, 6) != IOTAME_MODEL_INDEPENDENT);
 }
 
+/* Absorbed writes at the page cache's own speed (a new file's pages allocated as they are written): where that is
+ * well below a copy, rewriting each process's whole interleaved range (independent's sieving) costs more than the
+ * library's collective call writing the range once; at copy speed sieving stays ahead. */
+static void test_page_cache_writes_at_their_own_speed(void)
+{
+    iotame_profile_t p = cached_profile();
+    iotame_model_call_t c = {.write = 1, .nprocs = 2, .nodes = 1, .bytes = (int64_t)(2 * MIB), .pieces = 256,
+                             .interleaved = 1, .sieves = 1};
+    CHECK(best_of("4 KiB, page cache at copy speed", &p, &c, ALL, 6) == IOTAME_MODEL_INDEPENDENT);
+    p.writeback_rate = p.copy_rate / 4;
+    CHECK(iotame_model_predict(&p, &c, IOTAME_MODEL_INDEPENDENT) > iotame_model_predict(&p, &c, IOTAME_MODEL_PASSTHROUGH));
+    p.writeback_rate = -1;
+    CHECK(iotame_model_profile_problem(&p) && strstr(iotame_model_profile_problem(&p), "writeback_rate"));
+}
+
+/* An engine strategy's first call on a handle pays for its set-up (the shadow handle): the engine kinds, and only
+ * they, take it, so that a file written in one call goes to a library strategy unless the engine saves more. */
+static void test_engine_setup_is_charged_to_the_engine_only(void)
+{
+    iotame_profile_t p = disk_profile(1e9);
+    iotame_model_call_t c = {.write = 1, .nprocs = 4, .nodes = 2, .bytes = (int64_t)(4 * MIB), .pieces = 64,
+                             .interleaved = 1, .sieves = 1};
+    double before[IOTAME_MODEL_KINDS];
+    for (int k = 0; k < IOTAME_MODEL_KINDS; k++) before[k] = iotame_model_predict(&p, &c, k);
+    c.setup_seconds = 0.25;
+    for (int k = 0; k < IOTAME_MODEL_KINDS; k++) {
+        const int engine = k != IOTAME_MODEL_PASSTHROUGH && k != IOTAME_MODEL_INDEPENDENT;
+        CHECK(fabs(iotame_model_predict(&p, &c, k) - before[k] - (engine ? 0.25 : 0)) < 1e-12);
+    }
+}
+
 /* Holes that a write fills cost reading the range first (read-modify-write) where nothing holds its pages: more
  * than writing the whole range densely, for the aggregators' fill and for the library's sieving alike. */
 static void test_filled_holes_cost_a_read(void)
@@ -313,6 +344,8 @@ int main(int argc, char **argv)
     test_large_pieces_across_hosts_slow_network();
     test_small_interleaved_on_positioning_disk();
     test_one_node_page_cache();
+    test_page_cache_writes_at_their_own_speed();
+    test_engine_setup_is_charged_to_the_engine_only();
     test_filled_holes_cost_a_read();
     test_more_bytes_never_faster();
     test_faster_network_never_slower();

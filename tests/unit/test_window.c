@@ -164,7 +164,7 @@ static void test_a_library_candidate_is_examined_in_a_window_of_its_turn(void)
     window_init(&w, &g, 1, -1); /* the paper's examination at once: no opening window */
     CHECK(iotame_window_opening(&w, 1) == -1 && iotame_window_serving(&w, 1) == -1);
     const iotame_sig_t sig = iotame_select_sig(1, 2, 8192, 16, 0, 8192);
-    iotame_sel_entry_t *e = iotame_window_entry(&w, &sig);
+    iotame_sel_entry_t *e = iotame_window_entry(&w, &sig, 0);
     CHECK(e != NULL && iotame_select_choose(e) == IND);
     call_extents(&x, 0, 8);
     iotame_window_measured(&w, e, IND, 100, 1, 4096, &x); /* its transition call, measured on its own */

@@ -1,10 +1,12 @@
-"""`iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json] [LAUNCH]` and
+"""`iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--json] [LAUNCH]` (without --out, into the user's
+profile directory, where the runtime finds it: calibrate/discover.py) and
 `iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] [LAUNCH]`, LAUNCH being the tuner's
 `--np N`, `--launcher mpiexec|srun`, `--srun-mpi PLUGIN` or a launcher command after `--`."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from rich.table import Table
 
 from ..calibrate import (DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile, network_job,
                          profile_json, save_profile)
+from ..calibrate.discover import ENV_PROFILE, default_profile_path, user_profile_dir
 from ..calibrate.network import NETWORK_REPS
 from ..tune.command import ENV_SRUN_MPI, TEMPLATES
 from .argtypes import positive_int
@@ -35,14 +38,16 @@ def _tolerance(text: str) -> float:
 def add_parser(sub) -> None:
     p = sub.add_parser(NAME, help="measure the machine's storage, memory and network into a machine profile, or "
                                   "check one",
-                       usage="iotame calibrate --dir DIR --out PROFILE.json [--quick] [--json] [--np N] "
+                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--json] [--np N] "
                              "[--launcher L] [-- LAUNCHER...]\n"
                              "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
                              "[--np N] [--launcher L] [-- LAUNCHER...]",
                        description="Measure, with fio on files in DIR, durable write and cache-dropped read "
                                    "throughput against request size (sequential and scattered), against 1, 2 and "
                                    "4 concurrent streams, how much write-back absorbs, and the memory copy "
-                                   "bandwidth, and write them as a machine profile keyed by DIR's file system. "
+                                   "bandwidth, and write them as a machine profile keyed by DIR's file system, "
+                                   "by default into $XDG_CONFIG_HOME/iotame/profiles (~/.config/iotame/profiles), "
+                                   "where the runtime finds it. "
                                    "--check re-measures two storage points (and one network point) and exits 1 "
                                    "when the profile no longer holds. "
                                    "With --np, --launcher, a launcher command after -- (e.g. -- mpiexec -n 4), "
@@ -51,10 +56,13 @@ def add_parser(sub) -> None:
                                    "See docs/calibrate.md.")
     p.add_argument("--dir", required=True, type=Path, metavar="DIR",
                    help="a directory on the file system to calibrate (scratch files are removed after)")
-    p.add_argument("--out", type=Path, metavar="PROFILE.json", help="where the profile goes")
+    p.add_argument("--out", type=Path, metavar="PROFILE.json",
+                   help="where the profile goes (default: $XDG_CONFIG_HOME/iotame/profiles/TYPE-MAJOR_MINOR.json, "
+                        "where the runtime finds it)")
     p.add_argument("--config", type=Path, metavar="CFG.json",
                    help="measure the emulated storage of this configuration's defaults.emulate (one target; the "
-                        "profile takes its targets and target_unit) instead of DIR's own (docs/emulate.md)")
+                        "profile takes its targets and target_unit) instead of DIR's own (docs/emulate.md); needs "
+                        "--out")
     p.add_argument("--quick", action="store_true", help="fewer request sizes and smaller files (seconds, coarse)")
     p.add_argument("--check", type=Path, metavar="PROFILE.json",
                    help="re-measure two points and say whether this profile still holds (exit status 0 or 1)")
@@ -77,17 +85,28 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.check and (args.out or args.quick):
         raise UsageError("calibrate: --check re-measures an existing profile; drop --out and --quick")
-    if not args.check and not args.out:
-        raise UsageError("calibrate: give --out PROFILE.json (or --check PROFILE.json)")
     if args.config and args.check:
         raise UsageError("calibrate: --config applies to a measurement (--out), not to --check")
+    if args.config and not args.out:
+        raise UsageError("calibrate: --config measures emulated storage: give --out PROFILE.json (in the default "
+                         "place the runtime would take it for DIR's real file system)")
     if args.tolerance is not None and not args.check:
         raise UsageError("calibrate: --tolerance applies to --check only")
+    if not args.check and not args.out and user_profile_dir() is None:
+        raise UsageError("calibrate: neither XDG_CONFIG_HOME nor HOME is set: give --out PROFILE.json")
     if not args.dir.is_dir():
         raise UsageError(f"calibrate: --dir {args.dir}: not a directory")
     job = network_job(command_args(args.launch or []), args.np, args.launcher, args.srun_mpi,
                       reps=NETWORK_REPS["quick" if args.quick or args.check else "full"])
     return _check(args, job) if args.check else _measure(args, job)
+
+
+def _found_note() -> str:
+    """Whether the runtime will find a profile written to the default place (docs/calibrate.md)."""
+    named = os.environ.get(ENV_PROFILE)
+    if named:
+        return f" (but {ENV_PROFILE}={named} is set: the runtime looks there instead)"
+    return " (the runtime finds it there for files on this file system, unless collective.profile names another)"
 
 
 def _step_reporter(status):
@@ -99,14 +118,14 @@ def _measure(args: argparse.Namespace, job) -> int:
     with err.status("calibrate") as status:
         profile = calibrate(args.dir, QUICK if args.quick else FULL, quick=args.quick,
                             on_step=_step_reporter(status), network_job=job, emulate=args.config)
-    path = save_profile(profile, args.out)
+    path = save_profile(profile, args.out or default_profile_path(profile))
     if args.json:
         print(profile_json(profile))
     else:
         _print_profile(profile)
     for note in profile["notes"]:
         print(f"iotame: calibrate: {note}", file=sys.stderr)
-    print(f"profile in {path}", file=sys.stderr)
+    print(f"profile in {path}" + ("" if args.out else _found_note()), file=sys.stderr)
     return 0
 
 

@@ -1,11 +1,14 @@
-"""`iotame info [--json]`: where the built parts are, the MPI implementation and the versions."""
+"""`iotame info [--dir DIR] [--json]`: where the built parts are, the MPI implementation and the versions, and which
+machine profile the runtime would use for a file in DIR."""
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.table import Table
 
+from ..errors import UsageError
 from ..info import gather_info
 from ..render import console
 
@@ -13,9 +16,14 @@ NAME = "info"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(NAME, help="paths of libiotame.so, iotame-kernel and iotame-config, MPI, HDF5 and versions",
+    p = sub.add_parser(NAME, help="paths of libiotame.so, iotame-kernel and iotame-config, MPI, HDF5, versions and "
+                                  "the machine profile that applies",
                        description="Where libiotame.so and iotame-kernel are, the MPI implementation and the "
-                                   "versions of iotame, MPI, HDF5 and Python.")
+                                   "versions of iotame, MPI, HDF5 and Python; the directories the runtime searches "
+                                   "for machine profiles and which profile it would use for a file in DIR, and why "
+                                   "(docs/calibrate.md).")
+    p.add_argument("--dir", type=Path, metavar="DIR",
+                   help="the machine profile for a file in DIR (default: the current directory)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -25,7 +33,9 @@ def _present(part: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    info = gather_info()
+    if args.dir is not None and not args.dir.is_dir():
+        raise UsageError(f"info: --dir {args.dir}: not a directory")
+    info = gather_info(args.dir)
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
@@ -46,5 +56,17 @@ def run(args: argparse.Namespace) -> int:
     t.add_row("mpiexec", mpi["mpiexec"] or "not found")
     t.add_row("HDF5", hdf5["version"] or "not found")
     t.add_row("Python", f"{info['python']['version']} ({info['python']['executable']})")
+    for row in _profile_rows(info["profile"]):
+        t.add_row(*row)
     console().print(t)
     return 0
+
+
+def _profile_rows(found: dict) -> list[tuple[str, str]]:
+    """The table's rows on machine profiles: where the runtime looks, and what it would use for a file in DIR."""
+    rows = [("profiles" if i == 0 else "", p["path"] + ("" if p["exists"] else "  (none)"))
+            for i, p in enumerate(found["searched"])]
+    rows.append(("profile", (found["used"] or "none") + f"  (for a file in {found['dir']})"))
+    rows.append(("", found["reason"]))
+    rows += [("skipped", tried["problem"]) for tried in found["considered"] if tried["problem"] is not None]
+    return rows

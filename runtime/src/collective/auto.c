@@ -14,12 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "posix/posix.h"
 #include "strategy.h"
 #include "window.h"
 
 /* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
- * writes on a local file system [0..3] and elsewhere [4..7], each as (max, -min) over the ranks */
-enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_FIELDS = A_OPENING + 8 };
+ * writes on a local file system [0..3] and elsewhere [4..7], the profile's hash and the file's layout (targets,
+ * unit in KiB), each as (max, -min) over the ranks, and the slowest rank's open of the handle (microseconds) */
+enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_PROFILE = A_OPENING + 8, A_TARGETS = A_PROFILE + 2,
+       A_UNIT_KB = A_TARGETS + 2, A_OPEN_US = A_UNIT_KB + 2, A_FIELDS };
 _Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
 
 /* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
@@ -47,6 +50,16 @@ struct iotame_coll_choice {
     MPI_Request req;
     int64_t post_ns;
     iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
+    /* the cost model (NULL profile: none): the profile this rank found, what it refused on the way, and the agreed
+     * facts of the handle a prediction needs (strategies as model kinds, -1: none) */
+    iotame_profile_found_t *profile;
+    char *refused;
+    int64_t nodes, targets, unit, block_size;
+    int sieves, kind[IOTAME_STRATEGY_MAX];
+    double model_error;
+    double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
+    int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
+                             strategy of a measured call is every rank's) */
     int closed;
     struct iotame_coll_choice *next; /* in its selector's `left` */
 };
@@ -94,6 +107,8 @@ static void auto_leave(struct iotame_coll_choice *a)
 
 static void auto_free(struct iotame_coll_choice *a)
 {
+    free(a->profile);
+    free(a->refused);
     iotame__coll_known_free(&a->w.set.knowledge);
     free(a->knowledge_path);
     free(a->rows);
@@ -125,6 +140,96 @@ static void auto_gather_test(void *arg)
     struct iotame_coll_choice *a = arg;
     int done;
     PMPI_Test(&a->req, &done, MPI_STATUS_IGNORE);
+}
+
+/* ---- the cost model: the profile, its agreement, the prediction of a new signature ---- */
+
+/* This rank's profile of the file's file system (setting, environment, profile directories), and the lines of what
+ * it refused on the way. */
+static void auto_model_find(struct iotame_coll_choice *a, const iotame_coll_settings_t *set, const char *path)
+{
+    iotame_profile_found_t *p = path ? malloc(sizeof *p) : NULL;
+    if (p && iotame_profile_find(path, set->profile, p, &a->refused)) a->profile = p;
+    else free(p);
+    a->model_error = set->model_error;
+    a->block_size = set->block_size;
+}
+
+/* The model's kind of each registry strategy here: a strategy that does not apply to the handle does the library's
+ * collective call (passthrough); auto and names the model does not know have none. */
+static void auto_model_kinds(struct iotame_coll_choice *a, const iotame_coll_env_t *env)
+{
+    for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
+        const iotame_strategy_t *st = iotame_strategies[s];
+        a->kind[s] = -1;
+        for (int k = 0; k < IOTAME_MODEL_KINDS; k++)
+            if (strcmp(st->name, iotame_model_kind_name(k)) == 0) a->kind[s] = k;
+        if (a->kind[s] >= 0 && st->applies && !st->applies(env)) a->kind[s] = IOTAME_MODEL_PASSTHROUGH;
+    }
+}
+
+static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iotame_select_model_t *out)
+{
+    const struct iotame_coll_choice *a = arg;
+    const iotame_model_call_t call = {.write = sig->write,
+                                      .nprocs = sig->nprocs,
+                                      .nodes = a->nodes,
+                                      .bytes = sig->bytes,
+                                      .pieces = (sig->requests + sig->nprocs - 1) / sig->nprocs,
+                                      .interleaved = interleaved,
+                                      .gap = sig->gap,
+                                      .targets = a->targets,
+                                      .unit = a->unit,
+                                      .block_size = a->block_size,
+                                      .sieves = a->sieves,
+                                      .setup_seconds = a->engine_ready ? 0 : a->setup_seconds};
+    memset(out, 0, sizeof *out);
+    out->error = a->model_error;
+    int any = 0;
+    for (int s = 0; s < iotame_nstrategies && s < IOTAME_SELECT_MAX; s++)
+        if (a->kind[s] >= 0 && (out->seconds[s] = iotame_model_predict(&a->profile->profile, &call, a->kind[s])) > 0)
+            any = 1;
+    return any;
+}
+
+/* (max, -min) of a value over the ranks: one agreed value, or -1 when they differ. */
+static int64_t auto_agreed_value(const int *pair) { return pair[0] == -pair[1] ? pair[0] : -1; }
+
+/* After the open's agreement: the profile is used when every rank read the same one (collective then: the nodes
+ * are counted). The file's statistics say which, or why none. */
+static void auto_model_agreed(struct iotame_coll_choice *a, const iotame_coll_env_t *env, const int *agree)
+{
+    const int64_t hash = auto_agreed_value(agree + A_PROFILE);
+    json_t *coll = iotame_stats_collective(a->fs);
+    if (a->rank == 0 && a->refused) iotame_log_warn("%s", a->refused);
+    if (a->refused && coll) json_object_set_new(coll, "profile_refused", json_string(a->refused));
+    if (hash <= 0) {
+        if (hash < 0 && coll) /* some rank found none, or another */
+            json_object_set_new(coll, "profile_refused", json_string("the ranks found different machine profiles "
+                                                                     "(or some none): not used"));
+        free(a->profile);
+        a->profile = NULL;
+        a->w.set.conf.predicts = 0;
+        return;
+    }
+    const int64_t targets = auto_agreed_value(agree + A_TARGETS), unit_kb = auto_agreed_value(agree + A_UNIT_KB);
+    a->targets = targets > 1 && unit_kb > 0 ? targets : 0; /* 0: the profile's */
+    a->unit = a->targets ? unit_kb << 10 : 0;
+    a->nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
+    a->setup_seconds = 2e-6 * agree[A_OPEN_US]; /* the library's open of this file, and as much to close it */
+    a->sieves = env->write_sieving;
+    auto_model_kinds(a, env);
+    a->model_error = iotame_select_known_error(&a->w.set.knowledge, a->model_error);
+    a->w.set.conf.predicts = 1;
+    a->w.predict = (iotame_window_predict_t){auto_predict, a};
+    if (coll)
+        json_object_set_new(coll, "profile", json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "path", a->profile->path,
+                                                       "found_by", a->profile->found_by, "nodes", (json_int_t)a->nodes,
+                                                       "targets", (json_int_t)(a->targets ? a->targets
+                                                                                          : a->profile->profile.targets),
+                                                       "unit", (json_int_t)(a->unit ? a->unit
+                                                                                    : a->profile->profile.stripe_unit),
+                                                       "model_error", a->model_error));
 }
 
 /* ---- open ---- */
@@ -189,6 +294,8 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     if (set->knowledge) ok &= (a->knowledge_path = strdup(set->knowledge)) != NULL;
     a->rows = malloc((size_t)o->nprocs * IOTAME_WINDOW_FIELDS * sizeof *a->rows);
     a->selector = auto_selector_of(o->fs);
+    auto_model_find(a, set, path);
+    c->predicts = a->profile != NULL;
     if (!ok || !a->rows || !a->selector) {
         auto_free(a);
         return NULL;
@@ -217,6 +324,17 @@ static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int ag
     agree[A_HAS_NOT] = exists && !held;
     const int64_t readahead = a->w.set.conf.readahead;
     agree[A_READAHEAD_KB] = (int)(readahead >> 10 < INT_MAX ? readahead >> 10 : INT_MAX);
+    iotame_posix_layout_t layout = {0};
+    const char *path = iotame_stats_path(o->fs);
+    const int laid = path && iotame_posix_layout(path, &layout) == 0 && layout.count > 1;
+    const int64_t unit_kb = laid ? (int64_t)layout.unit >> 10 : 0;
+    const int64_t mine[3] = {a->profile ? a->profile->hash : 0, laid ? (int64_t)layout.count : 1,
+                             unit_kb < INT_MAX ? unit_kb : 0};
+    for (int i = 0; i < 3; i++) {
+        agree[A_PROFILE + 2 * i] = (int)mine[i];
+        agree[A_PROFILE + 2 * i + 1] = -(int)mine[i];
+    }
+    agree[A_OPEN_US] = (int)(o->open_ns / 1000 < INT_MAX ? o->open_ns / 1000 : INT_MAX);
     for (int away = 0; away < 2; away++) {
         int p[2];
         auto_propose(a, !away, p);
@@ -244,6 +362,7 @@ static void auto_agreed(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGRE
             iotame_log_warn("knowledge file %s: a rank could not hold it (out of memory): not used\n", a->knowledge_path);
     }
     for (int op = 0; op < 2; op++) w->set.norder[op] = auto_candidates(a, env, op, w->set.order[op]);
+    auto_model_agreed(a, env, agree);
 }
 
 /* ---- calls ---- */
@@ -274,7 +393,12 @@ static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
         iotame_stats_passthrough(a->fs, "selector state differed between ranks (reset)");
         iotame_select_reset(a->w.sel);
     }
-    a->entry = iotame_window_entry(&a->w, &sig);
+    int64_t spans = 0; /* the ranks' ranges summed: beyond the call's whole range when they overlap */
+    for (int r = 0; r < facts->nprocs; r++) {
+        const int64_t *row = facts->info + (size_t)r * IOTAME_INFO_FIELDS;
+        if (row[IOTAME_INFO_EXTENTS] > 0) spans += row[IOTAME_INFO_END] - row[IOTAME_INFO_START];
+    }
+    a->entry = iotame_window_entry(&a->w, &sig, spans > facts->gmax - facts->gmin);
     auto_link(a->selector);
     return a->entry ? iotame_select_choose(a->entry) : 0;
 }
@@ -284,6 +408,7 @@ static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
 static void auto_measured(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds)
 {
     struct iotame_coll_choice *a = env->choice;
+    a->engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
     iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);
@@ -358,7 +483,8 @@ const iotame_strategy_t iotame_strategy_auto = {
     .summary = "the selector: examines the candidates on the application's calls and keeps the fastest per call "
                "signature (Orthrus)",
     .options = (const char *const[]){"candidates", "exam_calls", "exam_budget", "threshold", "knowledge", "trace",
-                                     "readahead", "drop", "retry_every", "threshold_max", "gate_calls",
+                                     "readahead", "drop", "retry_every", "threshold_max", "gate_calls", "profile",
+                                     "model_error",
                                      "steady_windows", "window_seconds", "window_max_seconds", NULL},
     .open = auto_open,
     .agreed = auto_agreed,

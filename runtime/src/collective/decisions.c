@@ -30,6 +30,28 @@ static json_t *decision_throughputs(int ncand, const int *cand, const int *measu
     return tp;
 }
 
+/* Seconds of a call by strategy id as {name: seconds}, the ones above 0. */
+static json_t *decision_seconds(const double *seconds)
+{
+    json_t *o = json_object();
+    for (int i = 0; o && i < IOTAME_SELECT_MAX && i < iotame_nstrategies; i++)
+        if (seconds[i] > 0) json_object_set_new(o, decision_name(i), json_real(seconds[i]));
+    return o;
+}
+
+/* The cost model's part of a decision: its fastest, the candidates it let into examinations, its predictions and
+ * the latest measured times, the error in effect, and what departures and probes did. */
+static json_t *decision_model(const iotame_select_decision_t *d)
+{
+    json_t *examined = json_array();
+    for (int k = 0; examined && k < d->ncand; k++)
+        if (!d->cut[d->cand[k]]) json_array_append_new(examined, json_string(decision_name(d->cand[k])));
+    return json_pack("{s:s,s:o,s:o,s:o,s:f,s:I,s:I,s:I}", "first", decision_name(d->model_first), "examined", examined,
+                     "predicted_s", decision_seconds(d->predicted), "measured_s", decision_seconds(d->measured_s),
+                     "error", d->model_error, "departures", (json_int_t)d->departures, "probes",
+                     (json_int_t)d->probes, "returns", (json_int_t)d->returns);
+}
+
 /* One entry's decision (docs/collective.md, "What the statistics show"). */
 static json_t *decision_json(const iotame_sel_entry_t *e)
 {
@@ -48,6 +70,7 @@ static json_t *decision_json(const iotame_sel_entry_t *e)
     json_object_set_new(o, "threshold", json_real(d->threshold));
     json_object_set_new(o, "transition_calls", json_integer(d->transition_calls));
     json_object_set_new(o, "from_knowledge", json_boolean(d->from_knowledge));
+    if (d->modeled) json_object_set_new(o, "model", decision_model(d));
     size_t n;
     const iotame_select_traced_t *t = iotame_select_trace(e, &n);
     if (n) {
@@ -76,6 +99,9 @@ static json_t *decision_learned_json(const iotame_select_learned_t *l)
     if (o && l->winner < 0)
         json_object_set_new(o, "examination", json_pack("{s:f,s:f,s:s}", "spent", l->spent, "debt", l->debt, "first",
                                                         decision_name(l->lead)));
+    if (o && l->modeled) /* the model's error, for the next run's examinations */
+        json_object_set_new(o, "model", json_pack("{s:o,s:o}", "predicted_s", decision_seconds(l->predicted),
+                                                  "measured_s", decision_seconds(l->measured_s)));
     return o;
 }
 
@@ -109,8 +135,14 @@ static int decision_known_of(const json_t *item, iotame_select_known_t *k)
         .debt = json_number_value(json_object_get(x, "debt")),
         .first = iotame_strategy_find(json_string_value(json_object_get(x, "first"))),
     };
-    for (int i = 0; i < iotame_nstrategies && i < IOTAME_SELECT_MAX; i++)
-        k->mbs[i] = json_number_value(json_object_get(tp, iotame_strategies[i]->name));
+    const json_t *model = json_object_get(item, "model");
+    const json_t *predicted = json_object_get(model, "predicted_s"), *measured = json_object_get(model, "measured_s");
+    for (int i = 0; i < iotame_nstrategies && i < IOTAME_SELECT_MAX; i++) {
+        const char *name = iotame_strategies[i]->name;
+        k->mbs[i] = json_number_value(json_object_get(tp, name));
+        k->predicted[i] = json_number_value(json_object_get(predicted, name));
+        k->measured_s[i] = json_number_value(json_object_get(measured, name));
+    }
     return 1;
 }
 

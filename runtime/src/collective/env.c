@@ -114,6 +114,21 @@ static int setup_nodes(iotame_coll_env_t *e)
     return 0;
 }
 
+int iotame_coll_count_nodes(MPI_Comm comm, int rank, int64_t virtual_node_size)
+{
+    MPI_Comm node;
+    int rc = virtual_node_size > 0 ? PMPI_Comm_split(comm, (int)(rank / virtual_node_size), rank, &node)
+                                   : PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int node_rank = 1, leaders = 0;
+    if (rc == MPI_SUCCESS) {
+        PMPI_Comm_rank(node, &node_rank);
+        PMPI_Comm_free(&node);
+    }
+    int leader = node_rank == 0;
+    PMPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, comm);
+    return leaders > 0 ? leaders : 1;
+}
+
 static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
 {
     char value[64];

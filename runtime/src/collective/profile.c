@@ -247,6 +247,7 @@ static void profile_storage(profile_errors_t *e, const json_t *st, iotame_profil
         profile_number(e, wb, "storage.write_back", "absorbed_bytes", 0, 0, 1, 0, "", &out->writeback_bytes);
         profile_number(e, wb, "storage.write_back", "absorbed_mbs", 0, 0, 0, 0, "", &mbs);
     }
+    out->writeback_rate = out->writeback_bytes > 0 ? mbs * PROFILE_MB : 0;
     const char *from = json_string_value(json_object_get(st, "reads_from"));
     if (!from || (strcmp(from, "storage") != 0 && strcmp(from, "page cache") != 0))
         profile_expected(e, "storage.reads_from", "\"storage\" or \"page cache\"", json_object_get(st, "reads_from"));

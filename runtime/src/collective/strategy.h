@@ -115,6 +115,9 @@ int iotame_coll_local_fs(const char *path);
 /* The file's block size as stat reports it (st_blksize: a local file system's page, a parallel file system's stripe or
  * block); 0 when unknown. */
 int64_t iotame_coll_fs_block(const char *path);
+/* The nodes of comm's ranks (MPI_COMM_TYPE_SHARED, or virtual nodes of virtual_node_size consecutive ranks); the
+ * same count on every rank, 1 when it cannot be had. Collective. */
+int iotame_coll_count_nodes(MPI_Comm comm, int rank, int64_t virtual_node_size);
 /* Bytes the kernel reads ahead of a sequential reader of the file: its disk's read_ahead_kb (a partition's is its
  * disk's), else its file system's backing device's (NFS, FUSE); 0 when unknown (tmpfs, a parallel file system's
  * client, which has its own settings). */
@@ -213,6 +216,8 @@ typedef struct {
     int64_t trace, readahead; /* readahead -1: not configured */
     double threshold, exam_budget, window_seconds, drop, threshold_max, gate_calls, window_max_seconds;
     const char *knowledge; /* the knowledge file, or NULL (borrowed from the configuration) */
+    const char *profile;   /* the machine profile (a file or a directory), or NULL (borrowed) */
+    double model_error;
 } iotame_coll_settings_t;
 /* Reads them; returns whether the file's collective calls are routed (its strategy is not passthrough). */
 int iotame__coll_settings(const iotame_file_config_t *fc, iotame_coll_settings_t *set);
@@ -223,10 +228,11 @@ typedef struct {
     int rank, nprocs;
     iotame_file_stats_t *fs; /* the file's record (NULL: this rank has none) */
     const iotame_coll_settings_t *set;
+    int64_t open_ns; /* what the library's open of the handle took on this rank */
 } iotame_coll_open_t;
 
 /* The ints a choosing strategy adds to the open's one agreement (reduced with MPI_MAX). */
-enum { IOTAME_COLL_AGREE = 11 };
+enum { IOTAME_COLL_AGREE = 18 };
 
 /* A strategy (a backend, in the manner of IOR's): functions return 0, or -errno when they could not run (nothing
  * done: the call then passes through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies
@@ -385,5 +391,19 @@ int iotame_coll_engine(iotame_coll_call_t *call, const iotame_plan_t *plan);
  * unreadable) and *errors (malloc'd, the caller frees it) holds every problem, one line each:
  * "iotame: profile FILE: KEY: expected ..., got ...". *errors is NULL on success. */
 int iotame_profile_load(const char *path, const char *text, size_t len, iotame_profile_t *out, char **errors);
+
+/* A machine profile found for a data file (profile_find.c). */
+typedef struct {
+    iotame_profile_t profile;
+    char path[4096];
+    const char *found_by; /* "setting", "environment" or "directory" */
+    int hash;             /* of the profile's text, never 0: ranks that read the same profile agree on it */
+} iotame_profile_found_t;
+/* The profile of the file system of data_path (as MPI_File_open got it), found as docs/calibrate.md says: named by
+ * `setting` (collective.profile; NULL: none) or IOTAME_PROFILE (a file or a directory), else in the user's and the
+ * installation's profile directories. Returns 1 and *out when found; *refused (malloc'd, or NULL) holds a line for
+ * each profile refused on the way (invalid, or named but of another file system). Kept per directory for the job's
+ * life. */
+int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused);
 
 #endif

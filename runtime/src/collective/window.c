@@ -37,10 +37,14 @@ int iotame_window_opening(const iotame_window_t *w, int write)
     return s >= 0 && s < IOTAME_SELECT_MAX && w->set.library[s] ? s : -1;
 }
 
-iotame_sel_entry_t *iotame_window_entry(iotame_window_t *w, const iotame_sig_t *sig)
+iotame_sel_entry_t *iotame_window_entry(iotame_window_t *w, const iotame_sig_t *sig, int interleaved)
 {
+    iotame_sel_entry_t *e = iotame_select_find(w->sel, sig);
+    if (e) return e;
     const iotame_select_conf_t conf = iotame_window_conf(w, sig->write);
-    return iotame_select_entry(w->sel, sig, &conf, &w->set.knowledge);
+    iotame_select_model_t model;
+    const int predicted = w->predict.fn && w->predict.fn(w->predict.arg, sig, interleaved, &model);
+    return iotame_select_entry(w->sel, sig, &conf, &w->set.knowledge, predicted ? &model : NULL);
 }
 
 /* This rank's part of a call as a window compares it: bytes, extents, span; and its first byte. */
@@ -103,11 +107,12 @@ static void window_post(iotame_window_t *w, int n)
 typedef struct {
     int changed;
     int64_t gmin, gmax, gbytes, greq, warm, all, cost;
+    int64_t spans; /* the ranks' ranges summed: more than gmax - gmin when they overlap (interleaved) */
 } window_sum_t;
 
 static window_sum_t window_sum(const int64_t *rows, int nprocs)
 {
-    window_sum_t s = {0, INT64_MAX, INT64_MIN, 0, 0, 0, 0, INT64_MAX};
+    window_sum_t s = {0, INT64_MAX, INT64_MIN, 0, 0, 0, 0, INT64_MAX, 0};
     int moving = 0;
     int64_t delta = 0;
     for (int r = 0; r < nprocs; r++) {
@@ -119,6 +124,7 @@ static window_sum_t window_sum(const int64_t *rows, int nprocs)
             moving = 1;
             s.gmin = x[IOTAME_WROW_START] < s.gmin ? x[IOTAME_WROW_START] : s.gmin;
             s.gmax = x[IOTAME_WROW_END] > s.gmax ? x[IOTAME_WROW_END] : s.gmax;
+            s.spans += x[IOTAME_WROW_END] - x[IOTAME_WROW_START];
         }
         s.gbytes += x[IOTAME_WROW_BYTES];
         s.greq += x[IOTAME_WROW_EXTENTS];
@@ -176,7 +182,7 @@ static iotame_sel_entry_t *window_finish(iotame_window_t *w, int unseen)
     }
     if (!en) { /* the signature, the same for every call of the window */
         const iotame_sig_t sig = iotame_select_sig(p->write, w->nprocs, g.gbytes, g.greq, g.gmin, g.gmax);
-        if (!(en = iotame_window_entry(w, &sig))) return NULL;
+        if (!(en = iotame_window_entry(w, &sig, g.spans > g.gmax - g.gmin))) return NULL;
     }
     w->tally.measured++;
     int n = p->calls;

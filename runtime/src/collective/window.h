@@ -77,6 +77,13 @@ typedef struct {
     int64_t served, measured, unmeasured; /* calls served in windows; windows ended, every rank alike */
 } iotame_window_tally_t;
 
+/* The cost model's prediction of a new signature (auto.c, from the machine profile): fills *out and returns 1, or 0
+ * when there is none. interleaved: the ranks' ranges of the call overlap. */
+typedef struct {
+    int (*fn)(void *arg, const iotame_sig_t *sig, int interleaved, iotame_select_model_t *out);
+    void *arg;
+} iotame_window_predict_t;
+
 typedef struct {
     iotame_selector_t *sel; /* the file record's (shared by its handles) */
     int nprocs;
@@ -86,6 +93,7 @@ typedef struct {
     iotame_window_posted_t posted;
     iotame_window_tally_t tally;
     iotame_window_gather_t gather;
+    iotame_window_predict_t predict; /* fn NULL: no profile */
 } iotame_window_t;
 
 /* The policy's settings of an operation's calls (reads 0, writes 1). */
@@ -100,9 +108,10 @@ int iotame_window_serving(iotame_window_t *w, int write);
 /* After a call served in a window: whether this rank could map it (shaped), its bytes and extents, its seconds. */
 void iotame_window_served(iotame_window_t *w, int write, int shaped, int64_t nbytes, const iotame_extents_t *ext,
                           double seconds);
-/* The entry of a measured call's signature (NULL on ENOMEM); after the call, its throughput (reduced) and this
- * rank's part of it (the shape a window that starts now goes on with). */
-iotame_sel_entry_t *iotame_window_entry(iotame_window_t *w, const iotame_sig_t *sig);
+/* The entry of a measured call's signature (NULL on ENOMEM), predicted when new (interleaved: the ranks' ranges
+ * overlap); after the call, its throughput (reduced) and this rank's part of it (the shape a window that starts now
+ * goes on with). */
+iotame_sel_entry_t *iotame_window_entry(iotame_window_t *w, const iotame_sig_t *sig, int interleaved);
 void iotame_window_measured(iotame_window_t *w, iotame_sel_entry_t *e, int strategy, double mbs, int write,
                             int64_t nbytes, const iotame_extents_t *ext);
 /* At the close, or at MPI_Finalize for a handle still open: a window under way is posted as far as it went (every

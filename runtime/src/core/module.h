@@ -92,6 +92,7 @@ typedef struct {
     const iotame_file_config_t *fc; /* the file's settings, NULL without a configuration */
     iotame_file_t *file; /* the handle's record (open hook); NULL in `opening`, and in `open` on a rank that could not
                             allocate it: a module that keeps state says so in its agreement over comm and stays off */
+    uint64_t open_ns;    /* what the library's open took on this rank (open hook; 0 in `opening`) */
 } iotame_open_t;
 
 /* One request of the POSIX layer (posix/): a read or write of `bytes` at `offset` on descriptor fd, which belongs

@@ -75,9 +75,11 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
             iotame_stats_passthrough(fs, "configured hints could not be merged into the MPI_Info");
         iotame_stats_set_config(fs, &fc);
     }
-    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL, NULL};
+    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL, NULL, 0};
     iotame_modules_opening(&o);
+    const uint64_t t_library = iotame_monotonic_ns(); /* once per open: the clock, not the hot path's ticks */
     int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
+    o.open_ns = iotame_monotonic_ns() - t_library;
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) {
         o.fh = *fh;

@@ -102,8 +102,8 @@ static double model_device(const iotame_profile_t *p, const model_shape_t *m, co
     return io->bytes / busy / rate;
 }
 
-/* Seconds of io with write-back: a node's first writeback_bytes of writes go at memory speed (a copy and a call
- * per request, the node's streams side by side), the rest at the device's. The read of a read-modify-write
+/* Seconds of io with write-back: a node's first writeback_bytes of writes go at the page cache's speed
+ * (writeback_rate, else a copy, and a call per request, the node's streams side by side), the rest at the device's. The read of a read-modify-write
  * (cached) finds its pages in memory alike: they were just written or lie past the file's end. */
 static double model_store(const iotame_profile_t *p, const model_shape_t *m, const model_io_t *io)
 {
@@ -113,8 +113,8 @@ static double model_store(const iotame_profile_t *p, const model_shape_t *m, con
     double per_node = io->bytes / nodes;
     double absorbed = model_min(per_node, p->writeback_bytes);
     double side_by_side = model_max(1, io->streams / nodes);
-    double mem = (absorbed / p->copy_rate + ceil(absorbed / model_max(io->request, 1)) * p->syscall_seconds) /
-                 side_by_side;
+    const double rate = io->write && p->writeback_rate > 0 ? p->writeback_rate : p->copy_rate;
+    double mem = (absorbed / rate + ceil(absorbed / model_max(io->request, 1)) * p->syscall_seconds) / side_by_side;
     return mem + (per_node > absorbed ? model_device(p, m, io) * (1 - absorbed / per_node) : 0);
 }
 
@@ -314,13 +314,14 @@ static model_shape_t model_shape(const iotame_profile_t *p, const iotame_model_c
 double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t *c, int kind)
 {
     model_shape_t m = model_shape(p, c);
+    const double setup = model_max(0, c->setup_seconds); /* the engine's, once per handle */
     switch (kind) {
     case IOTAME_MODEL_PASSTHROUGH: return model_passthrough(p, &m);
     case IOTAME_MODEL_INDEPENDENT: return model_independent(p, &m);
-    case IOTAME_MODEL_TWO_PHASE: return model_two_phase(p, &m);
-    case IOTAME_MODEL_NODE_LOCAL: return model_node_local(p, &m);
-    case IOTAME_MODEL_TARGET_ALIGNED: return model_target_aligned(p, &m);
-    case IOTAME_MODEL_VIEW_BASED: return model_view_based(p, &m);
+    case IOTAME_MODEL_TWO_PHASE: return setup + model_two_phase(p, &m);
+    case IOTAME_MODEL_NODE_LOCAL: return setup + model_node_local(p, &m);
+    case IOTAME_MODEL_TARGET_ALIGNED: return setup + model_target_aligned(p, &m);
+    case IOTAME_MODEL_VIEW_BASED: return setup + model_view_based(p, &m);
     default: return -1;
     }
 }
@@ -390,5 +391,6 @@ const char *iotame_model_profile_problem(const iotame_profile_t *p)
     if (!(p->copy_rate > 0)) return "copy_rate: bytes/s above 0";
     if (!(p->piece_seconds >= 0) || !(p->syscall_seconds >= 0)) return "piece_seconds, syscall_seconds: seconds >= 0";
     if (!(p->writeback_bytes >= 0)) return "writeback_bytes: bytes >= 0";
+    if (!(p->writeback_rate >= 0)) return "writeback_rate: bytes/s >= 0";
     return NULL;
 }

@@ -78,6 +78,23 @@ typedef struct {
     uint64_t deferred;  /* calls the best served while an examination waited */
 } sel_budget_t;
 
+/* The cost model's part (docs/design/cost-model.md, "How the selector uses it"): the prediction, the candidates its
+ * error keeps out of examinations, and what the signature's calls measured of each strategy, against which the
+ * prediction is checked and from which the selector returns to a faster strategy once conditions recover. */
+typedef struct {
+    int on;
+    int first;                      /* the fastest predicted */
+    double pred[IOTAME_SELECT_MAX]; /* seconds of one call by strategy id (0: not predicted) */
+    double prior;                   /* the error assumed before the signature's calls measured any */
+    int cut[IOTAME_SELECT_MAX];     /* kept out of examinations: predicted beyond the error of the incumbent's */
+    double seen[IOTAME_SELECT_MAX]; /* the latest mean measured of each strategy (MB/s; 0: none) */
+    double top[IOTAME_SELECT_MAX];  /* the best mean measured of each (MB/s): what it does when conditions allow */
+    double backoff;                 /* a probe waits for this many times its expected loss in credit */
+    /* the examination under way is restricted to the incumbent and these (a probe's, or a departure's) */
+    int restricted, probing, only[IOTAME_SELECT_MAX];
+    uint64_t departures, probes, returns;
+} sel_model_t;
+
 /* The calls the entry served: how many, which strategy served the last ones in a row, the trace. */
 typedef struct {
     uint64_t calls;
@@ -96,6 +113,7 @@ struct iotame_sel_entry {
     sel_monitor_t mon;
     sel_budget_t budget;
     sel_calls_t calls;
+    sel_model_t model;
     iotame_select_decision_t published; /* the decision as of the last call */
     iotame_sel_entry_t *next;           /* the next younger entry */
 };
@@ -256,6 +274,8 @@ static void exam_next_candidate(iotame_sel_entry_t *e)
     if (x->cur >= x->ncand) exam_finish(e);
 }
 
+static void model_skip(iotame_sel_entry_t *e, int first);
+
 static void exam_start(iotame_sel_entry_t *e, int first)
 {
     sel_exam_t *x = &e->exam;
@@ -266,6 +286,7 @@ static void exam_start(iotame_sel_entry_t *e, int first)
             int i = x->cand[k];
             x->skip[i] = i != first && x->last[i] > 0 && x->last[i] < e->set.k.drop * x->last[first];
         }
+    model_skip(e, first);
     e->state = EXAMINING;
     x->cur = x->served = x->t_n = 0;
     x->t_inv = 0;
@@ -288,6 +309,9 @@ static void exam_next_turn(iotame_sel_entry_t *e)
     exam_next_candidate(e);
 }
 
+static void model_seen(iotame_sel_entry_t *e, int s, double mbs);
+static void model_finish(iotame_sel_entry_t *e, int previous);
+
 static void exam_finish(iotame_sel_entry_t *e)
 {
     sel_exam_t *x = &e->exam;
@@ -296,16 +320,22 @@ static void exam_finish(iotame_sel_entry_t *e)
     m->winner = exam_best(e);
     if (m->winner < 0) m->winner = x->cand[0];
     /* A re-examination that keeps the winner was a false alarm: the noise is wider than the threshold, so widen
-     * it (doubling, up to threshold_max); a new winner means conditions changed: back to the configured one. */
-    if (previous >= 0) m->thr = m->winner == previous ? fmin(2 * m->thr, e->set.k.threshold_max) : e->set.threshold;
+     * it (doubling, up to threshold_max); a new winner means conditions changed: back to the configured one. A
+     * probe is no alarm: it leaves the threshold as it was. */
+    if (previous >= 0 && !e->model.probing)
+        m->thr = m->winner == previous ? fmin(2 * m->thr, e->set.k.threshold_max) : e->set.threshold;
     m->ref = 0; /* its first full window, as it runs */
     for (int k = 0; k < x->ncand; k++)
-        if (x->n[x->cand[k]]) x->last[x->cand[k]] = exam_mean(e, x->cand[k]);
+        if (x->n[x->cand[k]]) {
+            x->last[x->cand[k]] = exam_mean(e, x->cand[k]);
+            model_seen(e, x->cand[k], x->last[x->cand[k]]);
+        }
     m->fallback = m->steady > 0 && m->win_of != m->winner ? m->win_of : -1;
     m->fallback_mbs = m->steady;
     e->state = RUNNING;
     m->decided = 1;
     m->win_n = m->deviated = 0;
+    model_finish(e, previous);
 }
 
 /* ---- the budget ---- */
@@ -386,21 +416,222 @@ static int monitor_hand_back(iotame_sel_entry_t *e, double mean)
 
 /* A call of the running winner: its window, and when the window is full, the comparison with the reference (two
  * deviating windows in a row start a re-examination, the winner first). */
+static int model_departed(iotame_sel_entry_t *e);
+static void model_probe(iotame_sel_entry_t *e, double mean);
+
 static void monitor_call(iotame_sel_entry_t *e, int strategy, double mbs)
 {
     sel_monitor_t *m = &e->mon;
     double mean = monitor_add(e, strategy, mbs);
     if (mean <= 0 || monitor_hand_back(e, mean)) return;
-    if (m->ref <= 0) { /* the winner's first window sets the reference */
+    model_seen(e, strategy, mean);
+    if (m->ref <= 0) { /* the winner's first window sets the reference, and checks the prediction */
         m->ref = mean;
+        if (model_departed(e)) exam_start(e, m->winner);
     } else if (fabs(mean - m->ref) <= m->thr * m->ref || e->exam.ncand < 2) {
         m->deviated = 0;
     } else if (!m->deviated) {
         m->deviated = 1;
+        e->model.backoff = 1; /* conditions changed: a probe may pay again soon */
     } else {
         e->exam.reexams++;
         exam_start(e, m->winner);
+        return;
     }
+    if (!m->deviated) model_probe(e, mean);
+}
+
+/* ---- the cost model ---- */
+
+/* How far a measured mean lies from the prediction: a factor f either way is f - 1 (0: nothing to compare). */
+static double model_miss(const iotame_sel_entry_t *e, int s, double mbs)
+{
+    const double measured = sel_call_seconds(e, mbs), pred = e->model.pred[s];
+    return measured > 0 && pred > 0 ? fmax(measured / pred, pred / measured) - 1 : 0;
+}
+
+/* The model's error on this signature: the prior, or the largest miss the latest means show when larger. */
+static double model_error(const iotame_sel_entry_t *e)
+{
+    double err = e->model.prior;
+    for (int k = 0; k < e->exam.ncand; k++) err = fmax(err, model_miss(e, e->exam.cand[k], e->model.seen[e->exam.cand[k]]));
+    return err;
+}
+
+/* The latest mean measured of strategy s: of a window or a finished examination, else the one under way (MB/s). */
+static double model_latest(const iotame_sel_entry_t *e, int s)
+{
+    return e->model.seen[s] > 0 ? e->model.seen[s] : exam_mean(e, s);
+}
+
+static void model_seen(iotame_sel_entry_t *e, int s, double mbs)
+{
+    if (!e->model.on || mbs <= 0) return;
+    e->model.seen[s] = mbs;
+    e->model.top[s] = fmax(e->model.top[s], mbs);
+}
+
+/* The incumbent: the winner, else the best examined so far, else the fastest predicted. */
+static int model_incumbent(const iotame_sel_entry_t *e)
+{
+    const int b = exam_best(e);
+    return e->mon.decided ? e->mon.winner : b >= 0 ? b : e->model.first;
+}
+
+/* Lets into examinations the candidates now predicted within the error of the incumbent's prediction (the error
+ * grows when a measured mean departs from its prediction); a candidate once let in stays in. Returns how many, and
+ * marks them in `only` when asked. */
+static int model_uncut(iotame_sel_entry_t *e, int mark)
+{
+    sel_model_t *md = &e->model;
+    const double bound = md->pred[model_incumbent(e)] * (1 + model_error(e));
+    int n = 0;
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        if (md->cut[c] && md->pred[c] > 0 && md->pred[c] <= bound) {
+            md->cut[c] = 0;
+            if (mark) md->only[c] = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* What an examination leaves out besides the clear losers: in a restricted one every candidate but the incumbent
+ * (`first`) and the ones it is for; else the candidates the model's error keeps out. */
+static void model_skip(iotame_sel_entry_t *e, int first)
+{
+    sel_model_t *md = &e->model;
+    if (!md->on) return;
+    if (!md->restricted) model_uncut(e, 0);
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        if (c == first) continue;
+        if (md->restricted) e->exam.skip[c] = !md->only[c];
+        else e->exam.skip[c] |= md->cut[c];
+    }
+}
+
+/* Whether a measured mean departed from its prediction beyond the model's error, so that candidates it kept out
+ * are now within the error: an examination of those and the incumbent follows. */
+static int model_departed(iotame_sel_entry_t *e)
+{
+    sel_model_t *md = &e->model;
+    if (!md->on || !model_uncut(e, 1)) return 0;
+    md->departures++;
+    md->restricted = 1;
+    return 1;
+}
+
+/* After an examination: a probe that kept the incumbent doubles the credit the next probe waits for; one that
+ * found the probed strategy faster returns to it. A winner that misses its prediction lets more candidates in. */
+static void model_finish(iotame_sel_entry_t *e, int previous)
+{
+    sel_model_t *md = &e->model;
+    if (!md->on) return;
+    if (md->probing) {
+        if (e->mon.winner == previous) md->backoff = fmin(2 * md->backoff, 1 << 20);
+        else md->returns++, md->backoff = 1;
+    }
+    md->restricted = md->probing = 0;
+    memset(md->only, 0, sizeof md->only);
+    if (model_departed(e)) exam_start(e, e->mon.winner);
+}
+
+/* The candidate a probe would check while the winner runs at `mean` MB/s: the one expected fastest (its best mean
+ * measured, else its prediction less the error), when it beats the winner by more than the threshold; else -1. A
+ * strategy left under a load is so measured again once the load may be gone: the way back. */
+static int model_probe_target(const iotame_sel_entry_t *e, double mean)
+{
+    const sel_model_t *md = &e->model;
+    const double err = model_error(e);
+    int best = -1;
+    double best_mbs = (1 + e->mon.thr) * mean;
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        const double predicted = md->pred[c] > 0 ? e->sig.bytes / (md->pred[c] * (1 + err) * 1e6) : 0;
+        const double expected = md->top[c] > 0 ? md->top[c] : md->cut[c] ? 0 : predicted;
+        if (c != e->mon.winner && expected > best_mbs) best = c, best_mbs = expected;
+    }
+    return best;
+}
+
+/* While the winner runs: a probe of a strategy expected faster, once the budget's credit holds `backoff` times
+ * what the probe's turn may lose (from the probed strategy's latest mean, else a call of the winner per call). */
+static void model_probe(iotame_sel_entry_t *e, double mean)
+{
+    sel_model_t *md = &e->model;
+    if (!md->on || e->state != RUNNING || e->set.budget <= 0) return;
+    const int c = model_probe_target(e, mean);
+    if (c < 0) return;
+    const double tw = sel_call_seconds(e, mean), tc = sel_call_seconds(e, md->seen[c]);
+    const double loss = settings_turn_calls(e->set.k.gate_calls, e->set.settle, e->set.exam_calls) *
+                        (md->seen[c] > 0 ? fmax(0, tc - tw) : tw);
+    if (e->set.budget * e->budget.spent - e->budget.debt < md->backoff * loss) return;
+    md->probes++;
+    md->probing = md->restricted = 1;
+    md->only[c] = 1;
+    exam_start(e, e->mon.winner);
+}
+
+/* A new entry's prediction: the candidates in predicted order, the model's error keeping out those predicted beyond
+ * it of the fastest. */
+static void model_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
+{
+    sel_model_t *md = &e->model;
+    md->backoff = 1;
+    if (!model) return;
+    sel_exam_t *x = &e->exam;
+    for (int k = 0; k < x->ncand; k++) md->pred[x->cand[k]] = fmax(0, model->seconds[x->cand[k]]);
+    for (int k = 1; k < x->ncand; k++) /* stable: ties keep the configured order; unpredicted ones last */
+        for (int j = k; j > 0; j--) {
+            const double a = md->pred[x->cand[j - 1]], b = md->pred[x->cand[j]];
+            if (!(b > 0 && (a <= 0 || b < a))) break;
+            const int t = x->cand[j];
+            x->cand[j] = x->cand[j - 1];
+            x->cand[j - 1] = t;
+        }
+    if (md->pred[x->cand[0]] <= 0) return; /* nothing predicted: as without a profile */
+    md->on = 1;
+    md->first = x->cand[0];
+    md->prior = fmax(0, model->error);
+    for (int k = 0; k < x->ncand; k++) md->cut[x->cand[k]] = 1;
+    md->cut[md->first] = 0;
+    model_uncut(e, 0);
+}
+
+/* Whether the model leaves a new entry a single candidate: it then runs from the first call. */
+static int model_start(iotame_sel_entry_t *e)
+{
+    if (!e->model.on) return 0;
+    for (int k = 0; k < e->exam.ncand; k++)
+        if (e->exam.cand[k] != e->model.first && !e->model.cut[e->exam.cand[k]]) return 0;
+    e->state = RUNNING;
+    e->mon.winner = e->model.first;
+    e->mon.decided = 1;
+    return 1;
+}
+
+double iotame_select_known_error(const iotame_select_knowledge_t *knowledge, double fallback)
+{
+    size_t n = 0, cap = knowledge ? knowledge->n * IOTAME_SELECT_MAX : 0;
+    double *miss = cap ? malloc(cap * sizeof *miss) : NULL;
+    for (size_t i = 0; miss && i < knowledge->n; i++) {
+        const iotame_select_known_t *k = &knowledge->v[i];
+        for (int s = 0; s < IOTAME_SELECT_MAX; s++) {
+            const double measured = k->measured_s[s], pred = k->predicted[s];
+            if (measured > 0 && pred > 0) miss[n++] = fmax(measured / pred, pred / measured) - 1;
+        }
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort: a knowledge file holds tens of entries */
+        for (size_t j = i; j > 0 && miss[j - 1] > miss[j]; j--) {
+            const double t = miss[j];
+            miss[j] = miss[j - 1];
+            miss[j - 1] = t;
+        }
+    const double err = n >= 3 ? (n % 2 ? miss[n / 2] : (miss[n / 2 - 1] + miss[n / 2]) / 2) : fallback;
+    free(miss);
+    return err;
 }
 
 /* ---- the decision ---- */
@@ -428,6 +659,19 @@ static void sel_publish(iotame_sel_entry_t *e)
     d->threshold = e->mon.thr;
     d->transition_calls = e->set.settle;
     d->from_knowledge = e->from_knowledge;
+    const sel_model_t *md = &e->model;
+    d->modeled = md->on;
+    if (!md->on) return;
+    d->model_first = md->first;
+    for (int i = 0; i < IOTAME_SELECT_MAX; i++) {
+        d->predicted[i] = md->pred[i];
+        d->measured_s[i] = sel_call_seconds(e, model_latest(e, i));
+        d->cut[i] = md->cut[i];
+    }
+    d->model_error = model_error(e);
+    d->departures = md->departures;
+    d->probes = md->probes;
+    d->returns = md->returns;
 }
 
 const iotame_select_decision_t *iotame_select_decision(const iotame_sel_entry_t *e) { return &e->published; }
@@ -506,7 +750,7 @@ int iotame_select_opening(const iotame_selector_t *s, const iotame_select_knowle
         if (c < 0 || (agreed != -2 && agreed != c)) return -1;
         agreed = c;
     }
-    return agreed == -2 ? conf->candidates[0] : agreed;
+    return agreed != -2 ? agreed : conf->predicts ? -1 : conf->candidates[0];
 }
 
 /* An entry the knowledge knows: its winner serves at once; an undecided one starts its examination with the
@@ -538,12 +782,18 @@ static int known_start(iotame_sel_entry_t *e, const iotame_select_known_t *item,
 
 /* ---- entries ---- */
 
-iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t *sig, const iotame_select_conf_t *conf,
-                                        const iotame_select_knowledge_t *knowledge)
+iotame_sel_entry_t *iotame_select_find(iotame_selector_t *s, const iotame_sig_t *sig)
 {
-    iotame_sel_entry_t *e;
-    for (e = s->entries; e; e = e->next)
-        if (sel_same_sig(&e->sig, sig)) return e;
+    iotame_sel_entry_t *e = s->entries;
+    while (e && !sel_same_sig(&e->sig, sig)) e = e->next;
+    return e;
+}
+
+iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t *sig, const iotame_select_conf_t *conf,
+                                        const iotame_select_knowledge_t *knowledge, const iotame_select_model_t *model)
+{
+    iotame_sel_entry_t *e = iotame_select_find(s, sig);
+    if (e) return e;
     if (!(e = calloc(1, sizeof *e))) return NULL;
     e->sig = *sig;
     settings_init(&e->set, sig, conf);
@@ -556,7 +806,9 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
         if (id >= 0 && id < IOTAME_SELECT_MAX) x->cand[x->ncand++] = id;
     }
     if (x->ncand == 0) x->cand[x->ncand++] = 0;
-    const int known = known_start(e, known_entry(knowledge, sig), conf);
+    model_init(e, model);
+    const iotame_select_known_t *item = known_entry(knowledge, sig);
+    const int known = !item && model_start(e) ? -1 : known_start(e, item, conf);
     if (s->last) s->last->next = e;
     else s->entries = e;
     s->last = e;
@@ -740,6 +992,11 @@ int iotame_select_learned(const iotame_sel_entry_t *e, iotame_select_learned_t *
     *out = (iotame_select_learned_t){.sig = e->sig, .winner = e->mon.decided ? e->mon.winner : -1,
                                      .spent = e->budget.spent, .debt = e->budget.debt, .lead = -1, .ncand = x->ncand};
     if (!e->mon.decided) out->lead = learned_lead(e);
+    out->modeled = e->model.on;
+    for (int i = 0; i < IOTAME_SELECT_MAX && e->model.on; i++) {
+        out->predicted[i] = e->model.pred[i];
+        out->measured_s[i] = sel_call_seconds(e, model_latest(e, i));
+    }
     for (int k = 0; k < x->ncand; k++) {
         out->cand[k] = x->cand[k];
         out->measured[k] = x->n[x->cand[k]] != 0;

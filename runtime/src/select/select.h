@@ -48,7 +48,18 @@ typedef struct {
                               window_seconds setting under a budget, else 0: the paper's windows of exam_calls calls) */
     int64_t readahead;     /* bytes the file system reads ahead of a sequential reader (0: none known) */
     const iotame_select_knobs_t *knobs;
+    int predicts; /* the cost model predicts new signatures (a machine profile): a signature known of nothing is
+                     measured on its own from its first call, so that its prediction chooses */
 } iotame_select_conf_t;
+
+/* What the cost model predicts of a signature's candidates (model.c, from the machine profile): the first
+ * candidate is the fastest predicted, and a candidate is examined only where its prediction is within the model's
+ * error of the incumbent's. The error starts at `error` and grows with what the signature's calls measure
+ * (docs/design/cost-model.md, "How the selector uses it"). */
+typedef struct {
+    double seconds[IOTAME_SELECT_MAX]; /* one call by strategy id; 0: not predicted (never examined) */
+    double error;                      /* relative: 0.2 is a factor 1.2 either way */
+} iotame_select_model_t;
 
 /* What an earlier run learned of one signature (an entry of the knowledge file, as the caller read it). */
 typedef struct {
@@ -58,6 +69,8 @@ typedef struct {
     double spent, debt; /* the examination budget's seconds (values below 0 count as 0) */
     int first;          /* the candidate the examination starts with, -1: none */
     double mbs[IOTAME_SELECT_MAX]; /* the earlier run's means by strategy id (0: not measured) */
+    /* the model's predicted and the measured seconds of a call by strategy id (0: none) */
+    double predicted[IOTAME_SELECT_MAX], measured_s[IOTAME_SELECT_MAX];
 } iotame_select_known_t;
 
 /* An earlier run's knowledge: its entries in the file's order (v may be NULL when n is 0). */
@@ -87,10 +100,16 @@ int iotame_select_started(const iotame_selector_t *s);
 int iotame_select_opening(const iotame_selector_t *s, const iotame_select_knowledge_t *knowledge,
                           const iotame_select_conf_t *conf, int write, int64_t nprocs);
 
-/* The entry of a signature: created on first sight, from the knowledge (NULL: none) when it knows the signature.
- * NULL on ENOMEM. */
+/* The entry of a signature: created on first sight, from the knowledge (NULL: none) when it knows the signature, with
+ * the model's prediction (NULL: no profile; read only when the entry is created). NULL on ENOMEM. */
 iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t *sig, const iotame_select_conf_t *conf,
-                                        const iotame_select_knowledge_t *knowledge);
+                                        const iotame_select_knowledge_t *knowledge, const iotame_select_model_t *model);
+/* The model's error an earlier run measured: the median over the knowledge's entries and strategies with both a
+ * prediction and a measured mean of how far they were apart (a factor f either way is f - 1); `fallback` when fewer
+ * than three were measured. */
+double iotame_select_known_error(const iotame_select_knowledge_t *knowledge, double fallback);
+/* The entry of a signature when the selector has one, else NULL. */
+iotame_sel_entry_t *iotame_select_find(iotame_selector_t *s, const iotame_sig_t *sig);
 /* The strategy of the entry's next call. */
 int iotame_select_choose(const iotame_sel_entry_t *e);
 /* Whether the entry's choice stays the same until something is measured differently: it runs its winner, or an
@@ -148,6 +167,15 @@ typedef struct {
     double threshold;     /* in effect */
     int transition_calls; /* calls of a strategy's transition */
     int from_knowledge;
+    /* the cost model's part (modeled 0: no prediction), by strategy id: predicted and latest measured seconds of a
+     * call (0: none), the ones its error kept out of examinations, its fastest, the error in effect, the
+     * re-examinations it started because a measured time departed from its prediction, and the probes that checked
+     * whether a faster strategy recovered */
+    int modeled, model_first;
+    double predicted[IOTAME_SELECT_MAX], measured_s[IOTAME_SELECT_MAX];
+    int cut[IOTAME_SELECT_MAX];
+    double model_error;
+    uint64_t departures, probes, returns;
 } iotame_select_decision_t;
 const iotame_select_decision_t *iotame_select_decision(const iotame_sel_entry_t *e);
 
@@ -170,6 +198,8 @@ typedef struct {
     int cand[IOTAME_SELECT_MAX];
     int measured[IOTAME_SELECT_MAX];
     double mbs[IOTAME_SELECT_MAX];
+    int modeled; /* the model's predicted and latest measured seconds of a call by strategy id (0: none) */
+    double predicted[IOTAME_SELECT_MAX], measured_s[IOTAME_SELECT_MAX];
 } iotame_select_learned_t;
 /* Whether the entry learned anything to carry over (a winner, or seconds of I/O that count towards an
  * examination), and then what. */
@@ -204,6 +234,8 @@ typedef struct {
     iotame_model_curve_t streams;
     double writeback_bytes;   /* bytes a node's writes may leave in memory (the page cache) before the device's speed
                                  applies; 0: writes are synchronous */
+    double writeback_rate;    /* bytes per second of one stream's writes the page cache absorbs (0: copy_rate): a new
+                                 file's pages are allocated and a file system's bookkeeping done as they are written */
     double syscall_seconds;   /* one read or write call served from memory (absorbed), without the copy */
     int64_t targets;          /* storage targets the file system stripes a file over (1: a local disk) */
     int64_t stripe_unit;      /* bytes of a stripe on one target */
@@ -246,6 +278,8 @@ typedef struct {
     int64_t cb_nodes, cb_buffer_size; /* the file's hints (0: one per node, 16 MiB: ROMIO's defaults) */
     int64_t block_size;          /* view_based's block (0: the unit when striped over targets, else 1 MiB) */
     int sieves;                  /* the library's writes sieve small pieces (ROMIO), not one by one (OMPIO) */
+    double setup_seconds;        /* what the engine strategies' first call on a handle adds (the shadow handle's open
+                                    and close); 0: set up already */
 } iotame_model_call_t;
 
 /* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind. The

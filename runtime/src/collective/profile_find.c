@@ -1,0 +1,258 @@
+/* collective/profile_find.c: the machine profile of a data file's file system, found without being named each time
+ * (docs/calibrate.md, "Where the runtime finds the profile"): the setting collective.profile, else the environment's
+ * IOTAME_PROFILE, each a profile file or a directory of them; else $XDG_CONFIG_HOME/iotame/profiles (default
+ * ~/.config/iotame/profiles), then PREFIX/share/iotame/profiles beside the installed libiotame.so. In a directory the
+ * *.json files are tried in name order and the first valid profile of the data file's file system is taken; a
+ * profile named as a file must be valid and of that file system, or it is refused (the reason goes to the caller).
+ * The Python side (iotame.calibrate.discover, `iotame info`) follows the same rule.
+ *
+ * A profile matches when its filesystem.magic is the statfs type of the data file's directory and its
+ * filesystem.device is that directory's device, or the data file lies under its filesystem.path (network file
+ * systems number their devices per mount). What was found is kept per directory and setting for the job's life. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+#include <jansson.h>
+
+#include "strategy.h"
+
+/* The file system a data file is on: its directory's statfs type and device, and the directory's real path. */
+typedef struct {
+    unsigned long magic;
+    unsigned major, minor;
+    char dir[PATH_MAX];
+} find_fs_t;
+
+/* The directory of a data path as MPI_File_open got it (ROMIO's "ufs:"-style prefixes removed). */
+static int find_fs_of(const char *data_path, find_fs_t *fs)
+{
+    const char *colon = strchr(data_path, ':'), *slash = strchr(data_path, '/');
+    if (colon && (!slash || colon < slash) && colon - data_path > 1) data_path = colon + 1;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", data_path);
+    char *end = strrchr(dir, '/');
+    if (!end) snprintf(dir, sizeof dir, ".");
+    else if (end == dir) dir[1] = '\0';
+    else *end = '\0';
+    struct statfs sf;
+    struct stat st;
+    if (statfs(dir, &sf) != 0 || stat(dir, &st) != 0 || !realpath(dir, fs->dir)) return -errno;
+    fs->magic = (unsigned long)sf.f_type;
+    fs->major = major(st.st_dev);
+    fs->minor = minor(st.st_dev);
+    return 0;
+}
+
+/* Why the profile's filesystem section is not the data file's, or NULL when it is (into why[size]). */
+static const char *find_mismatch(const json_t *root, const find_fs_t *fs, char *why, size_t size)
+{
+    const json_t *f = json_object_get(root, "filesystem");
+    const char *magic = json_string_value(json_object_get(f, "magic"));
+    const char *device = json_string_value(json_object_get(f, "device"));
+    const char *path = json_string_value(json_object_get(f, "path"));
+    char mine[32];
+    snprintf(mine, sizeof mine, "%u:%u", fs->major, fs->minor);
+    const size_t plen = path ? strlen(path) : 0;
+    const int under = plen > 0 && strncmp(fs->dir, path, plen) == 0 &&
+                      (fs->dir[plen] == '\0' || fs->dir[plen] == '/' || path[plen - 1] == '/');
+    if (magic && strtoul(magic, NULL, 16) == fs->magic && ((device && strcmp(device, mine) == 0) || under))
+        return NULL;
+    snprintf(why, size, "filesystem: expected the file system of %s (magic 0x%lx, device %s), got magic %s device %s",
+             fs->dir, fs->magic, mine, magic ? magic : "none", device ? device : "none");
+    return why;
+}
+
+/* A 31-bit FNV-1a hash of the profile's text: ranks that read the same profile agree on it; never 0. */
+static int find_hash(const char *text, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 16777619u;
+    h &= 0x7fffffff;
+    return h ? (int)h : 1;
+}
+
+static void find_refuse(char **refused, const char *lines)
+{
+    size_t have = *refused ? strlen(*refused) : 0, add = strlen(lines);
+    char *grown = realloc(*refused, have + add + 2);
+    if (!grown) return;
+    memcpy(grown + have, lines, add);
+    if (add && lines[add - 1] != '\n') grown[have + add++] = '\n';
+    grown[have + add] = '\0';
+    *refused = grown;
+}
+
+/* Tries one profile file: 1 when it is valid and matches (into *out), else 0, and when `named` the reason is added to
+ * *refused (a profile found in a directory is passed over quietly unless it is the data file's and invalid). */
+static int find_try(const char *file, const find_fs_t *fs, int named, iotame_profile_found_t *out, char **refused)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        if (named) {
+            char line[PATH_MAX + 128];
+            snprintf(line, sizeof line, "iotame: profile %s: cannot read: %s", file, strerror(errno));
+            find_refuse(refused, line);
+        }
+        return 0;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    char buf[65536];
+    size_t got;
+    while (mem && (got = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, got, mem);
+    fclose(f);
+    if (!mem || fclose(mem) != 0) {
+        free(text);
+        return 0;
+    }
+    json_t *root = json_loadb(text, len, 0, NULL);
+    const int profile = json_is_object(root) &&
+                        strcmp(json_string_value(json_object_get(root, "kind")) ?: "", "iotame-machine-profile") == 0;
+    char why[PATH_MAX + 256];
+    const char *mismatch = profile ? find_mismatch(root, fs, why, sizeof why) : NULL;
+    json_decref(root);
+    int ok = 0;
+    if (profile && mismatch) {
+        if (named) {
+            char line[2 * PATH_MAX + 300];
+            snprintf(line, sizeof line, "iotame: profile %s: %s", file, mismatch);
+            find_refuse(refused, line);
+        }
+    } else if (named || profile) { /* a named file that is no profile is refused by the reader's own lines */
+        char *errors = NULL;
+        if (iotame_profile_load(file, text, len, &out->profile, &errors) == 0) {
+            snprintf(out->path, sizeof out->path, "%s", file);
+            out->hash = find_hash(text, len);
+            ok = 1;
+        } else if (errors) {
+            find_refuse(refused, errors);
+        }
+        free(errors);
+    }
+    free(text);
+    return ok;
+}
+
+static int find_by_name(const struct dirent *d)
+{
+    const size_t n = strlen(d->d_name);
+    return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
+}
+
+/* The first matching profile of a directory's *.json files, in name order. */
+static int find_in_dir(const char *dir, const find_fs_t *fs, iotame_profile_found_t *out, char **refused)
+{
+    struct dirent **names = NULL;
+    const int n = scandir(dir, &names, find_by_name, alphasort);
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        char file[PATH_MAX];
+        if (!ok && snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name) < (int)sizeof file)
+            ok = find_try(file, fs, 0, out, refused);
+        free(names[i]);
+    }
+    free(names);
+    return ok;
+}
+
+/* A file or a directory given by name (the setting or the environment). */
+static int find_named(const char *name, const find_fs_t *fs, iotame_profile_found_t *out, char **refused)
+{
+    struct stat st;
+    if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) return find_in_dir(name, fs, out, refused);
+    return find_try(name, fs, 1, out, refused);
+}
+
+/* Whether a path's last component is lib or lib64. */
+static int find_is_libdir(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strcmp(base, "lib") == 0 || strcmp(base, "lib64") == 0;
+}
+
+/* The installed profiles' directory: PREFIX/share/iotame/profiles, PREFIX the parent of libiotame.so's directory (of
+ * PREFIX/lib when that is a multiarch one, lib/x86_64-linux-gnu). */
+static int find_prefix_dir(char *dir, size_t size)
+{
+    Dl_info info;
+    if (!dladdr((void *)find_prefix_dir, &info) || !info.dli_fname) return 0;
+    char lib[PATH_MAX];
+    if (!realpath(info.dli_fname, lib)) return 0;
+    char *slash = strrchr(lib, '/');
+    if (!slash) return 0;
+    *slash = '\0'; /* libiotame.so's directory */
+    slash = strrchr(lib, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    if (!find_is_libdir(slash + 1) && find_is_libdir(lib) && (slash = strrchr(lib, '/'))) *slash = '\0';
+    return snprintf(dir, size, "%s/share/iotame/profiles", *lib ? lib : "") < (int)size;
+}
+
+static int find_search(const find_fs_t *fs, const char *setting, const char *env, iotame_profile_found_t *out,
+                       char **refused)
+{
+    if (setting && *setting) return out->found_by = "setting", find_named(setting, fs, out, refused);
+    if (env && *env) return out->found_by = "environment", find_named(env, fs, out, refused);
+    out->found_by = "directory";
+    char dir[PATH_MAX];
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg ? snprintf(dir, sizeof dir, "%s/iotame/profiles", xdg) < (int)sizeof dir
+                    : home && snprintf(dir, sizeof dir, "%s/.config/iotame/profiles", home) < (int)sizeof dir)
+        if (find_in_dir(dir, fs, out, refused)) return 1;
+    return find_prefix_dir(dir, sizeof dir) && find_in_dir(dir, fs, out, refused);
+}
+
+/* ---- what was found, per directory and setting, for the job's life ---- */
+
+typedef struct find_cached {
+    char *key;
+    int found;
+    iotame_profile_found_t profile;
+    char *refused;
+    struct find_cached *next;
+} find_cached_t;
+
+static pthread_mutex_t find_lock = PTHREAD_MUTEX_INITIALIZER;
+static find_cached_t *find_cache;
+
+int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused)
+{
+    *refused = NULL;
+    memset(out, 0, sizeof *out);
+    find_fs_t fs;
+    char key[2 * PATH_MAX + 16];
+    const char *env = getenv("IOTAME_PROFILE");
+    if (find_fs_of(data_path, &fs) != 0) return 0;
+    snprintf(key, sizeof key, "%s\n%s\n%s", fs.dir, setting ? setting : "", env ? env : "");
+    pthread_mutex_lock(&find_lock);
+    find_cached_t *c;
+    for (c = find_cache; c && strcmp(c->key, key) != 0; c = c->next) {}
+    if (!c && (c = calloc(1, sizeof *c)) && (c->key = strdup(key))) {
+        c->found = find_search(&fs, setting, env, &c->profile, &c->refused);
+        c->next = find_cache;
+        find_cache = c;
+    } else if (c && !c->key) {
+        free(c);
+        c = NULL;
+    }
+    int found = 0;
+    if (c) {
+        found = c->found;
+        *out = c->profile;
+        *refused = c->refused ? strdup(c->refused) : NULL;
+    }
+    pthread_mutex_unlock(&find_lock);
+    return found;
+}

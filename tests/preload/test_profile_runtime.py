@@ -1,0 +1,82 @@
+"""The runtime's use of a machine profile (docs/calibrate.md, "Where the runtime finds the profile"): found by itself
+in the user's profile directory, named by the setting or the environment, refused with the reason when invalid or
+of another file system (the job runs on without it), and with one, the selector serves the model's first choice
+from a signature's first call and the statistics show predicted against measured time."""
+import json
+import os
+import subprocess
+
+from conftest import collective_config, write_json
+from iotame.calibrate.discover import find_profile
+from test_collective import MATRIX_LONGER, run_kernel
+
+SAMPLE = os.path.join(os.path.dirname(__file__), "..", "unit", "data", "profile_sample.json")
+
+
+def profile_for(directory, out, **changes):
+    """The sample profile keyed to the file system of `directory` (what `iotame calibrate --dir` would key it by)."""
+    prof = json.loads(open(SAMPLE).read())
+    magic = subprocess.run(["stat", "-f", "-c", "%t", str(directory)], capture_output=True, text=True, check=True)
+    st = os.stat(directory)
+    prof["filesystem"].update(path=str(directory), type="test", magic="0x" + magic.stdout.strip(),
+                              device=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", targets=1, stripe_unit=0)
+    prof["filesystem"].update(changes)
+    return write_json(out, prof)
+
+
+def auto_run(job, extra_env=None, **collective):
+    config = collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, trace=4, **collective)
+    stats = job.tmp / "stats.json"
+    res, p = job.kernel(2, "matrix", *MATRIX_LONGER, "--keep", preload=True, config=config, stats=stats,
+                        extra_env=extra_env)
+    assert res["verified"], p.stderr
+    (f,) = [f for f in json.loads(stats.read_text())["files"] if f["path"].endswith("matrix.dat")]
+    return f, p.stderr
+
+
+def test_a_profile_in_the_users_directory_predicts_from_the_first_call(job):
+    profiles = job.tmp / "xdg" / "iotame" / "profiles"
+    profiles.mkdir(parents=True)
+    profile_for(job.tmp, profiles / "local.json")
+    write_json(profiles / "a-other.json", {"version": 1, "kind": "iotame-machine-profile",
+                                           "filesystem": {"magic": "0x1", "device": "0:1", "path": "/nowhere"}})
+    f, _ = auto_run(job)
+    assert f["profile"]["path"] == str(profiles / "local.json") and f["profile"]["found_by"] == "directory"
+    found, _ = find_profile(job.tmp / "matrix.dat", env=job.env())   # `iotame info` says the same
+    assert found == profiles / "local.json"
+    assert "profile_refused" not in f     # another file system's profile in the directory is passed over
+    for d in f["decisions"]:
+        m = d["model"]
+        assert set(m["predicted_s"]) >= {"passthrough", "two_phase", "node_local", "view_based"}
+        assert d["trace"][0][0] == m["first"] == min(m["predicted_s"], key=m["predicted_s"].get)
+        assert m["first"] in m["examined"] and set(m["measured_s"]) >= {m["first"]}
+
+
+def test_a_named_profile_of_another_file_system_is_refused(job):
+    other = profile_for(job.tmp, job.tmp / "other.json", device="0:4242", path="/elsewhere")
+    f, stderr = auto_run(job, profile=str(other))
+    assert "profile" not in f and f"iotame: profile {other}: filesystem: expected the file system of" in f["profile_refused"]
+    assert "filesystem: expected the file system of" in stderr
+    assert all("model" not in d for d in f["decisions"])          # examined as without a profile
+    assert len({d["trace"][0][0] for d in f["decisions"]}) == 1   # both start with the first candidate
+
+
+def test_a_bad_profile_from_the_environment_is_refused_and_the_job_runs_on(job):
+    bad = profile_for(job.tmp, job.tmp / "bad.json")
+    prof = json.loads(bad.read_text())
+    prof["memory"]["copy_mbs"] = "fast"
+    write_json(bad, prof)
+    f, stderr = auto_run(job, extra_env={"IOTAME_PROFILE": str(bad)})
+    assert f"iotame: profile {bad}: memory.copy_mbs: expected" in f["profile_refused"] and "copy_mbs" in stderr
+    assert "profile" not in f and all("model" not in d for d in f["decisions"])
+    good = profile_for(job.tmp, job.tmp / "good.json")
+    f, _ = auto_run(job, extra_env={"IOTAME_PROFILE": str(good)})
+    assert f["profile"]["found_by"] == "environment" and all("model" in d for d in f["decisions"])
+
+
+def test_the_knowledge_file_keeps_predicted_and_measured_times(job):
+    profile_for(job.tmp, job.tmp / "p.json")
+    knowledge = job.tmp / "k.json"
+    auto_run(job, profile=str(job.tmp / "p.json"), knowledge=str(knowledge))
+    entries = json.loads(knowledge.read_text())["modules"]["collective"]["entries"]
+    assert entries and all(e["model"]["predicted_s"] and e["model"]["measured_s"] for e in entries)
