@@ -255,7 +255,7 @@ def test_check_profile_judges_injected_measurements(tmp_path, monkeypatch):
     figures = {"write": 400.0, "read": 40.0}
 
     class Fake:
-        def __init__(self, directory, settings, on_step=None, drop=True):
+        def __init__(self, directory, settings, on_step=None, drop=True, env=None):
             self.drop_reason = None
 
         def layout(self):

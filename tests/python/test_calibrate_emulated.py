@@ -38,8 +38,7 @@ def test_the_derived_configuration_emulates_one_target_for_every_file(tmp_path):
 
 
 def test_the_layout_is_the_configurations_with_the_runtimes_defaults(tmp_path):
-    assert emulated_layout(EMULATE, tmp_path / "c.json") == {
-        "targets": 6, "stripe_unit": 65536, "layout_from": f"emulate ({(tmp_path / 'c.json').resolve()})"}
+    assert emulated_layout(EMULATE, "/c.json") == {"targets": 6, "stripe_unit": 65536, "layout_from": "emulate (/c.json)"}
     assert emulated_layout({"device": "raid5"}, "c.json")["targets"] == 1
     assert emulated_layout({"device": "raid5"}, "c.json")["stripe_unit"] == 1048576
 
@@ -57,6 +56,8 @@ def test_a_configuration_without_an_emulated_device_is_refused(tmp_path, capsys,
     assert f"calibrate --config {path}: {key}: " in str(e.value) and expected in str(e.value)
     assert main(["calibrate", "--dir", str(tmp_path), "--config", str(path), "--out", str(tmp_path / "p.json")]) == 2
     assert key in capsys.readouterr().err and not (tmp_path / "p.json").exists()
+    assert main(["calibrate", "--dir", str(tmp_path), "--config", str(path)]) == 2     # --out is needed
+    assert "give --out" in capsys.readouterr().err
 
 
 @needs_validator
@@ -75,7 +76,7 @@ def test_fio_waits_as_on_the_emulated_disk(tmp_path):
     dirs = [tmp_path / "plain", tmp_path / "emulated"]
     for d in dirs:
         d.mkdir()
-    emulated = EmulatedStorage(_config(tmp_path, {"emulate": EMULATE}), tmp_path)
+    emulated = EmulatedStorage.from_config(_config(tmp_path, {"emulate": EMULATE}), tmp_path)
     mbs = {}
     try:
         for d, env in zip(dirs, (None, emulated.env)):
@@ -94,7 +95,7 @@ def test_fio_waits_as_on_the_emulated_disk(tmp_path):
 
 @needs_validator
 @needs_emulation
-def test_calibrate_quick_with_config_describes_the_emulated_layout(tmp_path, capsys):
+def test_calibrate_quick_with_config_describes_the_emulated_layout_and_checks_under_it(tmp_path, capsys):
     cfg = _config(tmp_path, {"emulate": EMULATE})
     data = tmp_path / "data"
     data.mkdir()
@@ -110,6 +111,11 @@ def test_calibrate_quick_with_config_describes_the_emulated_layout(tmp_path, cap
     scattered = dict(map(tuple, st["read"]["scattered"]))
     assert scattered[4096] <= 4096 / 5e-3 / 1e6 * 1.01      # every scattered request positions
     assert st["write_back"]["absorbed_bytes"] == 0          # the emulated disk delays buffered writes too
+    assert os.listdir(data) == []
+    # --check re-measures under the profile's emulation: no point above the emulated disk's 60 MB/s
+    assert main(["calibrate", "--dir", str(data), "--check", str(out), "--tolerance", "99", "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert len(points) == 2 and all(p["measured_mbs"] <= 60 * 1.01 for p in points)
     assert os.listdir(data) == []
 
 

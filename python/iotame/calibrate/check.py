@@ -6,6 +6,7 @@ import os
 from typing import Callable
 
 from ..errors import IotameError
+from .emulated import EmulatedStorage, state_dir
 from .filesystem import fs_identity
 from ..tune.command import Job
 from .measure import QUICK, Calibration, Settings
@@ -68,12 +69,17 @@ def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float 
     rows and the network's, "reads_from", "network_note"}."""
     identity = fs_identity(directory)
     request = check_request(profile)
-    cal = Calibration(directory, _settings(profile), on_step=on_step, drop=drop)
+    emulated = EmulatedStorage(profile["emulated"], state_dir(), "the profile's emulated section") \
+        if profile.get("emulated") else None     # re-measured under the emulation it was measured under
+    cal = Calibration(directory, _settings(profile), on_step=on_step, drop=drop,
+                      env=emulated.env if emulated else None)
     try:
         cal.layout()
         measured = {d: cal.point(d, "sequential", request) for d in ("write", "read")}
     finally:
         cal.cleanup()
+        if emulated is not None:
+            emulated.cleanup()
     points = judge(profile, measured, request, tolerance)
     problems = identity_problems(profile, identity)
     if on_step and network_job is not None and profile.get("network") is not None:

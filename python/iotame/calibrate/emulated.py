@@ -6,13 +6,14 @@ then describes CFG's layout (its targets and stripe unit), and `emulated` record
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from ..config import load_config, save_config
 from ..errors import ConfigError, MissingFileError
 from ..paths import lib_path
 
-__all__ = ["START_LIB", "DEFAULT_TARGET_UNIT", "emulate_section", "derived_config", "emulated_layout",
+__all__ = ["START_LIB", "DEFAULT_TARGET_UNIT", "emulate_section", "derived_config", "emulated_layout", "state_dir",
            "EmulatedStorage"]
 
 START_LIB = "libiotame-start.so"
@@ -41,25 +42,32 @@ def derived_config(section: dict, state: str | os.PathLike) -> dict:
     return {"version": 1, "defaults": {"emulate": emulate, "posix": {"all_files": True}}}
 
 
-def emulated_layout(section: dict, config_path: str | os.PathLike) -> dict:
-    """The `filesystem` keys the emulated layout replaces: CFG's targets and stripe unit."""
+def emulated_layout(section: dict, source: str) -> dict:
+    """The `filesystem` keys the emulated layout replaces: the section's targets and stripe unit."""
     return {"targets": int(section.get("targets", 1)),
             "stripe_unit": int(section.get("target_unit", DEFAULT_TARGET_UNIT)),
-            "layout_from": f"emulate ({Path(config_path).resolve()})"}
+            "layout_from": f"emulate ({source})"}
+
+
+def state_dir() -> Path:
+    """Where the emulated device's state and configuration go: /dev/shm (the state is a mapped file), else /tmp."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
 
 class EmulatedStorage:
-    """The environment fio runs in under emulation, with its derived configuration and state file in `workdir`
+    """The environment fio runs in under the emulation of `section` (an emulate section, from `source`: a
+    configuration's path, or a profile's `emulated`), with its derived configuration and state file in `workdir`
     (removed by cleanup())."""
 
-    def __init__(self, config_path: str | os.PathLike, workdir: str | os.PathLike):
-        self.config_path = Path(config_path)
-        self.section = emulate_section(self.config_path)
+    def __init__(self, section: dict, workdir: str | os.PathLike, source: str):
+        self.section, self.source = section, source
         lib = lib_path()
         start = lib.parent / START_LIB
         for part in (lib, start):
             if not part.is_file():
-                raise MissingFileError(f"calibrate --config: {part} is not built (make setup, or cmake --build build)")
+                raise MissingFileError(f"calibrate: emulated storage needs {part}, which is not built (make setup, "
+                                       f"or cmake --build build)")
         self.workdir = Path(workdir)
         self.state = self.workdir / f"iotame-calibrate-{os.getpid()}.state"
         self.config = self.workdir / f"iotame-calibrate-{os.getpid()}.json"
@@ -67,8 +75,13 @@ class EmulatedStorage:
         self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"},
                     "LD_PRELOAD": f"{lib}:{start}", "IOTAME_CONFIG": str(self.config)}
 
+    @classmethod
+    def from_config(cls, config_path: str | os.PathLike, workdir: str | os.PathLike) -> "EmulatedStorage":
+        """The emulation of a configuration's defaults.emulate (emulate_section())."""
+        return cls(emulate_section(config_path), workdir, str(Path(config_path).resolve()))
+
     def layout(self) -> dict:
-        return emulated_layout(self.section, self.config_path)
+        return emulated_layout(self.section, self.source)
 
     def cleanup(self) -> None:
         for path in (self.state, self.config):

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..bench.caches import drop_caches
 from ..bench.fio import parse_fio_output
 from ..errors import IotameError
 from ..tune.command import Job
-from .emulated import EmulatedStorage
+from .emulated import EmulatedStorage, state_dir
 from .filesystem import fs_identity
 from .network import NOT_ASKED_NOTE as NETWORK_NOTE
 from .network import measure_network
@@ -257,18 +256,12 @@ def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bo
     memory. With `emulate` (a configuration with defaults.emulate) the storage is one target of that emulated
     storage, and the profile's layout is the configuration's (emulated.py)."""
     started = time.time()
-    emulated = EmulatedStorage(emulate, _state_dir()) if emulate is not None else None
+    emulated = EmulatedStorage.from_config(emulate, state_dir()) if emulate is not None else None
     try:
         return _calibrate(directory, settings, quick, on_step, drop, network_job, emulated, started)
     finally:
         if emulated is not None:
             emulated.cleanup()
-
-
-def _state_dir() -> Path:
-    """Where the emulated device's state and configuration go: /dev/shm (the state is a mapped file), else /tmp."""
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
 
 def _calibrate(directory, settings: Settings, quick: bool, on_step, drop: bool, network_job: Job | None,
@@ -294,7 +287,7 @@ def _calibrate(directory, settings: Settings, quick: bool, on_step, drop: bool, 
     if storage.get("reads_note"):
         notes.append(storage["reads_note"])
     if emulated is not None:
-        notes.append(f"storage EMULATED ({emulated.config_path}): one target of the model measured, not this "
+        notes.append(f"storage EMULATED ({emulated.source}): one target of the model measured, not this "
                      f"machine's storage")
     profile = {"version": PROFILE_VERSION, "kind": PROFILE_KIND,
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename, "iotame": __version__,
