@@ -264,7 +264,8 @@ def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bo
             emulated.cleanup()
 
 
-def _calibrate(directory, settings: Settings, quick: bool, on_step, drop: bool, network_job: Job | None,
+def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
+               on_step: Callable[[str], None] | None, drop: bool, network_job: Job | None,
                emulated: EmulatedStorage | None, started: float) -> dict:
     cal = Calibration(directory, settings, on_step=on_step, drop=drop, env=emulated.env if emulated else None)
     identity = fs_identity(cal.directory)
