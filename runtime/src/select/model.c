@@ -17,6 +17,7 @@
 #define MODEL_LIST 16.0           /* bytes of one piece in an offset/length list */
 #define MODEL_CB_BUFFER 16777216.0 /* ROMIO's default cb_buffer_size */
 #define MODEL_BLOCK 1048576.0     /* view_based's default block */
+#define MODEL_STREAMS_REQUEST 1048576.0 /* the request size of the profile's streams curve (iotame calibrate) */
 
 /* The call with its defaults resolved, as doubles. */
 typedef struct {
@@ -38,6 +39,8 @@ typedef struct {
     int scattered;          /* those requests position */
     int lockstep;           /* the aggregators' rounds are common file ranges, so their requests advance together */
     int fill;               /* holes up to hole_max are read-modify-written (writes) or read over (reads) */
+    double times;           /* the device moves the range this many times (0: once): node_local's reads over the
+                               other nodes' pieces, each node's aggregator reading the whole range */
     double hole_max;
     int overlap;            /* the exchange of one round overlaps the I/O of another (the engine's lookahead) */
 } model_plan_t;
@@ -80,8 +83,21 @@ static double model_request_seconds(const iotame_profile_t *p, int write, int sc
     return r / model_curve(cv, r);
 }
 
+/* The share of requests that position when streams share a target and lose throughput to each other (factor < 1,
+ * the streams curve): what explains the curve's loss at the size it was measured with, as positionings of the
+ * scattered curve, at most every request; -1 when the device does not position (scattered no slower). */
+static double model_positioning(const iotame_profile_t *p, int write, double factor)
+{
+    const double seq = model_request_seconds(p, write, 0, MODEL_STREAMS_REQUEST);
+    const double scat = model_request_seconds(p, write, 1, MODEL_STREAMS_REQUEST);
+    if (!(scat > seq)) return -1;
+    return model_min(1, model_max(0, (seq / factor - seq) / (scat - seq)));
+}
+
 /* Seconds the device needs for io: the busiest target's bytes at its rate for the request size it receives (a
- * request longer than the unit is split over targets), times how streams sharing a target change its throughput.
+ * request longer than the unit is split over targets), and how streams sharing a target change it: where they
+ * need its parallelism, a gain in throughput; where they make it position, a share of requests that position
+ * (model_positioning), which costs small requests more than large ones.
  * Targets busy at once are bounded by the targets the range covers and by what the streams keep busy. Counts of
  * targets are kept fractional (a range of 1.5 units covers 1.5 targets on average), so that a larger call is never
  * cheaper by a rounding. */
@@ -98,8 +114,13 @@ static double model_device(const iotame_profile_t *p, const model_shape_t *m, co
      * position already lose nothing more */
     double factor = model_curve(&p->streams, per_target);
     if (io->scattered || io->lockstep) factor = model_max(1, factor);
-    double rate = rt / model_request_seconds(p, io->write, io->scattered, rt) * factor;
-    return io->bytes / busy / rate;
+    const double positioning = factor < 1 ? model_positioning(p, io->write, factor) : -1;
+    double seconds = model_request_seconds(p, io->write, io->scattered, rt);
+    if (positioning >= 0) /* a share of the sequential requests position */
+        seconds += positioning * model_max(0, model_request_seconds(p, io->write, 1, rt) - seconds);
+    else
+        seconds /= factor;
+    return io->bytes / busy / (rt / seconds);
 }
 
 /* Seconds of io with write-back: a node's first writeback_bytes of writes go at the page cache's speed
@@ -161,7 +182,7 @@ static double model_aggregate(const iotame_profile_t *p, const model_shape_t *m,
 
     int holes = m->gap > 0, filled = holes && plan->fill && m->gap <= plan->hole_max;
     model_io_t io = {.write = m->write, .streams = model_max(1, plan->streams), .nodes = nodes, .extent = m->span,
-                     .bytes = filled || (!holes) ? m->span : m->B, .request = plan->request,
+                     .bytes = (filled || (!holes) ? m->span : m->B) * model_max(1, plan->times), .request = plan->request,
                      .scattered = plan->scattered, .lockstep = plan->lockstep};
     if (holes && !filled) {
         io.request = model_min(plan->request, m->s);
@@ -255,12 +276,22 @@ static double model_two_phase(const iotame_profile_t *p, const model_shape_t *m)
  * ranges common to the nodes, so together their requests sweep the range. */
 static double model_node_local(const iotame_profile_t *p, const model_shape_t *m)
 {
-    double run = m->interleaved && m->N > 1 ? m->ppn * m->s : m->span / m->N;
+    const int spread = m->interleaved && m->N > 1;
+    double run = spread ? m->ppn * m->s : m->span / m->N;
     model_plan_t plan = {.nagg = m->N, .agg_nodes = m->N, .self = 1 / m->ppn,
                          .domain = m->interleaved ? m->span : m->span / m->N, .window = m->C, .list = MODEL_LIST,
                          .passes = model_sort_passes(m->P * m->k / m->N), .request = model_min(m->C, run),
-                         .streams = m->N, .lockstep = m->interleaved && m->N > 1, .overlap = 1};
-    return model_aggregate(p, m, &plan);
+                         .streams = m->N, .lockstep = spread, .overlap = 1};
+    const double skipping = model_aggregate(p, m, &plan);
+    /* A read goes over the other nodes' pieces between its own when they are small holes (the engine reads over
+     * holes up to 64 KiB): each node's aggregator then reads the whole range. Where that is slower than skipping
+     * them the skipping time is taken, so that a larger call is never predicted faster across the 64 KiB edge. */
+    if (!spread || m->write || (m->N - 1) * m->ppn * m->s + m->gap > MODEL_HOLE_MAX) return skipping;
+    plan.request = model_min(m->C, m->span);
+    plan.times = m->N;
+    plan.fill = 1;
+    plan.hole_max = MODEL_HOLE_MAX;
+    return model_min(skipping, model_aggregate(p, m, &plan));
 }
 
 /* One aggregator per target (at most one per process): each target receives unit-sized requests of one stream in
@@ -307,7 +338,7 @@ static model_shape_t model_shape(const iotame_profile_t *p, const iotame_model_c
     m.U = model_max(1, (double)(c->unit > 0 ? c->unit : p->stripe_unit));
     m.A = c->cb_nodes > 0 ? model_min((double)c->cb_nodes, m.P) : m.N;
     m.C = c->cb_buffer_size > 0 ? model_max(4096, (double)c->cb_buffer_size) : MODEL_CB_BUFFER;
-    m.block = c->block_size > 0 ? (double)c->block_size : m.T > 1 ? m.U : MODEL_BLOCK;
+    m.block = c->block_size > 0 ? (double)c->block_size : MODEL_BLOCK;
     return m;
 }
 

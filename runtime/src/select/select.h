@@ -276,7 +276,7 @@ typedef struct {
     int64_t gap;                 /* mean hole between consecutive pieces in file order, bytes (0: dense) */
     int64_t targets, unit;       /* the file's layout (0: the profile's) */
     int64_t cb_nodes, cb_buffer_size; /* the file's hints (0: one per node, 16 MiB: ROMIO's defaults) */
-    int64_t block_size;          /* view_based's block (0: the unit when striped over targets, else 1 MiB) */
+    int64_t block_size;          /* view_based's block (0: 1 MiB, the runtime's without a striping_unit hint) */
     int sieves;                  /* the library's writes sieve small pieces (ROMIO), not one by one (OMPIO) */
     double setup_seconds;        /* what the engine strategies' first call on a handle adds (the shadow handle's open
                                     and close); 0: set up already */
