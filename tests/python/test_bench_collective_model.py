@@ -1,22 +1,18 @@
 """bench/collective.py's auto_model: the configuration it writes, and the report's accuracy table and summary on
 synthetic results."""
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "collective.py"
+from .scripts import load_script
+
 MB = 1e6
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_collective_model", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/collective.py", "bench_collective_model")
 
 
 def decision(call_bytes, calls, predicted_mbs):

@@ -1,20 +1,16 @@
 """bench/collective.py's judgment of the issue's targets: the ratio of medians, its paired bootstrap interval, and
 whether a miss lies beyond the noise of the trials."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "collective.py"
+from .scripts import load_script
+
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_collective", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/collective.py", "bench_collective")
 
 
 def trials(config, write, read):

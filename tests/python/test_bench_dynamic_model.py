@@ -1,21 +1,16 @@
 """bench/dynamic.py's auto_model: its configuration names the profile, and the report gives it a row and a per-run
 table with the model's first choice, on synthetic results."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from iotame.bench.setting import Setting
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "dynamic.py"
+from .scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_dynamic_model", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/dynamic.py", "bench_dynamic_model")
 
 
 def run(config, mbs, strategy, model=None, profile=None):

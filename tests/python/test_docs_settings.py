@@ -7,7 +7,6 @@
   repository, and every link to a paper's anchor in references.md resolves.
 """
 import copy
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -16,15 +15,14 @@ import pytest
 
 from iotame.settings import load_schema, schema_from_dict
 
+from .scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "runtime" / "settings.json"
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("settings_tables", ROOT / "scripts" / "settings_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/settings_tables.py", "settings_tables")
 
 
 st = _load_script()

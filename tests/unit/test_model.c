@@ -173,7 +173,8 @@ static void test_page_cache_writes_at_their_own_speed(void)
                              .interleaved = 1, .sieves = 1};
     CHECK(best_of("4 KiB, page cache at copy speed", &p, &c, ALL, 6) == IOTAME_MODEL_INDEPENDENT);
     p.writeback_rate = p.copy_rate / 4;
-    CHECK(iotame_model_predict(&p, &c, IOTAME_MODEL_INDEPENDENT) > iotame_model_predict(&p, &c, IOTAME_MODEL_PASSTHROUGH));
+    CHECK(iotame_model_predict(&p, &c, IOTAME_MODEL_INDEPENDENT) >
+          iotame_model_predict(&p, &c, IOTAME_MODEL_PASSTHROUGH));
     p.writeback_rate = -1;
     CHECK(iotame_model_profile_problem(&p) && strstr(iotame_model_profile_problem(&p), "writeback_rate"));
 }

@@ -62,7 +62,8 @@ static iotame_select_knobs_t K;
 static double knob(const char *key) { return json_number_value(iotame_config_default("collective", key)); }
 
 static const int ALL[] = {PT, TP, NL, TA};
-static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K, 0}; /* no budget limit: the paper's examination */
+/* no budget limit: the paper's examination */
+static const iotame_select_conf_t CONF = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K, 0};
 
 /* Serves one call of the entry at `mbs[strategy]` MB/s; returns the strategy that served it. */
 static int serve(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4])
@@ -118,7 +119,8 @@ static void test_examination_picks_the_fastest(void)
     /* Another signature is examined on its own. */
     iotame_sig_t other = sig;
     other.write = 0;
-    CHECK(iotame_select_entry(s, &other, &CONF, NULL, NULL) != e && iotame_select_entry(s, &sig, &CONF, NULL, NULL) == e);
+    CHECK(iotame_select_entry(s, &other, &CONF, NULL, NULL) != e &&
+          iotame_select_entry(s, &sig, &CONF, NULL, NULL) == e);
     CHECK(json_array_size(decisions(fs)) == 2);
 }
 
@@ -439,7 +441,8 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     const int no_ta[] = {PT, TP};
     const iotame_select_conf_t narrow = {no_ta, 2, 3, 0.15, 0, 1, 0, 0, &K, 0};
     iotame_selector_t *s2 = select_for(new_fs());
-    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, knowledge_of(k), NULL)) == PT); /* not a candidate: examine */
+    /* not a candidate: examine */
+    CHECK(iotame_select_choose(iotame_select_entry(s2, &known, &narrow, knowledge_of(k), NULL)) == PT);
 
     /* The first window of a known winner sets its reference; a later window far from it counts. */
     const double mbs[4] = {50, 50, 50, 80};
@@ -595,7 +598,8 @@ static void test_digests_agree_only_on_the_same_history(void)
     iotame_selector_t *a = select_for(fa), *b = select_for(fb);
     iotame_sig_t sig = {1, 2, 1000, 10, 0};
     const double mbs[4] = {1, 2, 3, 4};
-    iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL, NULL), *eb = iotame_select_entry(b, &sig, &CONF, NULL, NULL);
+    iotame_sel_entry_t *ea = iotame_select_entry(a, &sig, &CONF, NULL, NULL);
+    iotame_sel_entry_t *eb = iotame_select_entry(b, &sig, &CONF, NULL, NULL);
     for (int i = 0; i < 5; i++) serve(a, ea, mbs), serve(b, eb, mbs);
     CHECK(iotame_select_digest(a) == iotame_select_digest(b));
     serve(a, ea, mbs);
@@ -609,8 +613,10 @@ static void test_digests_agree_only_on_the_same_history(void)
 
 static void test_monitoring_windows_keep_their_gather_within_the_budget(void)
 {
-    const iotame_select_conf_t b5 = {ALL, 4, 3, 0.15, 0, 0.05, 0.01, 0, &K, 0}, b1 = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K, 0},
-                               b0 = {ALL, 4, 3, 0.15, 0, 0, 0.01, 0, &K, 0}, b01 = {ALL, 4, 3, 0.15, 0, 0.001, 0.01, 0, &K, 0};
+    const iotame_select_conf_t b5 = {ALL, 4, 3, 0.15, 0, 0.05, 0.01, 0, &K, 0};
+    const iotame_select_conf_t b1 = {ALL, 4, 3, 0.15, 0, 1, 0, 0, &K, 0};
+    const iotame_select_conf_t b0 = {ALL, 4, 3, 0.15, 0, 0, 0.01, 0, &K, 0};
+    const iotame_select_conf_t b01 = {ALL, 4, 3, 0.15, 0, 0.001, 0.01, 0, &K, 0};
     /* a gather of 6 ms against calls of 3 ms under a 5 % budget: 40 calls, whose 120 ms pay for it */
     int n = iotame_select_window_calls(&b5, 12, 6000000, 3e6, 1, 0);
     CHECK(n >= 40 && n <= 41);
@@ -718,8 +724,10 @@ static void test_the_model_serves_its_prediction_from_the_first_call(void)
     for (int i = 0; i < 60; i++) CHECK(serve(s, e, pred) == TA);
     const json_t *d = decision(fs, 0);
     CHECK(strcmp(dstr(d, "strategy"), "target_aligned") == 0 && dint(d, "examination_calls") == 0);
-    CHECK(strcmp(dstr(dmodel(d), "first"), "target_aligned") == 0 && json_array_size(json_object_get(dmodel(d), "examined")) == 1);
-    CHECK(fabs(json_real_value(json_object_get(json_object_get(dmodel(d), "measured_s"), "target_aligned")) - 0.005) < 1e-9);
+    CHECK(strcmp(dstr(dmodel(d), "first"), "target_aligned") == 0 &&
+          json_array_size(json_object_get(dmodel(d), "examined")) == 1);
+    const json_t *measured = json_object_get(dmodel(d), "measured_s");
+    CHECK(fabs(json_real_value(json_object_get(measured, "target_aligned")) - 0.005) < 1e-9);
     CHECK(dint(dmodel(d), "departures") == 0);
     /* Without a profile the same signature examines every candidate, the configured first one first. */
     iotame_sel_entry_t *plain = iotame_select_entry(select_for(new_fs()), &sig, &CONF, NULL, NULL);

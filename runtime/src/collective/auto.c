@@ -222,14 +222,14 @@ static void auto_model_agreed(struct iotame_coll_choice *a, const iotame_coll_en
     a->model_error = iotame_select_known_error(&a->w.set.knowledge, a->model_error);
     a->w.set.conf.predicts = 1;
     a->w.predict = (iotame_window_predict_t){auto_predict, a};
+    const iotame_profile_t *pr = &a->profile->profile;
     if (coll)
-        json_object_set_new(coll, "profile", json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "path", a->profile->path,
-                                                       "found_by", a->profile->found_by, "nodes", (json_int_t)a->nodes,
-                                                       "targets", (json_int_t)(a->targets ? a->targets
-                                                                                          : a->profile->profile.targets),
-                                                       "unit", (json_int_t)(a->unit ? a->unit
-                                                                                    : a->profile->profile.stripe_unit),
-                                                       "model_error", a->model_error));
+        json_object_set_new(coll, "profile",
+                            json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "path", a->profile->path, "found_by",
+                                      a->profile->found_by, "nodes", (json_int_t)a->nodes, "targets",
+                                      (json_int_t)(a->targets ? a->targets : pr->targets), "unit",
+                                      (json_int_t)(a->unit ? a->unit : pr->stripe_unit), "model_error",
+                                      a->model_error));
 }
 
 /* ---- open ---- */

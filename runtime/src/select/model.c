@@ -124,8 +124,9 @@ static double model_device(const iotame_profile_t *p, const model_shape_t *m, co
 }
 
 /* Seconds of io with write-back: a node's first writeback_bytes of writes go at the page cache's speed
- * (writeback_rate, else a copy, and a call per request, the node's streams side by side), the rest at the device's. The read of a read-modify-write
- * (cached) finds its pages in memory alike: they were just written or lie past the file's end. */
+ * (writeback_rate, else a copy, and a call per request, the node's streams side by side), the rest at the device's.
+ * The read of a read-modify-write (cached) finds its pages in memory alike: they were just written or lie past the
+ * file's end. */
 static double model_store(const iotame_profile_t *p, const model_shape_t *m, const model_io_t *io)
 {
     if (io->bytes <= 0) return 0;
@@ -182,7 +183,8 @@ static double model_aggregate(const iotame_profile_t *p, const model_shape_t *m,
 
     int holes = m->gap > 0, filled = holes && plan->fill && m->gap <= plan->hole_max;
     model_io_t io = {.write = m->write, .streams = model_max(1, plan->streams), .nodes = nodes, .extent = m->span,
-                     .bytes = (filled || (!holes) ? m->span : m->B) * model_max(1, plan->times), .request = plan->request,
+                     .bytes = (filled || (!holes) ? m->span : m->B) * model_max(1, plan->times),
+                     .request = plan->request,
                      .scattered = plan->scattered, .lockstep = plan->lockstep};
     if (holes && !filled) {
         io.request = model_min(plan->request, m->s);

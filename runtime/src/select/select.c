@@ -454,7 +454,10 @@ static double model_miss(const iotame_sel_entry_t *e, int s, double mbs)
 static double model_error(const iotame_sel_entry_t *e)
 {
     double err = e->model.prior;
-    for (int k = 0; k < e->exam.ncand; k++) err = fmax(err, model_miss(e, e->exam.cand[k], e->model.seen[e->exam.cand[k]]));
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        err = fmax(err, model_miss(e, c, e->model.seen[c]));
+    }
     return err;
 }
 
