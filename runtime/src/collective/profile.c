@@ -264,18 +264,19 @@ static void profile_link(profile_errors_t *e, const json_t *link, const char *na
     if (profile_number(e, link, name, "mbs", 0, 1, 0, 0, " (MB/s)", &mbs) == 0) *rate = mbs * PROFILE_MB;
 }
 
-/* network.allgather or .alltoallv, when present: [[processes >= 1, bytes >= 0, microseconds >= 0], ...]. The model
- * has no term of its own for them yet; they are checked so that a profile the runtime accepts is whole. */
-static void profile_collective(profile_errors_t *e, const json_t *net, const char *key)
+/* network.allgather or .alltoallv, when present: [[processes >= 1, bytes >= 0, microseconds >= 0], ...]; 0 when
+ * present and valid. alltoallv over several nodes gives the model its exchange curve (profile_exchange); the
+ * allgather rows are checked so that a profile the runtime accepts is whole. */
+static int profile_collective(profile_errors_t *e, const json_t *net, const char *key)
 {
     json_t *rows = json_object_get(net, key), *row;
     char name[64];
     size_t i;
-    if (!rows) return;
+    if (!rows) return -1;
     snprintf(name, sizeof name, "network.%s", key);
     if (!json_is_array(rows)) {
         profile_expected(e, name, "an array of [processes, bytes, microseconds] rows", rows);
-        return;
+        return -1;
     }
     json_array_foreach(rows, i, row) {
         json_t *p = json_array_get(row, 0), *b = json_array_get(row, 1), *t = json_array_get(row, 2);
@@ -283,9 +284,34 @@ static void profile_collective(profile_errors_t *e, const json_t *net, const cha
             !json_is_integer(b) || json_integer_value(b) < 0 || !profile_is_number(t) || json_number_value(t) < 0) {
             snprintf(name, sizeof name, "network.%s[%zu]", key, i);
             profile_expected(e, name, "[processes >= 1, bytes >= 0, microseconds >= 0]", row);
-            return;
+            return -1;
         }
     }
+    return 0;
+}
+
+/* The model's exchange curve from checked alltoallv rows over several nodes: at each size per pair (ascending, the
+ * rows of the most processes), a node sends ppn x (processes - ppn) x bytes to the other nodes in the row's time. Rows of no bytes or no
+ * time say nothing of a rate and are left out; a curve of fewer than two points is none. */
+static void profile_exchange(const json_t *net, double ppn, iotame_model_curve_t *out)
+{
+    const json_t *rows = json_object_get(net, "alltoallv"), *row;
+    json_int_t most = 0;
+    size_t i;
+    json_array_foreach(rows, i, row) if (json_integer_value(json_array_get(row, 0)) > most) most =
+        json_integer_value(json_array_get(row, 0));
+    out->n = 0;
+    json_array_foreach(rows, i, row) {
+        const double procs = (double)json_integer_value(json_array_get(row, 0));
+        const double bytes = (double)json_integer_value(json_array_get(row, 1));
+        const double us = json_number_value(json_array_get(row, 2));
+        if (procs != (double)most || procs <= ppn || bytes <= 0 || us <= 0 || out->n == IOTAME_MODEL_POINTS ||
+            (out->n && bytes <= out->x[out->n - 1]))
+            continue;
+        out->x[out->n] = bytes;
+        out->y[out->n++] = ppn * (procs - ppn) * bytes / (us * 1e-6);
+    }
+    if (out->n < 2) out->n = 0;
 }
 
 /* network.intra or .inter (`kind`) as the layout allows it: an object, or null where the layout has no such pair
@@ -326,7 +352,7 @@ static void profile_network(profile_errors_t *e, const json_t *root, double coun
         profile_pair(e, net, "inter", 0, "nodes.count 1", &out->inter_latency, &out->inter_rate);
     }
     profile_collective(e, net, "allgather");
-    profile_collective(e, net, "alltoallv");
+    if (profile_collective(e, net, "alltoallv") == 0 && count > 1) profile_exchange(net, ppn, &out->exchange);
 }
 
 /* Every key of a parsed profile into *out (problems added to e). */

@@ -146,6 +146,15 @@ static double model_copy(const iotame_profile_t *p, double bytes, double passes)
     return bytes / p->copy_rate + passes * p->piece_seconds;
 }
 
+/* A node's rate to the other nodes when it exchanges `round` bytes with them at once, as every node does: the
+ * exchange curve at those bytes per pair of nodes' processes, at most one link's rate (inter_rate). */
+static double model_exchange_rate(const iotame_profile_t *p, const model_shape_t *m, double round)
+{
+    if (!p->exchange.n || m->N <= 1) return p->inter_rate;
+    const double per_pair = round / (m->ppn * m->ppn * (m->N - 1));
+    return model_min(p->inter_rate, model_curve(&p->exchange, model_max(1, per_pair)));
+}
+
 /* Share of the bytes that cross nodes when cb aggregators take even domains of the range, aggregator a on node
  * a mod N (spread over the nodes). Interleaved pieces bring every node's bytes to every domain; otherwise node n's
  * processes hold the n-th N-th of the range. */
@@ -176,7 +185,8 @@ static double model_aggregate(const iotame_profile_t *p, const model_shape_t *m,
     double inter = plan->cross * moved / nodes;
     double intra = model_max(0, 1 - plan->cross - plan->self) * moved / nodes;
     double lat = m->N > 1 && plan->cross > 0 ? p->inter_latency : intra > 0 ? p->intra_latency : 0;
-    double exchange = (rounds + (plan->list > 0 ? 2 : 0)) * lat + inter / p->inter_rate + intra / p->intra_rate;
+    double exchange = (rounds + (plan->list > 0 ? 2 : 0)) * lat + inter / model_exchange_rate(p, m, inter / rounds) +
+                      intra / p->intra_rate;
 
     double at_agg = pieces / nagg;
     double cpu = model_copy(p, m->B / m->P, m->k) + model_copy(p, m->B / nagg, at_agg * plan->passes);
@@ -316,9 +326,11 @@ static double model_target_aligned(const iotame_profile_t *p, const model_shape_
 static double model_view_based(const iotame_profile_t *p, const model_shape_t *m)
 {
     double window = model_max(m->block, floor(m->C / m->block) * m->block);
-    model_plan_t plan = {.nagg = m->N, .agg_nodes = m->N, .cross = (m->N - 1) / m->N, .self = 1 / m->P,
-                         .domain = m->span / m->N, .window = window, .passes = 3,
-                         .request = m->N > 1 ? m->block : model_min(window, m->span), .streams = m->N,
+    /* a call of fewer blocks than nodes reaches as many aggregators: one node receives a one-block call whole */
+    double active = model_min(m->N, model_max(1, m->span / m->block));
+    model_plan_t plan = {.nagg = active, .agg_nodes = active, .cross = (m->N - 1) / m->N, .self = 1 / m->P,
+                         .domain = m->span / active, .window = window, .passes = 3,
+                         .request = m->N > 1 ? m->block : model_min(window, m->span), .streams = active,
                          .lockstep = m->N > 1, .fill = 1, .hole_max = MODEL_HOLE_MAX, .overlap = 1};
     return model_aggregate(p, m, &plan);
 }
@@ -425,5 +437,7 @@ const char *iotame_model_profile_problem(const iotame_profile_t *p)
     if (!(p->piece_seconds >= 0) || !(p->syscall_seconds >= 0)) return "piece_seconds, syscall_seconds: seconds >= 0";
     if (!(p->writeback_bytes >= 0)) return "writeback_bytes: bytes >= 0";
     if (!(p->writeback_rate >= 0)) return "writeback_rate: bytes/s >= 0";
+    if (p->exchange.n && model_curve_problem(&p->exchange))
+        return "exchange: no points, or a curve with x (bytes per pair) ascending, y (bytes/s) above 0";
     return NULL;
 }

@@ -243,6 +243,11 @@ typedef struct {
      * one node (shared memory) and between nodes (a node's link, shared by its processes) */
     double intra_latency, intra_rate;
     double inter_latency, inter_rate;
+    /* a node's bytes per second to the other nodes while every node exchanges at once (x: bytes per pair of
+     * processes, y: bytes per second a node sends), from the alltoallv rows at the calibrated layout; n 0: not
+     * measured (inter_rate alone). Below inter_rate where the nodes' links or their hosts cannot carry every
+     * exchange at once. */
+    iotame_model_curve_t exchange;
     /* memory */
     double copy_rate;     /* bytes per second of one process's large memcpy */
     double piece_seconds; /* one pass of software over one piece (cut, list, sort step, copy call), without its bytes */
