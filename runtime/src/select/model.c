@@ -284,8 +284,8 @@ static double model_two_phase(const iotame_profile_t *p, const model_shape_t *m)
 }
 
 /* One aggregator per node takes its node's pieces: nothing crosses nodes. Interleaved, its runs are the node's
- * adjacent pieces (ppn of them) with other nodes' between, which it skips (holes never filled); its rounds are file
- * ranges common to the nodes, so together their requests sweep the range. */
+ * adjacent pieces (ppn of them) with other nodes' between, which it skips (holes never filled). Nothing keeps the
+ * nodes' aggregators in step (they exchange nothing), so a target their streams share positions between them. */
 static double model_node_local(const iotame_profile_t *p, const model_shape_t *m)
 {
     const int spread = m->interleaved && m->N > 1;
@@ -293,7 +293,7 @@ static double model_node_local(const iotame_profile_t *p, const model_shape_t *m
     model_plan_t plan = {.nagg = m->N, .agg_nodes = m->N, .self = 1 / m->ppn,
                          .domain = m->interleaved ? m->span : m->span / m->N, .window = m->C, .list = MODEL_LIST,
                          .passes = model_sort_passes(m->P * m->k / m->N), .request = model_min(m->C, run),
-                         .streams = m->N, .lockstep = spread, .overlap = 1};
+                         .streams = m->N, .overlap = 1};
     const double skipping = model_aggregate(p, m, &plan);
     /* A read goes over the other nodes' pieces between its own when they are small holes (the engine reads over
      * holes up to 64 KiB): each node's aggregator then reads the whole range. Where that is slower than skipping
