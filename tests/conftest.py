@@ -39,10 +39,13 @@ class Job:
 
     def __init__(self, tmp_path):
         self.tmp = tmp_path
+        # the jobs' XDG_CONFIG_HOME: no machine profile of the caller's (docs/calibrate.md); beside tmp, since
+        # programs keep their own configuration there too (matplotlib) and tests check what tmp holds
+        self.xdg = tmp_path.parent / f"{tmp_path.name}.xdg"
 
     def env(self, preload=False, config=None, stats=None, extra=None):
         env = {k: v for k, v in os.environ.items() if k not in _OURS}
-        env["XDG_CONFIG_HOME"] = str(self.tmp / "xdg")  # no machine profile of the caller's (docs/calibrate.md)
+        env["XDG_CONFIG_HOME"] = str(self.xdg)
         env.update(iotame_vars(preload, config, stats, extra))
         return env
 

@@ -35,7 +35,7 @@ def auto_run(job, extra_env=None, **collective):
 
 
 def test_a_profile_in_the_users_directory_predicts_from_the_first_call(job):
-    profiles = job.tmp / "xdg" / "iotame" / "profiles"
+    profiles = job.xdg / "iotame" / "profiles"
     profiles.mkdir(parents=True)
     profile_for(job.tmp, profiles / "local.json")
     write_json(profiles / "a-other.json", {"version": 1, "kind": "iotame-machine-profile",
