@@ -6,8 +6,11 @@
  * (j*nprocs + r)*elmtcount*4 of a region of nprocs*veclen*elmtcount*4 bytes. Loop l accesses the l-th such region
  * (the view's l-th tile), so the file holds `loops` regions. The memory side is a contiguous buffer, or with
  * --mem-noncontig a vector with a hole of elmtcount ints after every chunk (the holes must survive the reads).
- * Independent MPI_File_write_at/read_at by default, --collective for the _all versions. The data is the common
- * pattern of writer rank 0 at each file offset, so the content depends on offsets only.
+ * Independent MPI_File_write_at/read_at by default, --collective for the _all versions. With --count N a call passes
+ * N instances of a datatype of veclen/N chunks (the file view tiles them), as programs that describe their data
+ * as many small derived types do: the same bytes at the same offsets, flattened into N x veclen/N pieces instead
+ * of one strided run. The data is the common pattern of writer rank 0 at each file offset, so the content depends
+ * on offsets only.
  *
  * Phases: "write" (every loop, then MPI_File_sync) and "read", each summing all loops.
  */
@@ -22,7 +25,7 @@
 
 typedef struct {
     iotame_standard_options_t std;
-    int64_t elmtcount, veclen, loops;
+    int64_t elmtcount, veclen, loops, count;
     bool collective, mem_noncontig;
 } noncontig_opts_t;
 
@@ -35,6 +38,8 @@ static int noncontig_parse(iotame_run_t *run, int argc, char **argv, noncontig_o
          .max = "268435456", .help = "chunks per process and call (the vector's count)"},
         {.name = "loops", .type = IOTAME_OPT_INT, .value = &o->loops, .def = "4", .min = "1",
          .help = "calls per phase, each on the next region of the file"},
+        {.name = "count", .type = IOTAME_OPT_INT, .value = &o->count, .def = "1", .min = "1", .max = "268435456",
+         .help = "datatype instances per call: the veclen chunks as count types of veclen/count chunks each"},
         {.name = "collective", .type = IOTAME_OPT_FLAG, .value = &o->collective,
          .help = "collective I/O (MPI_File_write_at_all / read_at_all); default independent"},
         {.name = "mem-noncontig", .type = IOTAME_OPT_FLAG, .value = &o->mem_noncontig,
@@ -47,6 +52,9 @@ static int noncontig_parse(iotame_run_t *run, int argc, char **argv, noncontig_o
         return iotame_usage_error("options --veclen and --elmtcount: %lld chunks of %lld ints is more than %lld "
                                   "bytes per process and call", (long long)o->veclen, (long long)o->elmtcount,
                                   MAX_CALL_BYTES);
+    if (o->veclen % o->count != 0)
+        return iotame_usage_error("option --count: %lld does not divide --veclen %lld (each instance holds veclen/count "
+                                  "chunks)", (long long)o->count, (long long)o->veclen);
     if (o->elmtcount > INT32_MAX / run->nprocs)
         return iotame_usage_error("option --elmtcount: %lld ints times %d processes overflows the vector stride",
                                   (long long)o->elmtcount, run->nprocs);
@@ -63,7 +71,8 @@ static uint64_t chunk_offset(const noncontig_opts_t *o, int nprocs, int r, int64
            chunk;
 }
 
-/* What a pass needs: the options, the file view's type, the memory datatype (count 1) and its buffer. */
+/* What a pass needs: the options, the file view's type, the memory datatype (o->count instances a call) and its
+ * buffer. */
 typedef struct {
     const noncontig_opts_t *o;
     MPI_Datatype filetype, mem;
@@ -90,10 +99,10 @@ static int noncontig_pass(iotame_run_t *run, void *ctx, bool write)
         if (write) {
             for (int64_t j = 0; j < o->veclen; j++)
                 iotame_data_fill(run, buf + j * stride, chunk, 0, chunk_offset(o, run->nprocs, run->rank, l, j));
-            iotame_view_write(&f, (MPI_Offset)(l * per_call), buf, 1, c->mem, o->collective);
+            iotame_view_write(&f, (MPI_Offset)(l * per_call), buf, (int)o->count, c->mem, o->collective);
         } else {
             iotame_view_clear(run, buf, buflen, IOTAME_VIEW_HOLE); /* no stale data can pass */
-            iotame_view_read(&f, (MPI_Offset)(l * per_call), buf, 1, c->mem, o->collective);
+            iotame_view_read(&f, (MPI_Offset)(l * per_call), buf, (int)o->count, c->mem, o->collective);
             for (int64_t j = 0; j < o->veclen; j++) {
                 iotame_data_check(run, path, buf + j * stride, chunk, 0,
                                   chunk_offset(o, run->nprocs, run->rank, l, j));
@@ -117,15 +126,22 @@ static int noncontig_run(iotame_run_t *run, int argc, char **argv)
     MPI_Type_size(MPI_INT, &int_size);
     if (int_size != INT_BYTES) iotame_fatal("MPI_INT is %d bytes, this kernel assumes %d", int_size, INT_BYTES);
 
-    const int e = (int)o.elmtcount, v = (int)o.veclen, np = run->nprocs;
-    /* Resized to the whole region of one loop so that the view's tiles follow each other. */
+    const int e = (int)o.elmtcount, v = (int)o.veclen, np = run->nprocs, g = (int)(o.veclen / o.count);
+    /* One instance's chunks, resized to the region they interleave with the other ranks' so that the view's tiles
+     * (and the memory type's instances) follow each other; with count 1 the tile is one loop's whole region. */
     MPI_Datatype vec, filetype, mem;
-    MPI_Type_vector(v, e, np * e, MPI_INT, &vec);
-    MPI_Type_create_resized(vec, 0, (MPI_Aint)np * v * e * INT_BYTES, &filetype);
+    MPI_Type_vector(g, e, np * e, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, (MPI_Aint)np * g * e * INT_BYTES, &filetype);
     iotame_view_commit(&filetype);
     MPI_Type_free(&vec);
-    if (o.mem_noncontig) MPI_Type_vector(v, e, 2 * e, MPI_INT, &mem);
-    else MPI_Type_contiguous(v * e, MPI_INT, &mem);
+    if (o.mem_noncontig) {
+        MPI_Datatype holes;
+        MPI_Type_vector(g, e, 2 * e, MPI_INT, &holes);
+        MPI_Type_create_resized(holes, 0, (MPI_Aint)2 * g * e * INT_BYTES, &mem);
+        MPI_Type_free(&holes);
+    } else {
+        MPI_Type_contiguous(g * e, MPI_INT, &mem);
+    }
     iotame_view_commit(&mem);
     size_t buflen = (size_t)v * e * INT_BYTES * (o.mem_noncontig ? 2 : 1);
     unsigned char *buf = iotame_alloc(buflen);

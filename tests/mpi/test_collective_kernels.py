@@ -100,6 +100,7 @@ CASES = [
     ("noncontig", 2, NONCONTIG),
     ("noncontig", 2, NONCONTIG + ["--collective", "--mem-noncontig"]),
     ("noncontig", 4, NONCONTIG + ["--collective"]),
+    ("noncontig", 2, NONCONTIG + ["--collective", "--mem-noncontig", "--count", "8"]),  # 8 small types a call
     ("tileio", 1, TILE + ["--nr-tiles-x", "1", "--nr-tiles-y", "1"]),
     ("tileio", 2, TILE + ["--nr-tiles-x", "1", "--nr-tiles-y", "2", "--independent", "--header-bytes", "100"]),
     ("tileio", 4, TILE + ["--nr-tiles-x", "2", "--nr-tiles-y", "2"]),
@@ -151,6 +152,7 @@ ACROSS = [
     ("matrix", 1, MATRIX, 4, MATRIX),
     ("noncontig", 2, ["--elmtcount", "16", "--veclen", "32", "--loops", "2"], 4,
      ["--elmtcount", "16", "--veclen", "16", "--loops", "2", "--collective", "--mem-noncontig"]),
+    ("noncontig", 2, NONCONTIG, 2, NONCONTIG + ["--count", "32", "--collective"]),  # one chunk per type instance
     ("tileio", 1, ["--sz-tile-x", "64", "--sz-tile-y", "32"], 4,
      ["--sz-tile-x", "32", "--sz-tile-y", "16", "--nr-tiles-x", "2", "--nr-tiles-y", "2"]),
     ("btio", 4, BTIO, 1, BTIO),
@@ -211,6 +213,7 @@ BAD = [
     ("noncontig", 2, ["--elmtcount", "0"], "--elmtcount"),
     ("noncontig", 1, ["--veclen", "0"], "--veclen"),
     ("noncontig", 1, ["--loops", "x"], "--loops"),
+    ("noncontig", 1, ["--veclen", "32", "--count", "5"], "--count"),
     ("tileio", 2, ["--nr-tiles-x", "2", "--nr-tiles-y", "2"], "--nr-tiles-x"),
     ("tileio", 2, ["--nr-tiles-x", "3"], "--nr-tiles-x"),
     ("tileio", 1, ["--sz-tile-y", "0"], "--sz-tile-y"),

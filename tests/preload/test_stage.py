@@ -102,6 +102,7 @@ KERNELS = [
     ("matrix", 2, ["--rows", "16", "--cols", "512", "--depth", "4", "--keep"], "iotame-matrix.dat"),
     ("noncontig", 2, ["--elmtcount", "16", "--veclen", "32", "--loops", "2", "--collective", "--keep"], "iotame-noncontig.dat"),
     ("noncontig", 2, ["--elmtcount", "16", "--veclen", "32", "--loops", "2", "--mem-noncontig", "--keep"], "iotame-noncontig.dat"),
+    ("noncontig", 2, ["--elmtcount", "16", "--veclen", "32", "--loops", "2", "--collective", "--count", "8", "--keep"], "iotame-noncontig.dat"),
     ("tileio", 2, ["--sz-tile-x", "32", "--sz-tile-y", "16", "--nr-tiles-x", "1", "--nr-tiles-y", "2", "--keep"], "iotame-tileio.dat"),
     ("btio", 1, ["--grid", "9", "--steps", "7", "--write-interval", "3", "--keep"], "iotame-btio.dat"),
     ("madbench", 2, ["--api", "mpiio", "--no-pix", "256", "--no-bin", "2", "--keep"], None),
