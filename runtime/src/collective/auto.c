@@ -146,7 +146,7 @@ static void auto_gather_test(void *arg)
 
 /* This rank's profile of the file's file system (setting, environment, profile directories), and the lines of what
  * it refused on the way. */
-static void auto_model_find(struct iotame_coll_choice *a, const iotame_coll_settings_t *set, const char *path)
+static void auto_profile_find(struct iotame_coll_choice *a, const iotame_coll_settings_t *set, const char *path)
 {
     iotame_profile_found_t *p = path ? malloc(sizeof *p) : NULL;
     if (p && iotame_profile_find(path, set->profile, p, &a->refused)) a->profile = p;
@@ -157,7 +157,7 @@ static void auto_model_find(struct iotame_coll_choice *a, const iotame_coll_sett
 
 /* The model's kind of each registry strategy here: a strategy that does not apply to the handle does the library's
  * collective call (passthrough); auto and names the model does not know have none. */
-static void auto_model_kinds(struct iotame_coll_choice *a, const iotame_coll_env_t *env)
+static void auto_profile_kinds(struct iotame_coll_choice *a, const iotame_coll_env_t *env)
 {
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
         const iotame_strategy_t *st = iotame_strategies[s];
@@ -197,7 +197,7 @@ static int64_t auto_agreed_value(const int *pair) { return pair[0] == -pair[1] ?
 
 /* After the open's agreement: the profile is used when every rank read the same one (collective then: the nodes
  * are counted). The file's statistics say which, or why none. */
-static void auto_model_agreed(struct iotame_coll_choice *a, const iotame_coll_env_t *env, const int *agree)
+static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_env_t *env, const int *agree)
 {
     const int64_t hash = auto_agreed_value(agree + A_PROFILE);
     json_t *coll = iotame_stats_collective(a->fs);
@@ -218,7 +218,7 @@ static void auto_model_agreed(struct iotame_coll_choice *a, const iotame_coll_en
     a->nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
     a->setup_seconds = 2e-6 * agree[A_OPEN_US]; /* the library's open of this file, and as much to close it */
     a->sieves = env->write_sieving;
-    auto_model_kinds(a, env);
+    auto_profile_kinds(a, env);
     a->model_error = iotame_select_known_error(&a->w.set.knowledge, a->model_error);
     a->w.set.conf.predicts = 1;
     a->w.predict = (iotame_window_predict_t){auto_predict, a};
@@ -294,7 +294,7 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     if (set->knowledge) ok &= (a->knowledge_path = strdup(set->knowledge)) != NULL;
     a->rows = malloc((size_t)o->nprocs * IOTAME_WINDOW_FIELDS * sizeof *a->rows);
     a->selector = auto_selector_of(o->fs);
-    auto_model_find(a, set, path);
+    auto_profile_find(a, set, path);
     c->predicts = a->profile != NULL;
     if (!ok || !a->rows || !a->selector) {
         auto_free(a);
@@ -355,14 +355,14 @@ static void auto_agreed(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGRE
     w->set.conf.readahead = (int64_t)agree[A_READAHEAD_KB] << 10; /* every rank's selector alike */
     w->tally.cost_ns = cost_ns; /* what a collective of ours costs, until a gather costs less */
     const int *open = agree + A_OPENING + 4 * !env->local_fs;
-    for (int op = 0; op < 2; op++) w->set.opening[op] = open[2 * op] == -open[2 * op + 1] ? open[2 * op] : -1;
+    for (int op = 0; op < 2; op++) w->set.opening[op] = (int)auto_agreed_value(open + 2 * op);
     if (agree[A_HAS] && agree[A_HAS_NOT]) { /* some rank has no copy of the knowledge: no rank uses it */
         iotame__coll_known_free(&w->set.knowledge);
         if (a->rank == 0)
             iotame_log_warn("knowledge file %s: a rank could not hold it (out of memory): not used\n", a->knowledge_path);
     }
     for (int op = 0; op < 2; op++) w->set.norder[op] = auto_candidates(a, env, op, w->set.order[op]);
-    auto_model_agreed(a, env, agree);
+    auto_profile_agreed(a, env, agree);
 }
 
 /* ---- calls ---- */
@@ -379,6 +379,18 @@ static void auto_served(iotame_coll_env_t *env, int write, const iotame_coll_par
 /* The selector's digest: ranks whose digests differ have diverged (the path was used by different communicators). */
 static int64_t auto_tag(const iotame_coll_env_t *env) { return (int64_t)iotame_select_digest(env->choice->w.sel); }
 
+/* Whether the ranks' ranges of a call overlap (their lengths sum to more than the call's whole range): what the
+ * model calls interleaved. */
+static int auto_interleaved(const iotame_coll_facts_t *facts)
+{
+    int64_t spans = 0;
+    for (int r = 0; r < facts->nprocs; r++) {
+        const int64_t *row = facts->info + (size_t)r * IOTAME_INFO_FIELDS;
+        if (row[IOTAME_INFO_EXTENTS] > 0) spans += row[IOTAME_INFO_END] - row[IOTAME_INFO_START];
+    }
+    return spans > facts->gmax - facts->gmin;
+}
+
 /* A call measured on its own: the entry of its signature (the selector reset first when the ranks' digests
  * differed) and its choice. A call that moves no bytes on any rank goes to the library, the cheapest collective
  * no-op (registry index 0), as does every call when the entry cannot be had (out of memory). */
@@ -393,12 +405,7 @@ static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
         iotame_stats_passthrough(a->fs, "selector state differed between ranks (reset)");
         iotame_select_reset(a->w.sel);
     }
-    int64_t spans = 0; /* the ranks' ranges summed: beyond the call's whole range when they overlap */
-    for (int r = 0; r < facts->nprocs; r++) {
-        const int64_t *row = facts->info + (size_t)r * IOTAME_INFO_FIELDS;
-        if (row[IOTAME_INFO_EXTENTS] > 0) spans += row[IOTAME_INFO_END] - row[IOTAME_INFO_START];
-    }
-    a->entry = iotame_window_entry(&a->w, &sig, spans > facts->gmax - facts->gmin);
+    a->entry = iotame_window_entry(&a->w, &sig, a->w.predict.fn && auto_interleaved(facts));
     auto_link(a->selector);
     return a->entry ? iotame_select_choose(a->entry) : 0;
 }

@@ -298,8 +298,10 @@ static void profile_exchange(const json_t *net, double ppn, iotame_model_curve_t
     const json_t *rows = json_object_get(net, "alltoallv"), *row;
     json_int_t most = 0;
     size_t i;
-    json_array_foreach(rows, i, row) if (json_integer_value(json_array_get(row, 0)) > most) most =
-        json_integer_value(json_array_get(row, 0));
+    json_array_foreach(rows, i, row) {
+        const json_int_t procs = json_integer_value(json_array_get(row, 0));
+        most = procs > most ? procs : most;
+    }
     out->n = 0;
     json_array_foreach(rows, i, row) {
         const double procs = (double)json_integer_value(json_array_get(row, 0));

@@ -31,10 +31,10 @@ typedef struct {
     unsigned long magic;
     unsigned major, minor;
     char dir[PATH_MAX];
-} find_fs_t;
+} profile_find_fs_t;
 
 /* The directory of a data path as MPI_File_open got it (ROMIO's "ufs:"-style prefixes removed). */
-static int find_fs_of(const char *data_path, find_fs_t *fs)
+static int profile_find_fs_of(const char *data_path, profile_find_fs_t *fs)
 {
     const char *colon = strchr(data_path, ':'), *slash = strchr(data_path, '/');
     if (colon && (!slash || colon < slash) && colon - data_path > 1) data_path = colon + 1;
@@ -54,7 +54,7 @@ static int find_fs_of(const char *data_path, find_fs_t *fs)
 }
 
 /* Why the profile's filesystem section is not the data file's, or NULL when it is (into why[size]). */
-static const char *find_mismatch(const json_t *root, const find_fs_t *fs, char *why, size_t size)
+static const char *profile_find_mismatch(const json_t *root, const profile_find_fs_t *fs, char *why, size_t size)
 {
     const json_t *f = json_object_get(root, "filesystem");
     const char *magic = json_string_value(json_object_get(f, "magic"));
@@ -73,7 +73,7 @@ static const char *find_mismatch(const json_t *root, const find_fs_t *fs, char *
 }
 
 /* A 31-bit FNV-1a hash of the profile's text: ranks that read the same profile agree on it; never 0. */
-static int find_hash(const char *text, size_t len)
+static int profile_find_hash(const char *text, size_t len)
 {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 16777619u;
@@ -81,7 +81,7 @@ static int find_hash(const char *text, size_t len)
     return h ? (int)h : 1;
 }
 
-static void find_refuse(char **refused, const char *lines)
+static void profile_find_refuse(char **refused, const char *lines)
 {
     size_t have = *refused ? strlen(*refused) : 0, add = strlen(lines);
     char *grown = realloc(*refused, have + add + 2);
@@ -94,14 +94,15 @@ static void find_refuse(char **refused, const char *lines)
 
 /* Tries one profile file: 1 when it is valid and matches (into *out), else 0, and when `named` the reason is added to
  * *refused (a profile found in a directory is passed over quietly unless it is the data file's and invalid). */
-static int find_try(const char *file, const find_fs_t *fs, int named, iotame_profile_found_t *out, char **refused)
+static int profile_find_try(const char *file, const profile_find_fs_t *fs, int named, iotame_profile_found_t *out,
+                            char **refused)
 {
     FILE *f = fopen(file, "rb");
     if (!f) {
         if (named) {
             char line[PATH_MAX + 128];
             snprintf(line, sizeof line, "iotame: profile %s: cannot read: %s", file, strerror(errno));
-            find_refuse(refused, line);
+            profile_find_refuse(refused, line);
         }
         return 0;
     }
@@ -120,23 +121,23 @@ static int find_try(const char *file, const find_fs_t *fs, int named, iotame_pro
     const int profile = json_is_object(root) &&
                         strcmp(json_string_value(json_object_get(root, "kind")) ?: "", "iotame-machine-profile") == 0;
     char why[PATH_MAX + 256];
-    const char *mismatch = profile ? find_mismatch(root, fs, why, sizeof why) : NULL;
+    const char *mismatch = profile ? profile_find_mismatch(root, fs, why, sizeof why) : NULL;
     json_decref(root);
     int ok = 0;
     if (profile && mismatch) {
         if (named) {
             char line[2 * PATH_MAX + 300];
             snprintf(line, sizeof line, "iotame: profile %s: %s", file, mismatch);
-            find_refuse(refused, line);
+            profile_find_refuse(refused, line);
         }
     } else if (named || profile) { /* a named file that is no profile is refused by the reader's own lines */
         char *errors = NULL;
         if (iotame_profile_load(file, text, len, &out->profile, &errors) == 0) {
             snprintf(out->path, sizeof out->path, "%s", file);
-            out->hash = find_hash(text, len);
+            out->hash = profile_find_hash(text, len);
             ok = 1;
         } else if (errors) {
-            find_refuse(refused, errors);
+            profile_find_refuse(refused, errors);
         }
         free(errors);
     }
@@ -144,22 +145,23 @@ static int find_try(const char *file, const find_fs_t *fs, int named, iotame_pro
     return ok;
 }
 
-static int find_by_name(const struct dirent *d)
+static int profile_find_by_name(const struct dirent *d)
 {
     const size_t n = strlen(d->d_name);
     return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
 }
 
 /* The first matching profile of a directory's *.json files, in name order. */
-static int find_in_dir(const char *dir, const find_fs_t *fs, iotame_profile_found_t *out, char **refused)
+static int profile_find_in_dir(const char *dir, const profile_find_fs_t *fs, iotame_profile_found_t *out,
+                               char **refused)
 {
     struct dirent **names = NULL;
-    const int n = scandir(dir, &names, find_by_name, alphasort);
+    const int n = scandir(dir, &names, profile_find_by_name, alphasort);
     int ok = 0;
     for (int i = 0; i < n; i++) {
         char file[PATH_MAX];
         if (!ok && snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name) < (int)sizeof file)
-            ok = find_try(file, fs, 0, out, refused);
+            ok = profile_find_try(file, fs, 0, out, refused);
         free(names[i]);
     }
     free(names);
@@ -167,15 +169,16 @@ static int find_in_dir(const char *dir, const find_fs_t *fs, iotame_profile_foun
 }
 
 /* A file or a directory given by name (the setting or the environment). */
-static int find_named(const char *name, const find_fs_t *fs, iotame_profile_found_t *out, char **refused)
+static int profile_find_named(const char *name, const profile_find_fs_t *fs, iotame_profile_found_t *out,
+                              char **refused)
 {
     struct stat st;
-    if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) return find_in_dir(name, fs, out, refused);
-    return find_try(name, fs, 1, out, refused);
+    if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) return profile_find_in_dir(name, fs, out, refused);
+    return profile_find_try(name, fs, 1, out, refused);
 }
 
 /* Whether a path's last component is lib or lib64. */
-static int find_is_libdir(const char *path)
+static int profile_find_is_libdir(const char *path)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -184,10 +187,10 @@ static int find_is_libdir(const char *path)
 
 /* The installed profiles' directory: PREFIX/share/iotame/profiles, PREFIX the parent of libiotame.so's directory (of
  * PREFIX/lib when that is a multiarch one, lib/x86_64-linux-gnu). */
-static int find_prefix_dir(char *dir, size_t size)
+static int profile_find_prefix_dir(char *dir, size_t size)
 {
     Dl_info info;
-    if (!dladdr((void *)find_prefix_dir, &info) || !info.dli_fname) return 0;
+    if (!dladdr((void *)profile_find_prefix_dir, &info) || !info.dli_fname) return 0;
     char lib[PATH_MAX];
     if (!realpath(info.dli_fname, lib)) return 0;
     char *slash = strrchr(lib, '/');
@@ -196,53 +199,53 @@ static int find_prefix_dir(char *dir, size_t size)
     slash = strrchr(lib, '/');
     if (!slash) return 0;
     *slash = '\0';
-    if (!find_is_libdir(slash + 1) && find_is_libdir(lib) && (slash = strrchr(lib, '/'))) *slash = '\0';
+    if (!profile_find_is_libdir(slash + 1) && profile_find_is_libdir(lib) && (slash = strrchr(lib, '/'))) *slash = '\0';
     return snprintf(dir, size, "%s/share/iotame/profiles", *lib ? lib : "") < (int)size;
 }
 
-static int find_search(const find_fs_t *fs, const char *setting, const char *env, iotame_profile_found_t *out,
-                       char **refused)
+static int profile_find_search(const profile_find_fs_t *fs, const char *setting, const char *env,
+                               iotame_profile_found_t *out, char **refused)
 {
-    if (setting && *setting) return out->found_by = "setting", find_named(setting, fs, out, refused);
-    if (env && *env) return out->found_by = "environment", find_named(env, fs, out, refused);
+    if (setting && *setting) return out->found_by = "setting", profile_find_named(setting, fs, out, refused);
+    if (env && *env) return out->found_by = "environment", profile_find_named(env, fs, out, refused);
     out->found_by = "directory";
     char dir[PATH_MAX];
     const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
     if (xdg && *xdg ? snprintf(dir, sizeof dir, "%s/iotame/profiles", xdg) < (int)sizeof dir
                     : home && snprintf(dir, sizeof dir, "%s/.config/iotame/profiles", home) < (int)sizeof dir)
-        if (find_in_dir(dir, fs, out, refused)) return 1;
-    return find_prefix_dir(dir, sizeof dir) && find_in_dir(dir, fs, out, refused);
+        if (profile_find_in_dir(dir, fs, out, refused)) return 1;
+    return profile_find_prefix_dir(dir, sizeof dir) && profile_find_in_dir(dir, fs, out, refused);
 }
 
 /* ---- what was found, per directory and setting, for the job's life ---- */
 
-typedef struct find_cached {
+typedef struct profile_find_cached {
     char *key;
     int found;
     iotame_profile_found_t profile;
     char *refused;
-    struct find_cached *next;
-} find_cached_t;
+    struct profile_find_cached *next;
+} profile_find_cached_t;
 
-static pthread_mutex_t find_lock = PTHREAD_MUTEX_INITIALIZER;
-static find_cached_t *find_cache;
+static pthread_mutex_t profile_find_lock = PTHREAD_MUTEX_INITIALIZER;
+static profile_find_cached_t *profile_find_cache;
 
 int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused)
 {
     *refused = NULL;
     memset(out, 0, sizeof *out);
-    find_fs_t fs;
+    profile_find_fs_t fs;
     char key[2 * PATH_MAX + 16];
     const char *env = getenv("IOTAME_PROFILE");
-    if (find_fs_of(data_path, &fs) != 0) return 0;
+    if (profile_find_fs_of(data_path, &fs) != 0) return 0;
     snprintf(key, sizeof key, "%s\n%s\n%s", fs.dir, setting ? setting : "", env ? env : "");
-    pthread_mutex_lock(&find_lock);
-    find_cached_t *c;
-    for (c = find_cache; c && strcmp(c->key, key) != 0; c = c->next) {}
+    pthread_mutex_lock(&profile_find_lock);
+    profile_find_cached_t *c;
+    for (c = profile_find_cache; c && strcmp(c->key, key) != 0; c = c->next) {}
     if (!c && (c = calloc(1, sizeof *c)) && (c->key = strdup(key))) {
-        c->found = find_search(&fs, setting, env, &c->profile, &c->refused);
-        c->next = find_cache;
-        find_cache = c;
+        c->found = profile_find_search(&fs, setting, env, &c->profile, &c->refused);
+        c->next = profile_find_cache;
+        profile_find_cache = c;
     } else if (c && !c->key) {
         free(c);
         c = NULL;
@@ -253,6 +256,6 @@ int iotame_profile_find(const char *data_path, const char *setting, iotame_profi
         *out = c->profile;
         *refused = c->refused ? strdup(c->refused) : NULL;
     }
-    pthread_mutex_unlock(&find_lock);
+    pthread_mutex_unlock(&profile_find_lock);
     return found;
 }

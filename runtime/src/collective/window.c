@@ -39,11 +39,11 @@ int iotame_window_opening(const iotame_window_t *w, int write)
 
 iotame_sel_entry_t *iotame_window_entry(iotame_window_t *w, const iotame_sig_t *sig, int interleaved)
 {
-    iotame_sel_entry_t *e = iotame_select_find(w->sel, sig);
-    if (e) return e;
     const iotame_select_conf_t conf = iotame_window_conf(w, sig->write);
     iotame_select_model_t model;
-    const int predicted = w->predict.fn && w->predict.fn(w->predict.arg, sig, interleaved, &model);
+    /* predicted only when new: a known signature's entry is found without the model's arithmetic */
+    const int predicted = w->predict.fn && !iotame_select_find(w->sel, sig) &&
+                          w->predict.fn(w->predict.arg, sig, interleaved, &model);
     return iotame_select_entry(w->sel, sig, &conf, &w->set.knowledge, predicted ? &model : NULL);
 }
 

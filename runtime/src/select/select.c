@@ -93,7 +93,7 @@ typedef struct {
     /* the examination under way is restricted to the incumbent and these (a probe's, or a departure's) */
     int restricted, probing, only[IOTAME_SELECT_MAX];
     uint64_t departures, probes, returns;
-} sel_model_t;
+} sel_prediction_t;
 
 /* The calls the entry served: how many, which strategy served the last ones in a row, the trace. */
 typedef struct {
@@ -113,7 +113,7 @@ struct iotame_sel_entry {
     sel_monitor_t mon;
     sel_budget_t budget;
     sel_calls_t calls;
-    sel_model_t model;
+    sel_prediction_t prediction;
     iotame_select_decision_t published; /* the decision as of the last call */
     iotame_sel_entry_t *next;           /* the next younger entry */
 };
@@ -274,7 +274,7 @@ static void exam_next_candidate(iotame_sel_entry_t *e)
     if (x->cur >= x->ncand) exam_finish(e);
 }
 
-static void model_skip(iotame_sel_entry_t *e, int first);
+static void prediction_skip(iotame_sel_entry_t *e, int first);
 
 static void exam_start(iotame_sel_entry_t *e, int first)
 {
@@ -286,7 +286,7 @@ static void exam_start(iotame_sel_entry_t *e, int first)
             int i = x->cand[k];
             x->skip[i] = i != first && x->last[i] > 0 && x->last[i] < e->set.k.drop * x->last[first];
         }
-    model_skip(e, first);
+    prediction_skip(e, first);
     e->state = EXAMINING;
     x->cur = x->served = x->t_n = 0;
     x->t_inv = 0;
@@ -309,8 +309,8 @@ static void exam_next_turn(iotame_sel_entry_t *e)
     exam_next_candidate(e);
 }
 
-static void model_seen(iotame_sel_entry_t *e, int s, double mbs);
-static void model_finish(iotame_sel_entry_t *e, int previous);
+static void prediction_seen(iotame_sel_entry_t *e, int s, double mbs);
+static void prediction_finish(iotame_sel_entry_t *e, int previous);
 
 static void exam_finish(iotame_sel_entry_t *e)
 {
@@ -322,20 +322,20 @@ static void exam_finish(iotame_sel_entry_t *e)
     /* A re-examination that keeps the winner was a false alarm: the noise is wider than the threshold, so widen
      * it (doubling, up to threshold_max); a new winner means conditions changed: back to the configured one. A
      * probe is no alarm: it leaves the threshold as it was. */
-    if (previous >= 0 && !e->model.probing)
+    if (previous >= 0 && !e->prediction.probing)
         m->thr = m->winner == previous ? fmin(2 * m->thr, e->set.k.threshold_max) : e->set.threshold;
     m->ref = 0; /* its first full window, as it runs */
     for (int k = 0; k < x->ncand; k++)
         if (x->n[x->cand[k]]) {
             x->last[x->cand[k]] = exam_mean(e, x->cand[k]);
-            model_seen(e, x->cand[k], x->last[x->cand[k]]);
+            prediction_seen(e, x->cand[k], x->last[x->cand[k]]);
         }
     m->fallback = m->steady > 0 && m->win_of != m->winner ? m->win_of : -1;
     m->fallback_mbs = m->steady;
     e->state = RUNNING;
     m->decided = 1;
     m->win_n = m->deviated = 0;
-    model_finish(e, previous);
+    prediction_finish(e, previous);
 }
 
 /* ---- the budget ---- */
@@ -416,78 +416,78 @@ static int monitor_hand_back(iotame_sel_entry_t *e, double mean)
 
 /* A call of the running winner: its window, and when the window is full, the comparison with the reference (two
  * deviating windows in a row start a re-examination, the winner first). */
-static int model_departed(iotame_sel_entry_t *e);
-static void model_probe(iotame_sel_entry_t *e, double mean);
+static int prediction_departed(iotame_sel_entry_t *e);
+static void prediction_probe(iotame_sel_entry_t *e, double mean);
 
 static void monitor_call(iotame_sel_entry_t *e, int strategy, double mbs)
 {
     sel_monitor_t *m = &e->mon;
     double mean = monitor_add(e, strategy, mbs);
     if (mean <= 0 || monitor_hand_back(e, mean)) return;
-    model_seen(e, strategy, mean);
+    prediction_seen(e, strategy, mean);
     if (m->ref <= 0) { /* the winner's first window sets the reference, and checks the prediction */
         m->ref = mean;
-        if (model_departed(e)) exam_start(e, m->winner);
+        if (prediction_departed(e)) exam_start(e, m->winner);
     } else if (fabs(mean - m->ref) <= m->thr * m->ref || e->exam.ncand < 2) {
         m->deviated = 0;
     } else if (!m->deviated) {
         m->deviated = 1;
-        e->model.backoff = 1; /* conditions changed: a probe may pay again soon */
+        e->prediction.backoff = 1; /* conditions changed: a probe may pay again soon */
     } else {
         e->exam.reexams++;
         exam_start(e, m->winner);
         return;
     }
-    if (!m->deviated) model_probe(e, mean);
+    if (!m->deviated) prediction_probe(e, mean);
 }
 
-/* ---- the cost model ---- */
+/* ---- the prediction (the cost model's, select.h) ---- */
 
 /* How far a measured mean lies from the prediction: a factor f either way is f - 1 (0: nothing to compare). */
-static double model_miss(const iotame_sel_entry_t *e, int s, double mbs)
+static double prediction_miss(const iotame_sel_entry_t *e, int s, double mbs)
 {
-    const double measured = sel_call_seconds(e, mbs), pred = e->model.pred[s];
+    const double measured = sel_call_seconds(e, mbs), pred = e->prediction.pred[s];
     return measured > 0 && pred > 0 ? fmax(measured / pred, pred / measured) - 1 : 0;
 }
 
 /* The model's error on this signature: the prior, or the largest miss the latest means show when larger. */
-static double model_error(const iotame_sel_entry_t *e)
+static double prediction_error(const iotame_sel_entry_t *e)
 {
-    double err = e->model.prior;
+    double err = e->prediction.prior;
     for (int k = 0; k < e->exam.ncand; k++) {
         const int c = e->exam.cand[k];
-        err = fmax(err, model_miss(e, c, e->model.seen[c]));
+        err = fmax(err, prediction_miss(e, c, e->prediction.seen[c]));
     }
     return err;
 }
 
 /* The latest mean measured of strategy s: of a window or a finished examination, else the one under way (MB/s). */
-static double model_latest(const iotame_sel_entry_t *e, int s)
+static double prediction_latest(const iotame_sel_entry_t *e, int s)
 {
-    return e->model.seen[s] > 0 ? e->model.seen[s] : exam_mean(e, s);
+    return e->prediction.seen[s] > 0 ? e->prediction.seen[s] : exam_mean(e, s);
 }
 
-static void model_seen(iotame_sel_entry_t *e, int s, double mbs)
+static void prediction_seen(iotame_sel_entry_t *e, int s, double mbs)
 {
-    if (!e->model.on || mbs <= 0) return;
-    e->model.seen[s] = mbs;
-    e->model.top[s] = fmax(e->model.top[s], mbs);
+    if (!e->prediction.on || mbs <= 0) return;
+    e->prediction.seen[s] = mbs;
+    e->prediction.top[s] = fmax(e->prediction.top[s], mbs);
 }
 
 /* The incumbent: the winner, else the best examined so far, else the fastest predicted. */
-static int model_incumbent(const iotame_sel_entry_t *e)
+static int prediction_incumbent(const iotame_sel_entry_t *e)
 {
     const int b = exam_best(e);
-    return e->mon.decided ? e->mon.winner : b >= 0 ? b : e->model.first;
+    return e->mon.decided ? e->mon.winner : b >= 0 ? b : e->prediction.first;
 }
 
 /* Lets into examinations the candidates now predicted within the error of the incumbent's prediction (the error
  * grows when a measured mean departs from its prediction); a candidate once let in stays in. Returns how many, and
  * marks them in `only` when asked. */
-static int model_uncut(iotame_sel_entry_t *e, int mark)
+static int prediction_uncut(iotame_sel_entry_t *e, int mark)
 {
-    sel_model_t *md = &e->model;
-    const double bound = md->pred[model_incumbent(e)] * (1 + model_error(e));
+    sel_prediction_t *md = &e->prediction;
+    const double bound = md->pred[prediction_incumbent(e)] * (1 + prediction_error(e));
     int n = 0;
     for (int k = 0; k < e->exam.ncand; k++) {
         const int c = e->exam.cand[k];
@@ -502,11 +502,11 @@ static int model_uncut(iotame_sel_entry_t *e, int mark)
 
 /* What an examination leaves out besides the clear losers: in a restricted one every candidate but the incumbent
  * (`first`) and the ones it is for; else the candidates the model's error keeps out. */
-static void model_skip(iotame_sel_entry_t *e, int first)
+static void prediction_skip(iotame_sel_entry_t *e, int first)
 {
-    sel_model_t *md = &e->model;
+    sel_prediction_t *md = &e->prediction;
     if (!md->on) return;
-    if (!md->restricted) model_uncut(e, 0);
+    if (!md->restricted) prediction_uncut(e, 0);
     for (int k = 0; k < e->exam.ncand; k++) {
         const int c = e->exam.cand[k];
         if (c == first) continue;
@@ -517,10 +517,10 @@ static void model_skip(iotame_sel_entry_t *e, int first)
 
 /* Whether a measured mean departed from its prediction beyond the model's error, so that candidates it kept out
  * are now within the error: an examination of those and the incumbent follows. */
-static int model_departed(iotame_sel_entry_t *e)
+static int prediction_departed(iotame_sel_entry_t *e)
 {
-    sel_model_t *md = &e->model;
-    if (!md->on || !model_uncut(e, 1)) return 0;
+    sel_prediction_t *md = &e->prediction;
+    if (!md->on || !prediction_uncut(e, 1)) return 0;
     md->departures++;
     md->restricted = 1;
     return 1;
@@ -528,9 +528,9 @@ static int model_departed(iotame_sel_entry_t *e)
 
 /* After an examination: a probe that kept the incumbent doubles the credit the next probe waits for; one that
  * found the probed strategy faster returns to it. A winner that misses its prediction lets more candidates in. */
-static void model_finish(iotame_sel_entry_t *e, int previous)
+static void prediction_finish(iotame_sel_entry_t *e, int previous)
 {
-    sel_model_t *md = &e->model;
+    sel_prediction_t *md = &e->prediction;
     if (!md->on) return;
     if (md->probing) {
         if (e->mon.winner == previous) md->backoff = fmin(2 * md->backoff, 1 << 20);
@@ -538,16 +538,16 @@ static void model_finish(iotame_sel_entry_t *e, int previous)
     }
     md->restricted = md->probing = 0;
     memset(md->only, 0, sizeof md->only);
-    if (model_departed(e)) exam_start(e, e->mon.winner);
+    if (prediction_departed(e)) exam_start(e, e->mon.winner);
 }
 
 /* The candidate a probe would check while the winner runs at `mean` MB/s: the one expected fastest (its best mean
  * measured, else its prediction less the error), when it beats the winner by more than the threshold; else -1. A
  * strategy left under a load is so measured again once the load may be gone: the way back. */
-static int model_probe_target(const iotame_sel_entry_t *e, double mean)
+static int prediction_probe_target(const iotame_sel_entry_t *e, double mean)
 {
-    const sel_model_t *md = &e->model;
-    const double err = model_error(e);
+    const sel_prediction_t *md = &e->prediction;
+    const double err = prediction_error(e);
     int best = -1;
     double best_mbs = (1 + e->mon.thr) * mean;
     for (int k = 0; k < e->exam.ncand; k++) {
@@ -561,11 +561,11 @@ static int model_probe_target(const iotame_sel_entry_t *e, double mean)
 
 /* While the winner runs: a probe of a strategy expected faster, once the budget's credit holds `backoff` times
  * what the probe's turn may lose (from the probed strategy's latest mean, else a call of the winner per call). */
-static void model_probe(iotame_sel_entry_t *e, double mean)
+static void prediction_probe(iotame_sel_entry_t *e, double mean)
 {
-    sel_model_t *md = &e->model;
+    sel_prediction_t *md = &e->prediction;
     if (!md->on || e->state != RUNNING || e->set.budget <= 0) return;
-    const int c = model_probe_target(e, mean);
+    const int c = prediction_probe_target(e, mean);
     if (c < 0) return;
     const double tw = sel_call_seconds(e, mean), tc = sel_call_seconds(e, md->seen[c]);
     const double loss = settings_turn_calls(e->set.k.gate_calls, e->set.settle, e->set.exam_calls) *
@@ -579,9 +579,9 @@ static void model_probe(iotame_sel_entry_t *e, double mean)
 
 /* A new entry's prediction: the candidates in predicted order, the model's error keeping out those predicted beyond
  * it of the fastest. */
-static void model_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
+static void prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
 {
-    sel_model_t *md = &e->model;
+    sel_prediction_t *md = &e->prediction;
     md->backoff = 1;
     if (!model) return;
     sel_exam_t *x = &e->exam;
@@ -600,17 +600,17 @@ static void model_init(iotame_sel_entry_t *e, const iotame_select_model_t *model
     md->prior = fmax(0, model->error);
     for (int k = 0; k < x->ncand; k++) md->cut[x->cand[k]] = 1;
     md->cut[md->first] = 0;
-    model_uncut(e, 0);
+    prediction_uncut(e, 0);
 }
 
 /* Whether the model leaves a new entry a single candidate: it then runs from the first call. */
-static int model_start(iotame_sel_entry_t *e)
+static int prediction_start(iotame_sel_entry_t *e)
 {
-    if (!e->model.on) return 0;
+    if (!e->prediction.on) return 0;
     for (int k = 0; k < e->exam.ncand; k++)
-        if (e->exam.cand[k] != e->model.first && !e->model.cut[e->exam.cand[k]]) return 0;
+        if (e->exam.cand[k] != e->prediction.first && !e->prediction.cut[e->exam.cand[k]]) return 0;
     e->state = RUNNING;
-    e->mon.winner = e->model.first;
+    e->mon.winner = e->prediction.first;
     e->mon.decided = 1;
     return 1;
 }
@@ -662,16 +662,16 @@ static void sel_publish(iotame_sel_entry_t *e)
     d->threshold = e->mon.thr;
     d->transition_calls = e->set.settle;
     d->from_knowledge = e->from_knowledge;
-    const sel_model_t *md = &e->model;
+    const sel_prediction_t *md = &e->prediction;
     d->modeled = md->on;
     if (!md->on) return;
     d->model_first = md->first;
     for (int i = 0; i < IOTAME_SELECT_MAX; i++) {
         d->predicted[i] = md->pred[i];
-        d->measured_s[i] = sel_call_seconds(e, model_latest(e, i));
+        d->measured_s[i] = sel_call_seconds(e, prediction_latest(e, i));
         d->cut[i] = md->cut[i];
     }
-    d->model_error = model_error(e);
+    d->model_error = prediction_error(e);
     d->departures = md->departures;
     d->probes = md->probes;
     d->returns = md->returns;
@@ -809,9 +809,9 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
         if (id >= 0 && id < IOTAME_SELECT_MAX) x->cand[x->ncand++] = id;
     }
     if (x->ncand == 0) x->cand[x->ncand++] = 0;
-    model_init(e, model);
+    prediction_init(e, model);
     const iotame_select_known_t *item = known_entry(knowledge, sig);
-    const int known = !item && model_start(e) ? -1 : known_start(e, item, conf);
+    const int known = !item && prediction_start(e) ? -1 : known_start(e, item, conf);
     if (s->last) s->last->next = e;
     else s->entries = e;
     s->last = e;
@@ -995,10 +995,10 @@ int iotame_select_learned(const iotame_sel_entry_t *e, iotame_select_learned_t *
     *out = (iotame_select_learned_t){.sig = e->sig, .winner = e->mon.decided ? e->mon.winner : -1,
                                      .spent = e->budget.spent, .debt = e->budget.debt, .lead = -1, .ncand = x->ncand};
     if (!e->mon.decided) out->lead = learned_lead(e);
-    out->modeled = e->model.on;
-    for (int i = 0; i < IOTAME_SELECT_MAX && e->model.on; i++) {
-        out->predicted[i] = e->model.pred[i];
-        out->measured_s[i] = sel_call_seconds(e, model_latest(e, i));
+    out->modeled = e->prediction.on;
+    for (int i = 0; i < IOTAME_SELECT_MAX && e->prediction.on; i++) {
+        out->predicted[i] = e->prediction.pred[i];
+        out->measured_s[i] = sel_call_seconds(e, prediction_latest(e, i));
     }
     for (int k = 0; k < x->ncand; k++) {
         out->cand[k] = x->cand[k];
