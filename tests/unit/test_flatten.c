@@ -106,6 +106,31 @@ static void view_check(const char *name, MPI_Datatype t, const iotame_flat_t *f,
                 (long)len, (long)disp, rc, got.n, want.n);
         failures++;
     }
+    /* the runs: the same extents once their pieces are listed and touching ones merged, and never more runs */
+    iotame_runs_t runs = {0};
+    rc = iotame_flatten_view_runs(&v, start, len, &runs);
+    size_t k = 0;
+    int64_t at = -1, run_len = 0;
+    ok = rc == 0 && runs.n <= want.n;
+    for (size_t r = 0; ok && r <= runs.n; r++) {
+        int64_t count = r < runs.n ? runs.v[r].count : 1;
+        for (int64_t j = 0; ok && j < count; j++) {
+            int64_t off = r < runs.n ? runs.v[r].off + j * runs.v[r].stride : -2, n = r < runs.n ? runs.v[r].len : 0;
+            ok = r == runs.n || (n > 0 && off >= at + run_len);
+            if (ok && off == at + run_len && r < runs.n) { /* touches the extent being assembled */
+                run_len += n;
+                continue;
+            }
+            if (at >= 0) ok = k < want.n && want.v[k].off == at && want.v[k].len == run_len, k++;
+            at = off, run_len = n;
+        }
+    }
+    if (!ok || k != want.n) {
+        fprintf(stderr, "%s: runs of [%ld, +%ld) from %ld: rc %d, %zu runs, %zu of %zu extents matched\n", name,
+                (long)start, (long)len, (long)disp, rc, runs.n, k, want.n);
+        failures++;
+    }
+    iotame_runs_free(&runs);
     free(want.v);
     iotame_extents_free(&got);
     free(map);
@@ -252,6 +277,14 @@ static void resized(void)
     iotame_flat_t *f = flat_check("resized", t, want, 1);
     CHECK(f && f->extent == 12);
     view_check("resized", t, f, 5, 3, 30);
+    /* an int every 12 bytes over 1000 tiles: one strided run, not a run per tile */
+    iotame_view_t tiles = {5, 1, f};
+    iotame_runs_t runs = {0};
+    CHECK(iotame_flatten_view_runs(&tiles, 0, 4000, &runs) == 0 && runs.n == 1 && runs.v[0].off == 5 &&
+          runs.v[0].len == 4 && runs.v[0].count == 1000 && runs.v[0].stride == 12);
+    CHECK(iotame_flatten_view_runs(&tiles, 2, 3998, &runs) == 0 && runs.n == 2 && runs.v[0].len == 2 &&
+          runs.v[1].count == 999); /* a piece begun before the call's start, then the rest as one run */
+    iotame_runs_free(&runs);
     iotame_flatten_free(f);
     type_free(&t);
     MPI_Type_create_resized(MPI_DOUBLE, 0, 4, &t); /* tiles that overlap: no view */

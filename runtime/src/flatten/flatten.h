@@ -59,11 +59,25 @@ typedef struct {
     const iotame_flat_t *filetype;
 } iotame_view_t;
 
+/* A growable list of strided runs of file offsets, reused from call to call. */
+typedef struct {
+    iotame_run_t *v;
+    size_t n, cap;
+} iotame_runs_t;
+
+void iotame_runs_free(iotame_runs_t *x);
+
 /* Whether a view can be mapped: its filetype sorted, with data, and tiles that do not overlap. */
 int iotame_flatten_view_ok(const iotame_view_t *view);
 
 /* The file extents of data-stream bytes [start, start + len) of `view`, sorted, touching ones merged, into *out
  * (replacing its content). Returns 0, -EINVAL for a view that cannot be mapped, or -ENOMEM. */
 int iotame_flatten_view_map(const iotame_view_t *view, int64_t start, int64_t len, iotame_extents_t *out);
+
+/* The same bytes as iotame_flatten_view_map, in the same (ascending) order, as strided runs: a description that
+ * grows with the flattened view, not with its pieces. Neighbouring runs merge (touching pieces into one piece, equal
+ * pieces at one stride into one run), so a vector whose tiles continue its stride is one run however many tiles the
+ * call covers. Returns 0, -EINVAL for a view that cannot be mapped, or -ENOMEM. */
+int iotame_flatten_view_runs(const iotame_view_t *view, int64_t start, int64_t len, iotame_runs_t *out);
 
 #endif

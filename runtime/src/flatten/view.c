@@ -75,3 +75,88 @@ int iotame_flatten_view_map(const iotame_view_t *v, int64_t start, int64_t len, 
     }
     return 0;
 }
+
+void iotame_runs_free(iotame_runs_t *x)
+{
+    free(x->v);
+    x->v = NULL;
+    x->n = x->cap = 0;
+}
+
+/* Appends count pieces of len bytes at off, off + stride, ... to x, merged into the last run where they continue
+ * it. */
+static int view_runs_add(iotame_runs_t *x, int64_t off, int64_t len, int64_t count, int64_t stride)
+{
+    if (count == 1 || stride == len) { /* contiguous: one piece */
+        len *= count;
+        count = 1;
+        stride = len;
+    }
+    if (x->n) {
+        iotame_run_t *p = &x->v[x->n - 1];
+        if (p->count == 1 && count == 1 && p->off + p->len == off) { /* touching pieces */
+            p->len += len;
+            p->stride = p->len;
+            return 0;
+        }
+        int64_t s = p->count > 1 ? p->stride : count > 1 ? stride : off - p->off;
+        if (p->len == len && s > len && off == p->off + p->count * s && (count == 1 || stride == s)) {
+            p->count += count;
+            p->stride = s;
+            return 0;
+        }
+    }
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        iotame_run_t *grown = realloc(x->v, cap * sizeof *grown);
+        if (!grown) return -ENOMEM;
+        x->v = grown;
+        x->cap = cap;
+    }
+    x->v[x->n++] = (iotame_run_t){off, len, count, stride};
+    return 0;
+}
+
+int iotame_flatten_view_runs(const iotame_view_t *v, int64_t start, int64_t len, iotame_runs_t *out)
+{
+    out->n = 0;
+    if (len <= 0) return 0;
+    if (!iotame_flatten_view_ok(v) || start < 0) return -EINVAL;
+    const iotame_flat_t *f = v->filetype;
+    const int64_t S = f->size, E = f->extent;
+    int64_t tile = start / S, within = start % S;
+    size_t lo = 0, hi = f->nruns; /* the run holding byte `within` of a tile */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (f->cum[mid] <= within) lo = mid;
+        else hi = mid;
+    }
+    size_t r = lo;
+    int64_t in_run = within - f->cum[r];
+    int64_t j = in_run / f->runs[r].len, b = in_run % f->runs[r].len;
+    while (len > 0) {
+        const iotame_run_t *run = &f->runs[r];
+        const int64_t base = v->disp + tile * E + run->off;
+        if (b) { /* the rest of a piece begun before start */
+            int64_t n = run->len - b < len ? run->len - b : len;
+            if (view_runs_add(out, base + j * run->stride + b, n, 1, n)) return -ENOMEM;
+            len -= n;
+            j++;
+            b = 0;
+        }
+        int64_t whole = run->count - j < len / run->len ? run->count - j : len / run->len;
+        if (whole > 0 && view_runs_add(out, base + j * run->stride, run->len, whole, run->stride)) return -ENOMEM;
+        len -= whole * run->len;
+        j += whole;
+        if (j < run->count && len > 0) { /* the call ends inside this piece */
+            if (view_runs_add(out, base + j * run->stride, len, 1, len)) return -ENOMEM;
+            len = 0;
+        }
+        j = 0;
+        if (++r == f->nruns) {
+            r = 0;
+            tile++;
+        }
+    }
+    return 0;
+}

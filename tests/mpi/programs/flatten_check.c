@@ -211,6 +211,7 @@ static void check_type(MPI_Datatype t)
     if (sorted && n > 0 && want[0] >= 0 && iotame_flatten_view_ok(&v)) {
         rng_t g = {(uint64_t)cur_case * 77u};
         iotame_extents_t x = {0};
+        iotame_runs_t runs = {0};
         for (int trial = 0; trial < 5; trial++) {
             int64_t start = rnd(&g, 0, 4 * n), len = rnd(&g, 0, 5 * n);
             if (iotame_flatten_view_map(&v, start, len, &x) != 0) {
@@ -230,8 +231,24 @@ static void check_type(MPI_Datatype t)
                 }
             }
             if (p != start + len && !failures) FAIL("view mapped %ld bytes, not %ld", (long)(p - start), (long)len);
+            /* the runs: the same bytes in the same order */
+            if (iotame_flatten_view_runs(&v, start, len, &runs) != 0) {
+                FAIL("view_runs failed");
+                break;
+            }
+            p = start;
+            for (size_t r = 0; r < runs.n && p >= 0; r++)
+                for (int64_t j = 0; j < runs.v[r].count && p >= 0; j++)
+                    for (int64_t b = 0; b < runs.v[r].len; b++, p++)
+                        if (runs.v[r].off + j * runs.v[r].stride + b != v.disp + (p / n) * ext + want[p % n]) {
+                            FAIL("runs: view byte %ld misplaced", (long)p);
+                            p = -1;
+                            break;
+                        }
+            if (p >= 0 && p != start + len) FAIL("runs mapped %ld bytes, not %ld", (long)(p - start), (long)len);
         }
         iotame_extents_free(&x);
+        iotame_runs_free(&runs);
     }
     iotame_flatten_free(f);
     free(want);
