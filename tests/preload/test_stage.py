@@ -186,18 +186,34 @@ def test_a_full_file_system_is_reported_as_no_space(job, tiny_fs):
 
 # ---- the cache's size ----
 
-def test_the_cache_is_never_exceeded_by_a_writer_faster_than_the_device(job):
-    """A 1 MiB cache in front of an emulated 40 MB/s disk, 4 MiB written per phase: writers block, the most ever
-    dirty is within the cache, and the data verifies."""
+def small_cache_job(job, records, record_size):
+    """2 ranks write 2 phases of `records` records to a 1 MiB cache in front of an emulated 40 MB/s disk: the staging
+    statistics."""
     stats = job.tmp / "s.json"
     config = {"version": 1, "defaults": {"staging": {"enabled": True, "cache_mb": 1},
                                          "emulate": {"device": "disk", "bandwidth_mbs": 40,
                                                      "state": str(job.tmp / "dev.state")}}}
-    res, _ = job.kernel(2, "phases", "--phases", "2", "--records", "32", "--record-size", "64k", preload=True,
+    res, _ = job.kernel(2, "phases", "--phases", "2", "--records", str(records), "--record-size", record_size, preload=True,
                         stats=stats, config=write_json(job.tmp / "c.json", config), timeout=300)
     assert res["verified"] is True
-    s = section(stats)
-    assert s["blocked_seconds"] > 0
+    return section(stats)
+
+
+def test_the_cache_is_never_exceeded_by_a_writer_faster_than_the_device(job):
+    """1024 records of 1 KiB per phase (small pieces, worth merging): writers block for room, and the most ever dirty
+    is within the cache."""
+    s = small_cache_job(job, 1024, "1k")
+    assert s["blocked_seconds"] > 0 and s["written_through"] == 0
+    assert 0 < s["flusher"]["max_dirty_bytes"] <= s["flusher"]["cache_bytes"] <= 1 << 20
+
+
+def test_large_writes_that_find_the_cache_full_are_written_through(job):
+    """Records of 64 KiB: a write that finds no room goes to the file within the call instead of waiting for the
+    flusher; every byte is either staged or written through, the cache is never exceeded, the data verifies."""
+    s = small_cache_job(job, 32, "64k")
+    assert s["written_through"] > 0
+    assert s["bytes"] + s["written_through_bytes"] == 2 * 2 * 32 * 65536
+    assert s["flusher"]["bytes_written"] == s["bytes"]
     assert 0 < s["flusher"]["max_dirty_bytes"] <= s["flusher"]["cache_bytes"] <= 1 << 20
 
 

@@ -122,18 +122,46 @@ static void file_check(const char *name, const unsigned char *expect, size_t n)
 
 static unsigned char pattern(unsigned seed, size_t i) { return (unsigned char)((seed * 131u + i * 7u) % 251u + 1u); }
 
+/* The extents x[0..n) as runs, equal pieces at one stride joined (as the view's mapping gives them); *nruns. */
+static iotame_run_t *runs_of(const iotame_extent_t *x, size_t n, size_t *nruns)
+{
+    iotame_run_t *r = malloc((n ? n : 1) * sizeof *r);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        iotame_run_t *p = k ? &r[k - 1] : NULL;
+        int64_t s = p ? (p->count > 1 ? p->stride : x[i].off - p->off) : 0;
+        if (p && p->len == x[i].len && s > p->len && x[i].off == p->off + p->count * s) {
+            p->count++;
+            p->stride = s;
+        } else {
+            r[k++] = (iotame_run_t){x[i].off, x[i].len, 1, x[i].len};
+        }
+    }
+    *nruns = k;
+    return r;
+}
+
+static int test_fill(void *arg, char *dst, uint64_t from, uint64_t n)
+{
+    memcpy(dst, (const char *)arg + from, n);
+    return 0;
+}
+
 /* Stages the extents x[0..n) for `rank` with data of pattern `seed`, applied to `image` (if any) as the file should
  * get it. */
 static uint64_t put(stage_area_t *a, int f, int rank, const iotame_extent_t *x, size_t n, unsigned seed,
                     unsigned char *image)
 {
-    size_t bytes = 0;
+    size_t bytes = 0, nruns = 0;
     for (size_t i = 0; i < n; i++) bytes += (size_t)x[i].len;
     char *d = malloc(bytes ? bytes : 1);
     for (size_t i = 0; i < bytes; i++) d[i] = (char)pattern(seed, i);
     for (size_t i = 0, at = 0; image && i < n; at += (size_t)x[i].len, i++)
         memcpy(image + x[i].off, d + at, (size_t)x[i].len);
-    uint64_t blocked = 0, end = stage_put(a, f, rank, x, n, d, 1.0, &blocked);
+    iotame_run_t *r = runs_of(x, n, &nruns);
+    const stage_source_t src = {test_fill, d};
+    uint64_t blocked = 0, end = stage_put(a, f, rank, r, nruns, &src, 1.0, &blocked);
+    free(r);
     free(d);
     return end;
 }
@@ -260,7 +288,7 @@ static void batch_padding(void)
     batch_all(a);
     iotame_extent_t x = {60000, 20000};
     put(a, f, 1, &x, 1, 18, image);
-    uint64_t record = (sizeof(stage_record_t) + sizeof x + 20000 + 63) / 64 * 64;
+    uint64_t record = (sizeof(stage_record_t) + sizeof(iotame_run_t) + 20000 + 63) / 64 * 64;
     CHECK(head == 3 * record);
     CHECK(stage_head(a) == 65536 + record); /* padded to the end, then the record at the ring's start */
     batch_all(a);
@@ -414,9 +442,10 @@ static pid_t child_dies_in_copy(stage_area_t *a, int f, int rank, int64_t good_a
         signal(SIGSEGV, die_in_copy);
         if (stage_area_join(a, rank, 100 + rank) != 0) _exit(1);
         put(a, f, rank, &good, 1, 40, NULL);
-        iotame_extent_t dead = {dead_at, 2 * page};
+        iotame_run_t dead = {dead_at, 2 * page, 1, 2 * page};
+        const stage_source_t src = {test_fill, mem};
         uint64_t blocked = 0;
-        stage_put(a, f, rank, &dead, 1, mem, 1.0, &blocked);
+        stage_put(a, f, rank, &dead, 1, &src, 1.0, &blocked);
         _exit(0); /* not reached: the copy faults */
     }
     for (size_t i = 0; i < 4096; i++) image[good_at + (int64_t)i] = pattern(40, i);

@@ -240,6 +240,9 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
             __atomic_add_fetch(&f->pending, head->bytes, __ATOMIC_RELAXED); /* the flusher subtracts without the lock */
             f->generation++;
             __atomic_store_n(&a->head, pos + n, __ATOMIC_RELEASE); /* read without the lock by module.c */
+            if (pos + n - a->tail > a->count.max_dirty) a->count.max_dirty = pos + n - a->tail;
+            /* a write under way is activity: the flusher's quiet time counts from here too */
+            __atomic_store_n(&a->last_put_ns, iotame_monotonic_ns(), __ATOMIC_RELAXED);
             return pos;
         }
         uint64_t t0 = iotame_monotonic_ns();
@@ -252,63 +255,101 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
     }
 }
 
-/* Appends one record: the extents ext[0..n) with the first starting `skip` bytes in and the last ending after
- * `last` bytes (a piece of a longer extent), and their `bytes` of data. The lock is not held. */
-static uint64_t area_put_record(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t n, int64_t skip,
-                                int64_t last, const char *data, uint64_t bytes, double threshold, uint64_t *blocked_ns)
+/* Where a write's runs are taken from, record by record: run i, from its piece `done` and byte `skip` of it. */
+typedef struct {
+    const iotame_run_t *runs;
+    size_t n, i;
+    int64_t done, skip;
+} area_cursor_t;
+
+/* Takes from the cursor the runs of one record of at most `room` bytes of runs and data: whole pieces of a run
+ * while they fit, a piece cut where it does not. Writes them to out (NULL: only measures) and the record's bytes,
+ * pieces and range to *r; returns how many. */
+static uint32_t area_take(area_cursor_t *c, uint64_t room, iotame_run_t *out, stage_record_t *r)
 {
-    const stage_record_t head = {.file = file, .rank = (uint32_t)rank, .nextents = (uint32_t)n,
-                                 .size = round_up(sizeof(stage_record_t) + n * sizeof *ext + bytes), .bytes = bytes};
-    stage_lock(a);
-    uint64_t pos = area_reserve(a, &head, blocked_ns);
-    stage_unlock(a);
-    stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
-    iotame_extent_t *x = (iotame_extent_t *)(r + 1);
-    memcpy(x, ext, n * sizeof *ext);
-    x[0].off += skip;
-    x[0].len -= skip;
-    x[n - 1].len = last - (n == 1 ? skip : 0);
-    memcpy(x + n, data, bytes);
-    __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
-    stage_lock(a);
-    a->last_put_ns = iotame_monotonic_ns();
-    uint64_t dirty = a->head - a->tail;
-    if (dirty > a->count.max_dirty) a->count.max_dirty = dirty;
-    if (a->idle || (double)dirty > threshold * (double)a->cap || a->want > a->tail) stage_event_notify(&a->wake, 0);
-    stage_unlock(a);
-    return pos + head.size;
+    uint32_t n = 0;
+    uint64_t used = 0;
+    r->bytes = r->pieces = 0;
+    r->lo = INT64_MAX;
+    r->end = 0;
+    while (c->i < c->n && used + sizeof *out < room) {
+        const iotame_run_t *x = &c->runs[c->i];
+        const int64_t fits = (int64_t)(room - used - sizeof *out);
+        iotame_run_t t;
+        if (c->skip || x->len > fits) { /* a piece cut: the rest of it, or what fits */
+            int64_t left = x->len - c->skip, take = left < fits ? left : fits;
+            if (n && take < left && take < 64) break; /* the next record takes it */
+            t = (iotame_run_t){x->off + c->done * x->stride + c->skip, take, 1, take};
+            c->skip += take;
+            if (c->skip == x->len) c->done++, c->skip = 0;
+        } else {
+            int64_t k = x->count - c->done < fits / x->len ? x->count - c->done : fits / x->len;
+            t = (iotame_run_t){x->off + c->done * x->stride, x->len, k, k > 1 ? x->stride : x->len};
+            c->done += k;
+        }
+        if (c->done == x->count) c->i++, c->done = 0;
+        if (out) out[n] = t;
+        n++;
+        used += sizeof t + (uint64_t)(t.len * t.count);
+        r->bytes += (uint64_t)(t.len * t.count);
+        r->pieces += (uint64_t)t.count;
+        if (t.off < r->lo) r->lo = t.off;
+        if (t.off + (t.count - 1) * t.stride + t.len > r->end) r->end = t.off + (t.count - 1) * t.stride + t.len;
+    }
+    return n;
 }
 
-uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
-                   double threshold, uint64_t *blocked_ns)
+uint64_t stage_record_bytes(size_t nruns, uint64_t bytes)
+{
+    return round_up(sizeof(stage_record_t) + nruns * sizeof(iotame_run_t) + bytes);
+}
+
+int stage_room_for(stage_area_t *a, uint64_t record_bytes)
+{
+    uint64_t used = __atomic_load_n(&a->head, __ATOMIC_ACQUIRE) - __atomic_load_n(&a->tail, __ATOMIC_ACQUIRE);
+    return record_bytes <= a->cap / 2 && used + record_bytes <= a->cap;
+}
+
+/* The record is committed, without the lock: the flusher is woken only when it sleeps idle, the threshold is
+ * passed or a drain waits (its own deadline brings it otherwise). */
+static void area_commit(stage_area_t *a, stage_record_t *r, double threshold)
+{
+    __atomic_store_n(&r->committed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&a->last_put_ns, iotame_monotonic_ns(), __ATOMIC_RELAXED);
+    uint64_t tail = __atomic_load_n(&a->tail, __ATOMIC_ACQUIRE);
+    uint64_t dirty = __atomic_load_n(&a->head, __ATOMIC_ACQUIRE) - tail;
+    if (__atomic_load_n(&a->idle, __ATOMIC_ACQUIRE) || (double)dirty > threshold * (double)a->cap ||
+        __atomic_load_n(&a->want, __ATOMIC_RELAXED) > tail)
+        stage_event_notify(&a->wake, 0);
+}
+
+uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs, size_t nruns,
+                   const stage_source_t *src, double threshold, uint64_t *blocked_ns)
 {
     /* Records of at most half the ring, so that one always fits once the flusher has caught up. */
     const uint64_t room = a->cap / 2 - sizeof(stage_record_t) - ALIGN;
-    uint64_t end = 0;
-    size_t i = 0;
-    int64_t skip = 0; /* bytes of ext[i] already staged */
-    while (i < next) {
-        /* The record: whole extents from ext[i] while they fit, the last one perhaps cut at `last` bytes. */
-        size_t n = 0;
-        uint64_t bytes = 0, used = 0;
-        int64_t last = 0;
-        while (i + n < next) {
-            int64_t from = n ? 0 : skip, left = ext[i + n].len - from;
-            uint64_t fits = used + sizeof *ext < room ? room - used - sizeof *ext : 0;
-            if (fits < 64 && n) break;
-            int64_t take = left < (int64_t)fits ? left : (int64_t)fits;
-            if (take <= 0) break;
-            n++;
-            bytes += (uint64_t)take;
-            used += sizeof *ext + (uint64_t)take;
-            last = from + take;
-            if (take < left) break;
+    area_cursor_t c = {runs, nruns, 0, 0, 0};
+    uint64_t end = 0, from = 0;
+    while (c.i < c.n) {
+        area_cursor_t plan = c;
+        stage_record_t head = {.file = file, .rank = (uint32_t)rank};
+        head.nruns = area_take(&plan, room, NULL, &head);
+        head.size = stage_record_bytes(head.nruns, head.bytes);
+        stage_lock(a);
+        uint64_t pos = area_reserve(a, &head, blocked_ns);
+        stage_unlock(a);
+        stage_record_t *r = (stage_record_t *)(stage_ring(a) + pos % a->cap);
+        iotame_run_t *x = (iotame_run_t *)(r + 1);
+        area_take(&c, room, x, &head); /* the same runs as planned */
+        if (src->fill(src->arg, (char *)(x + head.nruns), from, head.bytes) != 0) { /* the record is padding */
+            __atomic_sub_fetch(&a->file[file].pending, head.bytes, __ATOMIC_RELAXED);
+            r->file = -1;
+            area_commit(a, r, threshold);
+            return 0;
         }
-        end = area_put_record(a, file, rank, ext + i, n, skip, last, data, bytes, threshold, blocked_ns);
-        data += bytes;
-        i += n - 1;
-        if (last == ext[i].len) i++, skip = 0;
-        else skip = last;
+        from += head.bytes;
+        area_commit(a, r, threshold);
+        end = pos + head.size;
     }
     return end;
 }

@@ -65,8 +65,11 @@ static const stage_record_t *record_at(stage_area_t *a, uint64_t pos)
     return (const stage_record_t *)(stage_ring(a) + pos % a->cap);
 }
 
-static const iotame_extent_t *record_extents(const stage_record_t *r) { return (const iotame_extent_t *)(r + 1); }
-static const char *record_data(const stage_record_t *r) { return (const char *)(record_extents(r) + r->nextents); }
+static const iotame_run_t *record_runs(const stage_record_t *r) { return (const iotame_run_t *)(r + 1); }
+static const char *record_data(const stage_record_t *r) { return (const char *)(record_runs(r) + r->nruns); }
+
+/* Piece j of run x. */
+static int64_t piece_at(const iotame_run_t *x, int64_t j) { return x->off + j * x->stride; }
 
 /* Writes iov[0..n) at off, resuming after short writes. Returns 0 or -errno; *done: the bytes written. */
 static int write_all(int fd, int n, int64_t off, int64_t *done)
@@ -149,6 +152,29 @@ static int64_t next_run(int64_t at, int64_t len, int64_t *stop)
     return at;
 }
 
+/* Copies the pieces of run x from d to their places in buffer (whose first byte is file offset lo) and marks them
+ * covered; returns d past them. Small pieces of fixed sizes get inlined copies. */
+static const char *dense_copy_run(const iotame_run_t *x, const char *d, int64_t lo)
+{
+    char *to = buffer + (x->off - lo);
+    const int64_t len = x->len, stride = x->stride;
+    switch (len) {
+    case 4:
+        for (int64_t j = 0; j < x->count; j++, d += 4, to += stride) memcpy(to, d, 4);
+        break;
+    case 8:
+        for (int64_t j = 0; j < x->count; j++, d += 8, to += stride) memcpy(to, d, 8);
+        break;
+    case 64:
+        for (int64_t j = 0; j < x->count; j++, d += 64, to += stride) memcpy(to, d, 64);
+        break;
+    default:
+        for (int64_t j = 0; j < x->count; j++, d += len, to += stride) memcpy(to, d, (size_t)len);
+    }
+    for (int64_t j = 0; j < x->count; j++) cover(piece_at(x, j) - lo, len);
+    return d;
+}
+
 /* Writes file f's extents of [from, to) through one buffer of their range [lo, end), when they are small and cover
  * at least half of it: each copied to its place in staging order (a later write of a byte wins, as without
  * staging), then every run of covered bytes written with one pwrite. No sorting. Returns 0 when the extents do not
@@ -165,12 +191,9 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
         const stage_record_t *r = record_at(a, pos);
         if (r->file != f) continue;
-        const iotame_extent_t *x = record_extents(r);
+        const iotame_run_t *x = record_runs(r);
         const char *d = record_data(r);
-        for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++) {
-            memcpy(buffer + (x[i].off - lo), d, (size_t)x[i].len);
-            cover(x[i].off - lo, x[i].len);
-        }
+        for (uint32_t i = 0; i < r->nruns; i++) d = dense_copy_run(&x[i], d, lo);
     }
     stage_file_t *sf = &a->file[f];
     int fd = stage_fd(a, f, 1), first_err = 0;
@@ -189,11 +212,12 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
         uint64_t failed = 0;
         for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
             const stage_record_t *r = record_at(a, pos);
-            const iotame_extent_t *x = record_extents(r);
-            for (uint32_t i = 0; r->file == f && i < r->nextents; i++) {
+            const iotame_run_t *x = record_runs(r);
+            for (uint32_t i = 0; r->file == f && i < r->nruns; i++) {
                 int64_t missing = 0;
-                for (int64_t b = x[i].off - lo; b < x[i].off - lo + x[i].len; b++)
-                    missing += !(covered[b >> 6] >> (b & 63) & 1);
+                for (int64_t j = 0; j < x[i].count; j++)
+                    for (int64_t b = piece_at(&x[i], j) - lo; b < piece_at(&x[i], j) - lo + x[i].len; b++)
+                        missing += !(covered[b >> 6] >> (b & 63) & 1);
                 if (!missing) continue;
                 failed += (uint64_t)missing;
                 blame(sf, r->rank);
@@ -308,8 +332,8 @@ static void write_sorted(stage_area_t *a, int f, piece_t *p, size_t n_pieces)
     }
 }
 
-/* File f's extents of [from, to), sorted. Without memory for the list, each record's extents are written as they
- * come (in staging order: the same bytes, fewer merges). */
+/* File f's pieces of [from, to), sorted. Without memory for the list, each record's pieces are written as they come
+ * (in staging order: the same bytes, fewer merges). */
 static void write_extents(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t lo, int64_t end)
 {
     npieces = 0;
@@ -317,23 +341,25 @@ static void write_extents(stage_area_t *a, int f, uint64_t from, uint64_t to, in
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
         const stage_record_t *r = record_at(a, pos);
         if (r->file != f) continue;
-        const iotame_extent_t *x = record_extents(r);
+        const iotame_run_t *x = record_runs(r);
         const char *d = record_data(r);
-        if (grow((void **)&pieces, &pieces_cap, npieces + r->nextents, sizeof *pieces)) {
-            if (npieces) { /* what came before, sorted; then this record's extents one by one */
+        if (grow((void **)&pieces, &pieces_cap, npieces + r->pieces, sizeof *pieces)) {
+            if (npieces) { /* what came before, sorted; then this record's pieces one by one */
                 qsort(pieces, npieces, sizeof *pieces, by_offset);
                 write_sorted(a, f, pieces, npieces);
                 npieces = 0;
             }
             whole = 0;
-            for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++) {
-                piece_t p = {f, r->rank, x[i].off, x[i].len, d, 0};
-                write_sorted(a, f, &p, 1);
-            }
+            for (uint32_t i = 0; i < r->nruns; i++)
+                for (int64_t j = 0; j < x[i].count; j++, d += x[i].len) {
+                    piece_t p = {f, r->rank, piece_at(&x[i], j), x[i].len, d, 0};
+                    write_sorted(a, f, &p, 1);
+                }
             continue;
         }
-        for (uint32_t i = 0; i < r->nextents; d += x[i].len, i++, npieces++)
-            pieces[npieces] = (piece_t){f, r->rank, x[i].off, x[i].len, d, npieces};
+        for (uint32_t i = 0; i < r->nruns; i++)
+            for (int64_t j = 0; j < x[i].count; j++, d += x[i].len, npieces++)
+                pieces[npieces] = (piece_t){f, r->rank, piece_at(&x[i], j), x[i].len, d, npieces};
     }
     if (!npieces) return;
     if (whole) sort_pieces(lo, end);
@@ -353,20 +379,19 @@ void stage_write_batch(stage_area_t *a, uint64_t from, uint64_t to)
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
         const stage_record_t *r = record_at(a, pos);
         if (r->file < 0) continue;
-        const iotame_extent_t *x = record_extents(r);
         if (!span[r->file].seen) {
             span[r->file].seen = 1, span[r->file].lo = INT64_MAX, span[r->file].end = 0;
             span[r->file].bytes = span[r->file].n = 0;
             files[nfiles++] = r->file;
         }
         a->count.records++;
-        a->count.extents_in += r->nextents;
-        if (!r->nextents) continue;
-        if (x[0].off < span[r->file].lo) span[r->file].lo = x[0].off;
-        if (x[r->nextents - 1].off + x[r->nextents - 1].len > span[r->file].end)
-            span[r->file].end = x[r->nextents - 1].off + x[r->nextents - 1].len;
+        a->count.runs_in += r->nruns;
+        a->count.extents_in += r->pieces;
+        if (!r->nruns) continue;
+        if (r->lo < span[r->file].lo) span[r->file].lo = r->lo;
+        if (r->end > span[r->file].end) span[r->file].end = r->end;
         span[r->file].bytes += r->bytes;
-        span[r->file].n += r->nextents;
+        span[r->file].n += r->pieces;
     }
     for (int i = 0; i < nfiles; i++) {
         int f = files[i];

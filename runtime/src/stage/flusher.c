@@ -14,6 +14,8 @@
 #include "stage.h"
 
 #define DRAIN_GRACE 2000000ull /* ns */
+#define HOLES_WAIT 100000000ull /* ns of quiet before a batch with small holes is written as it is */
+#define SMALL_PIECE 4096
 
 static pthread_t thread;
 static int running;
@@ -146,30 +148,69 @@ static void flusher_close_unused(stage_area_t *a)
     }
 }
 
+/* Whether a file's records in [from, to) leave small holes between small pieces: a batch of one rank's part of an
+ * interleaved collective call whose other parts are still to come (written now, it would be one request per
+ * piece). The lock is held. */
+static int flusher_holey(stage_area_t *a, uint64_t from, uint64_t to)
+{
+    enum { TRACKED = 16 };
+    struct {
+        int32_t file;
+        uint64_t bytes, pieces;
+        int64_t lo, end;
+    } f[TRACKED];
+    int n = 0;
+    for (uint64_t pos = from; pos < to;) {
+        const stage_record_t *r = (const stage_record_t *)(stage_ring(a) + pos % a->cap);
+        pos += r->size;
+        if (r->file < 0 || !r->bytes) continue;
+        int i = 0;
+        while (i < n && f[i].file != r->file) i++;
+        if (i == TRACKED) return 0; /* many files: not one call's parts */
+        if (i == n) f[n++] = (typeof(f[0])){r->file, 0, 0, r->lo, r->end};
+        f[i].bytes += r->bytes;
+        f[i].pieces += r->pieces;
+        if (r->lo < f[i].lo) f[i].lo = r->lo;
+        if (r->end > f[i].end) f[i].end = r->end;
+    }
+    for (int i = 0; i < n; i++)
+        if (f[i].bytes < (uint64_t)(f[i].end - f[i].lo) && f[i].bytes < f[i].pieces * SMALL_PIECE) return 1;
+    return 0;
+}
+
 static void *flusher_run(void *arg)
 {
     stage_area_t *a = arg;
     stage_lock(a);
     for (;;) {
-        uint64_t now = iotame_monotonic_ns(), dirty = a->head - a->tail;
-        /* A drain waits while other processes of the node are still staging (the node's processes of a collective
-         * sync ask one after the other: their last writes then join the same batch and merge), until every process
-         * waits, a writer waits for room, or the node has been quiet for a moment (DRAIN_GRACE at most). */
-        int quiet = now - a->last_put_ns >= knobs.delay_ns;
-        int drain = a->want > a->tail && (a->waiting >= (int32_t)a->nprocs || a->blocked > 0 ||
-                                          now - a->last_put_ns >= (knobs.delay_ns < DRAIN_GRACE ? knobs.delay_ns : DRAIN_GRACE));
-        int due = dirty && ((double)dirty > knobs.threshold * (double)a->cap || drain || a->stop || quiet);
+        const uint64_t now = iotame_monotonic_ns(), dirty = a->head - a->tail, last = a->last_put_ns;
+        const uint64_t since = now > last ? now - last : 0; /* a writer may have stamped a later time */
+        const uint64_t grace = knobs.delay_ns < DRAIN_GRACE ? knobs.delay_ns : DRAIN_GRACE;
+        /* Forced: the ring is past its threshold, a writer waits for room, or the flusher is to stop. A drain waits
+         * while other processes of the node are still staging (the node's processes of a collective sync ask one
+         * after the other: their last writes then join the same batch and merge), until every process waits or the
+         * node has been quiet for a moment (grace). Otherwise the flusher writes once the node has been quiet for
+         * flush_delay. A batch that would leave small holes, which the node's other processes may still fill (one
+         * rank's part of an interleaved collective call), waits for HOLES_WAIT of quiet instead, drained or not. */
+        const int forced = dirty && ((double)dirty > knobs.threshold * (double)a->cap || a->blocked > 0 || a->stop);
+        const int draining = a->want > a->tail;
+        const uint64_t wait = draining ? grace : knobs.delay_ns;
+        uint64_t from = a->tail, to = dirty ? flusher_committed_end(a, from, a->head) : from;
+        uint64_t wake = a->last_put_ns + wait;
+        int due = forced || (draining && a->waiting >= (int32_t)a->nprocs);
+        if (!due && dirty && since >= wait) {
+            due = since >= HOLES_WAIT || !flusher_holey(a, from, to);
+            wake = a->last_put_ns + HOLES_WAIT;
+        }
         if (a->asked > 0) fill_prefetch(a);
         if (!due) {
             if (a->stop && a->head == a->tail) break;
             a->idle = !dirty;
-            uint64_t wake = a->last_put_ns + (a->want > a->tail && DRAIN_GRACE < knobs.delay_ns ? DRAIN_GRACE : knobs.delay_ns);
             flusher_wait(a, dirty ? wake : now + 1000000000ull);
             a->idle = 0;
             continue;
         }
-        uint64_t from = a->tail, to = flusher_committed_end(a, from, a->head);
-        if (to == from) { /* a writer is still copying the next record (it is alive) */
+        if (to == from || (to < a->head && !forced)) { /* a writer is still copying a record: it joins the batch */
             flusher_wait(a, now + 200000ull);
             continue;
         }

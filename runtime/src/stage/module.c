@@ -19,7 +19,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/module.h"
 #include "posix/posix.h"
@@ -39,6 +41,9 @@ typedef struct stage_handle {
     int64_t disp, etype_size;
     iotame_flat_t *flat;
     uint64_t last_end;  /* ring position after this process's last record of the file (0: none) */
+    int64_t pend_lo, pend_hi; /* the file range of this process's staged data not known written (lo > hi: none) */
+    int wfd;            /* write-through: this handle's own descriptor of the file (-1: not opened yet) */
+    char *path;
     int64_t next_read;  /* prefetch: where this process's next sequential read would start (-1: none yet) */
     int slot[2];        /* prefetch: this handle's read-ahead buffers (-1: none) */
 } handle_t;
@@ -47,15 +52,15 @@ static stage_area_t *area;
 static int node_rank;
 static double threshold;
 static int app_threaded; /* the application runs MPI_THREAD_MULTIPLE: the data path locks */
-static pthread_mutex_t stage_serve_lock = PTHREAD_MUTEX_INITIALIZER; /* the extents and packing buffer below */
-static iotame_extents_t ext;
+static pthread_mutex_t stage_serve_lock = PTHREAD_MUTEX_INITIALIZER; /* the runs and packing buffer below */
+static iotame_runs_t runs; /* the call's file runs */
 static char *pack;
 static size_t pack_cap;
 
 /* this process's counters, updated with stage_count from any thread */
 static struct {
-    uint64_t calls, bytes, blocked_ns, drain_ns, close_ns, reads_waited, bypassed, errors_returned, prefetch_hits,
-        prefetch_misses, prefetch_bytes;
+    uint64_t calls, bytes, blocked_ns, drain_ns, close_ns, reads_waited, reads_not_waited, bypassed, errors_returned,
+        prefetch_hits, prefetch_misses, prefetch_bytes, written_through, written_through_bytes;
 } mine;
 
 static void stage_count(uint64_t *counter, uint64_t n) { __atomic_fetch_add(counter, n, __ATOMIC_RELAXED); }
@@ -90,10 +95,25 @@ static int stage_return_error(handle_t *h)
 
 static void stage_module_drain(uint64_t upto) { stage_count(&mine.drain_ns, stage_drain(area, upto)); }
 
+/* Whether this process has staged data of h's file not yet written; forgets the range once it is. */
+static int stage_own_pending(handle_t *h)
+{
+    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) return 1;
+    h->pend_lo = INT64_MAX;
+    h->pend_hi = INT64_MIN;
+    return 0;
+}
+
+/* Whether [lo, end) meets this process's staged data of h's file not yet written. */
+static int stage_own_overlap(handle_t *h, int64_t lo, int64_t end)
+{
+    return stage_own_pending(h) && lo < h->pend_hi && h->pend_lo < end;
+}
+
 /* This process's staged data of h's file is written (a read or an unstaged write comes next). */
 static void stage_own_data_written(handle_t *h)
 {
-    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) stage_module_drain(h->last_end);
+    if (stage_own_pending(h)) stage_module_drain(h->last_end);
 }
 
 /* ---- views ---- */
@@ -180,6 +200,10 @@ static void stage_open(const iotame_open_t *o)
     h->prefetch = stage_enabled(o->file, "prefetch");
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
+    h->pend_lo = INT64_MAX;
+    h->pend_hi = INT64_MIN;
+    h->wfd = -1;
+    h->path = strdup(real);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
 }
@@ -223,6 +247,8 @@ static int stage_close(iotame_file_t *f)
     *iotame_file_slot(f, &iotame_module_stage) = NULL;
     stage_view_free(h);
     PMPI_Comm_free(&h->comm);
+    if (h->wfd >= 0) close(h->wfd);
+    free(h->path);
     free(h);
     return rc;
 }
@@ -251,10 +277,8 @@ static const char *stage_write_reason(const handle_t *h, const iotame_io_t *io)
     return NULL;
 }
 
-/* The call's data stream and file extents; NULL, or why they cannot be had. *data points into the buffer or the
- * packed copy. */
-static const char *stage_map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos,
-                                  const char **data)
+/* The call's data stream and file runs (into `runs`); NULL, or why they cannot be had. */
+static const char *stage_map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos)
 {
     MPI_Count tsize = 0;
     if (PMPI_Type_size_x(io->datatype, &tsize) != MPI_SUCCESS || tsize < 0 || io->count < 0) return "invalid datatype";
@@ -263,25 +287,61 @@ static const char *stage_map_call(handle_t *h, const iotame_io_t *io, int64_t *n
     *pos = io->offset;
     if (!io->at && PMPI_File_get_position(io->fh, pos) != MPI_SUCCESS) return "no file pointer";
     iotame_view_t v = {h->disp, h->etype_size, h->flat};
-    if (iotame_flatten_view_map(&v, (int64_t)*pos * h->etype_size, *nbytes, &ext) != 0) return "out of memory (staging)";
-    int64_t first = 0;
-    if (!data) return NULL;
-    if (iotame_flatten_is_contiguous(io->datatype, (int64_t)io->count, &first)) {
-        *data = (const char *)io->buf + first;
-        return NULL;
+    if (iotame_flatten_view_runs(&v, (int64_t)*pos * h->etype_size, *nbytes, &runs) != 0)
+        return "out of memory (staging)";
+    return NULL;
+}
+
+/* The file range [*lo, *end) of the call's runs, and its pieces. */
+static uint64_t stage_runs_range(int64_t *lo, int64_t *end)
+{
+    uint64_t pieces = 0;
+    *lo = runs.n ? runs.v[0].off : 0; /* ascending */
+    *end = *lo;
+    for (size_t i = 0; i < runs.n; i++) {
+        const iotame_run_t *x = &runs.v[i];
+        if (x->off + (x->count - 1) * x->stride + x->len > *end) *end = x->off + (x->count - 1) * x->stride + x->len;
+        pieces += (uint64_t)x->count;
     }
-    if ((size_t)*nbytes > pack_cap) {
-        char *p = malloc((size_t)*nbytes);
+    return pieces;
+}
+
+/* The call's data, as staging takes it: its memory when that is contiguous, else packed by MPI, straight into the
+ * ring when the call is one record (packed here first otherwise). */
+typedef struct {
+    const iotame_io_t *io;
+    const char *mem; /* the contiguous data, or NULL */
+    int64_t nbytes;
+} stage_data_t;
+
+/* Packs the whole call into the process's packing buffer; NULL, or why it cannot be. */
+static const char *stage_pack(stage_data_t *d)
+{
+    if ((size_t)d->nbytes > pack_cap) {
+        char *p = malloc((size_t)d->nbytes);
         if (!p) return "out of memory (staging)";
         free(pack);
         pack = p;
-        pack_cap = (size_t)*nbytes;
+        pack_cap = (size_t)d->nbytes;
     }
     MPI_Count at = 0;
-    if (PMPI_Pack_c(io->buf, io->count, io->datatype, pack, (MPI_Count)*nbytes, &at, MPI_COMM_SELF) != MPI_SUCCESS)
+    if (PMPI_Pack_c(d->io->buf, d->io->count, d->io->datatype, pack, (MPI_Count)d->nbytes, &at, MPI_COMM_SELF) !=
+        MPI_SUCCESS)
         return "the buffer cannot be packed (staging)";
-    *data = pack;
+    d->mem = pack;
     return NULL;
+}
+
+static int stage_fill(void *arg, char *dst, uint64_t from, uint64_t n)
+{
+    const stage_data_t *d = arg;
+    if (d->mem) {
+        memcpy(dst, d->mem + from, n);
+        return 0;
+    }
+    MPI_Count at = 0; /* the whole call in one record (stage_write packed it first otherwise) */
+    return PMPI_Pack_c(d->io->buf, d->io->count, d->io->datatype, dst, (MPI_Count)n, &at, MPI_COMM_SELF) ==
+                   MPI_SUCCESS ? 0 : -1;
 }
 
 static void stage_complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, int64_t nbytes, int64_t done)
@@ -300,21 +360,94 @@ static void stage_bypass(handle_t *h, const char *why)
     stage_own_data_written(h);
 }
 
+/* Writes the call's pieces from `data` (its bytes in run order) with this handle's own descriptor, within the call
+ * (through the POSIX layer: throttle and emulate see them). Returns 0 or an errno; *done: the bytes written before
+ * an error. */
+static int stage_write_through(handle_t *h, const char *data, int64_t *done)
+{
+    *done = 0;
+    if (h->wfd < 0) {
+        struct stat st;
+        const stage_file_t *f = &area->file[h->file];
+        h->wfd = open(h->path, O_WRONLY | O_CLOEXEC);
+        if (h->wfd < 0) return errno;
+        if (fstat(h->wfd, &st) != 0 || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino) {
+            close(h->wfd);
+            h->wfd = -1;
+            return ESTALE;
+        }
+    }
+    for (size_t i = 0; i < runs.n; i++)
+        for (int64_t j = 0; j < runs.v[i].count; j++) {
+            const int64_t off = runs.v[i].off + j * runs.v[i].stride;
+            for (int64_t b = 0; b < runs.v[i].len;) {
+                ssize_t w = pwrite(h->wfd, data + *done, (size_t)(runs.v[i].len - b), (off_t)(off + b));
+                if (w < 0 && errno == EINTR) continue;
+                if (w <= 0) return w < 0 ? errno : EIO;
+                b += w;
+                *done += w;
+            }
+        }
+    return 0;
+}
+
+/* Why the call is better written through than staged, or NULL: it does not fit in the free part of the ring and
+ * its pieces are large enough to be written as they are (small ones wait for room: merged, they become large
+ * writes). Never when it meets this process's staged data not yet written (the two must reach the file in order). */
+static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pieces, int64_t lo, int64_t end)
+{
+    if (stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes))) return NULL;
+    if ((uint64_t)nbytes < pieces * STAGE_THROUGH_PIECE || stage_own_overlap(h, lo, end)) return NULL;
+    return "full";
+}
+
 static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
 {
-    const char *why = stage_write_reason(h, io), *data = NULL;
-    int64_t nbytes = 0;
+    const char *why = stage_write_reason(h, io);
+    int64_t nbytes = 0, lo = 0, end = 0;
     MPI_Offset pos = 0;
-    if (!why) why = stage_map_call(h, io, &nbytes, &pos, &data);
+    if (!why) why = stage_map_call(h, io, &nbytes, &pos);
+    int64_t first = 0;
+    stage_data_t d = {io, NULL, nbytes};
+    if (!why && iotame_flatten_is_contiguous(io->datatype, (int64_t)io->count, &first))
+        d.mem = (const char *)io->buf + first;
+    uint64_t pieces = stage_runs_range(&lo, &end);
+    const char *through = why ? NULL : stage_through_reason(h, nbytes, pieces, lo, end);
+    /* a call of several records, or written through, is packed first: no record waits for a failed pack */
+    if (!why && !d.mem && (through || stage_record_bytes(runs.n, (uint64_t)nbytes) > area->cap / 2))
+        why = stage_pack(&d);
     if (why) {
         stage_bypass(h, why);
         return 0;
     }
-    if (ext.n) h->last_end = stage_put(area, h->file, node_rank, ext.v, ext.n, data, threshold, &mine.blocked_ns);
-    stage_count(&mine.calls, 1);
-    stage_count(&mine.bytes, (uint64_t)nbytes);
-    stage_complete(io, h, pos, nbytes, nbytes);
-    *rc = MPI_SUCCESS;
+    int64_t done = nbytes;
+    if (through) {
+        int err = stage_write_through(h, d.mem, &done);
+        stage_count(&mine.written_through, 1);
+        stage_count(&mine.written_through_bytes, (uint64_t)done);
+        *rc = MPI_SUCCESS;
+        if (err) {
+            *rc = stage_error_class(err);
+            PMPI_File_call_errhandler(h->fh, *rc);
+        }
+    } else {
+        stage_own_pending(h); /* forgets a written range */
+        if (runs.n) {
+            const stage_source_t src = {stage_fill, &d};
+            uint64_t last = stage_put(area, h->file, node_rank, runs.v, runs.n, &src, threshold, &mine.blocked_ns);
+            if (!last) { /* MPI could not pack the buffer into the ring: nothing was staged */
+                stage_bypass(h, "the buffer cannot be packed (staging)");
+                return 0;
+            }
+            h->last_end = last;
+            if (lo < h->pend_lo) h->pend_lo = lo;
+            if (end > h->pend_hi) h->pend_hi = end;
+        }
+        stage_count(&mine.calls, 1);
+        stage_count(&mine.bytes, (uint64_t)nbytes);
+        *rc = MPI_SUCCESS;
+    }
+    stage_complete(io, h, pos, done, done);
     return 1;
 }
 
@@ -362,9 +495,10 @@ static int stage_prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
 {
     int64_t nbytes = 0;
     MPI_Offset pos = 0;
-    if (io->kind != IOTAME_IO_INDEPENDENT || !h->view_ok || stage_map_call(h, io, &nbytes, &pos, NULL) || ext.n != 1)
+    if (io->kind != IOTAME_IO_INDEPENDENT || !h->view_ok || stage_map_call(h, io, &nbytes, &pos) || runs.n != 1 ||
+        runs.v[0].count != 1)
         return 0;
-    const int64_t off = ext.v[0].off, len = ext.v[0].len;
+    const int64_t off = runs.v[0].off, len = runs.v[0].len;
     int served = 0, sequential = off == h->next_read;
     h->next_read = off + len;
     stage_lock(area);
@@ -411,14 +545,22 @@ static int stage_serve_call(handle_t *h, const iotame_io_t *io, int *rc)
         if (h->slot[0] >= 0 || h->slot[1] >= 0) stage_prefetch_release(h);
         return 0;
     }
-    if (h->last_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->last_end) {
-        stage_count(&mine.reads_waited, 1);
-        stage_own_data_written(h);
+    if (stage_own_pending(h)) { /* a read sees this process's writes: those it meets are written first */
+        int64_t nbytes = 0, lo = 0, end = 0;
+        MPI_Offset pos = 0;
+        int mapped = h->view_ok && !stage_map_call(h, io, &nbytes, &pos);
+        if (mapped) stage_runs_range(&lo, &end);
+        if (!mapped || stage_own_overlap(h, lo, end)) {
+            stage_count(&mine.reads_waited, 1);
+            stage_own_data_written(h);
+        } else {
+            stage_count(&mine.reads_not_waited, 1);
+        }
     }
     return h->prefetch && !h->atomic ? stage_prefetch_read(h, io, rc) : 0;
 }
 
-/* Under MPI_THREAD_MULTIPLE the application's threads take turns here (the extents and the packing buffer are the
+/* Under MPI_THREAD_MULTIPLE the application's threads take turns here (the runs and the packing buffer are the
  * process's); a thread waiting for room in the ring holds the others back, as a full cache would. */
 static int stage_serve(const iotame_io_t *io, int *rc)
 {
@@ -494,8 +636,8 @@ static json_t *stage_node_report(stage_area_t *a)
         json_array_append_new(lost, json_pack("{s:s,s:I,s:I,s:i,s:i,s:i}", "path", log[i].path, "bytes",
                                               (json_int_t)log[i].bytes, "records", (json_int_t)log[i].records, "rank",
                                               log[i].world_rank, "node_rank", log[i].node_rank, "pid", log[i].pid));
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
-                     "records", (json_int_t)c->records, "extents_in", (json_int_t)c->extents_in, "writes_out",
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
+                     "records", (json_int_t)c->records, "runs_in", (json_int_t)c->runs_in, "extents_in", (json_int_t)c->extents_in, "writes_out",
                      (json_int_t)c->writes_out, "bytes_written", (json_int_t)c->bytes_out, "max_dirty_bytes",
                      (json_int_t)c->max_dirty, "flush_seconds", stage_seconds(c->flush_ns), "overlapped_seconds",
                      stage_seconds(c->overlapped_ns), "overlap_batches", (json_int_t)c->overlap_batches,
@@ -511,13 +653,17 @@ static void stage_finalize(void)
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
     if (node_rank == 0) stage_flusher_stop(area);
     if (!s) return;
-    json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)mine.calls,
-                               "bytes", (json_int_t)mine.bytes, "blocked_seconds", stage_seconds(mine.blocked_ns),
-                               "drain_seconds", stage_seconds(mine.drain_ns), "close_seconds",
-                               stage_seconds(mine.close_ns), "reads_waited", (json_int_t)mine.reads_waited, "bypassed",
-                               (json_int_t)mine.bypassed, "errors_returned", (json_int_t)mine.errors_returned,
-                               "prefetch_hits", (json_int_t)mine.prefetch_hits, "prefetch_misses",
-                               (json_int_t)mine.prefetch_misses, "prefetch_bytes", (json_int_t)mine.prefetch_bytes);
+    json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "calls",
+                               (json_int_t)mine.calls, "bytes", (json_int_t)mine.bytes, "blocked_seconds",
+                               stage_seconds(mine.blocked_ns), "drain_seconds", stage_seconds(mine.drain_ns),
+                               "close_seconds", stage_seconds(mine.close_ns), "reads_waited",
+                               (json_int_t)mine.reads_waited, "reads_not_waited", (json_int_t)mine.reads_not_waited,
+                               "bypassed", (json_int_t)mine.bypassed, "written_through",
+                               (json_int_t)mine.written_through, "written_through_bytes",
+                               (json_int_t)mine.written_through_bytes, "errors_returned",
+                               (json_int_t)mine.errors_returned, "prefetch_hits", (json_int_t)mine.prefetch_hits,
+                               "prefetch_misses", (json_int_t)mine.prefetch_misses, "prefetch_bytes",
+                               (json_int_t)mine.prefetch_bytes);
     json_object_update(s, counts);
     json_decref(counts);
     if (node_rank == 0) json_object_set_new(s, "node", stage_node_report(area));

@@ -74,7 +74,7 @@ typedef struct {
 
 /* The flusher's counters: the node's statistics. */
 typedef struct {
-    uint64_t records, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
+    uint64_t records, runs_in, extents_in, writes_out, bytes_out, max_dirty, flush_ns, overlapped_ns, overlap_batches,
         prefetch_reads, prefetch_bytes_read;
     uint64_t lost_bytes, lost_records; /* every lost record (the log below may be full) */
 } stage_counts_t;
@@ -111,15 +111,29 @@ typedef struct {
 
 #define STAGE_MAGIC 0x73746167u /* "stag" */
 
-/* A record in the ring: this header, nextents extents, then the data bytes in extent order, padded to 64. */
+/* A record in the ring: this header, nruns strided runs of file offsets (iotame_run_t, ascending), then the data
+ * bytes in the order of the runs' pieces, padded to 64. One record describes a whole write call (or a part of half
+ * the ring at most): its size grows with the call's flattened view, never with its pieces. */
 typedef struct {
     uint32_t committed; /* set (release) once the data is copied */
     int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end, or a lost record */
     uint32_t rank;      /* the node process that staged it (its index in stage_area_t.proc) */
-    uint32_t nextents;
+    uint32_t nruns;
     uint64_t size;      /* of the whole record */
     uint64_t bytes;     /* of data */
+    uint64_t pieces;    /* of its runs */
+    int64_t lo, end;    /* the file range its runs touch */
 } stage_record_t;
+
+/* The data of one staged write: `fill` copies n bytes from byte `from` of the call's data (in the order of its
+ * runs' pieces) to dst. A call staged as one record is filled once, from 0, whole. */
+typedef struct {
+    int (*fill)(void *arg, char *dst, uint64_t from, uint64_t n); /* 0, or -1: the data cannot be had */
+    void *arg;
+} stage_source_t;
+
+/* Calls whose pieces are at least this large on average are written through when the ring has no room for them. */
+#define STAGE_THROUGH_PIECE 4096
 
 /* ---- the area (area.c; its mapping in MPI: map.c) ---- */
 
@@ -162,11 +176,15 @@ void stage_file_release(stage_area_t *a, int file);
 /* The index of (dev, ino) if staged data of it may be pending, else -1. */
 int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino);
 
-/* Copies one write into the ring: `ext` (sorted file extents) and their data, in records of at most half the ring.
+/* Copies one write into the ring: `runs` (ascending file runs) and their data, in records of at most half the ring.
  * Blocks while the ring is full (*blocked_ns adds the time). Returns the ring position after the last record (what
- * stage_drain waits for). */
-uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_extent_t *ext, size_t next, const char *data,
-                   double threshold, uint64_t *blocked_ns);
+ * stage_drain waits for), or 0 when the source failed (only a call of one record may fail: nothing is staged). The lock is taken once per record, to reserve it; the copy and the commit take none. */
+uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs, size_t nruns,
+                   const stage_source_t *src, double threshold, uint64_t *blocked_ns);
+/* The ring's bytes a record of nruns runs and `bytes` of data takes, and whether that many are free now (a hint:
+ * other processes may take them first). */
+uint64_t stage_record_bytes(size_t nruns, uint64_t bytes);
+int stage_room_for(stage_area_t *a, uint64_t record_bytes);
 /* Waits until everything staged before position `upto` is written (or failed, or lost with its writer). Returns the
  * nanoseconds waited. */
 uint64_t stage_drain(stage_area_t *a, uint64_t upto);
