@@ -85,6 +85,21 @@ def test_a_process_reads_what_it_wrote_and_the_size_counts_staged_data(job):
     assert s["calls"] == 2 * 9 and s["reads_waited"] > 0 and s["bypassed"] == 0
 
 
+def test_writes_through_and_staged_writes_reach_the_file_in_program_order(job):
+    """A 1 MiB cache: large writes that do not fit are written through within the call, except where they meet the
+    rank's staged data (then they are staged after it); overlaps in both orders, a collective strided write of
+    large pieces, reads after each: every read sees the rank's writes in program order, and reads that meet no
+    staged data do not wait for it."""
+    stats = job.tmp / "s.json"
+    p = job.run(2, [CHECK, "through", job.tmp / "t.dat"], preload=True, stats=stats,
+                config=staging(job.tmp / "c.json", process={"cache_mb": 1}))
+    assert json.loads(p.stdout) == {"checked": 12, "mismatches": 0}
+    s = section(stats)
+    assert s["written_through"] >= 2 and s["calls"] > 2 * 256 and s["bypassed"] == 0
+    assert s["reads_waited"] > 0 and s["reads_not_waited"] > 0
+    assert s["bytes"] + s["written_through_bytes"] == 2 * (256 + 768 + 768 + 64 + 640 + 2 * 768) * 1024
+
+
 def test_threads_of_a_process_stage_under_thread_multiple(job):
     """Two threads per rank write at once (MPI_THREAD_MULTIPLE): every write is staged and reaches the file."""
     stats = job.tmp / "s.json"

@@ -211,7 +211,7 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
     uint64_t t0 = iotame_monotonic_ns();
     stage_lock(a);
     if (a->tail < upto) {
-        if (a->want < upto) a->want = upto;
+        if (a->want < upto) __atomic_store_n(&a->want, upto, __ATOMIC_RELAXED); /* read by area_commit */
         stage_event_notify(&a->wake, 0);
         while (a->tail < upto) stage_wait_progress(a);
     }
@@ -247,7 +247,7 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
         }
         uint64_t t0 = iotame_monotonic_ns();
         stage_event_notify(&a->wake, 0); /* full: the flusher must run whatever its threshold */
-        if (a->want < a->head) a->want = a->head;
+        if (a->want < a->head) __atomic_store_n(&a->want, a->head, __ATOMIC_RELAXED);
         a->blocked++;
         stage_wait_progress(a);
         a->blocked--;

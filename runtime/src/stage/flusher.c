@@ -183,7 +183,8 @@ static void *flusher_run(void *arg)
     stage_area_t *a = arg;
     stage_lock(a);
     for (;;) {
-        const uint64_t now = iotame_monotonic_ns(), dirty = a->head - a->tail, last = a->last_put_ns;
+        const uint64_t now = iotame_monotonic_ns(), dirty = a->head - a->tail;
+        const uint64_t last = __atomic_load_n(&a->last_put_ns, __ATOMIC_RELAXED);
         const uint64_t since = now > last ? now - last : 0; /* a writer may have stamped a later time */
         const uint64_t grace = knobs.delay_ns < DRAIN_GRACE ? knobs.delay_ns : DRAIN_GRACE;
         /* Forced: the ring is past its threshold, a writer waits for room, or the flusher is to stop. A drain waits
@@ -196,18 +197,18 @@ static void *flusher_run(void *arg)
         const int draining = a->want > a->tail;
         const uint64_t wait = draining ? grace : knobs.delay_ns;
         uint64_t from = a->tail, to = dirty ? flusher_committed_end(a, from, a->head) : from;
-        uint64_t wake = a->last_put_ns + wait;
+        uint64_t wake = last + wait;
         int due = forced || (draining && a->waiting >= (int32_t)a->nprocs);
         if (!due && dirty && since >= wait) {
             due = since >= HOLES_WAIT || !flusher_holey(a, from, to);
-            wake = a->last_put_ns + HOLES_WAIT;
+            wake = last + HOLES_WAIT;
         }
         if (a->asked > 0) fill_prefetch(a);
         if (!due) {
             if (a->stop && a->head == a->tail) break;
-            a->idle = !dirty;
+            __atomic_store_n(&a->idle, !dirty, __ATOMIC_RELEASE); /* read by area_commit without the lock */
             flusher_wait(a, dirty ? wake : now + 1000000000ull);
-            a->idle = 0;
+            __atomic_store_n(&a->idle, 0, __ATOMIC_RELEASE);
             continue;
         }
         if (to == from || (to < a->head && !forced)) { /* a writer is still copying a record: it joins the batch */

@@ -8,7 +8,12 @@
  *       writes again, and closes. Prints {"write": [...], "sync": [...], "close": [...], "handler_calls": [...]}:
  *       each rank's error class by name ("ok", "io", "no_space", ...).
  * kill: each rank writes 1 MiB at 2 * rank MiB, syncs, writes 1 MiB after it, then every rank is killed (SIGKILL)
- *       with the second write staged and not synced. The pattern of byte i of the file is (i * 7 + 3) % 251. */
+ *       with the second write staged and not synced. The pattern of byte i of the file is (i * 7 + 3) % 251.
+ * through: (for a cache of 1 MiB) each rank mixes, in its own 8 MiB region, small writes (staged), large ones that
+ *       do not fit (written through within the call unless they meet the rank's staged data), overlapping ones in
+ *       both orders and a collective strided write of large pieces, reading back after each; then syncs and reads
+ *       the region whole. Prints {"checked": N, "mismatches": M}: every read against the rank's own image of what
+ *       it wrote, in program order. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -177,6 +182,77 @@ static int killed(const char *path, int rank)
     return 1;
 }
 
+/* Writes n bytes of pattern `seed` at off (explicit offset, independent) and applies them to the image of the
+ * rank's region (which starts at base). */
+static void through_write(MPI_File fh, unsigned char *image, long base, long off, long n, int seed)
+{
+    unsigned char *w = malloc((size_t)n);
+    for (long i = 0; i < n; i++) w[i] = (unsigned char)(((off + i) * 7 + 3 + seed * 13) % 251);
+    MPI_File_write_at(fh, off, w, (int)n, MPI_BYTE, MPI_STATUS_IGNORE);
+    memcpy(image + (off - base), w, (size_t)n);
+    free(w);
+}
+
+/* Reads [off, off + n) back and compares it with the image: 1 on a difference. */
+static int through_read(MPI_File fh, const unsigned char *image, long base, long off, long n)
+{
+    unsigned char *r = malloc((size_t)n);
+    MPI_File_read_at(fh, off, r, (int)n, MPI_BYTE, MPI_STATUS_IGNORE);
+    int bad = memcmp(r, image + (off - base), (size_t)n) != 0;
+    free(r);
+    return bad;
+}
+
+static int through(const char *path, int rank, int nprocs)
+{
+    enum { KiB = 1024, REGION = 8 * MiB };
+    MPI_File fh;
+    MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+    unsigned char *image = calloc(1, REGION);
+    const long base = (long)rank * REGION;
+    int checked = 0, bad = 0;
+    for (long i = 0; i < 256; i++) through_write(fh, image, base, base + i * 2 * KiB, KiB, 1); /* staged, holes */
+    through_write(fh, image, base, base + 4 * MiB, 768 * KiB, 2); /* too large, meets nothing staged: written through */
+    bad += through_read(fh, image, base, base + 4 * MiB, 768 * KiB), checked++;
+    bad += through_read(fh, image, base, base, 512 * KiB), checked++;
+    through_write(fh, image, base, base + 256 * KiB, 768 * KiB, 3); /* meets the staged writes: after them */
+    bad += through_read(fh, image, base, base, 2 * MiB), checked++;
+    for (long i = 0; i < 64; i++) through_write(fh, image, base, base + 4 * MiB + i * 8 * KiB, KiB, 4); /* over it */
+    through_write(fh, image, base, base + 4 * MiB + 512 * KiB, 640 * KiB, 5); /* meets them again */
+    bad += through_read(fh, image, base, base + 4 * MiB, 2 * MiB), checked++;
+    /* collective: every rank's 64 KiB pieces interleaved with the others' at 6 MiB of each region (a 768 KiB call
+     * of large pieces: written through when it does not fit) */
+    MPI_Datatype vec, file;
+    MPI_Type_vector(12, 64 * KiB, 64 * KiB * 2, MPI_BYTE, &vec);
+    MPI_Type_create_resized(vec, 0, 2L * 12 * 64 * KiB, &file);
+    MPI_Type_commit(&file);
+    unsigned char *w = malloc(768 * KiB);
+    for (int k = 0; k < 2; k++) { /* two passes: the second overwrites the first */
+        MPI_File_set_view(fh, base + 6 * MiB + (long)k * 64 * KiB, MPI_BYTE, file, "native", MPI_INFO_NULL);
+        for (long i = 0; i < 768 * KiB; i++) {
+            long off = base + 6 * MiB + (long)k * 64 * KiB + i / (64 * KiB) * 128 * KiB + i % (64 * KiB);
+            w[i] = (unsigned char)((off * 7 + 3 + (6 + k) * 13) % 251);
+            image[off - base] = w[i];
+        }
+        MPI_File_write_all(fh, w, 768 * KiB, MPI_BYTE, MPI_STATUS_IGNORE);
+    }
+    free(w);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&file);
+    MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    bad += through_read(fh, image, base, base + 6 * MiB, 2 * MiB), checked++;
+    MPI_File_sync(fh);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_File_sync(fh);
+    bad += through_read(fh, image, base, base, REGION), checked++;
+    MPI_File_close(&fh);
+    free(image);
+    int all_bad = 0;
+    MPI_Reduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("{\"checked\": %d, \"mismatches\": %d}\n", checked * nprocs, all_bad);
+    return all_bad != 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -184,7 +260,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (argc < 3) {
-        if (rank == 0) fprintf(stderr, "usage: stage_check raw|fail|kill FILE [LIMIT]\n");
+        if (rank == 0) fprintf(stderr, "usage: stage_check raw|fail|kill|through FILE [LIMIT]\n");
         MPI_Finalize();
         return 2;
     }
@@ -192,6 +268,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "raw") == 0) rc = raw(argv[2], rank, nprocs);
     else if (strcmp(argv[1], "fail") == 0) rc = fail(argv[2], argc > 3 ? atol(argv[3]) : 0, rank, nprocs);
     else if (strcmp(argv[1], "kill") == 0) rc = killed(argv[2], rank);
+    else if (strcmp(argv[1], "through") == 0) rc = through(argv[2], rank, nprocs);
     MPI_Finalize();
     return rc;
 }
