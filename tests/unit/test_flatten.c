@@ -287,6 +287,29 @@ static void resized(void)
     iotame_runs_free(&runs);
     iotame_flatten_free(f);
     type_free(&t);
+    /* tiles that continue the vector's stride (a vector of 16 ints resized to 16 strides), and plain bytes: any
+     * byte range maps to at most three runs */
+    MPI_Datatype vec;
+    MPI_Type_vector(16, 1, 2, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, 16 * 8, &t);
+    type_free(&vec);
+    t = committed(t);
+    f = flat_check("continued vector", t, (const run_t[]){{0, 4, 16, 8}}, 1);
+    const int64_t ranges[][2] = {{0, 4}, {0, 3}, {1, 2}, {2, 4}, {3, 200}, {0, 640}, {8, 1000}, {5, 0}, {63, 65}};
+    for (size_t i = 0; f && i < sizeof ranges / sizeof *ranges; i++) {
+        view_check("continued vector", t, f, 7, ranges[i][0], ranges[i][1]);
+        tiles = (iotame_view_t){7, 1, f};
+        CHECK(iotame_flatten_view_runs(&tiles, ranges[i][0], ranges[i][1], &runs) == 0 && runs.n <= 3);
+    }
+    iotame_runs_free(&runs);
+    iotame_flatten_free(f);
+    f = flat_check("bytes", MPI_BYTE, (const run_t[]){{0, 1, 1, 1}}, 1);
+    tiles = (iotame_view_t){3, 1, f};
+    CHECK(f && iotame_flatten_view_runs(&tiles, 10, 1 << 20, &runs) == 0 && runs.n == 1 && runs.v[0].off == 13 &&
+          runs.v[0].len == 1 << 20 && runs.v[0].count == 1);
+    iotame_runs_free(&runs);
+    iotame_flatten_free(f);
+    type_free(&t);
     MPI_Type_create_resized(MPI_DOUBLE, 0, 4, &t); /* tiles that overlap: no view */
     t = committed(t);
     f = flat_check("resized smaller", t, NULL, 0);

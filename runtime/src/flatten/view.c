@@ -124,6 +124,20 @@ int iotame_flatten_view_runs(const iotame_view_t *v, int64_t start, int64_t len,
     if (!iotame_flatten_view_ok(v) || start < 0) return -EINVAL;
     const iotame_flat_t *f = v->filetype;
     const int64_t S = f->size, E = f->extent;
+    const iotame_run_t *one = &f->runs[0];
+    if (f->nruns == 1 && E == one->count * one->stride) { /* tiles continue the run: pieces at one stride */
+        const int64_t L = one->len, first = start / L, b = start % L, end = start + len;
+        const int64_t at = v->disp + one->off;
+        if (b) { /* the rest of a piece begun before start */
+            int64_t n = L - b < len ? L - b : len;
+            if (view_runs_add(out, at + first * one->stride + b, n, 1, n)) return -ENOMEM;
+        }
+        int64_t p = b ? first + 1 : first, whole = end / L - p;
+        if (whole > 0 && view_runs_add(out, at + p * one->stride, L, whole, one->stride)) return -ENOMEM;
+        if (end % L && end / L >= p && view_runs_add(out, at + (end / L) * one->stride, end % L, 1, end % L))
+            return -ENOMEM; /* the call ends inside a piece (not the one begun before start) */
+        return 0;
+    }
     int64_t tile = start / S, within = start % S;
     size_t lo = 0, hi = f->nruns; /* the run holding byte `within` of a tile */
     while (hi - lo > 1) {

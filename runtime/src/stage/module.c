@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collective/strategy.h"
 #include "core/module.h"
 #include "posix/posix.h"
 #include "stage.h"
@@ -44,6 +45,9 @@ typedef struct stage_handle {
     int64_t pend_lo, pend_hi; /* the file range of this process's staged data not known written (lo > hi: none) */
     int wfd;            /* write-through: this handle's own descriptor of the file (-1: not opened yet) */
     char *path;
+    /* the machine profile of the file's file system, when one says that it absorbs writes (a page cache): a write
+     * call's cost there, and staging's (0: no such profile) */
+    double absorb_call_s, copy_rate, piece_s;
     int64_t next_read;  /* prefetch: where this process's next sequential read would start (-1: none yet) */
     int slot[2];        /* prefetch: this handle's read-ahead buffers (-1: none) */
 } handle_t;
@@ -60,7 +64,7 @@ static size_t pack_cap;
 /* this process's counters, updated with stage_count from any thread */
 static struct {
     uint64_t calls, bytes, blocked_ns, drain_ns, close_ns, reads_waited, reads_not_waited, bypassed, errors_returned,
-        prefetch_hits, prefetch_misses, prefetch_bytes, written_through, written_through_bytes;
+        prefetch_hits, prefetch_misses, prefetch_bytes, through_full, through_absorbed, written_through_bytes;
 } mine;
 
 static void stage_count(uint64_t *counter, uint64_t n) { __atomic_fetch_add(counter, n, __ATOMIC_RELAXED); }
@@ -161,6 +165,21 @@ static void stage_opening(const iotame_open_t *o)
     if (pending) stage_module_drain(head);
 }
 
+/* The file system's machine profile (found as the collective strategies find it): whether it absorbs writes. */
+static void stage_profile_find(handle_t *h, const iotame_file_t *f, const char *path)
+{
+    iotame_profile_found_t *found = malloc(sizeof *found);
+    char *refused = NULL; /* reported by the collective statistics when they use the profile */
+    const char *setting = json_string_value(iotame_file_setting(f, "collective", "profile"));
+    if (found && iotame_profile_find(path, setting, found, &refused) && found->profile.writeback_bytes > 0) {
+        h->absorb_call_s = found->profile.syscall_seconds;
+        h->copy_rate = found->profile.copy_rate;
+        h->piece_s = found->profile.piece_seconds;
+    }
+    free(refused);
+    free(found);
+}
+
 static void stage_open(const iotame_open_t *o)
 {
     if (!o->fc || (!json_is_true(iotame_config_setting(o->fc, "staging", "enabled")) &&
@@ -204,6 +223,7 @@ static void stage_open(const iotame_open_t *o)
     h->pend_hi = INT64_MIN;
     h->wfd = -1;
     h->path = strdup(real);
+    stage_profile_find(h, o->file, real);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
 }
@@ -391,14 +411,23 @@ static int stage_write_through(handle_t *h, const char *data, int64_t *done)
     return 0;
 }
 
-/* Why the call is better written through than staged, or NULL: it does not fit in the free part of the ring and
- * its pieces are large enough to be written as they are (small ones wait for room: merged, they become large
- * writes). Never when it meets this process's staged data not yet written (the two must reach the file in order). */
+/* Why the call is better written through than staged, or NULL:
+ *  - "full": it does not fit in the free part of the ring and its pieces are large enough to be written as they are
+ *    (small ones wait for room: merged, they become large writes);
+ *  - "absorbed": the file system absorbs writes (its profile says so: a page cache) and the call's write calls cost
+ *    no more than staging's copy and bookkeeping (the flusher's copy into the page cache would come on top).
+ * Never when it meets this process's staged data not yet written (the two must reach the file in order). */
 static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pieces, int64_t lo, int64_t end)
 {
-    if (stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes))) return NULL;
-    if ((uint64_t)nbytes < pieces * STAGE_THROUGH_PIECE || stage_own_overlap(h, lo, end)) return NULL;
-    return "full";
+    const char *why = NULL;
+    if (!stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes)) &&
+        (uint64_t)nbytes >= pieces * STAGE_THROUGH_PIECE)
+        why = "full";
+    else if (h->absorb_call_s > 0 && (double)pieces * h->absorb_call_s <= (double)nbytes / h->copy_rate +
+                                                                               (double)pieces * h->piece_s +
+                                                                               h->absorb_call_s)
+        why = "absorbed";
+    return why && !stage_own_overlap(h, lo, end) ? why : NULL;
 }
 
 static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
@@ -423,7 +452,7 @@ static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
     int64_t done = nbytes;
     if (through) {
         int err = stage_write_through(h, d.mem, &done);
-        stage_count(&mine.written_through, 1);
+        stage_count(through[0] == 'f' ? &mine.through_full : &mine.through_absorbed, 1);
         stage_count(&mine.written_through_bytes, (uint64_t)done);
         *rc = MPI_SUCCESS;
         if (err) {
@@ -653,13 +682,15 @@ static void stage_finalize(void)
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
     if (node_rank == 0) stage_flusher_stop(area);
     if (!s) return;
-    json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "calls",
+    json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "calls",
                                (json_int_t)mine.calls, "bytes", (json_int_t)mine.bytes, "blocked_seconds",
                                stage_seconds(mine.blocked_ns), "drain_seconds", stage_seconds(mine.drain_ns),
                                "close_seconds", stage_seconds(mine.close_ns), "reads_waited",
                                (json_int_t)mine.reads_waited, "reads_not_waited", (json_int_t)mine.reads_not_waited,
                                "bypassed", (json_int_t)mine.bypassed, "written_through",
-                               (json_int_t)mine.written_through, "written_through_bytes",
+                               (json_int_t)(mine.through_full + mine.through_absorbed), "written_through_full",
+                               (json_int_t)mine.through_full, "written_through_absorbed",
+                               (json_int_t)mine.through_absorbed, "written_through_bytes",
                                (json_int_t)mine.written_through_bytes, "errors_returned",
                                (json_int_t)mine.errors_returned, "prefetch_hits", (json_int_t)mine.prefetch_hits,
                                "prefetch_misses", (json_int_t)mine.prefetch_misses, "prefetch_bytes",
