@@ -323,11 +323,19 @@ static void area_commit(stage_area_t *a, stage_record_t *r, double threshold)
         stage_event_notify(&a->wake, 0);
 }
 
+/* Records of at most half the ring, so that one always fits once the flusher has caught up: the room of its runs
+ * and data. */
+static uint64_t area_record_room(const stage_area_t *a) { return a->cap / 2 - sizeof(stage_record_t) - ALIGN; }
+
+int stage_one_record(const stage_area_t *a, size_t nruns, uint64_t bytes)
+{
+    return (nruns + 1) * sizeof(iotame_run_t) + bytes < area_record_room(a);
+}
+
 uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs, size_t nruns,
                    const stage_source_t *src, double threshold, uint64_t *blocked_ns)
 {
-    /* Records of at most half the ring, so that one always fits once the flusher has caught up. */
-    const uint64_t room = a->cap / 2 - sizeof(stage_record_t) - ALIGN;
+    const uint64_t room = area_record_room(a);
     area_cursor_t c = {runs, nruns, 0, 0, 0};
     uint64_t end = 0, from = 0;
     while (c.i < c.n) {

@@ -360,6 +360,7 @@ static int stage_fill(void *arg, char *dst, uint64_t from, uint64_t n)
         return 0;
     }
     MPI_Count at = 0; /* the whole call in one record (stage_write packed it first otherwise) */
+    if (from != 0 || n != (uint64_t)d->nbytes) return -1;
     return PMPI_Pack_c(d->io->buf, d->io->count, d->io->datatype, dst, (MPI_Count)n, &at, MPI_COMM_SELF) ==
                    MPI_SUCCESS ? 0 : -1;
 }
@@ -443,7 +444,7 @@ static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
     uint64_t pieces = stage_runs_range(&lo, &end);
     const char *through = why ? NULL : stage_through_reason(h, nbytes, pieces, lo, end);
     /* a call of several records, or written through, is packed first: no record waits for a failed pack */
-    if (!why && !d.mem && (through || stage_record_bytes(runs.n, (uint64_t)nbytes) > area->cap / 2))
+    if (!why && !d.mem && (through || !stage_one_record(area, runs.n, (uint64_t)nbytes)))
         why = stage_pack(&d);
     if (why) {
         stage_bypass(h, why);

@@ -181,6 +181,8 @@ int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino);
  * stage_drain waits for), or 0 when the source failed (only a call of one record may fail: nothing is staged). The lock is taken once per record, to reserve it; the copy and the commit take none. */
 uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs, size_t nruns,
                    const stage_source_t *src, double threshold, uint64_t *blocked_ns);
+/* Whether a write of nruns runs and `bytes` of data is staged as one record. */
+int stage_one_record(const stage_area_t *a, size_t nruns, uint64_t bytes);
 /* The ring's bytes a record of nruns runs and `bytes` of data takes, and whether that many are free now (a hint:
  * other processes may take them first). */
 uint64_t stage_record_bytes(size_t nruns, uint64_t bytes);
