@@ -416,7 +416,8 @@ static int stage_write_through(handle_t *h, const char *data, int64_t *done)
  *  - "full": it does not fit in the free part of the ring and its pieces are large enough to be written as they are
  *    (small ones wait for room: merged, they become large writes);
  *  - "absorbed": the file system absorbs writes (its profile says so: a page cache) and the call's write calls cost
- *    no more than staging's copy and bookkeeping (the flusher's copy into the page cache would come on top).
+ *    no more than staging's copy and bookkeeping: pieces of some KiB or more (the copy into the page cache is paid
+ *    either way, by the flusher's merged writes after staging; their calls are shared by many staged calls).
  * Never when it meets this process's staged data not yet written (the two must reach the file in order). */
 static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pieces, int64_t lo, int64_t end)
 {
@@ -424,9 +425,8 @@ static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pi
     if (!stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes)) &&
         (uint64_t)nbytes >= pieces * STAGE_THROUGH_PIECE)
         why = "full";
-    else if (h->absorb_call_s > 0 && (double)pieces * h->absorb_call_s <= (double)nbytes / h->copy_rate +
-                                                                               (double)pieces * h->piece_s +
-                                                                               h->absorb_call_s)
+    else if (h->absorb_call_s > 0 &&
+             (double)pieces * h->absorb_call_s <= (double)nbytes / h->copy_rate + (double)pieces * h->piece_s)
         why = "absorbed";
     return why && !stage_own_overlap(h, lo, end) ? why : NULL;
 }
