@@ -9,7 +9,7 @@
  *                                                    line out per request, {"errors": [...]} ([] when valid), or
  *                                                    {"request_error": "..."} for a malformed request.
  *   iotame-config profile FILE...                    machine profiles (`iotame calibrate`) through the runtime's
- *                                                    reader (collective/profile.c): every problem on stderr
+ *                                                    reader (profile/load.c): every problem on stderr
  *                                                    ("iotame: profile FILE: KEY: expected ..., got ..."), "FILE:
  *                                                    ok" on stdout for a valid one.
  *
@@ -23,7 +23,7 @@
 
 #include <jansson.h>
 
-#include "collective/strategy.h"
+#include "profile/profile.h"
 #include "core/config.h"
 
 static const char usage[] = "usage: iotame-config check [--settings FILE] [--name NAME] FILE|-...\n"

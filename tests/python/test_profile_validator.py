@@ -1,4 +1,4 @@
-"""The runtime's validator of machine profiles (`iotame-config profile`, runtime/src/collective/profile.c) on what
+"""The runtime's validator of machine profiles (`iotame-config profile`, runtime/src/profile/load.c) on what
 `iotame calibrate` writes: a fresh quick calibration is valid; a broken profile is refused with one line per problem
 naming the file and the key (exit status 1), and the lines are the ones the Python validator prints."""
 import json

@@ -1,4 +1,4 @@
-/* Unit tests of the machine profile's reader (runtime/src/collective/profile.c): a profile shaped as `iotame
+/* Unit tests of the machine profile's reader (runtime/src/profile/load.c): a profile shaped as `iotame
  * calibrate` writes it (tests/unit/data/profile_sample.json) becomes the cost model's iotame_profile_t in its units
  * (MB/s to bytes per second, the absolute streams curves to one relative curve, microseconds and nanoseconds to
  * seconds, the values taken for what it leaves out); each kind of bad input is refused with the file and the key
@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "collective/strategy.h"
+#include "profile/profile.h"
 
 #include "check.h"
 

@@ -13,6 +13,7 @@
 #include "core/core.h"
 #include "core/module.h"
 #include "flatten/flatten.h"
+#include "profile/profile.h"
 #include "select/select.h"
 
 /* ---- the module's hooks of a handle (route.c; module.c registers them) ----
@@ -379,31 +380,5 @@ typedef struct {
  * done (then on every rank alike). A strategy that cannot make its plan on this rank passes NULL: the call fails
  * everywhere. */
 int iotame_coll_engine(iotame_coll_call_t *call, const iotame_plan_t *plan);
-
-/* ---- the machine profile (profile.c) ----
- * The JSON profile `iotame calibrate` writes (docs/formats.md, "Machine profile") as the cost model's
- * iotame_profile_t; docs/design/cost-model.md says how its keys map to the fields and what is taken for what it
- * leaves out. profile.c needs no MPI and not this header, so that the MPI-free validator (`iotame-config profile`)
- * links it. */
-
-/* Reads the profile named `path`, from text[0..len) or, when text is NULL, from the file `path`, into *out. Returns 0
- * when it is valid and iotame_model_profile_problem() accepts it; else a negative errno (-EINVAL: invalid, another:
- * unreadable) and *errors (malloc'd, the caller frees it) holds every problem, one line each:
- * "iotame: profile FILE: KEY: expected ..., got ...". *errors is NULL on success. */
-int iotame_profile_load(const char *path, const char *text, size_t len, iotame_profile_t *out, char **errors);
-
-/* A machine profile found for a data file (profile_find.c). */
-typedef struct {
-    iotame_profile_t profile;
-    char path[4096];
-    const char *found_by; /* "setting", "environment" or "directory" */
-    int hash;             /* of the profile's text, never 0: ranks that read the same profile agree on it */
-} iotame_profile_found_t;
-/* The profile of the file system of data_path (as MPI_File_open got it), found as docs/calibrate.md says: named by
- * `setting` (collective.profile; NULL: none) or IOTAME_PROFILE (a file or a directory), else in the user's and the
- * installation's profile directories. Returns 1 and *out when found; *refused (malloc'd, or NULL) holds a line for
- * each profile refused on the way (invalid, or named but of another file system). Kept per directory for the job's
- * life. */
-int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused);
 
 #endif

@@ -23,9 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collective/strategy.h"
 #include "core/module.h"
 #include "posix/posix.h"
+#include "profile/profile.h"
 #include "stage.h"
 
 extern const iotame_module_t iotame_module_stage;

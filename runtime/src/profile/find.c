@@ -1,4 +1,4 @@
-/* collective/profile_find.c: the machine profile of a data file's file system, found without being named each time
+/* profile/find.c: the machine profile of a data file's file system, found without being named each time
  * (docs/calibrate.md, "Where the runtime finds the profile"): the setting collective.profile, else the environment's
  * IOTAME_PROFILE, each a profile file or a directory of them; else $XDG_CONFIG_HOME/iotame/profiles (default
  * ~/.config/iotame/profiles), then PREFIX/share/iotame/profiles beside the installed libiotame.so. In a directory the
@@ -24,7 +24,7 @@
 
 #include <jansson.h>
 
-#include "strategy.h"
+#include "profile.h"
 
 /* The file system a data file is on: its directory's statfs type and device, and the directory's real path. */
 typedef struct {

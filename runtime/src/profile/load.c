@@ -1,7 +1,6 @@
-/* collective/profile.c: the machine profile that `iotame calibrate` writes (JSON, docs/formats.md "Machine profile")
- * read into the cost model's iotame_profile_t (select/select.h), checked key by key and then by the model itself.
- * It is the runtime's one validator of a profile: `iotame-config profile` runs it, so it needs neither MPI nor
- * strategy.h (which declares iotame_profile_load for the rest of the runtime). docs/design/cost-model.md gives the
+/* profile/load.c: the machine profile that `iotame calibrate` writes (JSON, docs/formats.md "Machine profile") read
+ * into the cost model's iotame_profile_t (select/select.h), checked key by key and then by the model itself. It is
+ * the runtime's one validator of a profile: `iotame-config profile` runs it, so it needs no MPI. docs/design/cost-model.md gives the
  * mapping of keys to fields and the values taken for what the profile leaves out. */
 #include <errno.h>
 #include <math.h>
@@ -12,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "select/select.h"
+#include "profile.h"
 
 #define PROFILE_VERSION 1
 #define PROFILE_KIND "iotame-machine-profile"
