@@ -536,6 +536,7 @@ static int stage_prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
         if (h->slot[k] < 0) continue;
         stage_prefetch_t *p = &area->prefetch[h->slot[k]];
         if (off < p->off || off + len > p->off + (int64_t)area->prefetch_bytes) continue;
+        if (p->generation != area->file[h->file].generation) continue; /* stale whatever it holds: not waited for */
         while (p->state == PREFETCH_ASKED) stage_wait_progress(area); /* the flusher reads it: no second read */
         if (p->state != PREFETCH_READY || p->generation != area->file[h->file].generation || off + len > p->off + p->len)
             continue; /* stale (written since), or past the end of the file when it was read */
