@@ -39,6 +39,24 @@ int iotame_flatten_view_ok(const iotame_view_t *v)
     return first->off >= 0 && end <= first->off + f->extent;
 }
 
+/* Where byte `start` of the data stream lies: its tile, and the run (returned) of the filetype, the piece *j of
+ * that run and the byte *b of that piece. */
+static size_t view_locate(const iotame_flat_t *f, int64_t start, int64_t *tile, int64_t *j, int64_t *b)
+{
+    const int64_t within = start % f->size;
+    *tile = start / f->size;
+    size_t lo = 0, hi = f->nruns; /* the last run whose prefix is <= within */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (f->cum[mid] <= within) lo = mid;
+        else hi = mid;
+    }
+    const int64_t in_run = within - f->cum[lo];
+    *j = in_run / f->runs[lo].len;
+    *b = in_run % f->runs[lo].len;
+    return lo;
+}
+
 int iotame_flatten_view_map(const iotame_view_t *v, int64_t start, int64_t len, iotame_extents_t *out)
 {
     out->n = 0;
@@ -46,19 +64,10 @@ int iotame_flatten_view_map(const iotame_view_t *v, int64_t start, int64_t len, 
     if (!iotame_flatten_view_ok(v) || start < 0) return -EINVAL;
     const iotame_flat_t *f = v->filetype;
     const int64_t S = f->size, E = f->extent;
-    int64_t tile = start / S, within = start % S;
     if (f->nruns == 1 && f->runs[0].count == 1 && S == E) /* dense tiles: one extent */
         return add(out, v->disp + f->runs[0].off + start, len);
-    /* The run holding byte `within` of a tile: the last run whose prefix is <= within. */
-    size_t lo = 0, hi = f->nruns;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (f->cum[mid] <= within) lo = mid;
-        else hi = mid;
-    }
-    size_t r = lo;
-    int64_t in_run = within - f->cum[r];
-    int64_t j = in_run / f->runs[r].len, b = in_run % f->runs[r].len;
+    int64_t tile, j, b;
+    size_t r = view_locate(f, start, &tile, &j, &b);
     while (len > 0) {
         const iotame_run_t *run = &f->runs[r];
         int64_t base = v->disp + tile * E + run->off;
@@ -123,7 +132,7 @@ int iotame_flatten_view_runs(const iotame_view_t *v, int64_t start, int64_t len,
     if (len <= 0) return 0;
     if (!iotame_flatten_view_ok(v) || start < 0) return -EINVAL;
     const iotame_flat_t *f = v->filetype;
-    const int64_t S = f->size, E = f->extent;
+    const int64_t E = f->extent;
     const iotame_run_t *one = &f->runs[0];
     if (f->nruns == 1 && E == one->count * one->stride) { /* tiles continue the run: pieces at one stride */
         const int64_t L = one->len, first = start / L, b = start % L, end = start + len;
@@ -138,16 +147,8 @@ int iotame_flatten_view_runs(const iotame_view_t *v, int64_t start, int64_t len,
             return -ENOMEM; /* the call ends inside a piece (not the one begun before start) */
         return 0;
     }
-    int64_t tile = start / S, within = start % S;
-    size_t lo = 0, hi = f->nruns; /* the run holding byte `within` of a tile */
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (f->cum[mid] <= within) lo = mid;
-        else hi = mid;
-    }
-    size_t r = lo;
-    int64_t in_run = within - f->cum[r];
-    int64_t j = in_run / f->runs[r].len, b = in_run % f->runs[r].len;
+    int64_t tile, j, b;
+    size_t r = view_locate(f, start, &tile, &j, &b);
     while (len > 0) {
         const iotame_run_t *run = &f->runs[r];
         const int64_t base = v->disp + tile * E + run->off;
