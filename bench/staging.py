@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 from iotame.bench.memory import steady_memory
 
@@ -66,8 +67,9 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None):
     return {"version": 1, "defaults": d} if d else None
 
 
-def run(a, np_, kernel_args, config, tmp):
-    """One job in a fresh directory; the kernel's result and the statistics (None without preload)."""
+def run(a, np_, kernel_args, config, tmp, prefix=()):
+    """One job in a fresh directory; the kernel's result and the statistics (None without preload). prefix goes
+    before the launcher (a command that runs mpiexec, such as perf stat)."""
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -83,7 +85,7 @@ def run(a, np_, kernel_args, config, tmp):
         env.update(LD_PRELOAD=str(tmp / "libiotame.so"), IOTAME_CONFIG=str(tmp / "config.json"),
                    IOTAME_STATS=str(stats))
     os.sync()
-    argv = launcher + [str(BUILDS[a.mpi] / "kernels" / "iotame-kernel"), *map(str, kernel_args)]
+    argv = [*prefix] + launcher + [str(BUILDS[a.mpi] / "kernels" / "iotame-kernel"), *map(str, kernel_args)]
     p = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{p.stderr[-1500:]}")
@@ -176,6 +178,170 @@ def noncontig(a, tmp, data):
                 save(a, data)
 
 
+# ---- patterns: issue 32's table, our own kernels ----
+
+PATTERN_HINTS = [{"romio_cb_write": cb, "romio_ds_write": ds} for cb in ("enable", "disable")
+                 for ds in ("enable", "disable")]
+PATTERN_ORDER = ("romio", "romio_best", "write_through", "staged", "staged_profile")
+
+
+class PatternRow(NamedTuple):
+    """A row of the table: the kernel's arguments, and the pieces and collective calls it writes over all ranks
+    (None where HDF5 decides them), with how they were counted."""
+    name: str
+    args: list
+    pieces: Optional[int]
+    calls: Optional[int]
+    how: str
+
+
+def pattern_rows(a, np_: int) -> list:
+    """The rows at the sizes of the options: noncontig as many small vector instances per call (4-byte and 64-byte
+    chunks, noncontiguous in memory and in the file), a subarray view of 64-byte pieces, many small collective
+    calls, IOR's large and small contiguous collective transfers, FLASH-IO's HDF5 checkpoint."""
+    v, loops = a.nc_veclen, a.nc_loops
+    if v % 256:
+        raise SystemExit(f"--nc-veclen {v}: must be a multiple of 256 (16-chunk instances, and V/16 chunks of 64 B)")
+    v64 = v // 16
+    nc = ["noncontig", "--collective", "--mem-noncontig", "--loops", loops, "--file", "nc.dat"]
+    ior = ["ior", "-a", "mpiio", "-c", "-w", "-W", "-o", "ior.dat"]
+    n = a.flash_cells
+    transfers = {t: size_of(b) // size_of(t) for t, b in (("1m", a.ior_block), ("4k", a.ior_block_4k))}
+    return [
+        PatternRow("noncontig-4B-count", nc + ["--elmtcount", 1, "--veclen", v, "--count", v // 16],
+                   np_ * loops * v, np_ * loops, f"{np_} ranks x {loops} calls x {v} chunks of 4 B"),
+        PatternRow("noncontig-64B-count", nc + ["--elmtcount", 16, "--veclen", v64, "--count", v64 // 16],
+                   np_ * loops * v64, np_ * loops, f"{np_} ranks x {loops} calls x {v64} chunks of 64 B"),
+        PatternRow("tileio-subarray-64B", ["tileio", "--nr-tiles-x", np_, "--nr-tiles-y", 1, "--sz-element", 64,
+                                           "--sz-tile-x", 1, "--sz-tile-y", a.tile_rows, "--file", "tile.dat"],
+                   np_ * a.tile_rows, np_, f"{np_} ranks x 1 call x {a.tile_rows} rows of one 64 B element"),
+        PatternRow("noncontig-small-calls", ["noncontig", "--collective", "--elmtcount", 16, "--veclen", 4,
+                                             "--loops", a.small_loops, "--file", "nc.dat"],
+                   np_ * a.small_loops * 4, np_ * a.small_loops, f"{np_} ranks x {a.small_loops} calls x 4 chunks of 64 B"),
+        PatternRow("ior-coll-1m", ior + ["-t", "1m", "-b", a.ior_block], np_ * transfers["1m"], np_ * transfers["1m"],
+                   f"{np_} ranks x {transfers['1m']} transfers of 1 MiB"),
+        PatternRow("ior-coll-4k", ior + ["-t", "4k", "-b", a.ior_block_4k], np_ * transfers["4k"],
+                   np_ * transfers["4k"], f"{np_} ranks x {transfers['4k']} transfers of 4 KiB"),
+        PatternRow("flashio-checkpoint", ["flashio", "--collective", "--maxblocks", a.flash_maxblocks, "--nxb", n,
+                                          "--nyb", n, "--nzb", n, "--file", "flash.h5"],
+                   None, None, "HDF5 decides the pieces and calls"),
+    ]
+
+
+def pattern_configs(a, device: str, tmp: Path) -> list:
+    """(name, hints, configuration) of every configuration a row runs under on device. romio is the job as the user
+    runs it (runtime_config without staging); the hint settings go through the runtime's mpiio_hints (the best is
+    romio_best); write_through loads the runtime with staging off, which on the real file system changes nothing."""
+    out = [("romio", None, runtime_config(device, tmp, False))]
+    out += [("romio_hints", h, runtime_config(device, tmp, False, h)) for h in PATTERN_HINTS]
+    through = runtime_config(device, tmp, False) or {"version": 1, "defaults": {}}
+    through["defaults"]["staging"] = {"enabled": False}
+    out += [("write_through", None, through), ("staged", None, runtime_config(device, tmp, True))]
+    if a.profile:
+        staged = runtime_config(device, tmp, True)
+        staged["defaults"]["collective"] = {"profile": str(Path(a.profile).resolve())}
+        out.append(("staged_profile", None, staged))
+    return out
+
+
+def write_phases(res: dict) -> tuple:
+    """Bytes and seconds of the kernel's write phases ("write", or FLASH-IO's "*_write"), as the kernel times them:
+    every one here ends after MPI_File_close (noncontig, tileio and FLASH-IO's HDF5 flush also sync before it)."""
+    ws = [p for p in res["phases"] if p["name"] == "write" or p["name"].endswith("_write")]
+    return sum(p["bytes"] for p in ws), sum(p["seconds"] for p in ws)
+
+
+def sync_close_seconds(st: Optional[dict]) -> Optional[float]:
+    """The runtime's sync and close time of the job's files (per file the slowest rank's, summed), or None without
+    the runtime."""
+    if not st:
+        return None
+    total = 0.0
+    for f in st.get("files") or []:
+        for op in ("sync", "close"):
+            total += ((f.get("ops") or {}).get(op) or {}).get("seconds", {}).get("max", 0.0)
+    return total
+
+
+def numeric_fields(d: Optional[dict], prefix: str = "") -> dict:
+    """Every number in d (nested keys joined by dots; booleans and lists left out): the stage section's fields as
+    the runtime reports them, whatever their names."""
+    out = {}
+    for k, v in (d or {}).items():
+        if isinstance(v, dict):
+            out.update(numeric_fields(v, f"{prefix}{k}."))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[prefix + k] = v
+    return out
+
+
+def pattern_record(row: PatternRow, device: str, np_: int, name: str, hints, res: dict, st) -> dict:
+    if st and st.get("config_error"):
+        raise RuntimeError(f"{row.name} {name}: the runtime refused the configuration: {st['config_error']}")
+    nbytes, seconds = write_phases(res)
+    return {"experiment": "patterns", "np": np_, "device": device, "row": row.name, "config": name, "hints": hints,
+            "args": list(map(str, row.args)), "pieces": row.pieces, "calls": row.calls, "how": row.how,
+            "bytes": nbytes, "write_seconds": seconds, "mbs": nbytes / seconds / 1e6,
+            "sync_close_seconds": sync_close_seconds(st),
+            "stage": numeric_fields(((st or {}).get("modules") or {}).get("stage")) or None}
+
+
+def perf_counts(text: str) -> dict:
+    """instructions:u and task-clock (ms) from `perf stat -x,` output; None where perf could not count (a virtual
+    machine without a PMU says <not supported>)."""
+    got = {}
+    for line in text.splitlines():
+        f = line.split(",")
+        if line.startswith("#") or len(f) < 3:
+            continue
+        try:
+            got[f[2].split(":")[0]] = float(f[0])
+        except ValueError:
+            got[f[2].split(":")[0]] = None
+    return {"instructions": got.get("instructions"), "task_clock_ms": got.get("task-clock")}
+
+
+def patterns(a, tmp, data):
+    np_ = int(a.np)
+    rows = pattern_rows(a, np_)
+    if a.rows:
+        names = a.rows.split(",")
+        unknown = [n for n in names if n not in {r.name for r in rows}]
+        if unknown:
+            raise SystemExit(f"--rows: no row {', '.join(unknown)} (rows: {', '.join(r.name for r in rows)})")
+        rows = [r for r in rows if r.name in names]
+    for device in a.devices.split(","):
+        configs = pattern_configs(a, device, tmp)
+        for row in rows:
+            for rep in range(a.repeat):
+                for i in range(len(configs)):
+                    name, hints, config = configs[(i + rep) % len(configs)]
+                    res, st = run(a, np_, row.args, config, tmp)
+                    r = pattern_record(row, device, np_, name, hints, res, st)
+                    data["runs"].append({**r, "repeat": rep + 1})
+                    print(f"patterns {device} {row.name} {name} {hint_label(hints)}: {r['mbs']:.1f} MB/s, "
+                          f"write {r['write_seconds']:.4f} s", file=sys.stderr, flush=True)
+                    save(a, data)
+            if a.instructions:
+                for name, hints, config in configs:
+                    if name == "romio_hints":
+                        continue
+                    out = tmp / "perf.txt"
+                    res, st = run(a, np_, row.args, config, tmp,
+                                  prefix=["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"])
+                    r = pattern_record(row, device, np_, name, hints, res, st)
+                    data["runs"].append({**r, "experiment": "patterns_count", **perf_counts(out.read_text())})
+                    print(f"patterns {device} {row.name} {name} counted: {data['runs'][-1]['instructions']} "
+                          f"instructions, {data['runs'][-1]['task_clock_ms']} ms CPU", file=sys.stderr, flush=True)
+                    save(a, data)
+
+
+def hint_label(hints: Optional[dict]) -> str:
+    if not hints:
+        return ""
+    return ", ".join(f"{k.replace('romio_', '').replace('_write', '')}={v}" for k, v in hints.items())
+
+
 def save(a, data):
     if a.json:
         Path(a.json).write_text(json.dumps(data))
@@ -232,14 +398,113 @@ def report(data):
                 out.append(f"| {device} | {name} | {med(v):.1f} |")
             best = max(med(v) for n, v in by.items() if n != "staged")
             out.append(f"| {device} | **staged / best ROMIO hints** | **{med(by['staged']) / best:.2f}** |")
+    out += pattern_report(runs)
     return "\n".join(out) + "\n"
+
+
+def pattern_cells(runs: list) -> dict:
+    """Per (device, row): per configuration the medians over its runs (MB/s, write s, sync+close s, the stage
+    fields) and the runs' count; romio_best is the hint setting of the highest median MB/s, named in "hints"."""
+    groups = {}
+    for r in runs:
+        name = r["config"] if r["config"] != "romio_hints" else "romio_hints: " + hint_label(r["hints"])
+        groups.setdefault((r["device"], r["row"]), {}).setdefault(name, []).append(r)
+    cells = {}
+    for key, by in groups.items():
+        m = {}
+        for name, rs in by.items():
+            closes = [r["sync_close_seconds"] for r in rs if r["sync_close_seconds"] is not None]
+            fields = sorted({k for r in rs for k in (r["stage"] or {})})
+            m[name] = {"mbs": med([r["mbs"] for r in rs]), "seconds": med([r["write_seconds"] for r in rs]),
+                       "sync_close": med(closes) if closes else None, "runs": len(rs), "np": rs[0]["np"],
+                       "pieces": rs[0]["pieces"], "calls": rs[0]["calls"], "how": rs[0]["how"],
+                       "stage": {k: med([r["stage"][k] for r in rs if k in (r["stage"] or {})]) for k in fields}}
+        hinted = {n: v for n, v in m.items() if n.startswith("romio_hints: ")}
+        if hinted:
+            best = max(hinted, key=lambda n: hinted[n]["mbs"])
+            m["romio_best"] = {**hinted[best], "hints": best[len("romio_hints: "):]}
+        cells[key] = m
+    return cells
+
+
+def pattern_ratio(m: dict, name: str, ref: str) -> str:
+    """Throughput of name over ref (higher: name better), or a dash."""
+    if name == ref or name not in m or ref not in m:
+        return "—"
+    return f"{m[name]['mbs'] / m[ref]['mbs']:.2f}"
+
+
+def dash_or(x: Optional[float], spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def pattern_report(runs: list) -> list:
+    out = []
+    cells = pattern_cells([r for r in runs if r["experiment"] == "patterns"])
+    rows = list(dict.fromkeys(r["row"] for r in runs))
+    for device in sorted({k[0] for k in cells}):
+        out += ["", f"Device `{device}`: MB/s = bytes / visible write s (the kernel's write phase, through "
+                    "MPI_File_close); sync+close s from the runtime's statistics; µs/piece = write s / pieces per "
+                    "rank; ratios are throughputs (above 1: this configuration faster).", "",
+                "| row | configuration | MB/s | visible write s | sync+close s | µs/piece | / write_through | / romio | "
+                "/ romio_best |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in rows:
+            m = cells.get((device, row))
+            if not m:
+                continue
+            for name in PATTERN_ORDER:
+                if name not in m:
+                    continue
+                c = m[name]
+                label = f"romio_best ({c['hints']})" if name == "romio_best" else name
+                per_piece = c["seconds"] / (c["pieces"] / c["np"]) * 1e6 if c["pieces"] else None
+                cols = [row, label, f"{c['mbs']:.1f}", f"{c['seconds']:.4f}", dash_or(c["sync_close"], ".4f"),
+                        dash_or(per_piece, ".3f")] + [pattern_ratio(m, name, ref) for ref in ("write_through", "romio", "romio_best")]
+                if name.startswith("staged"):
+                    cols[6:] = [f"**{x}**" if x != "—" else x for x in cols[6:]]
+                out.append("| " + " | ".join(cols) + " |")
+        stats = [(row, name, cells[(device, row)][name]["stage"]) for row in rows for name in PATTERN_ORDER
+                 if (device, row) in cells and name in cells[(device, row)] and cells[(device, row)][name]["stage"]]
+        if stats:
+            out += ["", f"Staging statistics on `{device}` (medians; fields that are 0 in every run left out):", "",
+                    "| row | configuration | statistics |", "| --- | --- | --- |"]
+            for row, name, st in stats:
+                text = ", ".join(f"{k} {v:.4g}" for k, v in st.items() if v) or "all 0"
+                out.append(f"| {row} | {name} | {text} |")
+    out += instruction_report([r for r in runs if r["experiment"] == "patterns_count"])
+    return out
+
+
+def instruction_report(runs: list) -> list:
+    """Per row and device, the counted runs' instructions and CPU time against romio's, per piece and per call
+    (whole jobs: start-up, the read-back and MPI's busy-polling included in both)."""
+    if not runs:
+        return []
+    out = ["", "Instructions (user space) and CPU time (task-clock) of whole jobs under `perf stat`, one run each; "
+               "Δ = this configuration minus romio, per piece and per collective call over all ranks.", "",
+           "| device | row | pieces | configuration | instructions | CPU ms | Δ instr/piece | Δ CPU µs/piece | "
+           "Δ instr/call | Δ CPU µs/call |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    by = {(r["device"], r["row"], r["config"]): r for r in runs}
+    for (device, row, name), r in by.items():
+        base = by.get((device, row, "romio"))
+
+        def delta(field, per, scale):
+            if name == "romio" or not base or not per or r[field] is None or base[field] is None:
+                return "—"
+            return f"{(r[field] - base[field]) * scale / per:.1f}"
+        out.append(f"| {device} | {row} | {r['how']} | {name} | {dash_or(r['instructions'], '.4g')} | "
+                   f"{dash_or(r['task_clock_ms'], '.1f')} | {delta('instructions', r['pieces'], 1)} | "
+                   f"{delta('task_clock_ms', r['pieces'], 1e3)} | {delta('instructions', r['calls'], 1)} | "
+                   f"{delta('task_clock_ms', r['calls'], 1e3)} |")
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("experiment", nargs="?", choices=("phases", "btio", "noncontig"))
+    ap.add_argument("experiment", nargs="?", choices=("phases", "btio", "noncontig", "patterns"))
     ap.add_argument("--mpi", choices=sorted(BUILDS), default="mpich")
-    ap.add_argument("--np", default="1,2")
+    ap.add_argument("--np", help="process counts (default 1,2; patterns: one count, default 2)")
     ap.add_argument("--devices", default="none,disk")
     ap.add_argument("--sizes", default="1k,16k,64k,1m")
     ap.add_argument("--phase-mb", type=float, default=4, dest="phase_mb", help="MiB each process writes per phase")
@@ -250,6 +515,24 @@ def main():
     ap.add_argument("--compute", type=float, default=0.2, help="btio: seconds per solver step")
     ap.add_argument("--veclen", type=int, default=4096)
     ap.add_argument("--loops", type=int, default=32)
+    ap.add_argument("--rows", help="patterns: the rows to run, comma-separated (default all)")
+    ap.add_argument("--nc-veclen", type=int, default=1048576, dest="nc_veclen",
+                    help="patterns: V, the 4-byte chunks of a noncontig-4B-count call (V/16 for the 64-byte row)")
+    ap.add_argument("--nc-loops", type=int, default=2, dest="nc_loops", help="patterns: calls of the noncontig rows")
+    ap.add_argument("--tile-rows", type=int, default=262144, dest="tile_rows",
+                    help="patterns: R, the 64-byte pieces of each process's tile")
+    ap.add_argument("--small-loops", type=int, default=4096, dest="small_loops",
+                    help="patterns: the calls of noncontig-small-calls")
+    ap.add_argument("--ior-block", default="128m", dest="ior_block", help="patterns: -b of ior-coll-1m")
+    ap.add_argument("--ior-block-4k", default="32m", dest="ior_block_4k", help="patterns: -b of ior-coll-4k")
+    ap.add_argument("--flash-maxblocks", type=int, default=100, dest="flash_maxblocks",
+                    help="patterns: FLASH-IO's --maxblocks")
+    ap.add_argument("--flash-cells", type=int, default=16, dest="flash_cells",
+                    help="patterns: FLASH-IO's --nxb, --nyb and --nzb")
+    ap.add_argument("--profile", help="patterns: a machine profile; adds staged_profile (staged with "
+                                      "collective.profile naming it)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="patterns: each configuration once more under perf stat (instructions, CPU time)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", help="where the runs' files go (default: a temporary directory)")
     ap.add_argument("--json", help="write every run here")
@@ -260,14 +543,19 @@ def main():
         text = report(json.loads(Path(a.table).read_text()))
     else:
         if not a.experiment:
-            ap.error("name an experiment (phases, btio, noncontig) or --table")
+            ap.error("name an experiment (phases, btio, noncontig, patterns) or --table")
+        a.np = a.np or ("2" if a.experiment == "patterns" else "1,2")
+        if a.experiment == "patterns" and not a.np.isdigit():
+            ap.error(f"--np {a.np}: patterns runs at one process count")
+        if a.profile and not Path(a.profile).exists():
+            ap.error(f"--profile {a.profile}: no such file or directory")
         data = {"date": time.strftime("%Y-%m-%d %H:%M"), "mpi": a.mpi, "repeat": a.repeat, "args": vars(a),
                 "runs": []}
         with tempfile.TemporaryDirectory(dir=a.dir, prefix="bench-staging-") as tmp, steady_memory() as memory:
             tmp = Path(tmp)
             data["memory"] = memory
             shutil.copy2(BUILDS[a.mpi] / "runtime" / "libiotame.so", tmp / "libiotame.so")
-            {"phases": phases, "btio": btio, "noncontig": noncontig}[a.experiment](a, tmp, data)
+            {"phases": phases, "btio": btio, "noncontig": noncontig, "patterns": patterns}[a.experiment](a, tmp, data)
         text = report(data)
     if a.out:
         Path(a.out).write_text(text)
