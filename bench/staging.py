@@ -301,14 +301,34 @@ def perf_counts(text: str) -> dict:
     return {"instructions": got.get("instructions"), "task_clock_ms": got.get("task-clock")}
 
 
+PATTERN_BASE = {"nc_veclen": 256, "nc_loops": 1, "tile_rows": 1, "small_loops": 1, "ior_block": "1m",
+                "ior_block_4k": "4k", "flash_maxblocks": 2, "flash_cells": 1}
+
+
+def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str, name: str, hints, config,
+                    tmp: Path) -> list:
+    """The row and its base (the same kernel at its smallest size) once each under perf stat: the base's counts
+    are what a job costs whatever its size (start-up, the staging area's set-up, MPI_Finalize)."""
+    out, records = tmp / "perf.txt", []
+    for size, job in (("full", row), ("base", base)):
+        res, st = run(a, np_, job.args, config, tmp,
+                      prefix=["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"])
+        records.append({**pattern_record(job, device, np_, name, hints, res, st), "row": row.name,
+                        "experiment": "patterns_count", "size": size, **perf_counts(out.read_text())})
+        print(f"patterns {device} {row.name} {name} counted ({size}): {records[-1]['instructions']} instructions, "
+              f"{records[-1]['task_clock_ms']} ms CPU", file=sys.stderr, flush=True)
+    return records
+
+
 def patterns(a, tmp, data):
     np_ = int(a.np)
     rows = pattern_rows(a, np_)
+    bases = dict(zip([r.name for r in rows], pattern_rows(argparse.Namespace(**{**vars(a), **PATTERN_BASE}), np_)))
     if a.rows:
         names = a.rows.split(",")
-        unknown = [n for n in names if n not in {r.name for r in rows}]
+        unknown = [n for n in names if n not in bases]
         if unknown:
-            raise SystemExit(f"--rows: no row {', '.join(unknown)} (rows: {', '.join(r.name for r in rows)})")
+            raise SystemExit(f"--rows: no row {', '.join(unknown)} (rows: {', '.join(bases)})")
         rows = [r for r in rows if r.name in names]
     for device in a.devices.split(","):
         configs = pattern_configs(a, device, tmp)
@@ -324,16 +344,9 @@ def patterns(a, tmp, data):
                     save(a, data)
             if a.instructions:
                 for name, hints, config in configs:
-                    if name == "romio_hints":
-                        continue
-                    out = tmp / "perf.txt"
-                    res, st = run(a, np_, row.args, config, tmp,
-                                  prefix=["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"])
-                    r = pattern_record(row, device, np_, name, hints, res, st)
-                    data["runs"].append({**r, "experiment": "patterns_count", **perf_counts(out.read_text())})
-                    print(f"patterns {device} {row.name} {name} counted: {data['runs'][-1]['instructions']} "
-                          f"instructions, {data['runs'][-1]['task_clock_ms']} ms CPU", file=sys.stderr, flush=True)
-                    save(a, data)
+                    if name != "romio_hints":
+                        data["runs"] += pattern_counted(a, np_, row, bases[row.name], device, name, hints, config, tmp)
+                        save(a, data)
 
 
 def hint_label(hints: Optional[dict]) -> str:
@@ -442,7 +455,7 @@ def pattern_report(runs: list) -> list:
     out = []
     cells = pattern_cells([r for r in runs if r["experiment"] == "patterns"])
     rows = list(dict.fromkeys(r["row"] for r in runs))
-    for device in sorted({k[0] for k in cells}):
+    for device in dict.fromkeys(k[0] for k in cells):
         out += ["", f"Device `{device}`: MB/s = bytes / visible write s (the kernel's write phase, through "
                     "MPI_File_close); sync+close s from the runtime's statistics; µs/piece = write s / pieces per "
                     "rank; ratios are throughputs (above 1: this configuration faster).", "",
@@ -476,27 +489,45 @@ def pattern_report(runs: list) -> list:
     return out
 
 
+def pattern_marginal(full: dict, base: dict, ref_full: dict, ref_base: dict, field: str, unit: str) -> Optional[float]:
+    """What one more piece (unit "pieces") or call ("calls") costs in field under this configuration beyond what it
+    costs under the reference: the difference of the two configurations' increments from the base job to the full
+    one, over the increment of the unit. None where a count is missing."""
+    values = [full[field], base[field], ref_full[field], ref_base[field]]
+    units = full[unit], base[unit]
+    if any(v is None for v in values + list(units)) or units[0] == units[1]:
+        return None
+    return ((values[0] - values[1]) - (values[2] - values[3])) / (units[0] - units[1])
+
+
 def instruction_report(runs: list) -> list:
-    """Per row and device, the counted runs' instructions and CPU time against romio's, per piece and per call
-    (whole jobs: start-up, the read-back and MPI's busy-polling included in both)."""
+    """Per row and device, the counted jobs' instructions and CPU time, and what a piece (a call, for rows of at most
+    16 pieces a call) costs beyond romio (whole jobs: the read-back and MPI's busy-polling are counted too)."""
     if not runs:
         return []
-    out = ["", "Instructions (user space) and CPU time (task-clock) of whole jobs under `perf stat`, one run each; "
-               "Δ = this configuration minus romio, per piece and per collective call over all ranks.", "",
-           "| device | row | pieces | configuration | instructions | CPU ms | Δ instr/piece | Δ CPU µs/piece | "
-           "Δ instr/call | Δ CPU µs/call |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    by = {(r["device"], r["row"], r["config"]): r for r in runs}
-    for (device, row, name), r in by.items():
-        base = by.get((device, row, "romio"))
-
-        def delta(field, per, scale):
-            if name == "romio" or not base or not per or r[field] is None or base[field] is None:
-                return "—"
-            return f"{(r[field] - base[field]) * scale / per:.1f}"
-        out.append(f"| {device} | {row} | {r['how']} | {name} | {dash_or(r['instructions'], '.4g')} | "
-                   f"{dash_or(r['task_clock_ms'], '.1f')} | {delta('instructions', r['pieces'], 1)} | "
-                   f"{delta('task_clock_ms', r['pieces'], 1e3)} | {delta('instructions', r['calls'], 1)} | "
-                   f"{delta('task_clock_ms', r['calls'], 1e3)} |")
+    out = ["", "Instructions (user space) and CPU time (task-clock, ms) of whole jobs under `perf stat`, each "
+               "configuration once at the row's size (full) and once at its smallest (base); Δ = what one more piece "
+               "or call costs beyond romio (the full - base increments' difference over the pieces' or calls' "
+               "increment), over all ranks; — where perf cannot count (no PMU) or the row has no such unit.", "",
+           "| device | row | pieces | configuration | instructions full / base | CPU ms full / base | Δ instr/piece | "
+           "Δ CPU µs/piece | Δ instr/call | Δ CPU µs/call |",
+           "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    by = {(r["device"], r["row"], r["config"], r["size"]): r for r in runs}
+    for (device, row, name, size), full in by.items():
+        base, ref, ref_base = (by.get((device, row, name, "base")), by.get((device, row, "romio", "full")),
+                               by.get((device, row, "romio", "base")))
+        if size != "full" or not base:
+            continue
+        cells = []
+        for unit in ("pieces", "calls"):
+            for field, scale, spec in (("instructions", 1, ".0f"), ("task_clock_ms", 1e3, ".2f")):
+                few = full["pieces"] is not None and full["calls"] and full["pieces"] <= 16 * full["calls"]
+                m = (pattern_marginal(full, base, ref, ref_base, field, unit)
+                     if ref and ref_base and name != "romio" and (unit == "pieces" or few) else None)
+                cells.append(dash_or(None if m is None else m * scale, spec))
+        counts = [f"{dash_or(full[f], spec)} / {dash_or(base[f], spec)}"
+                  for f, spec in (("instructions", ".4g"), ("task_clock_ms", ".1f"))]
+        out.append(f"| {device} | {row} | {full['how']} | {name} | {' | '.join(counts)} | {' | '.join(cells)} |")
     return out
 
 
