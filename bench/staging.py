@@ -187,12 +187,13 @@ PATTERN_ORDER = ("romio", "romio_best", "write_through", "staged", "staged_profi
 
 class PatternRow(NamedTuple):
     """A row of the table: the kernel's arguments, and the pieces and collective calls it writes over all ranks
-    (None where HDF5 decides them), with how they were counted."""
+    (None where HDF5 decides them), with how they were counted, and the bytes of one piece."""
     name: str
     args: list
     pieces: Optional[int]
     calls: Optional[int]
     how: str
+    piece_bytes: Optional[int] = None
 
 
 def pattern_rows(a, np_: int) -> list:
@@ -209,19 +210,20 @@ def pattern_rows(a, np_: int) -> list:
     transfers = {t: size_of(b) // size_of(t) for t, b in (("1m", a.ior_block), ("4k", a.ior_block_4k))}
     return [
         PatternRow("noncontig-4B-count", nc + ["--elmtcount", 1, "--veclen", v, "--count", v // 16],
-                   np_ * loops * v, np_ * loops, f"{np_} ranks x {loops} calls x {v} chunks of 4 B"),
+                   np_ * loops * v, np_ * loops, f"{np_} ranks x {loops} calls x {v} chunks of 4 B", 4),
         PatternRow("noncontig-64B-count", nc + ["--elmtcount", 16, "--veclen", v64, "--count", v64 // 16],
-                   np_ * loops * v64, np_ * loops, f"{np_} ranks x {loops} calls x {v64} chunks of 64 B"),
+                   np_ * loops * v64, np_ * loops, f"{np_} ranks x {loops} calls x {v64} chunks of 64 B", 64),
         PatternRow("tileio-subarray-64B", ["tileio", "--nr-tiles-x", np_, "--nr-tiles-y", 1, "--sz-element", 64,
                                            "--sz-tile-x", 1, "--sz-tile-y", a.tile_rows, "--file", "tile.dat"],
-                   np_ * a.tile_rows, np_, f"{np_} ranks x 1 call x {a.tile_rows} rows of one 64 B element"),
+                   np_ * a.tile_rows, np_, f"{np_} ranks x 1 call x {a.tile_rows} rows of one 64 B element", 64),
         PatternRow("noncontig-small-calls", ["noncontig", "--collective", "--elmtcount", 16, "--veclen", 4,
                                              "--loops", a.small_loops, "--file", "nc.dat"],
-                   np_ * a.small_loops * 4, np_ * a.small_loops, f"{np_} ranks x {a.small_loops} calls x 4 chunks of 64 B"),
+                   np_ * a.small_loops * 4, np_ * a.small_loops,
+                   f"{np_} ranks x {a.small_loops} calls x 4 chunks of 64 B", 64),
         PatternRow("ior-coll-1m", ior + ["-t", "1m", "-b", a.ior_block], np_ * transfers["1m"], np_ * transfers["1m"],
-                   f"{np_} ranks x {transfers['1m']} transfers of 1 MiB"),
+                   f"{np_} ranks x {transfers['1m']} transfers of 1 MiB", 1 << 20),
         PatternRow("ior-coll-4k", ior + ["-t", "4k", "-b", a.ior_block_4k], np_ * transfers["4k"],
-                   np_ * transfers["4k"], f"{np_} ranks x {transfers['4k']} transfers of 4 KiB"),
+                   np_ * transfers["4k"], f"{np_} ranks x {transfers['4k']} transfers of 4 KiB", 4096),
         PatternRow("flashio-checkpoint", ["flashio", "--collective", "--maxblocks", a.flash_maxblocks, "--nxb", n,
                                           "--nyb", n, "--nzb", n, "--file", "flash.h5"],
                    None, None, "HDF5 decides the pieces and calls"),
