@@ -312,9 +312,9 @@ def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str,
     """The row and its base (the same kernel at its smallest size) once each under perf stat: the base's counts
     are what a job costs whatever its size (start-up, the staging area's set-up, MPI_Finalize)."""
     out, records = tmp / "perf.txt", []
+    perf = ["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"]
     for size, job in (("full", row), ("base", base)):
-        res, st = run(a, np_, job.args, config, tmp,
-                      prefix=["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"])
+        res, st = run(a, np_, job.args, config, tmp, prefix=perf)
         records.append({**pattern_record(job, device, np_, name, hints, res, st), "row": row.name,
                         "experiment": "patterns_count", "size": size, **perf_counts(out.read_text())})
         print(f"patterns {device} {row.name} {name} counted ({size}): {records[-1]['instructions']} instructions, "
@@ -454,6 +454,8 @@ def dash_or(x: Optional[float], spec: str) -> str:
 
 
 def pattern_report(runs: list) -> list:
+    """The lines of the patterns experiment's tables: per device the throughputs and ratios, the staging statistics,
+    then the counted jobs (--instructions)."""
     out = []
     cells = pattern_cells([r for r in runs if r["experiment"] == "patterns"])
     rows = list(dict.fromkeys(r["row"] for r in runs))
@@ -475,7 +477,8 @@ def pattern_report(runs: list) -> list:
                 label = f"romio_best ({c['hints']})" if name == "romio_best" else name
                 per_piece = c["seconds"] / (c["pieces"] / c["np"]) * 1e6 if c["pieces"] else None
                 cols = [row, label, f"{c['mbs']:.1f}", f"{c['seconds']:.4f}", dash_or(c["sync_close"], ".4f"),
-                        dash_or(per_piece, ".3f")] + [pattern_ratio(m, name, ref) for ref in ("write_through", "romio", "romio_best")]
+                        dash_or(per_piece, ".3f")]
+                cols += [pattern_ratio(m, name, ref) for ref in ("write_through", "romio", "romio_best")]
                 if name.startswith("staged"):
                     cols[6:] = [f"**{x}**" if x != "—" else x for x in cols[6:]]
                 out.append("| " + " | ".join(cols) + " |")

@@ -131,7 +131,8 @@ def test_the_rows_follow_the_issue_and_count_their_pieces(bench):
 
 def test_the_configurations(bench, tmp_path):
     none = {n: c for n, _, c in bench.pattern_configs(options(), "none", tmp_path)}
-    assert none["romio"] is None and none["write_through"] == {"version": 1, "defaults": {"staging": {"enabled": False}}}
+    assert none["romio"] is None
+    assert none["write_through"] == {"version": 1, "defaults": {"staging": {"enabled": False}}}
     assert none["staged"]["defaults"] == {"staging": {"enabled": True}} and "staged_profile" not in none
     disk = bench.pattern_configs(options(profile=str(tmp_path / "p.json")), "disk", tmp_path)
     hinted = [h for n, h, _ in disk if n == "romio_hints"]
