@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -67,9 +68,10 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None):
     return {"version": 1, "defaults": d} if d else None
 
 
-def run(a, np_, kernel_args, config, tmp, prefix=()):
+def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
     """One job in a fresh directory; the kernel's result and the statistics (None without preload). prefix goes
-    before the launcher (a command that runs mpiexec, such as perf stat)."""
+    before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
+    seconds is killed with its processes (subprocess.TimeoutExpired)."""
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -80,16 +82,24 @@ def run(a, np_, kernel_args, config, tmp, prefix=()):
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    OMPI_MCA_btl_vader_single_copy_mechanism="none")
     stats = tmp / "stats.json"
+    stats.unlink(missing_ok=True)
     if config:
         (tmp / "config.json").write_text(json.dumps(config))
         env.update(LD_PRELOAD=str(tmp / "libiotame.so"), IOTAME_CONFIG=str(tmp / "config.json"),
                    IOTAME_STATS=str(stats))
     os.sync()
     argv = [*prefix] + launcher + [str(BUILDS[a.mpi] / "kernels" / "iotame-kernel"), *map(str, kernel_args)]
-    p = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
+    with subprocess.Popen(argv, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # the launcher and the ranks: the session the job started
+            p.communicate()
+            raise
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{p.stderr[-1500:]}")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{err[-1500:]}")
+    res = json.loads(out.strip().splitlines()[-1])
     if res.get("verified") is not True:
         raise RuntimeError(f"{' '.join(argv)}: data did not verify")
     st = json.loads(stats.read_text()) if config else None
@@ -200,10 +210,10 @@ def pattern_rows(a, np_: int) -> list:
     """The rows at the sizes of the options: noncontig as many small vector instances per call (4-byte and 64-byte
     chunks, noncontiguous in memory and in the file), a subarray view of 64-byte pieces, many small collective
     calls, IOR's large and small contiguous collective transfers, FLASH-IO's HDF5 checkpoint."""
-    v, loops = a.nc_veclen, a.nc_loops
-    if v % 256:
-        raise SystemExit(f"--nc-veclen {v}: must be a multiple of 256 (16-chunk instances, and V/16 chunks of 64 B)")
-    v64 = v // 16
+    v, v64, loops = a.nc_veclen, a.nc64_veclen, a.nc_loops
+    for option, value in (("--nc-veclen", v), ("--nc64-veclen", v64)):
+        if value % 16:
+            raise SystemExit(f"{option} {value}: must be a multiple of 16 (each instance is a vector of 16 chunks)")
     nc = ["noncontig", "--collective", "--mem-noncontig", "--loops", loops, "--file", "nc.dat"]
     ior = ["ior", "-a", "mpiio", "-c", "-w", "-W", "-o", "ior.dat"]
     n = a.flash_cells
@@ -303,7 +313,7 @@ def perf_counts(text: str) -> dict:
     return {"instructions": got.get("instructions"), "task_clock_ms": got.get("task-clock")}
 
 
-PATTERN_BASE = {"nc_veclen": 256, "nc_loops": 1, "tile_rows": 1, "small_loops": 1, "ior_block": "1m",
+PATTERN_BASE = {"nc_veclen": 16, "nc64_veclen": 16, "nc_loops": 1, "tile_rows": 1, "small_loops": 1, "ior_block": "1m",
                 "ior_block_4k": "4k", "flash_maxblocks": 2, "flash_cells": 1}
 
 
@@ -322,6 +332,13 @@ def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str,
     return records
 
 
+def pattern_drop(data: dict, device: str, row: PatternRow, hints: dict, why: str) -> None:
+    """Leaves a hint setting out of a row's remaining repeats: it took more than --hint-cutoff times romio's time,
+    so it cannot be the best setting, and repeating it would cost minutes (collective buffering on 4 KiB calls)."""
+    data.setdefault("dropped", []).append({"device": device, "row": row.name, "hints": hints, "why": why})
+    print(f"patterns {device} {row.name} {hint_label(hints)}: left out ({why})", file=sys.stderr, flush=True)
+
+
 def patterns(a, tmp, data):
     np_ = int(a.np)
     rows = pattern_rows(a, np_)
@@ -335,14 +352,28 @@ def patterns(a, tmp, data):
     for device in a.devices.split(","):
         configs = pattern_configs(a, device, tmp)
         for row in rows:
+            romio, dropped = None, set()  # romio's first run (job s, write s); hint settings left out
             for rep in range(a.repeat):
-                for i in range(len(configs)):
+                for i in range(len(configs)):  # the first repeat starts with romio
                     name, hints, config = configs[(i + rep) % len(configs)]
-                    res, st = run(a, np_, row.args, config, tmp)
+                    if hint_label(hints) in dropped:
+                        continue
+                    timeout = max(10.0, a.hint_cutoff * romio[0]) if hints and romio else TIMEOUT
+                    t0 = time.monotonic()
+                    try:
+                        res, st = run(a, np_, row.args, config, tmp, timeout=timeout)
+                    except subprocess.TimeoutExpired:
+                        pattern_drop(data, device, row, hints, f"job killed after {timeout:.0f} s")
+                        dropped.add(hint_label(hints))
+                        continue
                     r = pattern_record(row, device, np_, name, hints, res, st)
+                    romio = romio or (time.monotonic() - t0, r["write_seconds"])
                     data["runs"].append({**r, "repeat": rep + 1})
                     print(f"patterns {device} {row.name} {name} {hint_label(hints)}: {r['mbs']:.1f} MB/s, "
                           f"write {r['write_seconds']:.4f} s", file=sys.stderr, flush=True)
+                    if hints and r["write_seconds"] > a.hint_cutoff * romio[1]:
+                        pattern_drop(data, device, row, hints, f"write {r['write_seconds']:.2f} s in one run")
+                        dropped.add(hint_label(hints))
                     save(a, data)
             if a.instructions:
                 for name, hints, config in configs:
@@ -413,7 +444,7 @@ def report(data):
                 out.append(f"| {device} | {name} | {med(v):.1f} |")
             best = max(med(v) for n, v in by.items() if n != "staged")
             out.append(f"| {device} | **staged / best ROMIO hints** | **{med(by['staged']) / best:.2f}** |")
-    out += pattern_report(runs)
+    out += pattern_report(runs) + dropped_report(data.get("dropped", []))
     return "\n".join(out) + "\n"
 
 
@@ -494,6 +525,14 @@ def pattern_report(runs: list) -> list:
     return out
 
 
+def dropped_report(dropped: list) -> list:
+    """The hint settings left out of a row's repeats (not candidates for romio_best after their first run)."""
+    if not dropped:
+        return []
+    return ["", "Hint settings left out after one run (more than --hint-cutoff times romio's time): " +
+            "; ".join(f"{d['device']} {d['row']} ({hint_label(d['hints'])}): {d['why']}" for d in dropped) + "."]
+
+
 def pattern_marginal(full: dict, base: dict, ref_full: dict, ref_base: dict, field: str, unit: str) -> Optional[float]:
     """What one more piece (unit "pieces") or call ("calls") costs in field under this configuration beyond what it
     costs under the reference: the difference of the two configurations' increments from the base job to the full
@@ -553,20 +592,25 @@ def main():
     ap.add_argument("--loops", type=int, default=32)
     ap.add_argument("--rows", help="patterns: the rows to run, comma-separated (default all)")
     ap.add_argument("--nc-veclen", type=int, default=1048576, dest="nc_veclen",
-                    help="patterns: V, the 4-byte chunks of a noncontig-4B-count call (V/16 for the 64-byte row)")
+                    help="patterns: V, the 4-byte chunks of a noncontig-4B-count call (16 a datatype instance)")
+    ap.add_argument("--nc64-veclen", type=int, default=524288, dest="nc64_veclen",
+                    help="patterns: the 64-byte chunks of a noncontig-64B-count call (16 a datatype instance)")
     ap.add_argument("--nc-loops", type=int, default=2, dest="nc_loops", help="patterns: calls of the noncontig rows")
-    ap.add_argument("--tile-rows", type=int, default=262144, dest="tile_rows",
+    ap.add_argument("--tile-rows", type=int, default=1048576, dest="tile_rows",
                     help="patterns: R, the 64-byte pieces of each process's tile")
-    ap.add_argument("--small-loops", type=int, default=4096, dest="small_loops",
+    ap.add_argument("--small-loops", type=int, default=32768, dest="small_loops",
                     help="patterns: the calls of noncontig-small-calls")
-    ap.add_argument("--ior-block", default="128m", dest="ior_block", help="patterns: -b of ior-coll-1m")
-    ap.add_argument("--ior-block-4k", default="32m", dest="ior_block_4k", help="patterns: -b of ior-coll-4k")
+    ap.add_argument("--ior-block", default="1g", dest="ior_block", help="patterns: -b of ior-coll-1m")
+    ap.add_argument("--ior-block-4k", default="128m", dest="ior_block_4k", help="patterns: -b of ior-coll-4k")
     ap.add_argument("--flash-maxblocks", type=int, default=100, dest="flash_maxblocks",
                     help="patterns: FLASH-IO's --maxblocks")
     ap.add_argument("--flash-cells", type=int, default=16, dest="flash_cells",
                     help="patterns: FLASH-IO's --nxb, --nyb and --nzb")
     ap.add_argument("--profile", help="patterns: a machine profile; adds staged_profile (staged with "
                                       "collective.profile naming it)")
+    ap.add_argument("--hint-cutoff", type=float, default=10, dest="hint_cutoff",
+                    help="patterns: a hint setting slower than this many times romio (its job killed after this many "
+                         "times romio's job, at least 10 s) is left out of the row's remaining repeats")
     ap.add_argument("--instructions", action="store_true",
                     help="patterns: each configuration once more under perf stat (instructions, CPU time)")
     ap.add_argument("--repeat", type=int, default=3)

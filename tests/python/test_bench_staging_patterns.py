@@ -108,8 +108,8 @@ def test_without_instruction_counts_the_costs_are_dashes(bench):
 
 
 def options(**sizes):
-    a = argparse.Namespace(nc_veclen=1048576, nc_loops=2, tile_rows=262144, small_loops=4096, ior_block="128m",
-                           ior_block_4k="32m", flash_maxblocks=100, flash_cells=16, profile=None)
+    a = argparse.Namespace(nc_veclen=1048576, nc64_veclen=65536, nc_loops=2, tile_rows=262144, small_loops=4096,
+                           ior_block="128m", ior_block_4k="32m", flash_maxblocks=100, flash_cells=16, profile=None)
     for k, v in sizes.items():
         setattr(a, k, v)
     return a
@@ -125,8 +125,8 @@ def test_the_rows_follow_the_issue_and_count_their_pieces(bench):
     assert rows["noncontig-64B-count"].pieces * 64 == rows["noncontig-4B-count"].pieces * 4     # the same bytes
     assert rows["ior-coll-1m"].pieces == 2 * 128 and rows["ior-coll-4k"].calls == 2 * 8192
     assert rows["flashio-checkpoint"].pieces is None
-    with pytest.raises(SystemExit, match="--nc-veclen 1000"):
-        bench.pattern_rows(options(nc_veclen=1000), 2)
+    with pytest.raises(SystemExit, match="--nc64-veclen 1000: must be a multiple of 16"):
+        bench.pattern_rows(options(nc64_veclen=1000), 2)
 
 
 def test_the_configurations(bench, tmp_path):
@@ -159,3 +159,12 @@ def test_every_row_runs_and_verifies_at_its_smallest_size(bench, tmp_path):
         if row.piece_bytes:
             assert r["bytes"] == row.pieces * row.piece_bytes, row.name
     assert r["sync_close_seconds"] is None and st is None
+
+
+def test_the_whole_report_names_the_hint_settings_left_out(bench):
+    data = {"date": "2026-11-27 13:00", "mpi": "mpich", "repeat": 3, "runs": synthetic_runs(),
+            "dropped": [{"device": "none", "row": "ior-coll-4k", "why": "job killed after 12 s",
+                         "hints": {"romio_cb_write": "enable", "romio_ds_write": "enable"}}]}
+    text = bench.report(data)
+    assert "| noncontig-4B-count | staged | 30.0 |" in text
+    assert "none ior-coll-4k (cb=enable, ds=enable): job killed after 12 s" in text
