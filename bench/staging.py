@@ -16,14 +16,23 @@ each repeat, medians over the repeats.
              two_phase and view_based strategies, and staging.
   noncontig  Noncontig with 64-byte elements, collective writes, 2 ranks: ROMIO's own collective I/O under a grid
              of its hints (the best one is the reference) against staged writes that the flusher merges.
+  patterns   Issue 32's table with our own kernels: millions of 4-byte and 64-byte pieces a call as many instances
+             of a 16-chunk vector (noncontig --count, noncontiguous memory), a subarray view of 64-byte pieces
+             (tileio), many small collective calls, IOR's 1 MiB and 4 KiB collective transfers, FLASH-IO's HDF5
+             checkpoint; each row under romio (as the user runs it), romio_best (the best of romio_cb_write x
+             romio_ds_write), write_through (the runtime, staging off), staged (and staged_profile with --profile),
+             alternating within each repeat. Throughput = bytes over the kernel's write phase (through close), the
+             staging statistics as reported, and with --instructions per piece and per call costs (perf stat).
 
 Writes are timed as the kernels time them (phases: no sync, as the paper's application; btio and noncontig through
-MPI_File_sync); the page cache is flushed (sync) between runs; free page reporting is held off as by every bench.
+MPI_File_sync; patterns: through MPI_File_close, after MPI_File_sync except in IOR's rows); the page cache is flushed (sync) between runs; free page reporting is held off as by every bench.
 MPICH busy-polls: more than 2 processes use the Open MPI build (--mpi openmpi, mpirun --oversubscribe).
 
 Usage: bench/staging.py phases [--mpi mpich] [--np 1,2] [--devices none,disk] [--sizes 1k,16k,64k,1m]
                                [--phase-mb 4] [--phases 3] [--repeat 3] [--json F] [--out F.md]
        bench/staging.py btio|noncontig [--repeat 5] ...
+       bench/staging.py patterns [--devices none,disk] [--rows R1,R2] [--nc-veclen V] [--tile-rows R] ...
+                                 [--profile F] [--instructions] [--repeat 3]
        bench/staging.py --table F.json
 """
 import argparse
@@ -50,7 +59,7 @@ NONCONTIG_HINTS = [{"romio_cb_write": cb, "romio_ds_write": ds, "cb_buffer_size"
 
 
 def size_of(text):
-    units = {"k": KiB, "m": KiB * KiB}
+    units = {"k": KiB, "m": KiB * KiB, "g": KiB * KiB * KiB}
     return int(float(text[:-1]) * units[text[-1].lower()]) if text[-1].lower() in units else int(text)
 
 
@@ -217,7 +226,14 @@ def pattern_rows(a, np_: int) -> list:
     nc = ["noncontig", "--collective", "--mem-noncontig", "--loops", loops, "--file", "nc.dat"]
     ior = ["ior", "-a", "mpiio", "-c", "-w", "-W", "-o", "ior.dat"]
     n = a.flash_cells
-    transfers = {t: size_of(b) // size_of(t) for t, b in (("1m", a.ior_block), ("4k", a.ior_block_4k))}
+    transfers = {}
+    for t, option, b in (("1m", "--ior-block", a.ior_block), ("4k", "--ior-block-4k", a.ior_block_4k)):
+        try:
+            transfers[t] = size_of(b) // size_of(t)
+        except ValueError:
+            raise SystemExit(f"{option} {b}: expected a size (bytes, or with a k, m or g suffix)") from None
+        if transfers[t] < 1 or size_of(b) % size_of(t):
+            raise SystemExit(f"{option} {b}: must be a multiple of the transfer size {t}")
     return [
         PatternRow("noncontig-4B-count", nc + ["--elmtcount", 1, "--veclen", v, "--count", v // 16],
                    np_ * loops * v, np_ * loops, f"{np_} ranks x {loops} calls x {v} chunks of 4 B", 4),
@@ -625,8 +641,10 @@ def main():
         if not a.experiment:
             ap.error("name an experiment (phases, btio, noncontig, patterns) or --table")
         a.np = a.np or ("2" if a.experiment == "patterns" else "1,2")
-        if a.experiment == "patterns" and not a.np.isdigit():
-            ap.error(f"--np {a.np}: patterns runs at one process count")
+        if a.experiment == "patterns":
+            if not a.np.isdigit():
+                ap.error(f"--np {a.np}: patterns runs at one process count")
+            pattern_rows(a, int(a.np))  # the sizes' errors before anything runs
         if a.profile and not Path(a.profile).exists():
             ap.error(f"--profile {a.profile}: no such file or directory")
         data = {"date": time.strftime("%Y-%m-%d %H:%M"), "mpi": a.mpi, "repeat": a.repeat, "args": vars(a),
