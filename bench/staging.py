@@ -340,7 +340,12 @@ def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str,
     out, records = tmp / "perf.txt", []
     perf = ["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"]
     for size, job in (("full", row), ("base", base)):
-        res, st = run(a, np_, job.args, config, tmp, prefix=perf)
+        try:
+            res, st = run(a, np_, job.args, config, tmp, prefix=perf, timeout=a.job_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"patterns {device} {row.name} {name} counted ({size}): killed after {a.job_timeout:.0f} s",
+                  file=sys.stderr, flush=True)
+            return []
         records.append({**pattern_record(job, device, np_, name, hints, res, st), "row": row.name,
                         "experiment": "patterns_count", "size": size, **perf_counts(out.read_text())})
         print(f"patterns {device} {row.name} {name} counted ({size}): {records[-1]['instructions']} instructions, "
@@ -348,11 +353,13 @@ def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str,
     return records
 
 
-def pattern_drop(data: dict, device: str, row: PatternRow, hints: dict, why: str) -> None:
-    """Leaves a hint setting out of a row's remaining repeats: it took more than --hint-cutoff times romio's time,
-    so it cannot be the best setting, and repeating it would cost minutes (collective buffering on 4 KiB calls)."""
-    data.setdefault("dropped", []).append({"device": device, "row": row.name, "hints": hints, "why": why})
-    print(f"patterns {device} {row.name} {hint_label(hints)}: left out ({why})", file=sys.stderr, flush=True)
+def pattern_drop(data: dict, device: str, row: PatternRow, name: str, hints: Optional[dict], why: str) -> None:
+    """Leaves a configuration out of a row's remaining repeats: a hint setting that took more than --hint-cutoff
+    times romio's time (it cannot be the best, and repeating it would cost minutes: collective buffering on 4 KiB
+    calls), or any job killed after --job-timeout (staged writes of millions of pieces on the emulated disk)."""
+    data.setdefault("dropped", []).append({"device": device, "row": row.name, "config": name, "hints": hints,
+                                           "why": why})
+    print(f"patterns {device} {row.name} {name} {hint_label(hints)}: left out ({why})", file=sys.stderr, flush=True)
 
 
 def patterns(a, tmp, data):
@@ -368,19 +375,19 @@ def patterns(a, tmp, data):
     for device in a.devices.split(","):
         configs = pattern_configs(a, device, tmp)
         for row in rows:
-            romio, dropped = None, set()  # romio's first run (job s, write s); hint settings left out
+            romio, dropped = None, set()  # romio's first run (job s, write s); (configuration, hints) left out
             for rep in range(a.repeat):
                 for i in range(len(configs)):  # the first repeat starts with romio
                     name, hints, config = configs[(i + rep) % len(configs)]
-                    if hint_label(hints) in dropped:
+                    if (name, hint_label(hints)) in dropped:
                         continue
-                    timeout = max(10.0, a.hint_cutoff * romio[0]) if hints and romio else TIMEOUT
+                    timeout = max(10.0, a.hint_cutoff * romio[0]) if hints and romio else a.job_timeout
                     t0 = time.monotonic()
                     try:
                         res, st = run(a, np_, row.args, config, tmp, timeout=timeout)
                     except subprocess.TimeoutExpired:
-                        pattern_drop(data, device, row, hints, f"job killed after {timeout:.0f} s")
-                        dropped.add(hint_label(hints))
+                        pattern_drop(data, device, row, name, hints, f"job killed after {timeout:.0f} s")
+                        dropped.add((name, hint_label(hints)))
                         continue
                     r = pattern_record(row, device, np_, name, hints, res, st)
                     romio = romio or (time.monotonic() - t0, r["write_seconds"])
@@ -388,12 +395,12 @@ def patterns(a, tmp, data):
                     print(f"patterns {device} {row.name} {name} {hint_label(hints)}: {r['mbs']:.1f} MB/s, "
                           f"write {r['write_seconds']:.4f} s", file=sys.stderr, flush=True)
                     if hints and r["write_seconds"] > a.hint_cutoff * romio[1]:
-                        pattern_drop(data, device, row, hints, f"write {r['write_seconds']:.2f} s in one run")
-                        dropped.add(hint_label(hints))
+                        pattern_drop(data, device, row, name, hints, f"write {r['write_seconds']:.2f} s in one run")
+                        dropped.add((name, hint_label(hints)))
                     save(a, data)
             if a.instructions:
                 for name, hints, config in configs:
-                    if name != "romio_hints":
+                    if name != "romio_hints" and (name, "") not in dropped:
                         data["runs"] += pattern_counted(a, np_, row, bases[row.name], device, name, hints, config, tmp)
                         save(a, data)
 
@@ -460,7 +467,7 @@ def report(data):
                 out.append(f"| {device} | {name} | {med(v):.1f} |")
             best = max(med(v) for n, v in by.items() if n != "staged")
             out.append(f"| {device} | **staged / best ROMIO hints** | **{med(by['staged']) / best:.2f}** |")
-    out += pattern_report(runs) + dropped_report(data.get("dropped", []))
+    out += pattern_report(runs, data.get("dropped", [])) + dropped_report(data.get("dropped", []))
     return "\n".join(out) + "\n"
 
 
@@ -500,10 +507,11 @@ def dash_or(x: Optional[float], spec: str) -> str:
     return "—" if x is None else format(x, spec)
 
 
-def pattern_report(runs: list) -> list:
-    """The lines of the patterns experiment's tables: per device the throughputs and ratios, the staging statistics,
-    then the counted jobs (--instructions)."""
+def pattern_report(runs: list, dropped: list = ()) -> list:
+    """The lines of the patterns experiment's tables: per device the throughputs and ratios (a configuration whose
+    every job was killed: a line saying so), the staging statistics, then the counted jobs (--instructions)."""
     out = []
+    killed = {(d["device"], d["row"], d["config"]): d["why"] for d in dropped if not d.get("hints")}
     cells = pattern_cells([r for r in runs if r["experiment"] == "patterns"])
     rows = list(dict.fromkeys(r["row"] for r in runs))
     for device in dict.fromkeys(k[0] for k in cells):
@@ -518,6 +526,8 @@ def pattern_report(runs: list) -> list:
             if not m:
                 continue
             for name in PATTERN_ORDER:
+                if name not in m and (device, row, name) in killed:
+                    out.append(f"| {row} | {name} | {killed[(device, row, name)]} |" + " — |" * 6)
                 if name not in m:
                     continue
                 c = m[name]
@@ -542,11 +552,13 @@ def pattern_report(runs: list) -> list:
 
 
 def dropped_report(dropped: list) -> list:
-    """The hint settings left out of a row's repeats (not candidates for romio_best after their first run)."""
+    """The configurations left out of a row's repeats after one run."""
     if not dropped:
         return []
-    return ["", "Hint settings left out after one run (more than --hint-cutoff times romio's time): " +
-            "; ".join(f"{d['device']} {d['row']} ({hint_label(d['hints'])}): {d['why']}" for d in dropped) + "."]
+    return ["", "Left out after one run (a hint setting more than --hint-cutoff times romio's time, any job over "
+                "--job-timeout): " + "; ".join(
+                    f"{d['device']} {d['row']} " + (f"({hint_label(d['hints'])})" if d.get("hints") else d["config"])
+                    + f": {d['why']}" for d in dropped) + "."]
 
 
 def pattern_marginal(full: dict, base: dict, ref_full: dict, ref_base: dict, field: str, unit: str) -> Optional[float]:
@@ -627,6 +639,8 @@ def main():
     ap.add_argument("--hint-cutoff", type=float, default=10, dest="hint_cutoff",
                     help="patterns: a hint setting slower than this many times romio (its job killed after this many "
                          "times romio's job, at least 10 s) is left out of the row's remaining repeats")
+    ap.add_argument("--job-timeout", type=float, default=120, dest="job_timeout",
+                    help="patterns: a job running longer is killed, its configuration left out of the row's repeats")
     ap.add_argument("--instructions", action="store_true",
                     help="patterns: each configuration once more under perf stat (instructions, CPU time)")
     ap.add_argument("--repeat", type=int, default=3)

@@ -161,10 +161,16 @@ def test_every_row_runs_and_verifies_at_its_smallest_size(bench, tmp_path):
     assert r["sync_close_seconds"] is None and st is None
 
 
-def test_the_whole_report_names_the_hint_settings_left_out(bench):
-    data = {"date": "2026-11-27 13:00", "mpi": "mpich", "repeat": 3, "runs": synthetic_runs(),
-            "dropped": [{"device": "none", "row": "ior-coll-4k", "why": "job killed after 12 s",
-                         "hints": {"romio_cb_write": "enable", "romio_ds_write": "enable"}}]}
+def test_the_whole_report_names_the_configurations_left_out(bench):
+    runs = synthetic_runs() + [run_record("romio", 50, row="ior-coll-4k")]
+    data = {"date": "2026-11-27 13:00", "mpi": "mpich", "repeat": 3, "runs": runs,
+            "dropped": [{"device": "none", "row": "ior-coll-4k", "config": "romio_hints",
+                         "why": "job killed after 12 s",
+                         "hints": {"romio_cb_write": "enable", "romio_ds_write": "enable"}},
+                        {"device": "none", "row": "ior-coll-4k", "config": "staged", "hints": None,
+                         "why": "job killed after 120 s"}]}
     text = bench.report(data)
     assert "| noncontig-4B-count | staged | 30.0 |" in text
     assert "none ior-coll-4k (cb=enable, ds=enable): job killed after 12 s" in text
+    assert "none ior-coll-4k staged: job killed after 120 s" in text
+    assert "| ior-coll-4k | staged | job killed after 120 s | — |" in text     # its line in the table
