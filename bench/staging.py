@@ -25,7 +25,8 @@ each repeat, medians over the repeats.
              staging statistics as reported, and with --instructions per piece and per call costs (perf stat).
 
 Writes are timed as the kernels time them (phases: no sync, as the paper's application; btio and noncontig through
-MPI_File_sync; patterns: through MPI_File_close, after MPI_File_sync except in IOR's rows); the page cache is flushed (sync) between runs; free page reporting is held off as by every bench.
+MPI_File_sync; patterns: through MPI_File_close, after MPI_File_sync except in IOR's rows); the page cache is
+flushed (sync) between runs; free page reporting is held off as by every bench.
 MPICH busy-polls: more than 2 processes use the Open MPI build (--mpi openmpi, mpirun --oversubscribe).
 
 Usage: bench/staging.py phases [--mpi mpich] [--np 1,2] [--devices none,disk] [--sizes 1k,16k,64k,1m]
