@@ -519,8 +519,8 @@ def pattern_report(runs: list, dropped: list = ()) -> list:
         out += ["", f"Device `{device}`: MB/s = bytes / visible write s (the kernel's write phase, through "
                     "MPI_File_close); sync+close s from the runtime's statistics; µs/piece = write s / pieces per "
                     "rank; ratios are throughputs (above 1: this configuration faster).", "",
-                "| row | configuration | MB/s | visible write s | sync+close s | µs/piece | / write_through | / romio | "
-                "/ romio_best |",
+                "| row | configuration | MB/s | visible write s | sync+close s | µs/piece | / write_through "
+                "| / romio | / romio_best |",
                 "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for row in rows:
             m = cells.get((device, row))
