@@ -382,7 +382,9 @@ def patterns(a, tmp, data):
                     name, hints, config = configs[(i + rep) % len(configs)]
                     if (name, hint_label(hints)) in dropped:
                         continue
-                    timeout = max(10.0, a.hint_cutoff * romio[0]) if hints and romio else a.job_timeout
+                    # a hint setting's job may take romio's, with its write phase --hint-cutoff times as long
+                    timeout = (max(10.0, romio[0] + (a.hint_cutoff - 1) * romio[1]) if hints and romio
+                               else a.job_timeout)
                     t0 = time.monotonic()
                     try:
                         res, st = run(a, np_, row.args, config, tmp, timeout=timeout)
@@ -638,8 +640,8 @@ def main():
     ap.add_argument("--profile", help="patterns: a machine profile; adds staged_profile (staged with "
                                       "collective.profile naming it)")
     ap.add_argument("--hint-cutoff", type=float, default=10, dest="hint_cutoff",
-                    help="patterns: a hint setting slower than this many times romio (its job killed after this many "
-                         "times romio's job, at least 10 s) is left out of the row's remaining repeats")
+                    help="patterns: a hint setting whose write phase is slower than this many times romio's (its "
+                         "job killed when longer than romio's by as much) is left out of the row's remaining repeats")
     ap.add_argument("--job-timeout", type=float, default=120, dest="job_timeout",
                     help="patterns: a job running longer is killed, its configuration left out of the row's repeats")
     ap.add_argument("--instructions", action="store_true",
