@@ -104,7 +104,7 @@ def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)  # the launcher and the ranks: the session the job started
+            kill_tree(p.pid)
             p.communicate()
             raise
     if p.returncode != 0:
@@ -115,6 +115,27 @@ def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
     st = json.loads(stats.read_text()) if config else None
     shutil.rmtree(work, ignore_errors=True)
     return res, st
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL pid and every process below it (the launcher, hydra's proxies and the ranks, which put themselves
+    in sessions of their own, so that killing a process group is not enough)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def stage_numbers(st):
