@@ -387,12 +387,14 @@ def pattern_drop(data: dict, device: str, row: PatternRow, name: str, hints: Opt
 def patterns(a, tmp, data):
     np_ = int(a.np)
     rows = pattern_rows(a, np_)
-    bases = dict(zip([r.name for r in rows], pattern_rows(argparse.Namespace(**{**vars(a), **PATTERN_BASE}), np_)))
+    # the counted jobs: at --count-np ranks (1: no rank busy-polls while waiting for another), full size and base
+    counted = {r.name: (r, b) for r, b in zip(pattern_rows(a, a.count_np), pattern_rows(
+        argparse.Namespace(**{**vars(a), **PATTERN_BASE}), a.count_np))}
     if a.rows:
         names = a.rows.split(",")
-        unknown = [n for n in names if n not in bases]
+        unknown = [n for n in names if n not in counted]
         if unknown:
-            raise SystemExit(f"--rows: no row {', '.join(unknown)} (rows: {', '.join(bases)})")
+            raise SystemExit(f"--rows: no row {', '.join(unknown)} (rows: {', '.join(counted)})")
         rows = [r for r in rows if r.name in names]
     for device in a.devices.split(","):
         configs = pattern_configs(a, device, tmp)
@@ -425,7 +427,8 @@ def patterns(a, tmp, data):
             if a.instructions:
                 for name, hints, config in configs:
                     if name != "romio_hints" and (name, "") not in dropped:
-                        data["runs"] += pattern_counted(a, np_, row, bases[row.name], device, name, hints, config, tmp)
+                        data["runs"] += pattern_counted(a, a.count_np, *counted[row.name], device, name, hints,
+                                                        config, tmp)
                         save(a, data)
 
 
@@ -598,7 +601,8 @@ def pattern_marginal(full: dict, base: dict, ref_full: dict, ref_base: dict, fie
 
 def instruction_report(runs: list) -> list:
     """Per row and device, the counted jobs' instructions and CPU time, and what a piece (a call, for rows of at most
-    16 pieces a call) costs beyond romio (whole jobs: the read-back and MPI's busy-polling are counted too)."""
+    16 pieces a call) costs beyond romio (whole jobs: the read-back is counted too, and at more than one rank MPI's
+    busy-polling)."""
     if not runs:
         return []
     out = ["", "Instructions (user space) and CPU time (task-clock, ms) of whole jobs under `perf stat`, each "
@@ -665,6 +669,9 @@ def main():
                          "job killed when longer than romio's by as much) is left out of the row's remaining repeats")
     ap.add_argument("--job-timeout", type=float, default=120, dest="job_timeout",
                     help="patterns: a job running longer is killed, its configuration left out of the row's repeats")
+    ap.add_argument("--count-np", type=int, default=1, dest="count_np",
+                    help="patterns: ranks of the --instructions jobs (default 1: MPICH busy-polls while a rank waits "
+                         "for another, which whole-job counts would measure)")
     ap.add_argument("--instructions", action="store_true",
                     help="patterns: each configuration once more under perf stat (instructions, CPU time)")
     ap.add_argument("--repeat", type=int, default=3)
