@@ -16,26 +16,38 @@ each repeat, medians over the repeats.
              two_phase and view_based strategies, and staging.
   noncontig  Noncontig with 64-byte elements, collective writes, 2 ranks: ROMIO's own collective I/O under a grid
              of its hints (the best one is the reference) against staged writes that the flusher merges.
+  patterns   Issue 32's table with our own kernels: millions of 4-byte and 64-byte pieces a call as many instances
+             of a 16-chunk vector (noncontig --count, noncontiguous memory), a subarray view of 64-byte pieces
+             (tileio), many small collective calls, IOR's 1 MiB and 4 KiB collective transfers, FLASH-IO's HDF5
+             checkpoint; each row under romio (as the user runs it), romio_best (the best of romio_cb_write x
+             romio_ds_write), write_through (the runtime, staging off), staged (and staged_profile with --profile),
+             alternating within each repeat. Throughput = bytes over the kernel's write phase (through close), the
+             staging statistics as reported, and with --instructions per piece and per call costs (perf stat).
 
 Writes are timed as the kernels time them (phases: no sync, as the paper's application; btio and noncontig through
-MPI_File_sync); the page cache is flushed (sync) between runs; free page reporting is held off as by every bench.
+MPI_File_sync; patterns: through MPI_File_close, after MPI_File_sync except in IOR's rows); the page cache is
+flushed (sync) between runs; free page reporting is held off as by every bench.
 MPICH busy-polls: more than 2 processes use the Open MPI build (--mpi openmpi, mpirun --oversubscribe).
 
 Usage: bench/staging.py phases [--mpi mpich] [--np 1,2] [--devices none,disk] [--sizes 1k,16k,64k,1m]
                                [--phase-mb 4] [--phases 3] [--repeat 3] [--json F] [--out F.md]
        bench/staging.py btio|noncontig [--repeat 5] ...
+       bench/staging.py patterns [--devices none,disk] [--rows R1,R2] [--nc-veclen V] [--tile-rows R] ...
+                                 [--profile F] [--instructions] [--repeat 3]
        bench/staging.py --table F.json
 """
 import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 from iotame.bench.memory import steady_memory
 
@@ -48,7 +60,7 @@ NONCONTIG_HINTS = [{"romio_cb_write": cb, "romio_ds_write": ds, "cb_buffer_size"
 
 
 def size_of(text):
-    units = {"k": KiB, "m": KiB * KiB}
+    units = {"k": KiB, "m": KiB * KiB, "g": KiB * KiB * KiB}
     return int(float(text[:-1]) * units[text[-1].lower()]) if text[-1].lower() in units else int(text)
 
 
@@ -66,8 +78,10 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None):
     return {"version": 1, "defaults": d} if d else None
 
 
-def run(a, np_, kernel_args, config, tmp):
-    """One job in a fresh directory; the kernel's result and the statistics (None without preload)."""
+def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
+    """One job in a fresh directory; the kernel's result and the statistics (None without preload). prefix goes
+    before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
+    seconds is killed with its processes (subprocess.TimeoutExpired)."""
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -78,21 +92,50 @@ def run(a, np_, kernel_args, config, tmp):
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    OMPI_MCA_btl_vader_single_copy_mechanism="none")
     stats = tmp / "stats.json"
+    stats.unlink(missing_ok=True)
     if config:
         (tmp / "config.json").write_text(json.dumps(config))
         env.update(LD_PRELOAD=str(tmp / "libiotame.so"), IOTAME_CONFIG=str(tmp / "config.json"),
                    IOTAME_STATS=str(stats))
     os.sync()
-    argv = launcher + [str(BUILDS[a.mpi] / "kernels" / "iotame-kernel"), *map(str, kernel_args)]
-    p = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
+    argv = [*prefix] + launcher + [str(BUILDS[a.mpi] / "kernels" / "iotame-kernel"), *map(str, kernel_args)]
+    with subprocess.Popen(argv, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(p.pid)
+            p.communicate()
+            raise
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{p.stderr[-1500:]}")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{err[-1500:]}")
+    res = json.loads(out.strip().splitlines()[-1])
     if res.get("verified") is not True:
         raise RuntimeError(f"{' '.join(argv)}: data did not verify")
     st = json.loads(stats.read_text()) if config else None
     shutil.rmtree(work, ignore_errors=True)
     return res, st
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL pid and every process below it (the launcher, hydra's proxies and the ranks, which put themselves
+    in sessions of their own, so that killing a process group is not enough)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def stage_numbers(st):
@@ -176,6 +219,225 @@ def noncontig(a, tmp, data):
                 save(a, data)
 
 
+# ---- patterns: issue 32's table, our own kernels ----
+
+PATTERN_HINTS = [{"romio_cb_write": cb, "romio_ds_write": ds} for cb in ("enable", "disable")
+                 for ds in ("enable", "disable")]
+PATTERN_ORDER = ("romio", "romio_best", "write_through", "staged", "staged_profile")
+
+
+class PatternRow(NamedTuple):
+    """A row of the table: the kernel's arguments, and the pieces and collective calls it writes over all ranks
+    (None where HDF5 decides them), with how they were counted, and the bytes of one piece."""
+    name: str
+    args: list
+    pieces: Optional[int]
+    calls: Optional[int]
+    how: str
+    piece_bytes: Optional[int] = None
+
+
+def pattern_rows(a, np_: int) -> list:
+    """The rows at the sizes of the options: noncontig as many small vector instances per call (4-byte and 64-byte
+    chunks, noncontiguous in memory and in the file), a subarray view of 64-byte pieces, many small collective
+    calls, IOR's large and small contiguous collective transfers, FLASH-IO's HDF5 checkpoint."""
+    v, v64, loops = a.nc_veclen, a.nc64_veclen, a.nc_loops
+    for option, value in (("--nc-veclen", v), ("--nc64-veclen", v64)):
+        if value % 16:
+            raise SystemExit(f"{option} {value}: must be a multiple of 16 (each instance is a vector of 16 chunks)")
+    nc = ["noncontig", "--collective", "--mem-noncontig", "--loops", loops, "--file", "nc.dat"]
+    ior = ["ior", "-a", "mpiio", "-c", "-w", "-W", "-o", "ior.dat"]
+    n = a.flash_cells
+    transfers = {}
+    for t, option, b in (("1m", "--ior-block", a.ior_block), ("4k", "--ior-block-4k", a.ior_block_4k)):
+        try:
+            transfers[t] = size_of(b) // size_of(t)
+        except ValueError:
+            raise SystemExit(f"{option} {b}: expected a size (bytes, or with a k, m or g suffix)") from None
+        if transfers[t] < 1 or size_of(b) % size_of(t):
+            raise SystemExit(f"{option} {b}: must be a multiple of the transfer size {t}")
+    return [
+        PatternRow("noncontig-4B-count", nc + ["--elmtcount", 1, "--veclen", v, "--count", v // 16],
+                   np_ * loops * v, np_ * loops, f"{np_} ranks x {loops} calls x {v} chunks of 4 B", 4),
+        PatternRow("noncontig-64B-count", nc + ["--elmtcount", 16, "--veclen", v64, "--count", v64 // 16],
+                   np_ * loops * v64, np_ * loops, f"{np_} ranks x {loops} calls x {v64} chunks of 64 B", 64),
+        PatternRow("tileio-subarray-64B", ["tileio", "--nr-tiles-x", np_, "--nr-tiles-y", 1, "--sz-element", 64,
+                                           "--sz-tile-x", 1, "--sz-tile-y", a.tile_rows, "--file", "tile.dat"],
+                   np_ * a.tile_rows, np_, f"{np_} ranks x 1 call x {a.tile_rows} rows of one 64 B element", 64),
+        PatternRow("noncontig-small-calls", ["noncontig", "--collective", "--elmtcount", 16, "--veclen", 4,
+                                             "--loops", a.small_loops, "--file", "nc.dat"],
+                   np_ * a.small_loops * 4, np_ * a.small_loops,
+                   f"{np_} ranks x {a.small_loops} calls x 4 chunks of 64 B", 64),
+        PatternRow("ior-coll-1m", ior + ["-t", "1m", "-b", a.ior_block], np_ * transfers["1m"], np_ * transfers["1m"],
+                   f"{np_} ranks x {transfers['1m']} transfers of 1 MiB", 1 << 20),
+        PatternRow("ior-coll-4k", ior + ["-t", "4k", "-b", a.ior_block_4k], np_ * transfers["4k"],
+                   np_ * transfers["4k"], f"{np_} ranks x {transfers['4k']} transfers of 4 KiB", 4096),
+        PatternRow("flashio-checkpoint", ["flashio", "--collective", "--maxblocks", a.flash_maxblocks, "--nxb", n,
+                                          "--nyb", n, "--nzb", n, "--file", "flash.h5"],
+                   None, None, "HDF5 decides the pieces and calls"),
+    ]
+
+
+def pattern_configs(a, device: str, tmp: Path) -> list:
+    """(name, hints, configuration) of every configuration a row runs under on device. romio is the job as the user
+    runs it (runtime_config without staging); the hint settings go through the runtime's mpiio_hints (the best is
+    romio_best); write_through loads the runtime with staging off, which on the real file system changes nothing."""
+    out = [("romio", None, runtime_config(device, tmp, False))]
+    out += [("romio_hints", h, runtime_config(device, tmp, False, h)) for h in PATTERN_HINTS]
+    through = runtime_config(device, tmp, False) or {"version": 1, "defaults": {}}
+    through["defaults"]["staging"] = {"enabled": False}
+    out += [("write_through", None, through), ("staged", None, runtime_config(device, tmp, True))]
+    if a.profile:
+        staged = runtime_config(device, tmp, True)
+        staged["defaults"]["collective"] = {"profile": str(Path(a.profile).resolve())}
+        out.append(("staged_profile", None, staged))
+    return out
+
+
+def write_phases(res: dict) -> tuple:
+    """Bytes and seconds of the kernel's write phases ("write", or FLASH-IO's "*_write"), as the kernel times them:
+    every one here ends after MPI_File_close (noncontig, tileio and FLASH-IO's HDF5 flush also sync before it)."""
+    ws = [p for p in res["phases"] if p["name"] == "write" or p["name"].endswith("_write")]
+    return sum(p["bytes"] for p in ws), sum(p["seconds"] for p in ws)
+
+
+def sync_close_seconds(st: Optional[dict]) -> Optional[float]:
+    """The runtime's sync and close time of the job's files (per file the slowest rank's, summed), or None without
+    the runtime."""
+    if not st:
+        return None
+    total = 0.0
+    for f in st.get("files") or []:
+        for op in ("sync", "close"):
+            total += ((f.get("ops") or {}).get(op) or {}).get("seconds", {}).get("max", 0.0)
+    return total
+
+
+def numeric_fields(d: Optional[dict], prefix: str = "") -> dict:
+    """Every number in d (nested keys joined by dots; booleans and lists left out): the stage section's fields as
+    the runtime reports them, whatever their names."""
+    out = {}
+    for k, v in (d or {}).items():
+        if isinstance(v, dict):
+            out.update(numeric_fields(v, f"{prefix}{k}."))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[prefix + k] = v
+    return out
+
+
+def pattern_record(row: PatternRow, device: str, np_: int, name: str, hints, res: dict, st) -> dict:
+    if st and st.get("config_error"):
+        raise RuntimeError(f"{row.name} {name}: the runtime refused the configuration: {st['config_error']}")
+    nbytes, seconds = write_phases(res)
+    return {"experiment": "patterns", "np": np_, "device": device, "row": row.name, "config": name, "hints": hints,
+            "args": list(map(str, row.args)), "pieces": row.pieces, "calls": row.calls, "how": row.how,
+            "bytes": nbytes, "write_seconds": seconds, "mbs": nbytes / seconds / 1e6,
+            "sync_close_seconds": sync_close_seconds(st),
+            "stage": numeric_fields(((st or {}).get("modules") or {}).get("stage")) or None}
+
+
+def perf_counts(text: str) -> dict:
+    """instructions:u and task-clock (ms) from `perf stat -x,` output; None where perf could not count (a virtual
+    machine without a PMU says <not supported>)."""
+    got = {}
+    for line in text.splitlines():
+        f = line.split(",")
+        if line.startswith("#") or len(f) < 3:
+            continue
+        try:
+            got[f[2].split(":")[0]] = float(f[0])
+        except ValueError:
+            got[f[2].split(":")[0]] = None
+    return {"instructions": got.get("instructions"), "task_clock_ms": got.get("task-clock")}
+
+
+PATTERN_BASE = {"nc_veclen": 16, "nc64_veclen": 16, "nc_loops": 1, "tile_rows": 1, "small_loops": 1, "ior_block": "1m",
+                "ior_block_4k": "4k", "flash_maxblocks": 2, "flash_cells": 1}
+
+
+def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str, name: str, hints, config,
+                    tmp: Path) -> list:
+    """The row and its base (the same kernel at its smallest size) once each under perf stat: the base's counts
+    are what a job costs whatever its size (start-up, the staging area's set-up, MPI_Finalize)."""
+    out, records = tmp / "perf.txt", []
+    perf = ["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"]
+    for size, job in (("full", row), ("base", base)):
+        try:
+            res, st = run(a, np_, job.args, config, tmp, prefix=perf, timeout=a.job_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"patterns {device} {row.name} {name} counted ({size}): killed after {a.job_timeout:.0f} s",
+                  file=sys.stderr, flush=True)
+            return []
+        records.append({**pattern_record(job, device, np_, name, hints, res, st), "row": row.name,
+                        "experiment": "patterns_count", "size": size, **perf_counts(out.read_text())})
+        print(f"patterns {device} {row.name} {name} counted ({size}): {records[-1]['instructions']} instructions, "
+              f"{records[-1]['task_clock_ms']} ms CPU", file=sys.stderr, flush=True)
+    return records
+
+
+def pattern_drop(data: dict, device: str, row: PatternRow, name: str, hints: Optional[dict], why: str) -> None:
+    """Leaves a configuration out of a row's remaining repeats: a hint setting that took more than --hint-cutoff
+    times romio's time (it cannot be the best, and repeating it would cost minutes: collective buffering on 4 KiB
+    calls), or any job killed after --job-timeout (staged writes of millions of pieces on the emulated disk)."""
+    data.setdefault("dropped", []).append({"device": device, "row": row.name, "config": name, "hints": hints,
+                                           "why": why})
+    print(f"patterns {device} {row.name} {name} {hint_label(hints)}: left out ({why})", file=sys.stderr, flush=True)
+
+
+def patterns(a, tmp, data):
+    np_ = int(a.np)
+    rows = pattern_rows(a, np_)
+    # the counted jobs: at --count-np ranks (1: no rank busy-polls while waiting for another), full size and base
+    counted = {r.name: (r, b) for r, b in zip(pattern_rows(a, a.count_np), pattern_rows(
+        argparse.Namespace(**{**vars(a), **PATTERN_BASE}), a.count_np))}
+    if a.rows:
+        names = a.rows.split(",")
+        unknown = [n for n in names if n not in counted]
+        if unknown:
+            raise SystemExit(f"--rows: no row {', '.join(unknown)} (rows: {', '.join(counted)})")
+        rows = [r for r in rows if r.name in names]
+    for device in a.devices.split(","):
+        configs = pattern_configs(a, device, tmp)
+        for row in rows:
+            romio, dropped = None, set()  # romio's first run (job s, write s); (configuration, hints) left out
+            for rep in range(a.repeat):
+                for i in range(len(configs)):  # the first repeat starts with romio
+                    name, hints, config = configs[(i + rep) % len(configs)]
+                    if (name, hint_label(hints)) in dropped:
+                        continue
+                    # a hint setting's job may take romio's, with its write phase --hint-cutoff times as long
+                    timeout = (max(10.0, romio[0] + (a.hint_cutoff - 1) * romio[1]) if hints and romio
+                               else a.job_timeout)
+                    t0 = time.monotonic()
+                    try:
+                        res, st = run(a, np_, row.args, config, tmp, timeout=timeout)
+                    except subprocess.TimeoutExpired:
+                        pattern_drop(data, device, row, name, hints, f"job killed after {timeout:.0f} s")
+                        dropped.add((name, hint_label(hints)))
+                        continue
+                    r = pattern_record(row, device, np_, name, hints, res, st)
+                    romio = romio or (time.monotonic() - t0, r["write_seconds"])
+                    data["runs"].append({**r, "repeat": rep + 1})
+                    print(f"patterns {device} {row.name} {name} {hint_label(hints)}: {r['mbs']:.1f} MB/s, "
+                          f"write {r['write_seconds']:.4f} s", file=sys.stderr, flush=True)
+                    if hints and r["write_seconds"] > a.hint_cutoff * romio[1]:
+                        pattern_drop(data, device, row, name, hints, f"write {r['write_seconds']:.2f} s in one run")
+                        dropped.add((name, hint_label(hints)))
+                    save(a, data)
+            if a.instructions:
+                for name, hints, config in configs:
+                    if name != "romio_hints" and (name, "") not in dropped:
+                        data["runs"] += pattern_counted(a, a.count_np, *counted[row.name], device, name, hints,
+                                                        config, tmp)
+                        save(a, data)
+
+
+def hint_label(hints: Optional[dict]) -> str:
+    if not hints:
+        return ""
+    return ", ".join(f"{k.replace('romio_', '').replace('_write', '')}={v}" for k, v in hints.items())
+
+
 def save(a, data):
     if a.json:
         Path(a.json).write_text(json.dumps(data))
@@ -232,14 +494,148 @@ def report(data):
                 out.append(f"| {device} | {name} | {med(v):.1f} |")
             best = max(med(v) for n, v in by.items() if n != "staged")
             out.append(f"| {device} | **staged / best ROMIO hints** | **{med(by['staged']) / best:.2f}** |")
+    out += pattern_report(runs, data.get("dropped", [])) + dropped_report(data.get("dropped", []))
     return "\n".join(out) + "\n"
+
+
+def pattern_cells(runs: list) -> dict:
+    """Per (device, row): per configuration the medians over its runs (MB/s, write s, sync+close s, the stage
+    fields) and the runs' count; romio_best is the hint setting of the highest median MB/s, named in "hints"."""
+    groups = {}
+    for r in runs:
+        name = r["config"] if r["config"] != "romio_hints" else "romio_hints: " + hint_label(r["hints"])
+        groups.setdefault((r["device"], r["row"]), {}).setdefault(name, []).append(r)
+    cells = {}
+    for key, by in groups.items():
+        m = {}
+        for name, rs in by.items():
+            closes = [r["sync_close_seconds"] for r in rs if r["sync_close_seconds"] is not None]
+            fields = sorted({k for r in rs for k in (r["stage"] or {})})
+            m[name] = {"mbs": med([r["mbs"] for r in rs]), "seconds": med([r["write_seconds"] for r in rs]),
+                       "sync_close": med(closes) if closes else None, "runs": len(rs), "np": rs[0]["np"],
+                       "pieces": rs[0]["pieces"], "calls": rs[0]["calls"], "how": rs[0]["how"],
+                       "stage": {k: med([r["stage"][k] for r in rs if k in (r["stage"] or {})]) for k in fields}}
+        hinted = {n: v for n, v in m.items() if n.startswith("romio_hints: ")}
+        if hinted:
+            best = max(hinted, key=lambda n: hinted[n]["mbs"])
+            m["romio_best"] = {**hinted[best], "hints": best[len("romio_hints: "):]}
+        cells[key] = m
+    return cells
+
+
+def pattern_ratio(m: dict, name: str, ref: str) -> str:
+    """Throughput of name over ref (higher: name better), or a dash."""
+    if name == ref or name not in m or ref not in m:
+        return "—"
+    return f"{m[name]['mbs'] / m[ref]['mbs']:.2f}"
+
+
+def dash_or(x: Optional[float], spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def pattern_report(runs: list, dropped: list = ()) -> list:
+    """The lines of the patterns experiment's tables: per device the throughputs and ratios (a configuration whose
+    every job was killed: a line saying so), the staging statistics, then the counted jobs (--instructions)."""
+    out = []
+    killed = {(d["device"], d["row"], d["config"]): d["why"] for d in dropped if not d.get("hints")}
+    cells = pattern_cells([r for r in runs if r["experiment"] == "patterns"])
+    rows = list(dict.fromkeys(r["row"] for r in runs))
+    for device in dict.fromkeys(k[0] for k in cells):
+        out += ["", f"Device `{device}`: MB/s = bytes / visible write s (the kernel's write phase, through "
+                    "MPI_File_close); sync+close s from the runtime's statistics; µs/piece = write s / pieces per "
+                    "rank; ratios are throughputs (above 1: this configuration faster).", "",
+                "| row | configuration | MB/s | visible write s | sync+close s | µs/piece | / write_through "
+                "| / romio | / romio_best |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in rows:
+            m = cells.get((device, row))
+            if not m:
+                continue
+            for name in PATTERN_ORDER:
+                if name not in m and (device, row, name) in killed:
+                    out.append(f"| {row} | {name} | {killed[(device, row, name)]} |" + " — |" * 6)
+                if name not in m:
+                    continue
+                c = m[name]
+                label = f"romio_best ({c['hints']})" if name == "romio_best" else name
+                per_piece = c["seconds"] / (c["pieces"] / c["np"]) * 1e6 if c["pieces"] else None
+                cols = [row, label, f"{c['mbs']:.1f}", f"{c['seconds']:.4f}", dash_or(c["sync_close"], ".4f"),
+                        dash_or(per_piece, ".3f")]
+                cols += [pattern_ratio(m, name, ref) for ref in ("write_through", "romio", "romio_best")]
+                if name.startswith("staged"):
+                    cols[6:] = [f"**{x}**" if x != "—" else x for x in cols[6:]]
+                out.append("| " + " | ".join(cols) + " |")
+        stats = [(row, name, cells[(device, row)][name]["stage"]) for row in rows for name in PATTERN_ORDER
+                 if (device, row) in cells and name in cells[(device, row)] and cells[(device, row)][name]["stage"]]
+        if stats:
+            out += ["", f"Staging statistics on `{device}` (medians; fields that are 0 in every run left out):", "",
+                    "| row | configuration | statistics |", "| --- | --- | --- |"]
+            for row, name, st in stats:
+                text = ", ".join(f"{k} {v:.4g}" for k, v in st.items() if v) or "all 0"
+                out.append(f"| {row} | {name} | {text} |")
+    out += instruction_report([r for r in runs if r["experiment"] == "patterns_count"])
+    return out
+
+
+def dropped_report(dropped: list) -> list:
+    """The configurations left out of a row's repeats after one run."""
+    if not dropped:
+        return []
+    return ["", "Left out after one run (a hint setting more than --hint-cutoff times romio's time, any job over "
+                "--job-timeout): " + "; ".join(
+                    f"{d['device']} {d['row']} " + (f"({hint_label(d['hints'])})" if d.get("hints") else d["config"])
+                    + f": {d['why']}" for d in dropped) + "."]
+
+
+def pattern_marginal(full: dict, base: dict, ref_full: dict, ref_base: dict, field: str, unit: str) -> Optional[float]:
+    """What one more piece (unit "pieces") or call ("calls") costs in field under this configuration beyond what it
+    costs under the reference: the difference of the two configurations' increments from the base job to the full
+    one, over the increment of the unit. None where a count is missing."""
+    values = [full[field], base[field], ref_full[field], ref_base[field]]
+    units = full[unit], base[unit]
+    if any(v is None for v in values + list(units)) or units[0] == units[1]:
+        return None
+    return ((values[0] - values[1]) - (values[2] - values[3])) / (units[0] - units[1])
+
+
+def instruction_report(runs: list) -> list:
+    """Per row and device, the counted jobs' instructions and CPU time, and what a piece (a call, for rows of at most
+    16 pieces a call) costs beyond romio (whole jobs: the read-back is counted too, and at more than one rank MPI's
+    busy-polling)."""
+    if not runs:
+        return []
+    out = ["", "Instructions (user space) and CPU time (task-clock, ms) of whole jobs under `perf stat`, each "
+               "configuration once at the row's size (full) and once at its smallest (base); Δ = what one more piece "
+               "or call costs beyond romio (the full - base increments' difference over the pieces' or calls' "
+               "increment), over all ranks; — where perf cannot count (no PMU) or the row has no such unit.", "",
+           "| device | row | pieces | configuration | instructions full / base | CPU ms full / base | Δ instr/piece | "
+           "Δ CPU µs/piece | Δ instr/call | Δ CPU µs/call |",
+           "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    by = {(r["device"], r["row"], r["config"], r["size"]): r for r in runs}
+    for (device, row, name, size), full in by.items():
+        base, ref, ref_base = (by.get((device, row, name, "base")), by.get((device, row, "romio", "full")),
+                               by.get((device, row, "romio", "base")))
+        if size != "full" or not base:
+            continue
+        cells = []
+        for unit in ("pieces", "calls"):
+            for field, scale, spec in (("instructions", 1, ".0f"), ("task_clock_ms", 1e3, ".2f")):
+                few = full["pieces"] is not None and full["calls"] and full["pieces"] <= 16 * full["calls"]
+                m = (pattern_marginal(full, base, ref, ref_base, field, unit)
+                     if ref and ref_base and name != "romio" and (unit == "pieces" or few) else None)
+                cells.append(dash_or(None if m is None else m * scale, spec))
+        counts = [f"{dash_or(full[f], spec)} / {dash_or(base[f], spec)}"
+                  for f, spec in (("instructions", ".4g"), ("task_clock_ms", ".1f"))]
+        out.append(f"| {device} | {row} | {full['how']} | {name} | {' | '.join(counts)} | {' | '.join(cells)} |")
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("experiment", nargs="?", choices=("phases", "btio", "noncontig"))
+    ap.add_argument("experiment", nargs="?", choices=("phases", "btio", "noncontig", "patterns"))
     ap.add_argument("--mpi", choices=sorted(BUILDS), default="mpich")
-    ap.add_argument("--np", default="1,2")
+    ap.add_argument("--np", help="process counts (default 1,2; patterns: one count, default 2)")
     ap.add_argument("--devices", default="none,disk")
     ap.add_argument("--sizes", default="1k,16k,64k,1m")
     ap.add_argument("--phase-mb", type=float, default=4, dest="phase_mb", help="MiB each process writes per phase")
@@ -250,6 +646,34 @@ def main():
     ap.add_argument("--compute", type=float, default=0.2, help="btio: seconds per solver step")
     ap.add_argument("--veclen", type=int, default=4096)
     ap.add_argument("--loops", type=int, default=32)
+    ap.add_argument("--rows", help="patterns: the rows to run, comma-separated (default all)")
+    ap.add_argument("--nc-veclen", type=int, default=1048576, dest="nc_veclen",
+                    help="patterns: V, the 4-byte chunks of a noncontig-4B-count call (16 a datatype instance)")
+    ap.add_argument("--nc64-veclen", type=int, default=524288, dest="nc64_veclen",
+                    help="patterns: the 64-byte chunks of a noncontig-64B-count call (16 a datatype instance)")
+    ap.add_argument("--nc-loops", type=int, default=2, dest="nc_loops", help="patterns: calls of the noncontig rows")
+    ap.add_argument("--tile-rows", type=int, default=1048576, dest="tile_rows",
+                    help="patterns: R, the 64-byte pieces of each process's tile")
+    ap.add_argument("--small-loops", type=int, default=32768, dest="small_loops",
+                    help="patterns: the calls of noncontig-small-calls")
+    ap.add_argument("--ior-block", default="1g", dest="ior_block", help="patterns: -b of ior-coll-1m")
+    ap.add_argument("--ior-block-4k", default="128m", dest="ior_block_4k", help="patterns: -b of ior-coll-4k")
+    ap.add_argument("--flash-maxblocks", type=int, default=100, dest="flash_maxblocks",
+                    help="patterns: FLASH-IO's --maxblocks")
+    ap.add_argument("--flash-cells", type=int, default=16, dest="flash_cells",
+                    help="patterns: FLASH-IO's --nxb, --nyb and --nzb")
+    ap.add_argument("--profile", help="patterns: a machine profile; adds staged_profile (staged with "
+                                      "collective.profile naming it)")
+    ap.add_argument("--hint-cutoff", type=float, default=10, dest="hint_cutoff",
+                    help="patterns: a hint setting whose write phase is slower than this many times romio's (its "
+                         "job killed when longer than romio's by as much) is left out of the row's remaining repeats")
+    ap.add_argument("--job-timeout", type=float, default=120, dest="job_timeout",
+                    help="patterns: a job running longer is killed, its configuration left out of the row's repeats")
+    ap.add_argument("--count-np", type=int, default=1, dest="count_np",
+                    help="patterns: ranks of the --instructions jobs (default 1: MPICH busy-polls while a rank waits "
+                         "for another, which whole-job counts would measure)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="patterns: each configuration once more under perf stat (instructions, CPU time)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", help="where the runs' files go (default: a temporary directory)")
     ap.add_argument("--json", help="write every run here")
@@ -260,14 +684,21 @@ def main():
         text = report(json.loads(Path(a.table).read_text()))
     else:
         if not a.experiment:
-            ap.error("name an experiment (phases, btio, noncontig) or --table")
+            ap.error("name an experiment (phases, btio, noncontig, patterns) or --table")
+        a.np = a.np or ("2" if a.experiment == "patterns" else "1,2")
+        if a.experiment == "patterns":
+            if not a.np.isdigit():
+                ap.error(f"--np {a.np}: patterns runs at one process count")
+            pattern_rows(a, int(a.np))  # the sizes' errors before anything runs
+        if a.profile and not Path(a.profile).exists():
+            ap.error(f"--profile {a.profile}: no such file or directory")
         data = {"date": time.strftime("%Y-%m-%d %H:%M"), "mpi": a.mpi, "repeat": a.repeat, "args": vars(a),
                 "runs": []}
         with tempfile.TemporaryDirectory(dir=a.dir, prefix="bench-staging-") as tmp, steady_memory() as memory:
             tmp = Path(tmp)
             data["memory"] = memory
             shutil.copy2(BUILDS[a.mpi] / "runtime" / "libiotame.so", tmp / "libiotame.so")
-            {"phases": phases, "btio": btio, "noncontig": noncontig}[a.experiment](a, tmp, data)
+            {"phases": phases, "btio": btio, "noncontig": noncontig, "patterns": patterns}[a.experiment](a, tmp, data)
         text = report(data)
     if a.out:
         Path(a.out).write_text(text)
