@@ -416,11 +416,12 @@ def patterns(a, tmp, data):
                         dropped.add((name, hint_label(hints)))
                         continue
                     r = pattern_record(row, device, np_, name, hints, res, st)
-                    romio = romio or (time.monotonic() - t0, r["write_seconds"])
+                    if name == "romio" and romio is None:
+                        romio = (time.monotonic() - t0, r["write_seconds"])
                     data["runs"].append({**r, "repeat": rep + 1})
                     print(f"patterns {device} {row.name} {name} {hint_label(hints)}: {r['mbs']:.1f} MB/s, "
                           f"write {r['write_seconds']:.4f} s", file=sys.stderr, flush=True)
-                    if hints and r["write_seconds"] > a.hint_cutoff * romio[1]:
+                    if hints and romio and r["write_seconds"] > a.hint_cutoff * romio[1]:
                         pattern_drop(data, device, row, name, hints, f"write {r['write_seconds']:.2f} s in one run")
                         dropped.add((name, hint_label(hints)))
                     save(a, data)
