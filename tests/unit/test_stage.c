@@ -205,6 +205,26 @@ static void batch_dense(void)
     area_free(a);
 }
 
+/* Small pieces of two processes over a range beyond one dense window (64 MiB): copied window by window, a piece
+ * cut where a window ends, each window's covered bytes one write. */
+static void batch_dense_windows(void)
+{
+    phase = "batch_dense_windows";
+    stage_area_t *a = area_new(256u << 20);
+    int f = file_new(a, "windows.dat");
+    const size_t n = 900000, len = 48, end = 100 + 2 * n * len; /* about 82 MiB from offset 100 */
+    unsigned char *image = calloc(1, end);
+    iotame_extent_t *x0 = strided(100, len, 2 * len, n), *x1 = strided(100 + len, len, 2 * len, n);
+    put(a, f, 0, x0, n, 7, image);
+    put(a, f, 1, x1, n, 8, image);
+    batch_all(a);
+    CHECK(a->count.records == 2 && a->count.runs_in == 2 && a->count.extents_in == 2 * n);
+    CHECK(a->count.writes_out == 2 && a->count.bytes_out == 2 * n * len);
+    file_check("windows.dat", image, end);
+    free(x0), free(x1), free(image);
+    area_free(a);
+}
+
 /* Large pieces: sorted, adjacent ones written together (one pwritev), a hole starts another write. */
 static void batch_sorted(void)
 {
@@ -549,6 +569,7 @@ int main(void)
         return 1;
     }
     batch_dense();
+    batch_dense_windows();
     batch_sorted();
     batch_sparse();
     batch_overlap();

@@ -1,7 +1,8 @@
 /* profile/load.c: the machine profile that `iotame calibrate` writes (JSON, docs/formats.md "Machine profile") read
  * into the cost model's iotame_profile_t (select/select.h), checked key by key and then by the model itself. It is
- * the runtime's one validator of a profile: `iotame-config profile` runs it, so it needs no MPI. docs/design/cost-model.md gives the
- * mapping of keys to fields and the values taken for what the profile leaves out. */
+ * the runtime's one validator of a profile: `iotame-config profile` runs it, so it needs no MPI.
+ * docs/design/cost-model.md gives the mapping of keys to fields and the values taken for what the profile leaves
+ * out. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>

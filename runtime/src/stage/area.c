@@ -304,10 +304,10 @@ uint64_t stage_record_bytes(size_t nruns, uint64_t bytes)
     return round_up(sizeof(stage_record_t) + nruns * sizeof(iotame_run_t) + bytes);
 }
 
-int stage_room_for(stage_area_t *a, uint64_t record_bytes)
+int stage_room_for(stage_area_t *a, uint64_t record_bytes, double fill)
 {
     uint64_t used = __atomic_load_n(&a->head, __ATOMIC_ACQUIRE) - __atomic_load_n(&a->tail, __ATOMIC_ACQUIRE);
-    return record_bytes <= a->cap / 2 && used + record_bytes <= a->cap;
+    return record_bytes <= a->cap / 2 && (double)(used + record_bytes) <= fill * (double)a->cap;
 }
 
 /* The record is committed, without the lock: the flusher is woken only when it sleeps idle, the threshold is

@@ -20,7 +20,7 @@
 #ifndef IOV_MAX
 #define IOV_MAX 1024
 #endif
-#define DENSE_MAX (64u << 20) /* the largest range written from one buffer */
+#define DENSE_MAX ((int64_t)64 << 20) /* the window of a dense range written from one buffer */
 #define GATHER_BYTES (4u << 20)
 #define SMALL_PIECE 4096
 #define RADIX_BITS 11
@@ -152,79 +152,113 @@ static int64_t next_run(int64_t at, int64_t len, int64_t *stop)
     return at;
 }
 
-/* Copies the pieces of run x from d to their places in buffer (whose first byte is file offset lo) and marks them
- * covered; returns d past them. Small pieces of fixed sizes get inlined copies. */
-static const char *dense_copy_run(const iotame_run_t *x, const char *d, int64_t lo)
+/* The pieces j0 <= j <= j1 of run x that meet the window [wlo, whi) of the file (j0 > j1: none). */
+static void window_pieces(const iotame_run_t *x, int64_t wlo, int64_t whi, int64_t *j0, int64_t *j1)
 {
-    char *to = buffer + (x->off - lo);
-    const int64_t len = x->len, stride = x->stride;
-    switch (len) {
-    case 4:
-        for (int64_t j = 0; j < x->count; j++, d += 4, to += stride) memcpy(to, d, 4);
-        break;
-    case 8:
-        for (int64_t j = 0; j < x->count; j++, d += 8, to += stride) memcpy(to, d, 8);
-        break;
-    case 64:
-        for (int64_t j = 0; j < x->count; j++, d += 64, to += stride) memcpy(to, d, 64);
-        break;
-    default:
-        for (int64_t j = 0; j < x->count; j++, d += len, to += stride) memcpy(to, d, (size_t)len);
-    }
-    for (int64_t j = 0; j < x->count; j++) cover(piece_at(x, j) - lo, len);
-    return d;
+    *j0 = wlo <= x->off ? 0 : (wlo - x->off) / x->stride;
+    if (piece_at(x, *j0) + x->len <= wlo) ++*j0;
+    *j1 = whi <= x->off ? -1 : (whi - 1 - x->off) / x->stride;
+    if (*j1 >= x->count) *j1 = x->count - 1;
 }
 
-/* Writes file f's extents of [from, to) through one buffer of their range [lo, end), when they are small and cover
- * at least half of it: each copied to its place in staging order (a later write of a byte wins, as without
- * staging), then every run of covered bytes written with one pwrite. No sorting. Returns 0 when the extents do not
- * qualify (nothing written: large extents are written from the ring as they are, without a copy). */
+/* Copies the pieces of run x (its data at d) that meet the window [wlo, whi) to their places in buffer (whose first
+ * byte is file offset wlo) and marks them covered; returns d past the whole run. A run inside the window, of small
+ * pieces of fixed sizes, gets inlined copies. */
+static const char *dense_copy_run(const iotame_run_t *x, const char *d, int64_t wlo, int64_t whi)
+{
+    const int64_t len = x->len, stride = x->stride, next = x->count * len;
+    int64_t j0, j1;
+    window_pieces(x, wlo, whi, &j0, &j1);
+    if (j0 == 0 && j1 == x->count - 1 && x->off >= wlo && piece_at(x, j1) + len <= whi) {
+        char *to = buffer + (x->off - wlo);
+        switch (len) {
+        case 4:
+            for (int64_t j = 0; j < x->count; j++, d += 4, to += stride) memcpy(to, d, 4);
+            break;
+        case 8:
+            for (int64_t j = 0; j < x->count; j++, d += 8, to += stride) memcpy(to, d, 8);
+            break;
+        case 64:
+            for (int64_t j = 0; j < x->count; j++, d += 64, to += stride) memcpy(to, d, 64);
+            break;
+        default:
+            for (int64_t j = 0; j < x->count; j++, d += len, to += stride) memcpy(to, d, (size_t)len);
+        }
+        for (int64_t j = 0; j < x->count; j++) cover(piece_at(x, j) - wlo, len);
+        return d;
+    }
+    for (int64_t j = j0; j <= j1; j++) { /* clipped to the window */
+        const int64_t p = piece_at(x, j), b = p > wlo ? p : wlo, e = p + len < whi ? p + len : whi;
+        memcpy(buffer + (b - wlo), d + j * len + (b - p), (size_t)(e - b));
+        cover(b - wlo, e - b);
+    }
+    return d + next;
+}
+
+/* The bytes of file f's pieces in [from, to) that the window [wlo, whi) no longer covers (not written), each
+ * piece's process named. */
+static uint64_t dense_blame(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t wlo, int64_t whi)
+{
+    uint64_t failed = 0;
+    for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
+        const stage_record_t *r = record_at(a, pos);
+        const iotame_run_t *x = record_runs(r);
+        for (uint32_t i = 0; r->file == f && i < r->nruns; i++) {
+            int64_t missing = 0, j0, j1;
+            window_pieces(&x[i], wlo, whi, &j0, &j1);
+            for (int64_t j = j0; j <= j1; j++)
+                for (int64_t o = piece_at(&x[i], j); o < piece_at(&x[i], j) + x[i].len; o++)
+                    if (o >= wlo && o < whi) missing += !(covered[(o - wlo) >> 6] >> ((o - wlo) & 63) & 1);
+            if (!missing) continue;
+            failed += (uint64_t)missing;
+            blame(&a->file[f], r->rank);
+        }
+    }
+    return failed;
+}
+
+/* Writes file f's pieces of [from, to) through a buffer of their range [lo, end), window by window (DENSE_MAX at a
+ * time), when they are small and cover at least half of it: each copied to its place in staging order (a later
+ * write of a byte wins, as without staging), then every run of covered bytes written with one pwrite. No sorting.
+ * Returns 0 when the pieces do not qualify (nothing written: large pieces are written from the ring as they are,
+ * without a copy). */
 static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t lo, int64_t end, uint64_t bytes,
                        uint64_t n)
 {
-    const int64_t len = end - lo;
-    if (len > DENSE_MAX || (uint64_t)len > 2 * bytes || bytes >= n * SMALL_PIECE) return 0;
-    if (grow((void **)&buffer, &buffer_cap, (size_t)len, 1) ||
-        grow((void **)&covered, &covered_cap, (size_t)(len + 63) / 64, sizeof *covered))
+    const int64_t win = end - lo < DENSE_MAX ? end - lo : DENSE_MAX;
+    if ((uint64_t)(end - lo) > 2 * bytes || bytes >= n * SMALL_PIECE) return 0;
+    if (grow((void **)&buffer, &buffer_cap, (size_t)win, 1) ||
+        grow((void **)&covered, &covered_cap, (size_t)(win + 63) / 64, sizeof *covered))
         return 0;
-    memset(covered, 0, (size_t)(len + 63) / 64 * sizeof *covered);
-    for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
-        const stage_record_t *r = record_at(a, pos);
-        if (r->file != f) continue;
-        const iotame_run_t *x = record_runs(r);
-        const char *d = record_data(r);
-        for (uint32_t i = 0; i < r->nruns; i++) d = dense_copy_run(&x[i], d, lo);
-    }
     stage_file_t *sf = &a->file[f];
     int fd = stage_fd(a, f, 1), first_err = 0;
-    for (int64_t stop, at = next_run(0, len, &stop); at < len; at = next_run(stop, len, &stop)) {
-        iov[0] = (struct iovec){buffer + at, (size_t)(stop - at)};
-        int64_t done = 0;
-        int err = fd < 0 ? fd : write_all(fd, 1, lo + at, &done);
-        a->count.writes_out++;
-        a->count.bytes_out += (uint64_t)done;
-        if (err && !first_err) first_err = err;
-        /* bytes not written: uncovered from now on, which names their processes below */
-        for (int64_t b = at + done; err && b < stop; b++) covered[b >> 6] &= ~(1ull << (b & 63));
-    }
-    __atomic_sub_fetch(&sf->pending, bytes, __ATOMIC_RELAXED);
-    if (first_err) {
-        uint64_t failed = 0;
+    uint64_t failed = 0;
+    for (int64_t wlo = lo; wlo < end; wlo += win) {
+        const int64_t whi = end - wlo < win ? end : wlo + win, len = whi - wlo;
+        memset(covered, 0, (size_t)(len + 63) / 64 * sizeof *covered);
         for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
             const stage_record_t *r = record_at(a, pos);
+            if (r->file != f || r->end <= wlo || r->lo >= whi) continue;
             const iotame_run_t *x = record_runs(r);
-            for (uint32_t i = 0; r->file == f && i < r->nruns; i++) {
-                int64_t missing = 0;
-                for (int64_t j = 0; j < x[i].count; j++)
-                    for (int64_t b = piece_at(&x[i], j) - lo; b < piece_at(&x[i], j) - lo + x[i].len; b++)
-                        missing += !(covered[b >> 6] >> (b & 63) & 1);
-                if (!missing) continue;
-                failed += (uint64_t)missing;
-                blame(sf, r->rank);
-            }
+            const char *d = record_data(r);
+            for (uint32_t i = 0; i < r->nruns; i++) d = dense_copy_run(&x[i], d, wlo, whi);
         }
-        failed_write(a, sf, first_err, failed);
+        int window_err = 0;
+        for (int64_t stop, at = next_run(0, len, &stop); at < len; at = next_run(stop, len, &stop)) {
+            iov[0] = (struct iovec){buffer + at, (size_t)(stop - at)};
+            int64_t done = 0;
+            int err = fd < 0 ? fd : write_all(fd, 1, wlo + at, &done);
+            a->count.writes_out++;
+            a->count.bytes_out += (uint64_t)done;
+            if (err && !window_err) window_err = err;
+            /* bytes not written: uncovered from now on, which names their processes below */
+            for (int64_t b = at + done; err && b < stop; b++) covered[b >> 6] &= ~(1ull << (b & 63));
+        }
+        if (window_err) failed += dense_blame(a, f, from, to, wlo, whi);
+        if (window_err && !first_err) first_err = window_err;
     }
+    __atomic_sub_fetch(&sf->pending, bytes, __ATOMIC_RELAXED);
+    if (first_err) failed_write(a, sf, first_err, failed);
     return 1;
 }
 

@@ -14,7 +14,11 @@
 #include "stage.h"
 
 #define DRAIN_GRACE 2000000ull /* ns */
-#define HOLES_WAIT 100000000ull /* ns of quiet before a batch with small holes is written as it is */
+/* The quiet a batch with small holes waits for before it is written as it is: as long as its pieces would take to
+ * write one by one (HOLE_PIECE_NS each; so a drain, which a process waits for, loses at most that), and in the
+ * background at least HOLES_WAIT. */
+#define HOLES_WAIT 100000000ull
+#define HOLE_PIECE_NS 1000ull
 #define SMALL_PIECE 4096
 
 static pthread_t thread;
@@ -148,10 +152,11 @@ static void flusher_close_unused(stage_area_t *a)
     }
 }
 
-/* Whether a file's records in [from, to) leave small holes between small pieces: a batch of one rank's part of an
- * interleaved collective call whose other parts are still to come (written now, it would be one request per
- * piece). The lock is held. */
-static int flusher_holey(stage_area_t *a, uint64_t from, uint64_t to)
+/* The quiet (ns) the batch [from, to) waits for: 0 unless a file's records leave small holes between small pieces
+ * (one rank's part of an interleaved collective call whose other parts are still to come: written now, it would be
+ * one request per piece); then the time its pieces would take written one by one, and at least HOLES_WAIT unless
+ * `urgent` (a drain, or the ring past its threshold). The lock is held. */
+static uint64_t flusher_holes_wait(stage_area_t *a, uint64_t from, uint64_t to, int urgent)
 {
     enum { TRACKED = 16 };
     struct {
@@ -173,9 +178,12 @@ static int flusher_holey(stage_area_t *a, uint64_t from, uint64_t to)
         if (r->lo < f[i].lo) f[i].lo = r->lo;
         if (r->end > f[i].end) f[i].end = r->end;
     }
+    uint64_t pieces = 0;
     for (int i = 0; i < n; i++)
-        if (f[i].bytes < (uint64_t)(f[i].end - f[i].lo) && f[i].bytes < f[i].pieces * SMALL_PIECE) return 1;
-    return 0;
+        if (f[i].bytes < (uint64_t)(f[i].end - f[i].lo) && f[i].bytes < f[i].pieces * SMALL_PIECE)
+            pieces += f[i].pieces;
+    const uint64_t one_by_one = pieces * HOLE_PIECE_NS;
+    return urgent || !pieces || one_by_one > HOLES_WAIT ? one_by_one : HOLES_WAIT;
 }
 
 static void *flusher_run(void *arg)
@@ -187,21 +195,23 @@ static void *flusher_run(void *arg)
         const uint64_t last = __atomic_load_n(&a->last_put_ns, __ATOMIC_RELAXED);
         const uint64_t since = now > last ? now - last : 0; /* a writer may have stamped a later time */
         const uint64_t grace = knobs.delay_ns < DRAIN_GRACE ? knobs.delay_ns : DRAIN_GRACE;
-        /* Forced: the ring is past its threshold, a writer waits for room, or the flusher is to stop. A drain waits
-         * while other processes of the node are still staging (the node's processes of a collective sync ask one
-         * after the other: their last writes then join the same batch and merge), until every process waits or the
-         * node has been quiet for a moment (grace). Otherwise the flusher writes once the node has been quiet for
-         * flush_delay. A batch that would leave small holes, which the node's other processes may still fill (one
-         * rank's part of an interleaved collective call), waits for HOLES_WAIT of quiet instead, drained or not. */
-        const int forced = dirty && ((double)dirty > knobs.threshold * (double)a->cap || a->blocked > 0 || a->stop);
+        /* Forced: a writer waits for room, or the flusher is to stop. A drain waits while other processes of the
+         * node are still staging (the node's processes of a collective sync ask one after the other: their last
+         * writes then join the same batch and merge), until every process waits or the node has been quiet for a
+         * moment (grace). Otherwise the flusher writes once the ring is past its threshold or the node has been
+         * quiet for flush_delay; but a batch that would leave small holes, which the node's other processes may
+         * still fill (one rank's part of an interleaved collective call), waits longer (flusher_holes_wait). */
+        const int forced = dirty && (a->blocked > 0 || a->stop);
         const int draining = a->want > a->tail;
+        const int pressed = dirty && (double)dirty > knobs.threshold * (double)a->cap;
         const uint64_t wait = draining ? grace : knobs.delay_ns;
         uint64_t from = a->tail, to = dirty ? flusher_committed_end(a, from, a->head) : from;
         uint64_t wake = last + wait;
         int due = forced || (draining && a->waiting >= (int32_t)a->nprocs);
-        if (!due && dirty && since >= wait) {
-            due = since >= HOLES_WAIT || !flusher_holey(a, from, to);
-            wake = last + HOLES_WAIT;
+        if (!due && dirty && (pressed || since >= wait)) {
+            const uint64_t holes = flusher_holes_wait(a, from, to, draining || pressed);
+            due = since >= holes;
+            wake = last + holes;
         }
         if (a->asked > 0) fill_prefetch(a);
         if (!due) {

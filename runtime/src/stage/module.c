@@ -413,8 +413,9 @@ static int stage_write_through(handle_t *h, const char *data, int64_t *done)
 }
 
 /* Why the call is better written through than staged, or NULL:
- *  - "full": it does not fit in the free part of the ring and its pieces are large enough to be written as they are
- *    (small ones wait for room: merged, they become large writes);
+ *  - "full": staged, it would fill the ring past the flush threshold (the flusher is then behind the writers) and
+ *    its pieces are large enough to be written as they are (small ones wait for room: merged, they become large
+ *    writes);
  *  - "absorbed": the file system absorbs writes (its profile says so: a page cache) and the call's write calls cost
  *    no more than staging's copy and bookkeeping: pieces of some KiB or more (the copy into the page cache is paid
  *    either way, by the flusher's merged writes after staging; their calls are shared by many staged calls).
@@ -422,7 +423,7 @@ static int stage_write_through(handle_t *h, const char *data, int64_t *done)
 static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pieces, int64_t lo, int64_t end)
 {
     const char *why = NULL;
-    if (!stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes)) &&
+    if (!stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes), threshold) &&
         (uint64_t)nbytes >= pieces * STAGE_THROUGH_PIECE)
         why = "full";
     else if (h->absorb_call_s > 0 &&
@@ -668,7 +669,8 @@ static json_t *stage_node_report(stage_area_t *a)
                                               (json_int_t)log[i].bytes, "records", (json_int_t)log[i].records, "rank",
                                               log[i].world_rank, "node_rank", log[i].node_rank, "pid", log[i].pid));
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
-                     "records", (json_int_t)c->records, "runs_in", (json_int_t)c->runs_in, "extents_in", (json_int_t)c->extents_in, "writes_out",
+                     "records", (json_int_t)c->records, "runs_in", (json_int_t)c->runs_in, "extents_in",
+                     (json_int_t)c->extents_in, "writes_out",
                      (json_int_t)c->writes_out, "bytes_written", (json_int_t)c->bytes_out, "max_dirty_bytes",
                      (json_int_t)c->max_dirty, "flush_seconds", stage_seconds(c->flush_ns), "overlapped_seconds",
                      stage_seconds(c->overlapped_ns), "overlap_batches", (json_int_t)c->overlap_batches,

@@ -183,10 +183,10 @@ uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs
                    const stage_source_t *src, double threshold, uint64_t *blocked_ns);
 /* Whether a write of nruns runs and `bytes` of data is staged as one record. */
 int stage_one_record(const stage_area_t *a, size_t nruns, uint64_t bytes);
-/* The ring's bytes a record of nruns runs and `bytes` of data takes, and whether that many are free now (a hint:
- * other processes may take them first). */
+/* The ring's bytes a record of nruns runs and `bytes` of data takes, and whether the ring holds that many more
+ * within `fill` of its size now (a hint: other processes may take them first). */
 uint64_t stage_record_bytes(size_t nruns, uint64_t bytes);
-int stage_room_for(stage_area_t *a, uint64_t record_bytes);
+int stage_room_for(stage_area_t *a, uint64_t record_bytes, double fill);
 /* Waits until everything staged before position `upto` is written (or failed, or lost with its writer). Returns the
  * nanoseconds waited. */
 uint64_t stage_drain(stage_area_t *a, uint64_t upto);
