@@ -122,9 +122,11 @@ static void flusher_lose(stage_area_t *a, stage_record_t *r)
 }
 
 /* The first position in [from, to) whose record is not committed yet (a writer still copying). A record whose writer
- * died before committing it is skipped (flusher_lose): the records behind it are written. The lock is held. */
+ * died before committing it is skipped (flusher_lose): the records behind it are written. The lock is held. The
+ * records found committed stay so until written: the next search starts where this one ended. */
 static uint64_t flusher_committed_end(stage_area_t *a, uint64_t from, uint64_t to)
 {
+    if (a->scanned > from && a->scanned <= to) from = a->scanned;
     while (from < to) {
         stage_record_t *r = (stage_record_t *)(stage_ring(a) + from % a->cap);
         if (!__atomic_load_n(&r->committed, __ATOMIC_ACQUIRE)) {
@@ -133,7 +135,7 @@ static uint64_t flusher_committed_end(stage_area_t *a, uint64_t from, uint64_t t
         }
         from += r->size;
     }
-    return from;
+    return a->scanned = from;
 }
 
 /* Closes the descriptors of files no process uses and nothing is pending for (and frees their slots). The lock is

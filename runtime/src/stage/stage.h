@@ -96,6 +96,7 @@ typedef struct {
     stage_event_t wake;     /* the flusher sleeps here */
     stage_event_t progress; /* writers wait for room, drains for the flusher's progress, readers for read-ahead */
     uint64_t cap, head, tail, want; /* want: a drain asked for everything before this position */
+    uint64_t scanned;               /* the flusher's: the records before it are committed */
     uint64_t last_put_ns;           /* when a process of the node last staged a write */
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
     int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
