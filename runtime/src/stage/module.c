@@ -381,23 +381,29 @@ static void stage_bypass(handle_t *h, const char *why)
     stage_own_data_written(h);
 }
 
-/* Writes the call's pieces from `data` (its bytes in run order) with this handle's own descriptor, within the call
+/* Whether the handle has its own descriptor of the file for writing through (opened on first use; the file found by
+ * its path must still be the one staged for). */
+static int stage_through_fd(handle_t *h)
+{
+    if (h->wfd >= 0 || !h->path) return h->wfd >= 0;
+    struct stat st;
+    const stage_file_t *f = &area->file[h->file];
+    h->wfd = open(h->path, O_WRONLY | O_CLOEXEC);
+    if (h->wfd >= 0 && (fstat(h->wfd, &st) != 0 || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino)) {
+        close(h->wfd);
+        h->wfd = -1;
+        free(h->path); /* not tried again: the handle stages every call */
+        h->path = NULL;
+    }
+    return h->wfd >= 0;
+}
+
+/* Writes the call's pieces from `data` (its bytes in run order) with the handle's own descriptor, within the call
  * (through the POSIX layer: throttle and emulate see them). Returns 0 or an errno; *done: the bytes written before
  * an error. */
 static int stage_write_through(handle_t *h, const char *data, int64_t *done)
 {
     *done = 0;
-    if (h->wfd < 0) {
-        struct stat st;
-        const stage_file_t *f = &area->file[h->file];
-        h->wfd = open(h->path, O_WRONLY | O_CLOEXEC);
-        if (h->wfd < 0) return errno;
-        if (fstat(h->wfd, &st) != 0 || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino) {
-            close(h->wfd);
-            h->wfd = -1;
-            return ESTALE;
-        }
-    }
     for (size_t i = 0; i < runs.n; i++)
         for (int64_t j = 0; j < runs.v[i].count; j++) {
             const int64_t off = runs.v[i].off + j * runs.v[i].stride;
@@ -419,7 +425,8 @@ static int stage_write_through(handle_t *h, const char *data, int64_t *done)
  *  - "absorbed": the file system absorbs writes (its profile says so: a page cache) and the call's write calls cost
  *    no more than staging's copy and bookkeeping: pieces of some KiB or more (the copy into the page cache is paid
  *    either way, by the flusher's merged writes after staging; their calls are shared by many staged calls).
- * Never when it meets this process's staged data not yet written (the two must reach the file in order). */
+ * Never when it meets this process's staged data not yet written (the two must reach the file in order), nor when
+ * the file cannot be opened again by its path. */
 static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pieces, int64_t lo, int64_t end)
 {
     const char *why = NULL;
@@ -429,7 +436,7 @@ static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pi
     else if (h->absorb_call_s > 0 &&
              (double)pieces * h->absorb_call_s <= (double)nbytes / h->copy_rate + (double)pieces * h->piece_s)
         why = "absorbed";
-    return why && !stage_own_overlap(h, lo, end) ? why : NULL;
+    return why && !stage_own_overlap(h, lo, end) && stage_through_fd(h) ? why : NULL;
 }
 
 static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
@@ -453,6 +460,7 @@ static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
     }
     int64_t done = nbytes;
     if (through) {
+        if (h->slot[0] >= 0 || h->slot[1] >= 0) stage_prefetch_release(h); /* what it read ahead may be stale */
         int err = stage_write_through(h, d.mem, &done);
         stage_count(through[0] == 'f' ? &mine.through_full : &mine.through_absorbed, 1);
         stage_count(&mine.written_through_bytes, (uint64_t)done);
