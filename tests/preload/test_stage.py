@@ -100,6 +100,22 @@ def test_writes_through_and_staged_writes_reach_the_file_in_program_order(job):
     assert s["bytes"] + s["written_through_bytes"] == 2 * (256 + 768 + 768 + 64 + 640 + 2 * 768) * 1024
 
 
+def test_a_call_of_many_small_pieces_is_one_record_and_the_ranks_pieces_merge(job):
+    """A collective call of 64 Ki pieces of 4 bytes per rank, as 4096 instances of a 16-piece vector in noncontiguous
+    memory, interleaved with the other rank's in the file: each call is one record of one run (its description does
+    not grow with its pieces), and the flusher writes the two ranks' pieces together, not one request per piece."""
+    stats = job.tmp / "s.json"
+    res, _ = job.kernel(2, "noncontig", "--collective", "--mem-noncontig", "--elmtcount", "1", "--veclen", "65536",
+                        "--count", "4096", "--loops", "2", preload=True, stats=stats,
+                        config=staging(job.tmp / "c.json"))
+    assert res["verified"] is True
+    s = section(stats)
+    f = s["flusher"]
+    assert s["calls"] == 2 * 2 and f["records"] == s["calls"] and f["runs_in"] == f["records"]
+    assert f["extents_in"] == 2 * 2 * 65536 and f["bytes_written"] == 4 * f["extents_in"]
+    assert f["writes_out"] < f["extents_in"] // 100, f
+
+
 def test_threads_of_a_process_stage_under_thread_multiple(job):
     """Two threads per rank write at once (MPI_THREAD_MULTIPLE): every write is staged and reaches the file."""
     stats = job.tmp / "s.json"
