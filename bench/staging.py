@@ -495,7 +495,9 @@ def report(data):
                 out.append(f"| {device} | {name} | {med(v):.1f} |")
             best = max(med(v) for n, v in by.items() if n != "staged")
             out.append(f"| {device} | **staged / best ROMIO hints** | **{med(by['staged']) / best:.2f}** |")
-    out += pattern_report(runs, data.get("dropped", [])) + dropped_report(data.get("dropped", []))
+    patterns = [r for r in runs if r["experiment"] == "patterns"]
+    if patterns:
+        out += pattern_report(patterns, data.get("dropped", [])) + dropped_report(data.get("dropped", []))
     return "\n".join(out) + "\n"
 
 
