@@ -174,3 +174,13 @@ def test_the_whole_report_names_the_configurations_left_out(bench):
     assert "none ior-coll-4k (cb=enable, ds=enable): job killed after 12 s" in text
     assert "none ior-coll-4k staged: job killed after 120 s" in text
     assert "| ior-coll-4k | staged | job killed after 120 s | — |" in text     # its line in the table
+
+
+def test_a_report_of_other_experiments_has_no_patterns_table(bench):
+    """A phases run's report (its records carry no pattern row) prints the phases table and nothing of patterns."""
+    run = {"experiment": "phases", "np": 2, "device": "disk", "record": 1024, "compute_per_phase": 0.0,
+           "compute_seconds": 0.0, "io_seconds": 0.3, "close_seconds": 0.01, "wall_seconds": 0.32, "bytes": 1 << 20}
+    data = {"date": "2026-11-27 14:00", "mpi": "mpich", "repeat": 1,
+            "runs": [dict(run, staged=False), dict(run, staged=True, io_seconds=0.003, close_seconds=0.1)]}
+    text = bench.report(data)
+    assert "| disk | 2 | 1 KiB |" in text and "| row | configuration |" not in text
