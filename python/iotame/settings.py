@@ -15,7 +15,8 @@ from typing import Any
 from .errors import IotameError
 from .paths import require_settings
 
-__all__ = ["Setting", "Section", "Schema", "load_schema", "schema_from_dict", "TYPES"]
+__all__ = ["Setting", "Section", "Schema", "load_schema", "schema_from_dict", "check_requires", "TYPES",
+           "REQUIRES_UNSET"]
 
 TYPES = ("integer", "number", "enum", "string", "boolean", "list", "rules")
 
@@ -38,6 +39,10 @@ class Setting:
     min_items: int | None = None
     max_items: int | None = None
     settings: dict = field(default_factory=dict)
+    # the settings this one acts through: ((section, name, values), ...); it acts only when one of them (any one
+    # suffices) has one of its values, an unset one counting as its default, or as "unset" when it has none
+    requires: tuple[tuple[str, str, tuple], ...] = ()
+    also: tuple = ()             # strings accepted besides the type (a throttle level's "auto")
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,67 @@ def _setting(path, where: str, name: str, d: Any) -> Setting:
     return Setting(name=name, type=typ, min=d.get("min"), max=d.get("max"), values=tuple(values),
                    default=d.get("default"), doc=d.get("doc", ""), tune=d.get("tune"),
                    fs=tuple(fs) if fs is not None else None, items=items, min_items=d.get("min_items"),
-                   max_items=d.get("max_items"), settings=nested)
+                   max_items=d.get("max_items"), settings=nested,
+                   requires=_requires(path, f"{where}.{name}", d.get("requires")), also=tuple(d.get("also", ())))
+
+
+def _requires(path, where: str, d: Any) -> tuple[tuple[str, str, tuple], ...]:
+    """A setting's "requires": {"section.setting": [values], ...} (checked against the schema by check_requires)."""
+    if d is None:
+        return ()
+    if not isinstance(d, dict) or not d:
+        raise _bad(path, f"{where}.requires: expected an object of \"section.setting\": [values]")
+    out = []
+    for key, values in d.items():
+        if not isinstance(key, str) or key.count(".") != 1:
+            raise _bad(path, f"{where}.requires: {json.dumps(key)}: expected \"section.setting\"")
+        if not isinstance(values, list) or not values:
+            raise _bad(path, f"{where}.requires.{key}: expected a non-empty list of values")
+        section, name = key.split(".")
+        out.append((section, name, tuple(values)))
+    return tuple(out)
+
+
+REQUIRES_UNSET = "unset"  # in a "requires" list: the named setting left unset (one without a default)
+
+
+def _value_fits(setting: Setting, v: Any) -> bool:
+    """Whether v is a value of the setting's type (for "requires"; ranges are not checked)."""
+    if isinstance(v, str) and (v == REQUIRES_UNSET or v in setting.also):
+        return v in setting.also or setting.default is None
+    if setting.type == "boolean":
+        return isinstance(v, bool)
+    if setting.type == "enum":
+        return v in setting.values
+    if setting.type == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if setting.type == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return setting.type == "string" and isinstance(v, str)
+
+
+def check_requires(sections: dict[str, "Section"], path=None) -> None:
+    """Every "requires" names an existing setting of the schema, with values of its type ("unset" only for one
+    without a default), and no setting requires itself through others."""
+    for sec in sections.values():
+        for st in sec.settings.values():
+            for section, name, values in st.requires:
+                where = f"sections.{sec.name}.settings.{st.name}.requires.{section}.{name}"
+                parent = sections.get(section, Section(section)).settings.get(name)
+                if parent is None:
+                    raise _bad(path, f"{where}: no such setting")
+                bad = [v for v in values if not _value_fits(parent, v)]
+                if bad:
+                    raise _bad(path, f"{where}: {json.dumps(bad[0])} is not a value of {section}.{name} "
+                                     f"({parent.type}{'' if parent.default is None else ', with a default'})")
+            seen, todo = set(), [(s, n) for s, n, _ in st.requires]
+            while todo:
+                s, n = todo.pop()
+                if (s, n) == (sec.name, st.name):
+                    raise _bad(path, f"sections.{sec.name}.settings.{st.name}.requires: it requires itself")
+                if (s, n) not in seen:
+                    seen.add((s, n))
+                    todo.extend((a, b) for a, b, _ in sections[s].settings[n].requires)
 
 
 def schema_from_dict(d: dict, path: Path | None = None) -> Schema:
@@ -112,6 +177,7 @@ def schema_from_dict(d: dict, path: Path | None = None) -> Schema:
                     for k, v in sd.get("settings", {}).items()}
         sections[name] = Section(name=name, doc=sd.get("doc", ""), settings=settings, free=bool(sd.get("free")),
                                  process=bool(sd.get("process")))
+    check_requires(sections, path)
     return Schema(config_version=version, rule_keys=rule_keys, sections=sections, path=path, raw=d)
 
 

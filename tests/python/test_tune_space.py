@@ -83,6 +83,11 @@ def schema_without(*sections):
     d = json.loads(load_schema().path.read_text())
     for name in sections:
         d["sections"][name]["settings"] = {}
+    for section in d["sections"].values():        # what acts through the settings taken away acts as before them
+        for setting in section.get("settings", {}).values():
+            req = {k: v for k, v in setting.pop("requires", {}).items() if k.split(".")[0] not in sections}
+            if req:
+                setting["requires"] = req
     return schema_from_dict(d)
 
 
@@ -211,8 +216,9 @@ def test_builtin_follows_settings_json():
     """A new runtime setting with a "tune" entry joins the built-in space with no change to the tuner."""
     d = json.loads(load_schema().path.read_text())
     d["sections"]["hdf5"]["settings"] = {}
+    strategies = d["sections"]["collective"]["settings"]["strategy"]["values"]   # other settings require them
     d["sections"]["collective"]["settings"]["strategy"] = {
-        "type": "enum", "values": ["passthrough", "two_phase"], "doc": "",
+        "type": "enum", "values": strategies, "doc": "",
         "tune": {"values": ["passthrough", "two_phase"]}}
     d["sections"]["hdf5"]["settings"]["alignment"] = {"type": "integer", "min": 1, "doc": "",
                                                       "tune": {"pow2": [4096, 16384]}}

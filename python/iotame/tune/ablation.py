@@ -69,13 +69,24 @@ def effect_line(effects: list[Effect], noise: float) -> str:
     return text
 
 
+def _keep_what_kept_ones_act_through(space: Space, point: dict, effects: list[Effect]) -> None:
+    """A setting whose removal would leave a kept one unable to act is kept too (the kept one's effect needs it)."""
+    kept = {e.key for e in effects if e.kept}
+    for e in effects:
+        if not e.kept and any(v == UNSET for k, v in space.canonical({**point, e.key: UNSET}).items() if k in kept):
+            e.kept = True
+
+
 def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Path], out: Path, objective: str,
            direction: str, rounds: int, noise: float,
            on_run: Callable[[str, int, RunOutcome], None] | None = None, **run_kw) -> AblationResult | None:
     """Measures each setting of `point` by its removal. config_of(point, label) writes the configuration file of a
-    point. Returns None when a run of the best point fails (the ablation then keeps everything)."""
-    keys = [p.key for p in space if point.get(p.key, UNSET) != UNSET]
-    points = {"best": dict(point), **{f"without {k}": {**point, k: UNSET} for k in keys}}
+    point. Returns None when a run of the best point fails (the ablation then keeps everything).
+    Only the settings that can act in `point` are weighed (Space.canonical): the others are left unset first,
+    and the removal of a setting others act through leaves them unset too."""
+    point = space.canonical(point)
+    keys = [p.key for p in space if point[p.key] != UNSET]
+    points = {"best": point, **{f"without {k}": space.canonical({**point, k: UNSET}) for k in keys}}
     values: dict[str, list[float]] = {label: [] for label in points}
     failed: set[str] = set()
 
@@ -104,7 +115,8 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
         e = None if label in failed else ratio(best, statistics.median(values[label]), direction)
         effects.append(Effect(k, decode(point[k]), None if e is None else e - 1, e is None or e - 1 >= noise))
     effects.sort(key=lambda e: float("inf") if e.effect is None else e.effect, reverse=True)
-    reduced = {**point, **{e.key: UNSET for e in effects if not e.kept}}
+    _keep_what_kept_ones_act_through(space, point, effects)
+    reduced = space.canonical({**point, **{e.key: UNSET for e in effects if not e.kept}})
     verified = None
     if sum(not e.kept for e in effects) > 1:
         points["reduced"] = reduced
@@ -118,5 +130,5 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
             weakest = min((e for e in effects if not e.kept), key=lambda e: e.effect)
             for e in effects:
                 e.kept = e is not weakest
-            reduced = {**point, weakest.key: UNSET}
+            reduced = space.canonical({**point, weakest.key: UNSET})
     return AblationResult(reduced, effects, noise, rounds, verified, values)

@@ -9,11 +9,11 @@ not include the target's file system, or when its range collapses to a single va
 """
 from __future__ import annotations
 
-from ..settings import Schema, Setting, load_schema
+from ..settings import REQUIRES_UNSET, Schema, Setting, load_schema
 from .layers import layer_of
-from .space import Param, Space, pow2_values
+from .space import UNSET, Param, Requirement, Space, pow2_values
 
-__all__ = ["FILE_SYSTEMS", "NPROCS", "builtin_space", "tune_values", "tunable_settings"]
+__all__ = ["FILE_SYSTEMS", "NPROCS", "builtin_space", "tune_values", "tunable_settings", "make_param"]
 
 FILE_SYSTEMS = ("local", "lustre", "gpfs")
 NPROCS = "nprocs"          # the upper end of a pow2 range that means the job's process count
@@ -41,6 +41,18 @@ def tunable_settings(schema: Schema) -> dict[str, dict[str, tuple[str, Setting]]
     return out
 
 
+def make_param(schema: Schema, layer: str, section: str, setting: Setting, values) -> Param:
+    """The parameter of a setting with the given values, its requirements ("requires") and default from the
+    schema."""
+    reqs = []
+    for sec, name, vals in setting.requires:
+        parent = schema.sections[sec].settings[name]
+        unset = UNSET if parent.default is None else parent.default
+        reqs.append(Requirement(sec, name, tuple(UNSET if v == REQUIRES_UNSET and isinstance(v, str) else v
+                                                 for v in vals), unset))
+    return Param(layer, section, setting.name, tuple(values), tuple(reqs), setting.default)
+
+
 def builtin_space(fs: str, nprocs: int, schema: Schema | None = None) -> Space:
     """Every setting with a "tune" entry that matters on file system `fs` ("local", "lustre" or "gpfs")."""
     if fs not in FILE_SYSTEMS:
@@ -58,5 +70,5 @@ def builtin_space(fs: str, nprocs: int, schema: Schema | None = None) -> Space:
             if len(values) < 2 and NPROCS in (setting.tune.get("pow2") or ()):
                 notes.append(f"{name} left out: a single value for {nprocs} process{'es' if nprocs > 1 else ''}")
                 continue
-            params.append(Param(layer, section, name, tuple(values)))
+            params.append(make_param(schema, layer, section, setting, values))
     return Space(tuple(params), tuple(notes))

@@ -2,13 +2,14 @@
 system default), and the runtime configuration a point of the space stands for."""
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .layers import param_key
 
-__all__ = ["UNSET", "Param", "Space", "pow2_values", "config_for", "is_pow2", "encode", "decode",
+__all__ = ["UNSET", "Requirement", "Param", "Space", "apply_base", "pow2_values", "config_for", "is_pow2", "encode", "decode",
            "CONFIG_VERSION", "JSON_PREFIX"]
 
 UNSET = "unset"            # a parameter's value meaning: do not set it (the system default)
@@ -30,14 +31,47 @@ def decode(choice: Any) -> Any:
     return choice
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as configuration values: True is not 1 (a boolean is not a number)."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A setting another one acts through (settings.json's "requires"): the other acts when this one has one of
+    `values`. `unset` is what it counts as when the point leaves it unset (its default, a base configuration's value,
+    or "unset"); `anywhere`: a rule of the base configuration sets it, so the other may act whatever the point says."""
+
+    section: str
+    name: str
+    values: tuple
+    unset: Any = UNSET
+    anywhere: bool = False
+
+    def met_by(self, value: Any) -> bool:
+        return self.anywhere or any(same_value(value, v) for v in self.values)
+
+    def to_json(self) -> dict:
+        return {"section": self.section, "name": self.name, "values": list(self.values), "unset": self.unset,
+                "anywhere": self.anywhere}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Requirement":
+        return cls(d["section"], d["name"], tuple(d["values"]), d.get("unset", UNSET), bool(d.get("anywhere")))
+
+
 @dataclass(frozen=True)
 class Param:
-    """One tunable setting: its layer, configuration section, name, and the values tried besides UNSET."""
+    """One tunable setting: its layer, configuration section, name, and the values tried besides UNSET; `requires`:
+    it acts only when one of these is met (none: always); `default`: the value it has when unset (None: not known),
+    which set explicitly changes nothing."""
 
     layer: str
     section: str
     name: str
     values: tuple
+    requires: tuple[Requirement, ...] = ()
+    default: Any = None
 
     @property
     def key(self) -> str:
@@ -49,11 +83,17 @@ class Param:
         return [UNSET, *map(encode, self.values)]
 
     def to_json(self) -> dict:
-        return {"layer": self.layer, "section": self.section, "name": self.name, "values": list(self.values)}
+        d = {"layer": self.layer, "section": self.section, "name": self.name, "values": list(self.values)}
+        if self.requires:
+            d["requires"] = [r.to_json() for r in self.requires]
+        if self.default is not None:
+            d["default"] = self.default
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Param":
-        return cls(d["layer"], d["section"], d["name"], tuple(d["values"]))
+        return cls(d["layer"], d["section"], d["name"], tuple(d["values"]),
+                   tuple(Requirement.from_json(r) for r in d.get("requires", ())), d.get("default"))
 
 
 @dataclass(frozen=True)
@@ -87,8 +127,94 @@ class Space:
         return {p.key: UNSET for p in self.params}
 
     def config(self, point: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> dict:
-        """The runtime configuration of a point (parameters missing from the point are left unset)."""
-        return config_for(((p, point.get(p.key, UNSET)) for p in self.params), meta)
+        """The runtime configuration of a point (parameters missing from the point are left unset, and so are
+        those that cannot act in it: see canonical())."""
+        point = self.canonical(point)
+        return config_for(((p, point[p.key]) for p in self.params), meta)
+
+    # --- the conditional space: which parameters can act in a point ---------------------------------------------
+
+    def find(self, section: str, name: str) -> Param | None:
+        return next((p for p in self.params if p.section == section and p.name == name), None)
+
+    def acts(self, param: Param, point: Mapping[str, Any]) -> bool:
+        """Whether `param` can act in `point`: one of its requirements is met by the value the point gives the
+        setting it names (an unset or missing one counting as the requirement's `unset`)."""
+        if not param.requires:
+            return True
+        for r in param.requires:
+            parent = self.find(r.section, r.name)
+            choice = point.get(parent.key, UNSET) if parent is not None else UNSET
+            if r.met_by(r.unset if choice == UNSET else decode(choice)):
+                return True
+        return False
+
+    def canonical(self, point: Mapping[str, Any], no_op: bool = True) -> dict:
+        """The point with every parameter that cannot act in it left unset: one whose requirements the point does
+        not meet (a setting it acts through being unset or itself unable to act) and, with no_op, one set to the
+        value it has when unset. Two points with the same canonical point are the same configuration."""
+        out = {p.key: point.get(p.key, UNSET) for p in self.params}
+        if no_op:
+            for p in self.params:
+                if out[p.key] != UNSET and p.default is not None and same_value(decode(out[p.key]), p.default):
+                    out[p.key] = UNSET
+        changed = True
+        while changed:            # a parameter left unset may leave others unable to act
+            changed = False
+            for p in self.params:
+                if out[p.key] != UNSET and not self.acts(p, out):
+                    out[p.key], changed = UNSET, True
+        return out
+
+    def inactive(self, point: Mapping[str, Any]) -> list[str]:
+        """The parameters set in `point` that cannot act in it (canonical() leaves them unset)."""
+        canon = self.canonical(point)
+        return [p.key for p in self.params if point.get(p.key, UNSET) != UNSET and canon[p.key] == UNSET]
+
+    def sampling_order(self) -> list[Param]:
+        """The parameters with every one after those it acts through, so that a sampler knows, when it comes to a
+        parameter, whether it can act (otherwise the space's order)."""
+        order: list[Param] = []
+
+        def visit(p: Param, path: tuple) -> None:
+            if p in order or p in path:
+                return
+            for r in p.requires:
+                parent = self.find(r.section, r.name)
+                if parent is not None:
+                    visit(parent, path + (p,))
+            order.append(p)
+
+        for p in self.params:
+            visit(p, ())
+        return order
+
+    def sample(self, suggest) -> dict:
+        """A point drawn define-by-run: suggest(param) is asked only for the parameters that can act given those
+        drawn before them (the others are UNSET, and a sampler never sees them)."""
+        point = {p.key: UNSET for p in self.params}
+        for p in self.sampling_order():
+            if self.acts(p, point):
+                point[p.key] = suggest(p)
+        return point
+
+    def count_configurations(self) -> int:
+        """The number of distinct points in which no parameter is set that cannot act (UNSET counted as a value;
+        a value equal to the default counted too, as the sampler sees it): the product of the choices over the
+        settings others act through, each assignment weighted by the choices of the parameters that act in it."""
+        parents = [p for p in self.params if any(self.find(r.section, r.name) is p
+                                                  for q in self.params for r in q.requires)]
+        others = [p for p in self.params if p not in parents]
+        total = 0
+        for combo in itertools.product(*[p.choices for p in parents]):
+            point = {p.key: c for p, c in zip(parents, combo)}
+            if any(c != UNSET and not self.acts(p, point) for p, c in zip(parents, combo)):
+                continue         # a parent set where it cannot act: not a distinct point
+            n = 1
+            for p in others:
+                n *= len(p.choices) if self.acts(p, point) else 1
+            total += n
+        return total
 
     def point_from_config(self, config: Mapping[str, Any]) -> dict:
         """The point of this space closest to a configuration's `defaults`: each parameter takes the configured
@@ -115,6 +241,27 @@ class Space:
     def describe(self) -> list[str]:
         """One line per parameter: `mpiio.cb_nodes: unset, 1, 2`."""
         return [f"{p.key}: {', '.join(str(c) for c in p.choices)}" for p in self.params]
+
+
+def apply_base(space: Space, base: Mapping[str, Any] | None) -> Space:
+    """The space as seen over a base configuration (the tuner's --base): a setting the base sets in `defaults`
+    has that value when a point leaves it unset, and one a `files` rule sets may act anywhere (the rule may
+    hold for some file), so what requires it may act."""
+    if not base:
+        return space
+    defaults = base.get("defaults") or {}
+    ruled = {(section, name) for rule in base.get("files") or [] if isinstance(rule, Mapping)
+             for section, values in rule.items() if isinstance(values, Mapping) for name in values}
+
+    def unset(section: str, name: str, fallback: Any) -> Any:
+        return (defaults.get(section) or {}).get(name, fallback)
+
+    params = []
+    for p in space.params:
+        reqs = tuple(Requirement(r.section, r.name, r.values, unset(r.section, r.name, r.unset),
+                                 r.anywhere or (r.section, r.name) in ruled) for r in p.requires)
+        params.append(Param(p.layer, p.section, p.name, p.values, reqs, unset(p.section, p.name, p.default)))
+    return Space(tuple(params), space.notes)
 
 
 def config_for(items: Iterable[tuple[Param, Any]], meta: Mapping[str, Any] | None = None) -> dict:

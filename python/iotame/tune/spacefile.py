@@ -28,7 +28,7 @@ from typing import Any
 from ..config import format_error, render_value, validate_many
 from ..errors import ConfigError
 from ..settings import Schema, Setting, load_schema
-from .builtin import FILE_SYSTEMS, NPROCS, builtin_space, tunable_settings
+from .builtin import FILE_SYSTEMS, NPROCS, builtin_space, make_param, tunable_settings
 from .layers import LAYERS, STRIPING_HINTS
 from .space import UNSET, Param, Space, is_pow2, pow2_values
 
@@ -172,7 +172,7 @@ class _Parser:
                               f"{self.fs}")
             chosen[param.key] = None
             return
-        chosen[param.key] = Param(layer, section, name, tuple(values))
+        chosen[param.key] = make_param(self.schema, layer, section, setting, values)
 
     def values(self, where: str, setting: Setting, spec: Any) -> list | None:
         if isinstance(spec, dict):

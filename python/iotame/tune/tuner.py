@@ -41,7 +41,7 @@ from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
 from .page_cache import PageCache
 from .samplers import DEFAULT_SAMPLER, get_sampler
-from .space import UNSET, Space
+from .space import UNSET, Space, apply_base
 from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_ROLE, ATTR_SEED, ATTR_TUNER, Claims, Heartbeat, counts,
                     counted_trials, fail_interrupted, heartbeat_seconds, interrupted_numbers, is_default,
                     mark_interrupted, normalize_url, open_study, role, sqlite_url, tuner_id)
@@ -193,8 +193,8 @@ class Tuner:
         self.best: TrialRecord | None = None
         self.timeout = spec.timeout
         self.stop = threading.Event()
-        self.full_space = spec.space
-        self.space = spec.space
+        self.full_space = apply_base(spec.space, spec.base)   # what can act depends on the base's settings too
+        self.space = self.full_space
         self.study: optuna.Study | None = None
         self.default: FrozenTrial | None = None
         self.sampler_plugin = get_sampler(spec.sampler)
@@ -370,7 +370,8 @@ class Tuner:
         spec = self.spec
         default = bool(trial.user_attrs.get(ATTR_DEFAULT))
         space = self.full_space if default else self.space
-        point = {p.key: trial.suggest_categorical(p.key, p.choices) for p in space}
+        # define-by-run: a parameter that cannot act given those drawn before it is not drawn (nor written)
+        point = space.sample(lambda p: trial.suggest_categorical(p.key, p.choices))
         config = spec.layered(space.config(point, meta={"tool": "iotame tune", "study": spec.study,
                                                          "trial": trial.number}))
         trial_dir = spec.out / "trials" / f"{trial.number:04d}"
@@ -596,7 +597,7 @@ class Tuner:
         is_def = is_default(chosen)
         speedup = 1.0 if is_def else ratio(best_value, default_value, self.direction)
         config = dict(chosen.user_attrs.get("config") or {"version": 1})
-        params = {k: v for k, v in chosen.params.items() if v != UNSET}
+        params = {k: v for k, v in self.full_space.canonical(chosen.params).items() if v != UNSET}
         ablation = None if is_def else self.ablation(chosen, final)
         if ablation is not None:
             config = spec.layered(self.full_space.config(ablation.point))
@@ -648,7 +649,8 @@ class Tuner:
         """The best trial's settings measured by their removal (iotame.tune.ablation), side by side; None when there
         is nothing to weigh (one setting, no rounds) or the best configuration failed."""
         spec = self.spec
-        point = {k: v for k, v in chosen.params.items() if k in {p.key for p in self.full_space}}
+        # only what can act in the best configuration is weighed (a value that changes nothing carries nothing)
+        point = self.full_space.canonical(chosen.params)
         if spec.ablation_rounds < 1 or sum(v != UNSET for v in point.values()) < 2:
             return None
         if final is not None and final.best.ok and final.default.ok:
