@@ -19,7 +19,7 @@ import warnings
 
 import optuna
 
-from .space import Space
+from .space import UNSET, Space
 
 __all__ = ["Sampler", "GeneticAlgorithm", "Tpe", "Random", "Grid", "ShuffledGrid", "SAMPLERS", "DEFAULT_SAMPLER",
            "get_sampler", "GA_POPULATION", "GA_MUTATION", "GA_CROSSOVER", "TPE_STARTUP"]
@@ -63,8 +63,9 @@ class Tpe(Sampler):
     def create(self, space, seed=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.TPESampler(n_startup_trials=TPE_STARTUP, multivariate=True, seed=seed,
-                                              constant_liar=True)
+            # group: the space is conditional (define-by-run), each group of parameters drawn together modelled alone
+            return optuna.samplers.TPESampler(n_startup_trials=TPE_STARTUP, multivariate=True, group=True,
+                                              seed=seed, constant_liar=True)
 
 
 class Random(Sampler):
@@ -81,13 +82,16 @@ class ShuffledGrid(optuna.samplers.BaseSampler):
     RATIONALE: optuna's GridSampler builds the whole grid in memory (the built-in space has millions of points,
     billions with HDF5 properties) and stops the study from inside optimize(), which the tuner's ask-and-tell
     loop cannot take. This one draws an unvisited point's index and decodes it (mixed radix); the points of every
-    trial of the study, enqueued ones included, count as visited.
+    trial of the study, enqueued ones included, count as visited. Given a Space, only its points in which no
+    parameter is set that cannot act are drawn (a trial's parameters that were not drawn count as unset).
     """
 
-    def __init__(self, space: dict, seed: int | None = None):
+    def __init__(self, space: dict, seed: int | None = None, conditional: Space | None = None):
         self._keys = list(space)
         self._choices = [list(v) for v in space.values()]
-        self._size = math.prod(len(c) for c in self._choices)
+        self._full = math.prod(len(c) for c in self._choices)
+        self._space = conditional
+        self._size = conditional.count_configurations() if conditional is not None else self._full
         self._rng = random.Random(seed)
 
     @property
@@ -97,9 +101,10 @@ class ShuffledGrid(optuna.samplers.BaseSampler):
     def _index(self, params: dict) -> int | None:
         index = 0
         for key, choices in zip(self._keys, self._choices):
-            if key not in params or params[key] not in choices:
+            value = params.get(key, UNSET if self._space is not None else None)
+            if value not in choices:
                 return None
-            index = index * len(choices) + choices.index(params[key])
+            index = index * len(choices) + choices.index(value)
         return index
 
     def _point(self, index: int) -> dict:
@@ -109,10 +114,16 @@ class ShuffledGrid(optuna.samplers.BaseSampler):
             point[key] = choices[i]
         return point
 
+    def _distinct(self, index: int) -> bool:
+        """Whether the point sets no parameter that cannot act (always, without a Space)."""
+        return self._space is None or not self._space.inactive(self._point(index))
+
     def visited(self, study: optuna.Study) -> set[int]:
         seen = set()
         for t in study.get_trials(deepcopy=False):
             params = t.params or t.system_attrs.get("fixed_params") or {}
+            if not params:
+                continue        # a trial being sampled (a drawn point has at least one parameter)
             i = self._index(params)
             if i is not None:
                 seen.add(i)
@@ -126,13 +137,13 @@ class ShuffledGrid(optuna.samplers.BaseSampler):
             return {}
         seen = self.visited(study)
         if len(seen) >= self._size:
-            return self._point(self._rng.randrange(self._size))
+            return self._point(self._rng.randrange(self._full))
         if len(seen) < self._size // 2:
-            while True:
-                i = self._rng.randrange(self._size)
-                if i not in seen:
+            for _ in range(10000):     # rejection: distinct points are most of a space; else the list below
+                i = self._rng.randrange(self._full)
+                if i not in seen and self._distinct(i):
                     return self._point(i)
-        return self._point(self._rng.choice([i for i in range(self._size) if i not in seen]))
+        return self._point(self._rng.choice([i for i in range(self._full) if i not in seen and self._distinct(i)]))
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         return self._rng.choice(list(param_distribution.choices))
@@ -146,7 +157,7 @@ class Grid(Sampler):
     summary = "every configuration of the space once, in random order"
 
     def create(self, space, seed=None):
-        return ShuffledGrid({p.key: p.choices for p in space}, seed=seed)
+        return ShuffledGrid({p.key: p.choices for p in space}, seed=seed, conditional=space)
 
     def exhausted(self, sampler, study):
         return isinstance(sampler, ShuffledGrid) and sampler.is_exhausted(study)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from .layers import param_key
@@ -116,11 +118,9 @@ class Space:
         return next((p for p in self.params if p.key == key), None)
 
     def size(self) -> int:
-        """The number of distinct configurations (UNSET counted as a value)."""
-        n = 1
-        for p in self.params:
-            n *= len(p.choices)
-        return n
+        """The number of configurations (UNSET counted as a value), a parameter counted only where it can act
+        (count_configurations)."""
+        return self.count_configurations()
 
     def default_point(self) -> dict:
         """Every parameter UNSET: the system default."""
@@ -135,7 +135,11 @@ class Space:
     # --- the conditional space: which parameters can act in a point ---------------------------------------------
 
     def find(self, section: str, name: str) -> Param | None:
-        return next((p for p in self.params if p.section == section and p.name == name), None)
+        return self._by_setting.get((section, name))
+
+    @cached_property
+    def _by_setting(self) -> dict[tuple[str, str], Param]:
+        return {(p.section, p.name): p for p in self.params}
 
     def acts(self, param: Param, point: Mapping[str, Any]) -> bool:
         """Whether `param` can act in `point`: one of its requirements is met by the value the point gives the
@@ -167,8 +171,8 @@ class Space:
         return out
 
     def inactive(self, point: Mapping[str, Any]) -> list[str]:
-        """The parameters set in `point` that cannot act in it (canonical() leaves them unset)."""
-        canon = self.canonical(point)
+        """The parameters set in `point` whose requirements it does not meet (the sampler never draws them)."""
+        canon = self.canonical(point, no_op=False)
         return [p.key for p in self.params if point.get(p.key, UNSET) != UNSET and canon[p.key] == UNSET]
 
     def sampling_order(self) -> list[Param]:
@@ -204,17 +208,16 @@ class Space:
         settings others act through, each assignment weighted by the choices of the parameters that act in it."""
         parents = [p for p in self.params if any(self.find(r.section, r.name) is p
                                                   for q in self.params for r in q.requires)]
-        others = [p for p in self.params if p not in parents]
+        conditional = [p for p in self.params if p not in parents and p.requires]
+        constant = math.prod(len(p.choices) for p in self.params if p not in parents and not p.requires)
+        checked = [p for p in parents if p.requires]
         total = 0
         for combo in itertools.product(*[p.choices for p in parents]):
             point = {p.key: c for p, c in zip(parents, combo)}
-            if any(c != UNSET and not self.acts(p, point) for p, c in zip(parents, combo)):
+            if any(point[p.key] != UNSET and not self.acts(p, point) for p in checked):
                 continue         # a parent set where it cannot act: not a distinct point
-            n = 1
-            for p in others:
-                n *= len(p.choices) if self.acts(p, point) else 1
-            total += n
-        return total
+            total += math.prod(len(p.choices) if self.acts(p, point) else 1 for p in conditional)
+        return total * constant
 
     def point_from_config(self, config: Mapping[str, Any]) -> dict:
         """The point of this space closest to a configuration's `defaults`: each parameter takes the configured
