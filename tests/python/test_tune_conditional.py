@@ -15,6 +15,8 @@ from iotame.tune.measure import RunOutcome
 from iotame.tune.samplers import SAMPLERS, get_sampler
 from iotame.tune.space import UNSET, Space, apply_base
 
+from .test_tune_study import job, knowledge_env  # noqa: F401 (fixtures: the stand-in job)
+
 STAGING_WRITE_BEHIND = ("cache_mb", "flush_threshold", "flush_delay_ms", "sync_on_close")
 
 
@@ -205,3 +207,25 @@ def test_the_ablation_never_weighs_an_inactive_setting(tmp_path, monkeypatch):
     assert "staging" not in line and "prefetch" not in line and "ind_wr_buffer_size" not in line
     assert line.startswith("romio_cb_write=disable: +")
     assert all(r.point[k] == UNSET for k in space.inactive(point))
+
+
+# ---- a study end to end ----
+
+def test_a_study_never_writes_reports_or_ranks_a_setting_that_cannot_act(tmp_path, job, capsys):
+    """The stand-in job's bandwidth depends on romio_cb_write only. Staging's flush_delay_ms cannot act with staging
+    at most false, and false is the default of enabled and prefetch: no trial draws or writes any of them, and
+    the best configuration, its summary and what is printed hold romio_cb_write alone."""
+    from .test_tune_study import load, search_trials, tune
+    space = '[mpiio]\nromio_cb_write = ["disable"]\n[iotame.staging]\nenabled = [false]\nprefetch = [false]\n' \
+            'flush_delay_ms = [20]\n'
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "20", "--final-repeat", "1", space=space) == 0
+    trials = search_trials(load(tmp_path))
+    assert len(trials) == 2 * 2 * 2          # romio_cb_write x enabled (unset, false) x prefetch (unset, false)
+    assert not any("iotame.staging.flush_delay_ms" in t.params for t in trials)
+    assert not any("staging" in (t.user_attrs["config"].get("defaults") or {}) for t in trials)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["space"]["size"] == 8
+    assert summary["best"]["params"] == {"mpiio.romio_cb_write": "disable"}
+    assert json.loads((tmp_path / "out" / "best.json").read_text())["defaults"] == {
+        "mpiio_hints": {"romio_cb_write": "disable"}}
+    assert "staging" not in capsys.readouterr().out.split("best")[-1]
