@@ -102,9 +102,20 @@ def _meaning(s: Setting, raw: dict) -> str:
     text = s.doc.rstrip()
     if s.fs is not None:
         text += f" (file systems: {', '.join(s.fs)})"
+    if s.requires:
+        conditions = [_condition(*r) for r in s.requires]
+        text += ". Acts only when " + (conditions[0] if len(conditions) == 1 else
+                                       "one of these holds: " + "; ".join(conditions))
     if raw.get("process"):
         text += ". Process-wide: in `defaults` only"
     return text
+
+
+def _condition(section: str, name: str, values: tuple) -> str:
+    """`staging.enabled` is `true`; `romio_ds_write` is `enable`, `automatic` or not set."""
+    shown = [_code(v) for v in values if v != "unset"] + (["not set"] if "unset" in values else [])
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return f"`{section}.{name}` is {listed}"
 
 
 def _escape(cell: str) -> str:
