@@ -229,3 +229,18 @@ def test_a_study_never_writes_reports_or_ranks_a_setting_that_cannot_act(tmp_pat
     assert json.loads((tmp_path / "out" / "best.json").read_text())["defaults"] == {
         "mpiio_hints": {"romio_cb_write": "disable"}}
     assert "staging" not in capsys.readouterr().out.split("best")[-1]
+
+
+def test_a_parameter_nothing_lets_act_is_left_out_with_a_note():
+    """A space with staging's write-behind settings but not staging.enabled (a space file, or a read-only job
+    whose pruning took enabled out): they never act, so they are left out, each named in a note."""
+    full = _space()
+    space = full.without(["iotame.staging.enabled"])
+    left = space.never_acting()
+    assert "iotame.staging.flush_delay_ms" not in left.keys() and "iotame.staging.flush_threshold" not in left.keys()
+    assert "iotame.staging.cache_mb" in left.keys()                     # prefetch may still turn the area on
+    assert "flush_delay_ms left out: it acts only when staging.enabled is true, which no configuration of the " \
+           "space sets" in left.notes
+    assert full.never_acting() is full
+    over = apply_base(space, {"version": 1, "defaults": {"staging": {"enabled": True}}})
+    assert over.never_acting() is over                                  # the base turns staging on

@@ -175,6 +175,31 @@ class Space:
         canon = self.canonical(point, no_op=False)
         return [p.key for p in self.params if point.get(p.key, UNSET) != UNSET and canon[p.key] == UNSET]
 
+    def never_acting(self) -> Space:
+        """The space without the parameters no point of it lets act (what they act through is not in the space,
+        or never with a value that lets them act), each named in a note."""
+        drop, notes = set(), []
+        changed = True
+        while changed:           # a parameter left out may leave others that act through it unable to act
+            changed = False
+            for p in self.params:
+                if p.key in drop or not p.requires:
+                    continue
+                if not any(self._can_meet(r, drop) for r in p.requires):
+                    drop.add(p.key)
+                    changed = True
+                    need = "; ".join(f"{r.section}.{r.name} is {', '.join(map(_shown, r.values))}" for r in p.requires)
+                    notes.append(f"{p.name} left out: it acts only when {need}, which no configuration of the "
+                                 f"space sets")
+        return Space(tuple(p for p in self.params if p.key not in drop), self.notes + tuple(notes)) if drop else self
+
+    def _can_meet(self, r: Requirement, drop: set) -> bool:
+        """Whether some point of the space (without `drop`) meets requirement r."""
+        if r.met_by(r.unset):
+            return True
+        parent = self.find(r.section, r.name)
+        return parent is not None and parent.key not in drop and any(r.met_by(decode(c)) for c in parent.choices)
+
     def sampling_order(self) -> list[Param]:
         """The parameters with every one after those it acts through, so that a sampler knows, when it comes to a
         parameter, whether it can act (otherwise the space's order)."""
@@ -244,6 +269,11 @@ class Space:
     def describe(self) -> list[str]:
         """One line per parameter: `mpiio.cb_nodes: unset, 1, 2`."""
         return [f"{p.key}: {', '.join(str(c) for c in p.choices)}" for p in self.params]
+
+
+def _shown(v: Any) -> str:
+    """A value in a note: strings as they are, the rest as JSON (true, not True)."""
+    return v if isinstance(v, str) else json.dumps(v)
 
 
 def apply_base(space: Space, base: Mapping[str, Any] | None) -> Space:

@@ -494,7 +494,7 @@ class Tuner:
         if stored is not None:
             self.space = Space.from_json(stored)
         else:
-            self.space = prune(self.full_space, w) if w is not None else self.full_space
+            self.space = (prune(self.full_space, w) if w is not None else self.full_space).never_acting()
             study.set_user_attr("space", self.space.to_json())
             for n in self.space.notes[len(self.full_space.notes):]:
                 self.events.note(n)
