@@ -45,7 +45,8 @@ def test_settings_json_declares_what_acts_through_what():
     assert staging["prefetch_kb"].requires == (("staging", "prefetch", (True,)),)
     assert not staging["enabled"].requires and not staging["prefetch"].requires
     hints = s["mpiio_hints"].settings
-    assert hints["ind_wr_buffer_size"].requires == (("mpiio_hints", "romio_ds_write", ("enable", "automatic", "unset")),)
+    sieving = ("enable", "automatic", "unset")
+    assert hints["ind_wr_buffer_size"].requires == (("mpiio_hints", "romio_ds_write", sieving),)
     assert ("mpiio_hints", "romio_cb_write", ("enable", "automatic", "unset")) in hints["cb_nodes"].requires
     assert all(r[:2] == ("throttle", n) for r, n in zip(s["throttle"].settings["tolerance"].requires,
                                                          ("readers", "writers")))
@@ -158,7 +159,8 @@ def test_the_grid_visits_each_distinct_configuration_once():
     space = Space(tuple(full.get(k) for k in ("iotame.staging.enabled", "iotame.staging.flush_delay_ms",
                                               "iotame.staging.prefetch", "iotame.staging.prefetch_kb")
                         if full.get(k) is not None))
-    # prefetch_kb has no "tune" entry: enabled unset or false (2) x prefetch (3), and enabled true x flush_delay_ms (4) x prefetch (3)
+    # prefetch_kb has no "tune" entry: enabled unset or false (2) x prefetch (3), and enabled true x
+    # flush_delay_ms (4) x prefetch (3)
     assert space.size() == 2 * 3 + 1 * 4 * 3
     sampler = get_sampler("grid")
     study = optuna.create_study(sampler=sampler.create(space, 3))

@@ -11,8 +11,8 @@ from typing import Any, Iterable, Mapping
 
 from .layers import param_key
 
-__all__ = ["UNSET", "Requirement", "Param", "Space", "apply_base", "pow2_values", "config_for", "is_pow2", "encode", "decode",
-           "CONFIG_VERSION", "JSON_PREFIX"]
+__all__ = ["UNSET", "Requirement", "Param", "Space", "apply_base", "same_value", "pow2_values", "config_for",
+           "is_pow2", "encode", "decode", "CONFIG_VERSION", "JSON_PREFIX"]
 
 UNSET = "unset"            # a parameter's value meaning: do not set it (the system default)
 CONFIG_VERSION = 1
