@@ -246,3 +246,17 @@ def test_a_parameter_nothing_lets_act_is_left_out_with_a_note():
     assert full.never_acting() is full
     over = apply_base(space, {"version": 1, "defaults": {"staging": {"enabled": True}}})
     assert over.never_acting() is over                                  # the base turns staging on
+
+
+def test_a_job_that_only_reads_keeps_what_prefetching_acts_through():
+    from iotame.tune.workload import prune, workload_from_stats
+
+    from .fakes import make_stats
+    stats = make_stats(bytes_written=0)
+    stats["files"][0]["ops"] = {"read_at": {"count": 4, "bytes": 2097152}}
+    pruned = prune(_space(), workload_from_stats(stats)).never_acting()
+    staging = [k for k in pruned.keys() if k.startswith("iotame.staging.")]
+    assert staging == ["iotame.staging.cache_mb", "iotame.staging.prefetch"]
+    point = {"iotame.staging.prefetch": True, "iotame.staging.cache_mb": 64}
+    assert _staging(pruned.config(point)) == {"prefetch": True, "cache_mb": 64}
+    assert "staging" not in (pruned.config({**point, "iotame.staging.prefetch": UNSET}).get("defaults") or {})

@@ -136,6 +136,9 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return abs(float(a.get("collective") or 0) - float(b.get("collective") or 0)) + files
 
 
+# staging's settings that act for reads too (prefetching; the area holds its buffers): kept for a job that only reads
+STAGING_READ_SIDE = frozenset({"prefetch", "prefetch_kb", "cache_mb"})
+
 # HDF5 settings that make every rank take part in a call: a job whose ranks make different HDF5 calls would hang
 HDF5_COLLECTIVE = {"hdf5.transfer": "collective", "hdf5.coll_metadata_reads": True, "hdf5.coll_metadata_writes": True}
 
@@ -178,9 +181,9 @@ def prune(space: Space, w: Workload) -> Space:
             reasons[p.key] = "makes no reads"
         if p.section == "throttle" and p.name == "writers" and w.write_ops == 0:
             reasons[p.key] = "makes no writes"
-        if p.section == "staging" and p.name == "prefetch" and w.read_ops == 0:
+        if p.section == "staging" and p.name in ("prefetch", "prefetch_kb") and w.read_ops == 0:
             reasons[p.key] = "makes no reads"
-        if p.section == "staging" and p.name != "prefetch" and w.write_ops == 0:  # write-behind
+        if p.section == "staging" and p.name not in STAGING_READ_SIDE and w.write_ops == 0:  # write-behind
             reasons[p.key] = "makes no writes"
         if p.section != "mpiio_hints":
             continue
