@@ -1,12 +1,13 @@
 /* Writing one batch of the ring (the flusher's work): every committed record from the tail, from all the node's
- * processes, file by file.
- *  - dense: where a file's extents in the batch cover a range without a hole (ranks interleaved at fine grain, as
- *    in Noncontig, together tile the file), their data is copied into one buffer in staging order (a later write
- *    of a byte wins, as without staging) and the range written with one pwrite;
- *  - sorted: otherwise the extents are sorted by offset (a stable radix sort) and adjacent ones written together,
+ * processes, file by file. A record's runs are expanded into pieces here, behind the application.
+ *  - dense: where a file's small pieces in the batch cover at least half of their range (ranks interleaved at fine
+ *    grain, as in Noncontig, together tile the file), their data is copied into a buffer in staging order (a later
+ *    write of a byte wins, as without staging), 64 MiB of the range at a time, and each covered run written with
+ *    one pwrite;
+ *  - sorted: otherwise the pieces are sorted by offset (a stable radix sort) and adjacent ones written together,
  *    small ones copied into one buffer, larger ones as the iovecs of one pwritev; where two overlap, the file's
- *    extents are written one by one in staging order.
- * An error is attributed by extent: the bytes the kernel accepted before it succeeded, the rest name their
+ *    pieces are written one by one in staging order.
+ * An error is attributed by piece: the bytes the kernel accepted before it succeeded, the rest name their
  * processes. */
 #include <errno.h>
 #include <limits.h>

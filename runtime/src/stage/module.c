@@ -1,9 +1,11 @@
 /* The stage module at the MPI-IO layer: which calls are staged, MPI-IO's semantics around them, and the statistics.
  *
  * A blocking write (independent or collective, explicit offset or individual file pointer) of a file with
- * staging.enabled is mapped through the handle's view to file extents, copied into the node's ring and returned:
- * no exchange between ranks, no synchronization. What keeps the semantics:
- *  - a process reads what it wrote: before any read of a file, its own staged data of the file is written;
+ * staging.enabled is mapped through the handle's view to strided file runs, copied into the node's ring and
+ * returned: no exchange between ranks, no synchronization; or, where staging cannot pay, written through within the
+ * call (stage_through_reason). What keeps the semantics:
+ *  - a process reads what it wrote: a read that meets its own staged data of the file waits for it to be written;
+ *  - a call written through never meets the process's staged data not yet written (it is staged after it then);
  *  - a write that is not staged (atomic mode, shared pointers, split and nonblocking calls, a view that cannot be
  *    mapped) first waits for the process's staged data of the file, so the two reach the file in program order;
  *  - sync, close (with sync_on_close) and MPI_Finalize write everything staged before them; get_size, set_size and

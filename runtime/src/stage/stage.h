@@ -2,7 +2,7 @@
  * I/O for Blue Gene systems", CCGrid 2009: write-behind and prefetch; docs/design/staging.md). The processes of a
  * node share one staging area: a ring of write records in shared memory, appended to by the writers and written
  * behind, in order, by one flusher per node (a thread of the node's first process that makes no MPI call). A write
- * returns once its data is in the ring; the flusher merges adjacent extents of all the node's processes into large
+ * returns once its data is in the ring; the flusher merges adjacent pieces of all the node's processes into large
  * writes. A small table of read-ahead buffers serves prefetch. The only interface of runtime/src/stage/. */
 #ifndef IOTAME_STAGE_H
 #define IOTAME_STAGE_H
