@@ -439,6 +439,51 @@ static void flusher_writers(void)
     area_free(a);
 }
 
+/* A fill that keeps its record in flight until the flusher has written what came before it (2 s at most), waking
+ * the flusher as another writer's commit would. */
+static stage_area_t *inflight_area;
+static int inflight_saw_tail;
+
+static int inflight_fill(void *arg, char *dst, uint64_t from, uint64_t n)
+{
+    for (int i = 0; i < 2000 && !inflight_saw_tail; i++) {
+        stage_event_notify(&inflight_area->wake, 0);
+        inflight_saw_tail = __atomic_load_n(&inflight_area->tail, __ATOMIC_ACQUIRE) > 0;
+        usleep(1000);
+    }
+    memcpy(dst, (const char *)arg + from, n);
+    return 0;
+}
+
+/* The ring past its threshold while a writer is still copying a record: the flusher writes the committed records
+ * before it instead of waiting (writers that keep staging would always have a record under way). */
+static void flusher_under_pressure(void)
+{
+    phase = "flusher_under_pressure";
+    stage_area_t *a = area_new(65536);
+    int f = file_new(a, "pressure.dat");
+    static unsigned char image[20000];
+    memset(image, 0, sizeof image);
+    stage_flush_knobs_t k = {0.25, 10000000000ull}; /* the threshold alone starts a flush */
+    CHECK(stage_flusher_start(a, &k) == 0);
+    iotame_extent_t first = {0, 10000};
+    put(a, f, 0, &first, 1, 21, image);
+    char *d = malloc(10000);
+    for (size_t i = 0; i < 10000; i++) d[i] = (char)(image[10000 + i] = pattern(22, i));
+    inflight_area = a;
+    inflight_saw_tail = 0;
+    const iotame_run_t second = {10000, 10000, 1, 10000};
+    const stage_source_t src = {inflight_fill, d};
+    uint64_t blocked = 0;
+    stage_put(a, f, 0, &second, 1, &src, k.threshold, &blocked);
+    CHECK(inflight_saw_tail);
+    stage_drain(a, stage_head(a));
+    stage_flusher_stop(a);
+    file_check("pressure.dat", image, sizeof image);
+    free(d);
+    area_free(a);
+}
+
 /* ---- writers that die ---- */
 
 static void die_in_copy(int sig)
@@ -577,6 +622,7 @@ int main(void)
     batch_missing_file();
     batch_short();
     flusher_writers();
+    flusher_under_pressure();
     dead_writer();
     killed_waiter();
     char cmd[600];

@@ -23,7 +23,6 @@
 #endif
 #define DENSE_MAX ((int64_t)64 << 20) /* the window of a dense range written from one buffer */
 #define GATHER_BYTES (4u << 20)
-#define SMALL_PIECE 4096
 #define RADIX_BITS 11
 
 typedef struct {
@@ -227,7 +226,7 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
                        uint64_t n)
 {
     const int64_t win = end - lo < DENSE_MAX ? end - lo : DENSE_MAX;
-    if ((uint64_t)(end - lo) > 2 * bytes || bytes >= n * SMALL_PIECE) return 0;
+    if ((uint64_t)(end - lo) > 2 * bytes || bytes >= n * STAGE_SMALL_PIECE) return 0;
     if (grow((void **)&buffer, &buffer_cap, (size_t)win, 1) ||
         grow((void **)&covered, &covered_cap, (size_t)(win + 63) / 64, sizeof *covered))
         return 0;
@@ -349,7 +348,7 @@ static void write_sorted(stage_area_t *a, int f, piece_t *p, size_t n_pieces)
     int fd = stage_fd(a, f, 1);
     while (p < q) {
         piece_t *run = p;
-        int n = 0, small = gathering && p->len < SMALL_PIECE;
+        int n = 0, small = gathering && p->len < STAGE_SMALL_PIECE;
         int64_t end = p->off;
         do {
             if (small) memcpy(buffer + (end - run->off), p->data, (size_t)p->len);
@@ -357,7 +356,7 @@ static void write_sorted(stage_area_t *a, int f, piece_t *p, size_t n_pieces)
             end += p->len;
             p++;
         } while (!overlap && p < q && p->off == end &&
-                 (small ? p->len < SMALL_PIECE && end - run->off + p->len <= GATHER_BYTES : n < IOV_MAX));
+                 (small ? p->len < STAGE_SMALL_PIECE && end - run->off + p->len <= GATHER_BYTES : n < IOV_MAX));
         if (small) iov[n++] = (struct iovec){buffer, (size_t)(end - run->off)};
         int64_t done = 0;
         int err = fd < 0 ? fd : write_all(fd, n, run->off, &done);

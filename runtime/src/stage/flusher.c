@@ -19,7 +19,6 @@
  * background at least HOLES_WAIT. */
 #define HOLES_WAIT 100000000ull
 #define HOLE_PIECE_NS 1000ull
-#define SMALL_PIECE 4096
 
 static pthread_t thread;
 static int running;
@@ -182,7 +181,7 @@ static uint64_t flusher_holes_wait(stage_area_t *a, uint64_t from, uint64_t to, 
     }
     uint64_t pieces = 0;
     for (int i = 0; i < n; i++)
-        if (f[i].bytes < (uint64_t)(f[i].end - f[i].lo) && f[i].bytes < f[i].pieces * SMALL_PIECE)
+        if (f[i].bytes < (uint64_t)(f[i].end - f[i].lo) && f[i].bytes < f[i].pieces * STAGE_SMALL_PIECE)
             pieces += f[i].pieces;
     const uint64_t one_by_one = pieces * HOLE_PIECE_NS;
     return urgent || !pieces || one_by_one > HOLES_WAIT ? one_by_one : HOLES_WAIT;
@@ -223,7 +222,9 @@ static void *flusher_run(void *arg)
             __atomic_store_n(&a->idle, 0, __ATOMIC_RELEASE);
             continue;
         }
-        if (to == from || (to < a->head && !forced)) { /* a writer is still copying a record: it joins the batch */
+        /* A writer still copying a record: the batch waits for it, unless the ring is under pressure (writers that
+         * keep staging would always have one under way) */
+        if (to == from || (to < a->head && !forced && !pressed)) {
             flusher_wait(a, now + 200000ull);
             continue;
         }

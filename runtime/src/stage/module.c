@@ -433,7 +433,7 @@ static const char *stage_through_reason(handle_t *h, int64_t nbytes, uint64_t pi
 {
     const char *why = NULL;
     if (!stage_room_for(area, stage_record_bytes(runs.n, (uint64_t)nbytes), threshold) &&
-        (uint64_t)nbytes >= pieces * STAGE_THROUGH_PIECE)
+        (uint64_t)nbytes >= pieces * STAGE_SMALL_PIECE)
         why = "full";
     else if (h->absorb_call_s > 0 &&
              (double)pieces * h->absorb_call_s <= (double)nbytes / h->copy_rate + (double)pieces * h->piece_s)
@@ -451,7 +451,7 @@ static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
     stage_data_t d = {io, NULL, nbytes};
     if (!why && iotame_flatten_is_contiguous(io->datatype, (int64_t)io->count, &first))
         d.mem = (const char *)io->buf + first;
-    uint64_t pieces = stage_runs_range(&lo, &end);
+    uint64_t pieces = why ? 0 : stage_runs_range(&lo, &end);
     const char *through = why ? NULL : stage_through_reason(h, nbytes, pieces, lo, end);
     /* a call of several records, or written through, is packed first: no record waits for a failed pack */
     if (!why && !d.mem && (through || !stage_one_record(area, runs.n, (uint64_t)nbytes)))

@@ -133,8 +133,10 @@ typedef struct {
     void *arg;
 } stage_source_t;
 
-/* Calls whose pieces are at least this large on average are written through when the ring has no room for them. */
-#define STAGE_THROUGH_PIECE 4096
+/* Pieces below this size are small: the flusher merges them (copies them into one buffer, waits for the node's other
+ * processes to fill the holes between them), and a call whose pieces are smaller on average waits for room in a
+ * full ring instead of being written through. */
+#define STAGE_SMALL_PIECE 4096
 
 /* ---- the area (area.c; its mapping in MPI: map.c) ---- */
 
