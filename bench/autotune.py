@@ -39,6 +39,7 @@ from iotame.config import save_config  # noqa: E402
 from iotame.paths import kernel_path  # noqa: E402
 from iotame.tune.measure import run_once  # noqa: E402
 from iotame.tune.page_cache import PageCache  # noqa: E402
+from iotame.tune.recommend import model_run_config  # noqa: E402
 from iotame.tune.samplers import DEFAULT_SAMPLER, SAMPLERS, get_sampler  # noqa: E402
 from iotame.tune.space import UNSET, Param, Space  # noqa: E402
 from iotame.tune.study import quiet_optuna  # noqa: E402
@@ -79,6 +80,7 @@ def grid(name: str, a, tmp: Path, cache: PageCache) -> dict:
     argv = ["mpiexec", "-n", str(NPROCS), str(kernel_path()), *[x.format(dir=tmp) for x in args]]
     points = [dict(zip(space.keys(), combo)) for combo in itertools.product(*(p.choices for p in space))]
     values: dict[str, list[float]] = {key(p): [] for p in points}
+    kept = {"model_stats": _model_run(argv, a, tmp, cache)} if a.profile else {}
     order = random.Random(name)
     for r in range(a.repeat):
         order.shuffle(points)
@@ -88,9 +90,22 @@ def grid(name: str, a, tmp: Path, cache: PageCache) -> dict:
             path = save_config(config, tmp / "config.json")
             o = run_once(argv, path, tmp / "run", "io-bandwidth", timeout=600, page_cache=cache)
             values[key(p)].append(o.value if o.value is not None else float("nan"))
+            if r == 0 and p == space.default_point() and o.error is None:     # the workload, as the tuner sees it
+                kept["default_stats"] = json.loads((tmp / "run" / "stats.json").read_text())
             print(f"{name} round {r + 1} {i + 1}/{len(points)}: {o.value if o.error is None else o.error}",
                   file=sys.stderr, flush=True)
-    return {"argv": argv, "space": space.to_json(), "values": values}
+    return {"argv": argv, "space": space.to_json(), "values": values, **kept}
+
+
+def _model_run(argv: list, a, tmp: Path, cache: PageCache) -> dict | None:
+    """The statistics of the tuner's model run (iotame.tune.recommend): the default with the cost model choosing
+    the collective strategy, so that they hold its predicted seconds per strategy. None when the run failed."""
+    config = model_run_config(a.profile)
+    config["defaults"]["posix"] = {"sync_at_close": True}
+    path = save_config(config, tmp / "model.json")
+    o = run_once(argv, path, tmp / "model-run", "io-bandwidth", timeout=600, page_cache=cache)
+    print(f"model run: {o.value if o.error is None else o.error}", file=sys.stderr, flush=True)
+    return json.loads((tmp / "model-run" / "stats.json").read_text()) if o.error is None else None
 
 
 def median(v):
@@ -185,13 +200,16 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("autotune-out"), help="where the plot goes")
     ap.add_argument("--json", help="write the grids' measurements here")
     ap.add_argument("--table", help="analyse an earlier --json file instead of measuring")
+    ap.add_argument("--profile", type=Path, help="machine profile (iotame calibrate): keep a model run's statistics "
+                                                 "per kernel and replay the tuner's recommendation")
     a = ap.parse_args()
     a.samplers = a.samplers.split(",")
     quiet_optuna()
     if a.table:
         data = json.loads(Path(a.table).read_text())
     else:
-        data = {"date": time.strftime("%Y-%m-%d %H:%M"), "repeat": a.repeat, "grids": {}}
+        data = {"date": time.strftime("%Y-%m-%d %H:%M"), "repeat": a.repeat, "grids": {},
+                "profile": str(a.profile) if a.profile else None}
         cache = PageCache(enabled=True)
         with tempfile.TemporaryDirectory(prefix="bench-autotune-") as tmp, steady_memory() as memory:
             data["memory"] = memory

@@ -3,7 +3,8 @@ and write the best configuration and a summary.
 
     1. the default trial (every parameter unset: the empty configuration) runs first in every study; its
        statistics describe the workload, which prunes the space and finds similar workloads in the knowledge base
-    2. up to 3 best configurations of similar workloads are enqueued as the next trials
+    2. with a machine profile, the cost model's recommendation for the workload (iotame.tune.recommend) is
+       enqueued as the next trial, then up to 3 best configurations of similar workloads
     3. the sampler proposes the rest; a configuration measured before is not run again (its value is reused)
     4. the best few and the default are re-run alternately; the best median wins (iotame.tune.final)
     5. best.json, summary.json, and the workload's best configuration in the knowledge base
@@ -40,6 +41,7 @@ from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
 from .page_cache import PageCache
+from .recommend import DEFAULT_STRATEGY, MODEL_SEED, Recommendation, point_is_default, recommend_for_default
 from .samplers import DEFAULT_SAMPLER, get_sampler
 from .space import UNSET, Space, apply_base
 from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_ROLE, ATTR_SEED, ATTR_TUNER, Claims, Heartbeat, counts,
@@ -89,6 +91,8 @@ class TuneSpec:
     durable: bool = True                    # runs make written files durable at close (posix.sync_at_close)
     ablation_rounds: int = 2                # 0: best.json keeps every setting of the best trial
     heartbeat: int | None = None            # seconds between heartbeats; None: $IOTAME_TUNE_HEARTBEAT, else 20
+    profile: Path | None = None             # machine profile of the cost model's recommendation; None: none
+    where: str = "the job's directory"      # where the profile was looked for (the message without one)
 
     def layered(self, config: dict) -> dict:
         """The configuration a run uses: `config` over the base configuration (the base's defaults and rules, the
@@ -498,19 +502,51 @@ class Tuner:
             study.set_user_attr("space", self.space.to_json())
             for n in self.space.notes[len(self.full_space.notes):]:
                 self.events.note(n)
-        if spec.knowledge is not None and w is not None and not study.user_attrs.get("seeded") \
+        if w is not None and not study.user_attrs.get("seeded") \
                 and self.claims.claim("seeded", self._token) == self._token:      # one tuner seeds the study
-            self._seed(signature(w, spec.fs))
+            seen = {_config_key({})}
+            self._seed_recommendation(default, seen)
+            if spec.knowledge is not None:
+                self._seed(signature(w, spec.fs), seen)
             study.set_user_attr("seeded", True)
         study.sampler = self.sampler_plugin.create(self.space, spec.seed)
 
-    def _seed(self, sig: dict) -> None:
+    def recommendation(self, default: FrozenTrial) -> Recommendation:
+        """The cost model's recommendation for the default's workload, made once per study (its model run in
+        out/model-run) and kept in the study."""
+        stored = self.study.user_attrs.get("recommendation")
+        if stored is not None:
+            return Recommendation.from_json(stored)
+        spec, runs = self.spec, default.user_attrs.get("runs") or [{}]
+        stats = Path(runs[0]["dir"]) / "stats.json" if runs[0].get("dir") else None
+        reference = ((spec.base or {}).get("defaults") or {}).get("collective", {}).get("strategy", DEFAULT_STRATEGY)
+        rec = recommend_for_default(spec.argv, spec.layered, spec.profile, self.space, self.workload(default), stats,
+                                    spec.out / "model-run", durable=spec.durable, reference=reference,
+                                    where=spec.where, cwd=spec.cwd, timeout=self.timeout, page_cache=self.page_cache)
+        self.study.set_user_attr("recommendation", rec.to_json())
+        return rec
+
+    def _seed_recommendation(self, default: FrozenTrial, seen: set) -> None:
+        """Enqueues the model's recommendation first, unless it is the default."""
+        rec = self.recommendation(default)
+        if rec.message and not rec.settings:
+            self.events.note(f"model: {rec.message}")
+            return
+        if point_is_default(rec, self.space):
+            self.events.note("model: its recommendation is the default in this space: not tried again")
+            return
+        point = rec.point(self.space)
+        seen.add(_config_key(self.space.config(point)))
+        self.study.enqueue_trial(point, user_attrs={ATTR_SEED: MODEL_SEED})
+        shown = ", ".join(f"{s.section}.{s.name}={s.value}" for s in rec.settings)
+        self.events.note(f"trying first the cost model's recommendation: {shown} (predicted: {rec.gain_text()})")
+
+    def _seed(self, sig: dict, seen: set) -> None:
         try:
             known = KnowledgeBase(self.spec.knowledge).lookup(sig, 3)
         except Exception as e:       # a broken knowledge base must not stop a study
             self.events.note(f"knowledge base {self.spec.knowledge} not used: {e}")
             return
-        seen = {_config_key({})}
         for k in known:
             point = self.space.point_from_config(k.config)
             key = _config_key(self.space.config(point))
@@ -632,6 +668,7 @@ class Tuner:
             "durable": spec.durable,
             "page_cache": self.page_cache.status, "timeout": self.timeout,
             "workload": w.to_json() if w else None,
+            "recommendation": study.user_attrs.get("recommendation"),
             "best_json": str(best_path),
         }
         summary_path = spec.out / "summary.json"
