@@ -147,3 +147,41 @@ def test_resume_after_kill(tmp_path):
     if left_running:
         assert "of a stopped tuner marked failed" in p.stderr
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["trials"]["total"] == target
+
+
+RECOMMEND_SPACE = """
+[iotame.collective]
+strategy = ["independent", "two_phase"]
+[iotame.staging]
+enabled = [true]
+"""
+
+
+def test_the_model_s_recommendation_is_the_first_trial_after_the_default(tmp_path):
+    from test_profile_runtime import profile_for
+    profile = profile_for(tmp_path, tmp_path / "profile.json")
+    (tmp_path / "space.toml").write_text(RECOMMEND_SPACE)
+    p = subprocess.run([sys.executable, "-m", "iotame", "tune", "--space", str(tmp_path / "space.toml"),
+                        "--no-drop-caches", "--out", str(tmp_path / "out"), "--study", "m", "--profile", str(profile),
+                        "--sampler", "random", "--seed", "2", "--trials", "3", "--final-repeat", "0",
+                        "--ablation-rounds", "0", "--", *IOR, "-o", str(tmp_path / "ior.dat")],
+                       cwd=tmp_path, env=env(tmp_path), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "out"
+    # the model run: the default with the model choosing; its statistics hold the predicted seconds per strategy
+    stats = json.loads((out / "model-run" / "run" / "stats.json").read_text())
+    (f,) = [f for f in stats["files"] if f["path"].endswith("ior.dat")]
+    times = {}
+    for d in f["decisions"]:
+        for name, seconds in d["model"]["predicted_s"].items():
+            times[name] = times.get(name, 0) + d["calls"] * seconds
+    summary = json.loads((out / "summary.json").read_text())
+    rec = {s["setting"]: s["value"] for s in summary["recommendation"]["settings"]}
+    assert rec["staging.enabled"] is True                          # durable closes: writes reach the device
+    best = min(times, key=times.get)
+    best = best if best in ("independent", "two_phase") else "passthrough"  # one the space lacks is left unset
+    assert rec.get("collective.strategy", "passthrough") == best
+    first = json.loads((out / "trials" / "0001" / "config.json").read_text())
+    assert first["meta"]["trial"] == 1 and first["defaults"]["staging"] == {"enabled": True}
+    assert first["defaults"].get("collective", {}).get("strategy", "passthrough") == best
+    assert "[model]" in p.stderr

@@ -58,6 +58,7 @@ cb_buffer_size = {pow2 = [2097152, 4194304]}
 @pytest.fixture(autouse=True)
 def knowledge_env(tmp_path, monkeypatch):
     monkeypatch.setenv("IOTAME_KNOWLEDGE", str(tmp_path / "kb.sqlite"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))     # no machine profile of the user's
     monkeypatch.setenv("COLUMNS", "200")
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import load_config
+from ..calibrate.discover import find_profile
+from ..config import load_config, save_config
 from ..paths import require_lib
 from ..render import console
 from ..stats import OBJECTIVES, emulated_storage
@@ -16,6 +17,8 @@ from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TE
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
 from ..tune.command import ENV_SRUN_MPI
+from ..tune.recommend import Recommendation
+from ..tune.tuner import Tuner
 from .run import command_args
 from .argtypes import positive_int, count, seconds
 
@@ -29,13 +32,15 @@ def add_parser(sub) -> None:
         NAME, help="search the configuration space with real runs; write the best configuration",
         usage="iotame tune [--space SPACE.toml] [--sampler ga|tpe|random|grid] [--trials N] [--repeat R] "
               "[--timeout S] [--jobs J] [--storage URL] [--study NAME] [--objective OBJ] [--out DIR] "
-              "[options] -- CMD...",
+              "[--profile F] [--recommend [--json]] [options] -- CMD...",
         description="Run CMD (usually `mpiexec -n N app ...`) under the runtime again and again with the "
                     "configurations a sampler proposes, and keep the best. The first trial is always the system "
                     "default (the empty configuration). The best few are re-run beside the default at the end; "
                     "DIR gets best.json (a configuration for `iotame run --config`), summary.json (default, best, "
                     "speedup) and every trial's configuration, statistics and output. Interrupted studies resume "
-                    "with the same --storage and --study. See docs/tuning.md.")
+                    "with the same --storage and --study. With a machine profile (iotame calibrate) the cost "
+                    "model's recommendation is the first trial after the default; --recommend prints it after one "
+                    "run of the default, without searching. See docs/tuning.md.")
     p.add_argument("--space", metavar="SPACE.toml", help="search space (default: the built-in space of the file "
                                                          "system, every setting the runtime can tune)")
     p.add_argument("--sampler", choices=tuple(SAMPLERS), default=DEFAULT_SAMPLER,
@@ -89,6 +94,14 @@ def add_parser(sub) -> None:
                         "best.json. 0: keep every setting")
     p.add_argument("--no-drop-caches", action="store_true",
                    help="do not drop the page cache before each run (dropped by default when root)")
+    p.add_argument("--profile", metavar="F", type=Path,
+                   help="machine profile of the cost model's recommendation (default: the one the runtime finds for "
+                        "--dir: --base's collective.profile, $IOTAME_PROFILE, ~/.config/iotame/profiles)")
+    p.add_argument("--recommend", action="store_true",
+                   help="run the default once, print the cost model's recommended configuration with each "
+                        "setting's reason and the predicted gain, write it to DIR/recommended.json; no search")
+    p.add_argument("--json", action="store_true", help="with --recommend: print the recommended configuration "
+                                                       "as JSON on stdout (a file for iotame run --config)")
     p.add_argument("--dry-run", action="store_true", help="print the job and the search space, run nothing")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the result")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD", help="the command and its arguments")
@@ -143,7 +156,7 @@ class ConsoleEvents(TuneEvents):
             self.progress.update(self.task, completed=done, best=best_text)
         if self.quiet:
             return
-        what = "default" if record.default else _hints(record.params)
+        what = "default" if record.default else _hints(record.params) + (f"  [{record.seed}]" if record.seed else "")
         if record.ok:
             result = _fmt(record.value, self.unit) + (f" (as trial {record.reused_from})"
                                                       if record.reused_from is not None else "")
@@ -226,6 +239,64 @@ def print_result(summary: dict, out_dir: Path) -> None:
               f"report: iotame report {out_dir}", markup=False)
 
 
+def _profile(args, base: dict | None) -> tuple[Path | None, str]:
+    """The profile of the recommendation, and where it was looked for (the message without one)."""
+    if args.profile:
+        return args.profile, str(args.profile)
+    setting = ((base or {}).get("defaults") or {}).get("collective", {}).get("profile")
+    found, _ = find_profile(args.dir, setting)
+    return found, f"{Path(args.dir).absolute()}"
+
+
+def recommended_config(rec: Recommendation, spec: TuneSpec) -> dict:
+    """The recommendation as a configuration for `iotame run --config`, its reasons and gains in `meta`."""
+    meta = {"tool": "iotame tune --recommend", "study": spec.study, "command": list(spec.argv),
+            "profile": rec.profile, "reasons": {f"{s.section}.{s.name}": s.reason for s in rec.settings},
+            "predicted": rec.gains, "left": {w: y for w, y in rec.left}}
+    if rec.message:
+        meta["message"] = rec.message
+    return spec.published(spec.layered(rec.config(meta)))
+
+
+def print_recommendation(rec: Recommendation, path: Path) -> None:
+    out = console()
+    if rec.settings:
+        t = Table(title="iotame tune --recommend: the cost model's configuration", title_justify="left")
+        t.add_column("setting")
+        t.add_column("value")
+        t.add_column("reason", overflow="fold")
+        for s in rec.settings:
+            t.add_row(f"{s.section}.{s.name}", json.dumps(s.value) if not isinstance(s.value, str) else s.value,
+                      s.reason)
+        out.print(t)
+    if rec.message:
+        out.print(rec.message, markup=False, soft_wrap=True)
+    for what, why in rec.left:
+        out.print(f"not recommended: {what}: {why}", markup=False, soft_wrap=True)
+    if rec.profile:
+        out.print(f"profile: {rec.profile}\npredicted gain: {rec.gain_text()}", markup=False, soft_wrap=True)
+    out.print(f"configuration: {path}", markup=False)
+
+
+def _recommend(spec: TuneSpec, events: "ConsoleEvents", as_json: bool) -> int:
+    tuner = Tuner(spec, events)
+    try:
+        tuner.open()
+        default = tuner.run_default()
+        tuner.prepare(default)           # the space for the workload; the recommendation, enqueued for a later tune
+        rec = tuner.recommendation(default)
+    finally:
+        tuner.close()
+        events.stop()
+    config = recommended_config(rec, spec)
+    path = save_config(config, spec.out / "recommended.json")
+    if as_json:
+        print(json.dumps(config, indent=1))
+    else:
+        print_recommendation(rec, path)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     cmd = command_args(args.cmd)
     job = resolve_job(cmd, args.np, args.launcher, args.srun_mpi)
@@ -249,14 +320,18 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"iotame: tune: warning: {args.jobs} trials at once on one node disturb each other's "
                   "measurements", markup=False)
     knowledge = None if args.no_knowledge else (args.knowledge or default_knowledge_path())
+    base = load_config(args.base) if args.base else None
+    profile, where = _profile(args, base)
     spec = TuneSpec(argv=job.argv, nprocs=job.nprocs, fs=fs, space=space, out=out_dir, study=name,
                     storage=args.storage, objective=args.objective, sampler=args.sampler, trials=args.trials,
                     repeat=args.repeat, timeout=args.timeout, jobs=args.jobs, final_top=args.final_top,
                     final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
                     knowledge=knowledge, space_source=source,
-                    base=load_config(args.base) if args.base else None, durable=args.durable,
-                    ablation_rounds=max(0, args.ablation_rounds))
+                    base=base, durable=args.durable, ablation_rounds=max(0, args.ablation_rounds),
+                    profile=profile, where=where)
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
+    if args.recommend:
+        return _recommend(spec, events, args.json)
     if not args.quiet:
         err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "
                   f"`{' '.join(job.argv)}` ({job.nprocs} process{'es' if job.nprocs > 1 else ''}, {fs}), "
