@@ -39,10 +39,11 @@ from iotame.config import save_config  # noqa: E402
 from iotame.paths import kernel_path  # noqa: E402
 from iotame.tune.measure import run_once  # noqa: E402
 from iotame.tune.page_cache import PageCache  # noqa: E402
-from iotame.tune.recommend import model_run_config  # noqa: E402
+from iotame.tune.recommend import model_run_config, recommend  # noqa: E402
 from iotame.tune.samplers import DEFAULT_SAMPLER, SAMPLERS, get_sampler  # noqa: E402
 from iotame.tune.space import UNSET, Param, Space  # noqa: E402
 from iotame.tune.study import quiet_optuna  # noqa: E402
+from iotame.tune.workload import workload_from_stats  # noqa: E402
 
 NPROCS = 2
 TARGET = 0.95
@@ -113,10 +114,14 @@ def median(v):
     return statistics.median(v) if v else float("nan")
 
 
-def replay(space: Space, table: dict[str, float], sampler: str, seed: int, trials: int) -> list[float]:
-    """Best-so-far after each trial of a study whose values come from the grid's table (the default first)."""
+def replay(space: Space, table: dict[str, float], sampler: str, seed: int, trials: int,
+           first: dict | None = None) -> list[float]:
+    """Best-so-far after each trial of a study whose values come from the grid's table (the default first, then
+    the point `first` when given, as the tuner enqueues the model's recommendation)."""
     study = optuna.create_study(direction="maximize", sampler=get_sampler(sampler).create(space, seed))
     study.enqueue_trial(space.default_point())
+    if first is not None:
+        study.enqueue_trial(first)
     best, curve = float("-inf"), []
     for _ in range(trials):
         t = study.ask()
@@ -131,19 +136,44 @@ def replay(space: Space, table: dict[str, float], sampler: str, seed: int, trial
     return curve
 
 
+def recommendation(g: dict, space: Space, profile: dict | None):
+    """The tuner's recommendation for the kernel, computed offline from the grid's kept statistics (the default's
+    and the model run's) in the grid's space; None without them."""
+    if profile is None or not g.get("default_stats"):
+        return None
+    return recommend(workload_from_stats(g["default_stats"]), profile, space, profile_path=None,
+                     default_stats=g["default_stats"], model_stats=g.get("model_stats"), durable=True)
+
+
+def reach_of(curve: list[float], target: float, trials: int) -> int:
+    return next((i + 1 for i, b in enumerate(curve) if b >= target), trials + 1)
+
+
 def analyse(data: dict, a) -> dict:
     out = {}
+    profile = json.loads(Path(data["profile"]).read_text()) if data.get("profile") else None
     for name, g in data["grids"].items():
         space = Space.from_json(g["space"])
         table = {k: median(v) for k, v in g["values"].items()}
         best_key = max((k for k in table if table[k] == table[k]), key=table.get)
         default = table[key(space.default_point())]
         curves = {s: [replay(space, table, s, seed, a.trials) for seed in range(a.seeds)] for s in a.samplers}
-        reach = {s: [next((i + 1 for i, b in enumerate(c) if b >= TARGET * table[best_key]), a.trials + 1)
-                     for c in cs] for s, cs in curves.items()}
+        reach = {s: [reach_of(c, TARGET * table[best_key], a.trials) for c in cs] for s, cs in curves.items()}
+        rec = recommendation(g, space, profile)
+        model = None
+        if rec is not None:
+            point = rec.point(space)
+            alone = table.get(key(point), float("nan"))
+            seeded = None if point == space.default_point() else \
+                [reach_of(replay(space, table, DEFAULT_SAMPLER, seed, a.trials, point), TARGET * table[best_key],
+                          a.trials) for seed in range(a.seeds)]
+            model = {"settings": {k: v for k, v in point.items() if v != UNSET}, "value": alone,
+                     "of_best": alone / table[best_key], "gains": rec.gains, "left": rec.left,
+                     "reach_with": seeded if seeded is not None else reach[DEFAULT_SAMPLER]
+                     if DEFAULT_SAMPLER in reach else None}
         out[name] = {"configurations": len(table), "default": default, "best": table[best_key],
                      "best_point": {k: v for k, v in json.loads(best_key).items() if v != UNSET},
-                     "speedup": table[best_key] / default, "reach": reach,
+                     "speedup": table[best_key] / default, "reach": reach, "model": model,
                      "curves": {s: [[b / table[best_key] for b in c] for c in cs] for s, cs in curves.items()}}
     return out
 
@@ -187,6 +217,22 @@ def report(results: dict, data: dict) -> str:
             v = r["reach"][s]
             cells.append(f"{statistics.median(v):g} [{min(v)}-{max(v)}]")
         lines.append(f"| {s}{' (default)' if s == DEFAULT_SAMPLER else ''} | " + " | ".join(cells) + " |")
+    if any(r.get("model") for r in results.values()):
+        lines += ["", f"The model's recommendation (profile {data.get('profile')}), from the default's and the model "
+                      f"run's statistics, in the grid's space; trials to {TARGET:.0%} with {DEFAULT_SAMPLER}, "
+                      f"without and with it enqueued after the default (median [min-max]):", "",
+                  "| kernel | recommendation | MB/s | / grid's best | predicted | without | with |",
+                  "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
+        for name, r in results.items():
+            m = r.get("model")
+            if not m:
+                continue
+            cfg = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in m["settings"].items()) or "(the default)"
+            gains = "; ".join(f"{k}: {'not predicted' if g is None else f'{g:.2f}x'}" for k, g in m["gains"].items())
+            cells = [f"{statistics.median(v):g} [{min(v)}-{max(v)}]" if v else "-"
+                     for v in (r["reach"].get(DEFAULT_SAMPLER), m["reach_with"])]
+            lines.append(f"| {name} | {cfg} | {m['value']:.1f} | {m['of_best']:.2f} | {gains or '-'} | "
+                         + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
