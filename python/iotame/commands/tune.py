@@ -98,8 +98,9 @@ def add_parser(sub) -> None:
                    help="machine profile of the cost model's recommendation (default: the one the runtime finds for "
                         "--dir: --base's collective.profile, $IOTAME_PROFILE, ~/.config/iotame/profiles)")
     p.add_argument("--recommend", action="store_true",
-                   help="run the default once, print the cost model's recommended configuration with each "
-                        "setting's reason and the predicted gain, write it to DIR/recommended.json; no search")
+                   help="run the default once (and, for collective calls, a model run), print the cost model's "
+                        "recommended configuration with each setting's reason and the predicted gain, write it to "
+                        "DIR/recommended.json; no search")
     p.add_argument("--json", action="store_true", help="with --recommend: print the recommended configuration "
                                                        "as JSON on stdout (a file for iotame run --config)")
     p.add_argument("--dry-run", action="store_true", help="print the job and the search space, run nothing")

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 from ..calibrate.profile import ProfileError, load_profile
 from ..config import save_config
 from .measure import run_once
-from .space import UNSET, Space, config_for, encode
+from .space import UNSET, Space, encode
 from .workload import Workload
 
 __all__ = ["MODEL_RUN", "MODEL_SEED", "TOLERANCE", "DEFAULT_STRATEGY", "Setting", "Recommendation",
@@ -196,7 +196,7 @@ class _Builder:
 
 def _strategy(b: _Builder, w: Workload, default_stats: Mapping | None, model_stats: Mapping | None,
               reference: str) -> None:
-    if w.collective_ops == 0:
+    if not needs_model_run(b.space, w):
         return
     times = strategy_times(model_stats or {})
     if not times:
@@ -308,20 +308,19 @@ def point_is_default(rec: Recommendation, space: Space) -> bool:
     return all(v == UNSET for v in rec.point(space).values())
 
 
-def space_config(rec: Recommendation, space: Space) -> dict:
-    """The recommendation as the configuration of its point in `space` (what the tuner's trial runs)."""
-    return config_for((p, rec.point(space)[p.key]) for p in space)
-
-
-def recommend_for_default(argv: list, config_for_run: Callable[[dict], dict], profile_path: Path | None, space: Space, w: Workload,
-                          default_stats_path: Path | None, out: Path, *, durable: bool, reference: str, where: str,
-                          cwd: Path | None = None, timeout: float | None = None, page_cache=None) -> Recommendation:
+def recommend_for_default(argv: list, config_for_run: Callable[[dict], dict], profile_path: Path | None,
+                          space: Space, w: Workload | None, default_stats_path: Path | None, out: Path, *,
+                          durable: bool, reference: str, where: str, cwd: Path | None = None,
+                          timeout: float | None = None, page_cache=None) -> Recommendation:
     """The recommendation after the tuner's default run: the profile loaded, the model run made when needed (in
     `out`, with the configuration `config_for_run(model_run_config(profile))` gives: the study's base and
     measurement), the recommendation computed. A profile that cannot be read gives a recommendation of nothing
     with the reason."""
     if profile_path is None:
         return no_profile(where)
+    if w is None:
+        return Recommendation(str(profile_path), message="the default run left no statistics: no workload to "
+                                                         "recommend for")
     try:
         profile = load_profile(profile_path)
     except ProfileError as e:
