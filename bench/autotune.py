@@ -11,11 +11,15 @@ truth from an exhaustive grid, then how many trials each sampler needs to come c
    the default first as in `iotame tune`, a trial's value being the grid's median for its configuration. Reported per
    sampler: the trials needed to reach 95 % of the grid's best (median and range over `--seeds` seeds; more than
    `--trials` when never), and best-so-far curves with their spread (plots written to --out).
+3. With `--profile`: the tuner's recommendation per kernel (iotame.tune.recommend), from the default's statistics
+   and a model run's kept with the grid: its grid value against the grid's best, and the default sampler's trials
+   to 95 % with it enqueued after the default. `--live R` then measures the default, the recommendation and the
+   grid's best again, side by side, R rounds.
 Replaying measured values removes the noise of re-measuring from the comparison: it measures the samplers, given the
 machine's answers.
 
 Usage: bench/autotune.py [--kernels noncontig,flashio,madbench] [--repeat 3] [--seeds 5] [--trials 30]
-                         [--out DIR] [--json F] [--table F.json]
+                         [--profile PROFILE.json] [--out DIR] [--json F] [--table F.json] [--live R]
 """
 from __future__ import annotations
 
@@ -178,6 +182,30 @@ def analyse(data: dict, a) -> dict:
     return out
 
 
+def live(results: dict, a, tmp: Path, cache: PageCache) -> dict:
+    """The default, the model's recommendation and the grid's best of each kernel measured again side by side:
+    `--live` rounds, the three alternately in each, medians. {kernel: {label: median MB/s}}."""
+    out = {}
+    for name, r in results.items():
+        args, space = KERNELS[name]
+        argv = ["mpiexec", "-n", str(NPROCS), str(kernel_path()), *[x.format(dir=tmp) for x in args]]
+        points = {"default": space.default_point(), "best": {**space.default_point(), **r["best_point"]}}
+        if r.get("model"):
+            points["model"] = {**space.default_point(), **r["model"]["settings"]}
+        values: dict[str, list[float]] = {label: [] for label in points}
+        for i in range(a.live):
+            for label, p in points.items():
+                config = space.config(p)
+                config.setdefault("defaults", {})["posix"] = {"sync_at_close": True}
+                o = run_once(argv, save_config(config, tmp / "config.json"), tmp / "run", "io-bandwidth",
+                             timeout=600, page_cache=cache)
+                values[label].append(o.value if o.value is not None else float("nan"))
+                print(f"live {name} round {i + 1} {label}: {o.value if o.error is None else o.error}",
+                      file=sys.stderr, flush=True)
+        out[name] = {label: median(v) for label, v in values.items()}
+    return out
+
+
 def plot(results: dict, out: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -233,6 +261,14 @@ def report(results: dict, data: dict) -> str:
                      for v in (r["reach"].get(DEFAULT_SAMPLER), m["reach_with"])]
             lines.append(f"| {name} | {cfg} | {m['value']:.1f} | {m['of_best']:.2f} | {gains or '-'} | "
                          + " | ".join(cells) + " |")
+    if data.get("live"):
+        lines += ["", f"Live, side by side ({data['live_rounds']} rounds, the three alternately, medians):", "",
+                  "| kernel | default MB/s | recommendation MB/s | / default | grid's best MB/s | / default |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for name, v in data["live"].items():
+            m = v.get("model", float("nan"))
+            lines.append(f"| {name} | {v['default']:.1f} | {m:.1f} | {m / v['default']:.2f} | {v['best']:.1f} | "
+                         f"{v['best'] / v['default']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -246,6 +282,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("autotune-out"), help="where the plot goes")
     ap.add_argument("--json", help="write the grids' measurements here")
     ap.add_argument("--table", help="analyse an earlier --json file instead of measuring")
+    ap.add_argument("--live", type=int, default=0, metavar="R",
+                    help="after the analysis, measure the default, the recommendation and the grid's best again "
+                         "side by side, R rounds")
     ap.add_argument("--profile", type=Path, help="machine profile (iotame calibrate): keep a model run's statistics "
                                                  "per kernel and replay the tuner's recommendation")
     a = ap.parse_args()
@@ -266,6 +305,9 @@ def main() -> int:
         data["page_cache"] = cache.status
     data.update(seeds=a.seeds, trials=a.trials, samplers=a.samplers)
     results = analyse(data, a)
+    if a.live:
+        with tempfile.TemporaryDirectory(prefix="bench-autotune-") as tmp, steady_memory():
+            data.update(live=live(results, a, Path(tmp), PageCache(enabled=True)), live_rounds=a.live)
     a.out.mkdir(parents=True, exist_ok=True)
     plot(results, a.out)
     text = report(results, data)
