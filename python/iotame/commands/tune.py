@@ -240,7 +240,7 @@ def print_result(summary: dict, out_dir: Path) -> None:
               f"report: iotame report {out_dir}", markup=False)
 
 
-def _profile(args, base: dict | None) -> tuple[Path | None, str]:
+def _tune_profile(args, base: dict | None) -> tuple[Path | None, str]:
     """The profile of the recommendation, and where it was looked for (the message without one)."""
     if args.profile:
         return args.profile, str(args.profile)
@@ -279,7 +279,7 @@ def print_recommendation(rec: Recommendation, path: Path) -> None:
     out.print(f"configuration: {path}", markup=False)
 
 
-def _recommend(spec: TuneSpec, events: "ConsoleEvents", as_json: bool) -> int:
+def _tune_recommend(spec: TuneSpec, events: "ConsoleEvents", as_json: bool) -> int:
     tuner = Tuner(spec, events)
     try:
         tuner.open()
@@ -322,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
                   "measurements", markup=False)
     knowledge = None if args.no_knowledge else (args.knowledge or default_knowledge_path())
     base = load_config(args.base) if args.base else None
-    profile, where = _profile(args, base)
+    profile, where = _tune_profile(args, base)
     spec = TuneSpec(argv=job.argv, nprocs=job.nprocs, fs=fs, space=space, out=out_dir, study=name,
                     storage=args.storage, objective=args.objective, sampler=args.sampler, trials=args.trials,
                     repeat=args.repeat, timeout=args.timeout, jobs=args.jobs, final_top=args.final_top,
@@ -332,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
                     profile=profile, where=where)
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if args.recommend:
-        return _recommend(spec, events, args.json)
+        return _tune_recommend(spec, events, args.json)
     if not args.quiet:
         err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "
                   f"`{' '.join(job.argv)}` ({job.nprocs} process{'es' if job.nprocs > 1 else ''}, {fs}), "

@@ -122,7 +122,7 @@ def needs_model_run(space: Space, w: Workload) -> bool:
 
 # --- throttle -------------------------------------------------------------------------------------------------------
 
-def _curve_value(points: list, x: int) -> float:
+def _recommend_curve_value(points: list, x: int) -> float:
     """A streams curve at x streams: its points, straight between them, clamped beyond the last (and before the
     first)."""
     pts = sorted((int(a), float(b)) for a, b in points)
@@ -137,7 +137,7 @@ def _curve_value(points: list, x: int) -> float:
 def throttle_level(points: list, ppn: int, tolerance: float = TOLERANCE) -> int:
     """The throttle level the profile's streams curve predicts best among 1..ppn (processes per node): the highest
     level within `tolerance` of the curve's best there (fewer waits for the same throughput)."""
-    values = {n: _curve_value(points, n) for n in range(1, max(1, ppn) + 1)}
+    values = {n: _recommend_curve_value(points, n) for n in range(1, max(1, ppn) + 1)}
     best = max(values.values())
     return max(n for n, v in values.items() if v >= (1 - tolerance) * best)
 
@@ -163,7 +163,7 @@ def strategy_times(stats: Mapping[str, Any]) -> dict[str, float]:
     return {n: t for n, t in totals.items() if counts[n] == signatures}
 
 
-def _collective_seconds(stats: Mapping[str, Any]) -> float:
+def _recommend_collective_seconds(stats: Mapping[str, Any]) -> float:
     """The default run's seconds in collective data calls (the slowest rank's, summed over files and calls)."""
     total = 0.0
     for f in stats.get("files") or []:
@@ -173,7 +173,7 @@ def _collective_seconds(stats: Mapping[str, Any]) -> float:
     return total
 
 
-class _Builder:
+class _RecommendBuilder:
     """Collects settings, keeping only those of the space with one of its values."""
 
     def __init__(self, space: Space, rec: Recommendation):
@@ -194,8 +194,8 @@ class _Builder:
         self.rec.left.append((what, why))
 
 
-def _strategy(b: _Builder, w: Workload, default_stats: Mapping | None, model_stats: Mapping | None,
-              reference: str) -> None:
+def _recommend_strategy(b: _RecommendBuilder, w: Workload, default_stats: Mapping | None,
+                        model_stats: Mapping | None, reference: str) -> None:
     if not needs_model_run(b.space, w):
         return
     times = strategy_times(model_stats or {})
@@ -210,7 +210,7 @@ def _strategy(b: _Builder, w: Workload, default_stats: Mapping | None, model_sta
     b.rec.gains["collective strategy"] = gain
     if default_stats and gain is not None:
         total = float((default_stats.get("summary") or {}).get("io_seconds", 0) or 0)
-        coll = min(_collective_seconds(default_stats), total)
+        coll = min(_recommend_collective_seconds(default_stats), total)
         if total > 0:
             b.rec.gains["job I/O time (collective calls' share)"] = total / (total - coll + coll / gain)
     if best == reference:
@@ -232,7 +232,7 @@ def _strategy(b: _Builder, w: Workload, default_stats: Mapping | None, model_sta
         b.leave(f"collective.strategy={best}", f"not in the tuner's space ({why})")
 
 
-def _throttle(b: _Builder, w: Workload, profile: Mapping, nodes: int) -> None:
+def _recommend_throttle(b: _RecommendBuilder, w: Workload, profile: Mapping, nodes: int) -> None:
     ppn = int(((profile.get("nodes") or {}).get("processes_per_node")) or 1)
     streams = (profile.get("storage") or {}).get("streams") or {}
     for direction, setting, ops in (("read", "readers", w.read_ops), ("write", "writers", w.write_ops)):
@@ -253,7 +253,7 @@ def _throttle(b: _Builder, w: Workload, profile: Mapping, nodes: int) -> None:
         b.rec.gains[f"throttle.{setting}"] = None
 
 
-def _staging(b: _Builder, w: Workload, profile: Mapping, nodes: int, durable: bool) -> None:
+def _recommend_staging(b: _RecommendBuilder, w: Workload, profile: Mapping, nodes: int, durable: bool) -> None:
     if not w.write_ops or b.space.find("staging", "enabled") is None:
         return
     absorbed = int(((profile.get("storage") or {}).get("write_back") or {}).get("absorbed_bytes") or 0)
@@ -274,7 +274,7 @@ def _staging(b: _Builder, w: Workload, profile: Mapping, nodes: int, durable: bo
     b.rec.gains["staging"] = None
 
 
-def _hdf5_transfer(b: _Builder, w: Workload) -> None:
+def _recommend_hdf5_transfer(b: _RecommendBuilder, w: Workload) -> None:
     if not (w.hdf5_files and w.hdf5_same_calls and w.collective_ops == 0 and w.independent_ops):
         return
     if b.add("hdf5", "transfer", "collective", "rule: every rank makes the same HDF5 calls, all independent; "
@@ -292,13 +292,13 @@ def recommend(w: Workload, profile: Mapping | None, space: Space, *, profile_pat
     if profile is None:
         return no_profile(where)
     rec = Recommendation(profile_path)
-    b = _Builder(space, rec)
+    b = _RecommendBuilder(space, rec)
     ppn = int(((profile.get("nodes") or {}).get("processes_per_node")) or 1)
     nodes = max(1, math.ceil(w.nprocs / ppn)) if w.nprocs else 1
-    _strategy(b, w, default_stats, model_stats, reference)
-    _throttle(b, w, profile, nodes)
-    _staging(b, w, profile, nodes, durable)
-    _hdf5_transfer(b, w)
+    _recommend_strategy(b, w, default_stats, model_stats, reference)
+    _recommend_throttle(b, w, profile, nodes)
+    _recommend_staging(b, w, profile, nodes, durable)
+    _recommend_hdf5_transfer(b, w)
     if not rec.settings:
         rec.message = "the model recommends the default configuration for this workload"
     return rec
@@ -325,18 +325,18 @@ def recommend_for_default(argv: list, config_for_run: Callable[[dict], dict], pr
         profile = load_profile(profile_path)
     except ProfileError as e:
         return Recommendation(str(profile_path), message=f"the machine profile cannot be used: {e}")
-    default_stats = _read_json(default_stats_path)
+    default_stats = _recommend_read_json(default_stats_path)
     model_stats = None
     if needs_model_run(space, w):
         out.mkdir(parents=True, exist_ok=True)
         path = save_config(config_for_run(model_run_config(profile_path)), out / "config.json")
         o = run_once(argv, path, out / "run", "io-bandwidth", timeout=timeout, cwd=cwd, page_cache=page_cache)
-        model_stats = _read_json(out / "run" / "stats.json") if o.error is None else None
+        model_stats = _recommend_read_json(out / "run" / "stats.json") if o.error is None else None
     return recommend(w, profile, space, profile_path=str(profile_path), default_stats=default_stats,
                      model_stats=model_stats, durable=durable, reference=reference, where=where)
 
 
-def _read_json(path: Path | None) -> dict | None:
+def _recommend_read_json(path: Path | None) -> dict | None:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8")) if path is not None else None
     except (OSError, ValueError):
