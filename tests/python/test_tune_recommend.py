@@ -184,3 +184,16 @@ def test_recommend_prints_the_configuration_without_searching(tmp_path, job, cap
     capsys.readouterr()
     assert tune(tmp_path, job, "--recommend", "--json", "--profile", str(prof), space=SPACE_WITH_STAGING) == 0
     assert json.loads(capsys.readouterr().out)["defaults"] == {"staging": {"enabled": True}}
+
+
+def test_a_recommendation_equal_to_the_default_is_not_enqueued(tmp_path, job, capsys):
+    # without durable closes the sample profile's page cache absorbs the stand-in's 2 MiB: no staging, and the
+    # model run's statistics hold no prediction: nothing to try beyond the default
+    prof = write_profile(tmp_path)
+    assert tune(tmp_path, job, "--sampler", "random", "--seed", "1", "--trials", "3", "--final-repeat", "0",
+                "--no-durable", "--profile", str(prof), space=SPACE_WITH_STAGING) == 0
+    assert all("seed" not in t.user_attrs for t in search_trials(load(tmp_path)))
+    err = capsys.readouterr().err
+    assert "model: the model recommends the default configuration for this workload" in err
+    left = json.loads((tmp_path / "out" / "summary.json").read_text())["recommendation"]["left"]
+    assert any(x["what"] == "staging.enabled" and "page cache absorbs" in x["why"] for x in left)
