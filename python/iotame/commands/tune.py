@@ -16,6 +16,7 @@ from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TE
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
 from ..tune.command import ENV_SRUN_MPI
+from ..tune.noise import MAX_NOISE, NOISE_RUNS
 from .run import command_args
 from .argtypes import positive_int, count, seconds
 
@@ -85,8 +86,13 @@ def add_parser(sub) -> None:
                         "best.json does not keep it)")
     p.add_argument("--ablation-rounds", type=int, default=2, metavar="N",
                    help="after the search, weigh each setting of the best configuration by running it without that "
-                        "setting, side by side, N times (default 2); settings within the noise are left out of "
-                        "best.json. 0: keep every setting")
+                        "setting, side by side, N times (default 2), and up to 2N where a setting's interval "
+                        "straddles the noise; settings within the noise are left out of best.json. 0: keep every "
+                        "setting")
+    p.add_argument("--max-noise", type=float, default=MAX_NOISE, metavar="F",
+                   help=f"stop before the search when the default's {NOISE_RUNS} runs spread more than F "
+                        f"((max - min) / median; default {MAX_NOISE:g}): a job too short to measure gets advice, "
+                        f"not a ranking of noise")
     p.add_argument("--no-drop-caches", action="store_true",
                    help="do not drop the page cache before each run (dropped by default when root)")
     p.add_argument("--dry-run", action="store_true", help="print the job and the search space, run nothing")
@@ -255,7 +261,8 @@ def run(args: argparse.Namespace) -> int:
                     final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
                     knowledge=knowledge, space_source=source,
                     base=load_config(args.base) if args.base else None, durable=args.durable,
-                    ablation_rounds=max(0, args.ablation_rounds))
+                    ablation_rounds=max(0, args.ablation_rounds),
+                    max_noise=args.max_noise)
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if not args.quiet:
         err.print(f"iotame: tune: study {name} in {spec.storage_url}: {args.trials} trials of "

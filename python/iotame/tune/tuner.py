@@ -39,6 +39,7 @@ from .ablation import AblationResult, ablate, effect_line, noise_of
 from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
+from .noise import MAX_NOISE, NOISE_RUNS, too_noisy
 from .page_cache import PageCache
 from .samplers import DEFAULT_SAMPLER, get_sampler
 from .space import UNSET, Space, apply_base
@@ -88,6 +89,7 @@ class TuneSpec:
     base: dict | None = None                # settings every trial keeps (--base), the default trial included
     durable: bool = True                    # runs make written files durable at close (posix.sync_at_close)
     ablation_rounds: int = 2                # 0: best.json keeps every setting of the best trial
+    max_noise: float = MAX_NOISE            # the default's runs spreading more stop the study (iotame.tune.noise)
     heartbeat: int | None = None            # seconds between heartbeats; None: $IOTAME_TUNE_HEARTBEAT, else 20
 
     def layered(self, config: dict) -> dict:
@@ -384,9 +386,12 @@ class Tuner:
             value = earlier.value if earlier.state == TrialState.COMPLETE else None
             error = None if value is not None else f"failed before, as trial {earlier.number}"
             return self._finish(trial, point, value, error, [])
-        m = measure(spec.argv, config_path, trial_dir, spec.objective, spec.repeat, timeout=self.timeout,
+        # the default runs NOISE_RUNS times at least: its spread says whether the job can be tuned at all
+        m = measure(spec.argv, config_path, trial_dir, spec.objective,
+                    max(spec.repeat, NOISE_RUNS) if default else spec.repeat, timeout=self.timeout,
                     cwd=spec.cwd, page_cache=self.page_cache)
-        runs = [{"value": r.value, "error": r.error, "seconds": r.seconds, "dir": r.dir} for r in m.runs]
+        runs = [{"value": r.value, "error": r.error, "seconds": r.seconds, "dir": r.dir,
+                 "io_seconds": _io_seconds(Path(r.dir) / "stats.json")} for r in m.runs]
         trial.set_user_attr("runs", runs)
         if m.spread is not None:
             trial.set_user_attr("spread", m.spread)
@@ -487,6 +492,11 @@ class Tuner:
                             f"{'es' if w.nprocs > 1 else ''}, not {spec.nprocs}: the ranks did not start as one "
                             f"MPI job (under srun, give the plugin your MPI needs, e.g. --mpi=pmi2 for MPICH: "
                             f"docs/slurm.md), or --np is wrong")
+        runs = default.user_attrs.get("runs", [])
+        noisy = too_noisy([r["value"] for r in runs if r.get("value") is not None], spec.repeat, spec.max_noise,
+                          [r["io_seconds"] for r in runs if r.get("io_seconds") is not None])
+        if noisy is not None:
+            raise TuneError(f"tune: {noisy}")
         if self.timeout is None:
             slowest = max((r.get("seconds") or 0) for r in default.user_attrs.get("runs", [{}]))
             self.timeout = max(TIMEOUT_MIN, TIMEOUT_FACTOR * slowest)
@@ -762,6 +772,14 @@ class Tuner:
             return self.finish()
         finally:
             self.close()
+
+
+def _io_seconds(stats_path: Path) -> float | None:
+    """The I/O seconds a run's statistics report (None without them)."""
+    try:
+        return float(json.loads(stats_path.read_text())["summary"]["io_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _mkdir(p: Path) -> Path:
