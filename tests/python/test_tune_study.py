@@ -132,7 +132,8 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     assert best["defaults"] == {"mpiio_hints": {"romio_cb_write": "disable", "cb_buffer_size": 4194304}}
     assert best["meta"]["speedup"] == pytest.approx(4.5) and best["meta"]["study"] == "s"
     printed = capsys.readouterr().out
-    assert "speedup: 4.50x" in printed and "450.0 MB/s" in printed
+    assert "speedup: 4.50x [4.50, 4.50] by round" in printed and "450.0 MB/s" in printed
+    assert summary["speedup_interval"] == [pytest.approx(4.5), pytest.approx(4.5)]
     # the ablation: both settings carry the gain (x3 and x1.5), the largest first
     effects = summary["ablation"]["effects"]
     assert [(e["setting"], e["kept"]) for e in effects] == [("mpiio.romio_cb_write", True),

@@ -214,7 +214,9 @@ def print_result(summary: dict, out_dir: Path) -> None:
     out.print(t)
     speedup = summary.get("speedup")
     trials = summary["trials"]
-    out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -") + f" ({summary['measured']})",
+    interval = summary.get("speedup_interval")
+    out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -")
+              + (f" [{interval[0]:.2f}, {interval[1]:.2f}] by round" if interval else "") + f" ({summary['measured']})",
               markup=False)
     ablation = summary.get("ablation")
     if ablation:

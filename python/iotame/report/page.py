@@ -31,6 +31,8 @@ def _result(data: ReportData) -> str:
         return "<p>The study has not finished (no summary.json yet): the plots show the trials so far.</p>"
     d, b = s["default"], s["best"]
     speed = f"{s['speedup']:.2f}x" if s.get("speedup") is not None else "-"
+    if s.get("speedup_interval"):
+        speed += " [{:.2f}, {:.2f}] by round".format(*s["speedup_interval"])
     rows = [("default", d["objective"], d["trial"], "(system default)"),
             ("best", b["objective"], b["trial"],
              "(system default)" if b.get("is_default") else " ".join(f"{k.split('.', 1)[-1]}={v}"

@@ -35,7 +35,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..config import save_config
 from ..errors import IotameError, UsageError
-from .ablation import AblationResult, ablate, effect_line, noise_of
+from .ablation import AblationResult, ablate, effect_line, noise_of, paired_interval
 from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
@@ -606,6 +606,11 @@ class Tuner:
         chosen = next(t for t in trials if t.number == best_number)
         is_def = is_default(chosen)
         speedup = 1.0 if is_def else ratio(best_value, default_value, self.direction)
+        interval = None     # the least and largest of the final re-run's rounds, the best against the default
+        if not is_def and final is not None and final.default.ok and final.best.ok:
+            paired = paired_interval(dict(enumerate(r.value for r in final.best.runs)),
+                                     dict(enumerate(r.value for r in final.default.runs)), self.direction)
+            interval = None if paired is None else [1 + paired[1][0], 1 + paired[1][1]]
         config = dict(chosen.user_attrs.get("config") or {"version": 1})
         params = {k: v for k, v in self.full_space.canonical(chosen.params).items() if v != UNSET}
         ablation = None if is_def else self.ablation(chosen, final)
@@ -635,7 +640,7 @@ class Tuner:
             "best": {"trial": best_number, "objective": best_value, "search_objective": chosen.value,
                      "params": params,
                      "config": {k: v for k, v in config.items() if k != "meta"}, "is_default": is_def},
-            "speedup": speedup, "measured": measured,
+            "speedup": speedup, "speedup_interval": interval, "measured": measured,
             "final": [c.to_json() for c in ([final.default, *final.candidates] if final else [])],
             "ablation": None if ablation is None else {**ablation.to_json(),
                                                        "summary": effect_line(ablation.effects, ablation.noise)},
