@@ -13,6 +13,7 @@ from optuna.trial import FrozenTrial, TrialState
 from iotame.cli import main
 from iotame.config import check_config
 from iotame.report import make_report
+from iotame.tune.noise import NOISE_RUNS
 from iotame.tune.study import interrupted_numbers, tuner_id
 
 from .fakes import make_stats
@@ -20,7 +21,8 @@ from .fakes import make_stats
 FAKE_JOB = r'''#!{python}
 """Bandwidth: 100 MB/s x3 with romio_cb_write=disable (x0.5 enable) x1.5 with cb_buffer_size=4194304.
 romio_ds_write=enable: exit status 1 after writing statistics that claim 1e6 MB/s. cb_buffer_size=2097152 with
-romio_cb_write=automatic: sleeps 30 s. Every run is logged (hints, configuration path) to log.jsonl."""
+romio_cb_write=automatic: sleeps 30 s. With a file "noisy" beside it, x1, x3 and x0.5 by turns. Every run is
+logged (hints, configuration path) to log.jsonl."""
 import json, os, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 cfg = json.load(open(os.environ["IOTAME_CONFIG"])) if os.environ.get("IOTAME_CONFIG") else None
@@ -30,10 +32,13 @@ with open(os.path.join(here, "log.jsonl"), "a") as log:
                           "meta": (cfg or {{}}).get("meta")}}) + "\n")
 if os.path.exists(os.path.join(here, "always-fail")):
     sys.exit(7)
+runs = sum(1 for _ in open(os.path.join(here, "log.jsonl")))
 if hints.get("cb_buffer_size") == 2097152 and hints.get("romio_cb_write") == "automatic":
     time.sleep(30)
 mbs = 100.0 * {{"disable": 3.0, "enable": 0.5}}.get(hints.get("romio_cb_write"), 1.0)
 mbs *= 1.5 if hints.get("cb_buffer_size") == 4194304 else 1.0
+if os.path.exists(os.path.join(here, "noisy")):   # a job too short to measure: x1, x3, x0.5 by turns
+    mbs *= (1.0, 3.0, 0.5)[runs % 3]
 fail = hints.get("romio_ds_write") == "enable"
 if fail:
     mbs = 1e6
@@ -128,17 +133,20 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     assert best["defaults"] == {"mpiio_hints": {"romio_cb_write": "disable", "cb_buffer_size": 4194304}}
     assert best["meta"]["speedup"] == pytest.approx(4.5) and best["meta"]["study"] == "s"
     printed = capsys.readouterr().out
-    assert "speedup: 4.50x" in printed and "450.0 MB/s" in printed
+    assert "speedup: 4.50x [4.50, 4.50] by round" in printed and "450.0 MB/s" in printed
+    assert summary["speedup_interval"] == [pytest.approx(4.5), pytest.approx(4.5)]
     # the ablation: both settings carry the gain (x3 and x1.5), the largest first
     effects = summary["ablation"]["effects"]
     assert [(e["setting"], e["kept"]) for e in effects] == [("mpiio.romio_cb_write", True),
                                                             ("mpiio.cb_buffer_size", True)]
     assert [e["effect"] for e in effects] == [pytest.approx(2.0), pytest.approx(0.5)]
-    assert "romio_cb_write=disable: +200 %, cb_buffer_size=4194304: +50 %" in printed
+    assert [e["interval"] for e in effects] == [[pytest.approx(2.0)] * 2, [pytest.approx(0.5)] * 2]
+    assert "romio_cb_write=disable: +200 % [+200, +200], cb_buffer_size=4194304: +50 % [+50, +50]" in printed
     # the report
     page = make_report(out)
     assert page == out / "index.html" and "speedup 4.50x" in page.read_text()
-    assert "<td>romio_cb_write=disable</td><td class=num>+200.0 %</td><td>kept</td>" in page.read_text()
+    assert ("<td>romio_cb_write=disable</td><td class=num>+200.0 %</td><td class=num>+200.0 .. +200.0 %</td>"
+            "<td class=num>2</td><td>kept</td>") in page.read_text()
     for png in ("trials.png", "params.png", "phases.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
 
@@ -166,7 +174,7 @@ def test_resume_after_a_killed_tuner(tmp_path, job):
     assert len(trials) == 9                                  # 7 counted, and the 2 interrupted ones
     assert [t.number for t in trials if t.user_attrs.get("default")] == [0]
     assert all(t.state != TrialState.RUNNING for t in study.get_trials())
-    assert sum(1 for e in log(job) if e["hints"] == {}) == 1   # the default ran once
+    assert sum(1 for e in log(job) if e["hints"] == {}) == NOISE_RUNS   # the default trial ran once
 
 
 def test_a_failing_default_stops_the_study(tmp_path, job, capsys):
@@ -174,7 +182,7 @@ def test_a_failing_default_stops_the_study(tmp_path, job, capsys):
     assert tune(tmp_path, job, "--trials", "5") == 1
     err = capsys.readouterr().err
     assert "iotame: tune: the default configuration failed (run 1: exit status 7)" in err
-    assert len(log(job)) == 1
+    assert len(log(job)) == 1               # its first run failed: measuring stops there
 
 
 def test_timed_out_trial_fails(tmp_path, job):
@@ -280,8 +288,8 @@ def test_ablation_drops_a_setting_without_effect_and_keeps_the_others(tmp_path, 
     assert r.verified is True
     assert [(e.key, round(e.effect, 3)) for e in r.effects[:2]] == [
         ("mpiio.romio_cb_write", 2.0), ("mpiio.cb_buffer_size", 0.5)]
-    assert effect_line(r.effects, r.noise) == ("romio_cb_write=disable: +200 %, cb_buffer_size=4194304: +50 %, "
-                                               "the rest (ind_wr_buffer_size, romio_ds_read): noise (< 2 %)")
+    assert effect_line(r.effects, r.noise) == ("romio_cb_write=disable: +200 % [+200, +200], cb_buffer_size=4194304: "
+                                               "+50 % [+50, +50], the rest (ind_wr_buffer_size, romio_ds_read): noise (< 2 %)")
     hints = [entry["hints"] for entry in log(job)]
     assert {"romio_cb_write": "disable", "cb_buffer_size": 4194304} in hints  # the reduced one was run
 
@@ -296,4 +304,4 @@ def test_a_default_run_of_another_process_count_stops_the_study(tmp_path, job, c
     assert tune(tmp_path, job, "--trials", "4") == 1
     err = capsys.readouterr().err
     assert "a job of 3 processes, not 1" in err and "--mpi=pmi2" in err
-    assert len(log(job)) == 1
+    assert len(log(job)) == NOISE_RUNS      # the default trial alone

@@ -17,6 +17,7 @@ from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TE
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
 from ..tune.command import ENV_SRUN_MPI
+from ..tune.noise import MAX_NOISE, NOISE_RUNS
 from ..tune.recommend import Recommendation
 from ..tune.tuner import Tuner
 from .run import command_args
@@ -90,15 +91,20 @@ def add_parser(sub) -> None:
                         "best.json does not keep it)")
     p.add_argument("--ablation-rounds", type=int, default=2, metavar="N",
                    help="after the search, weigh each setting of the best configuration by running it without that "
-                        "setting, side by side, N times (default 2); settings within the noise are left out of "
-                        "best.json. 0: keep every setting")
+                        "setting, side by side, N times (default 2), and up to 2N where a setting's interval "
+                        "straddles the noise; settings within the noise are left out of best.json. 0: keep every "
+                        "setting")
+    p.add_argument("--max-noise", type=float, default=MAX_NOISE, metavar="F",
+                   help=f"stop before the search when the default's {NOISE_RUNS} runs spread more than F "
+                        f"((max - min) / median; default {MAX_NOISE:g}): a job too short to measure gets advice, "
+                        f"not a ranking of noise")
     p.add_argument("--no-drop-caches", action="store_true",
                    help="do not drop the page cache before each run (dropped by default when root)")
     p.add_argument("--profile", metavar="F", type=Path,
                    help="machine profile of the cost model's recommendation (default: the one the runtime finds for "
                         "--dir: --base's collective.profile, $IOTAME_PROFILE, ~/.config/iotame/profiles)")
     p.add_argument("--recommend", action="store_true",
-                   help="run the default once (and, for collective calls, a model run), print the cost model's "
+                   help="run the default (and, for collective calls, a model run), print the cost model's "
                         "recommended configuration with each setting's reason and the predicted gain, write it to "
                         "DIR/recommended.json; no search")
     p.add_argument("--json", action="store_true", help="with --recommend: print the recommended configuration "
@@ -222,7 +228,9 @@ def print_result(summary: dict, out_dir: Path) -> None:
     out.print(t)
     speedup = summary.get("speedup")
     trials = summary["trials"]
-    out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -") + f" ({summary['measured']})",
+    interval = summary.get("speedup_interval")
+    out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -")
+              + (f" [{interval[0]:.2f}, {interval[1]:.2f}] by round" if interval else "") + f" ({summary['measured']})",
               markup=False)
     ablation = summary.get("ablation")
     if ablation:
@@ -329,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
                     final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
                     knowledge=knowledge, space_source=source,
                     base=base, durable=args.durable, ablation_rounds=max(0, args.ablation_rounds),
-                    profile=profile, where=where)
+                    max_noise=args.max_noise, profile=profile, where=where)
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if args.recommend:
         return _tune_recommend(spec, events, args.json)

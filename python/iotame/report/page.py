@@ -31,6 +31,8 @@ def _result(data: ReportData) -> str:
         return "<p>The study has not finished (no summary.json yet): the plots show the trials so far.</p>"
     d, b = s["default"], s["best"]
     speed = f"{s['speedup']:.2f}x" if s.get("speedup") is not None else "-"
+    if s.get("speedup_interval"):
+        speed += " [{:.2f}, {:.2f}] by round".format(*s["speedup_interval"])
     rows = [("default", d["objective"], d["trial"], "(system default)"),
             ("best", b["objective"], b["trial"],
              "(system default)" if b.get("is_default") else " ".join(f"{k.split('.', 1)[-1]}={v}"
@@ -54,12 +56,20 @@ def _ablation(a: dict | None) -> str:
     def effect(e: dict) -> str:
         return "-" if e["effect"] is None else f"{e['effect'] * 100:+.1f} %"
 
+    def interval(e: dict) -> str:
+        low_high = e.get("interval")
+        return "-" if not low_high else f"{low_high[0] * 100:+.1f} .. {low_high[1] * 100:+.1f} %"
+
+    def verdict(e: dict) -> str:
+        return ("kept" if e["kept"] else "left out of best.json") + (" (uncertain)" if e.get("uncertain") else "")
+
     rows = "".join(f"<tr><td>{_e(e['setting'].split('.', 1)[-1])}={_e(e['value'])}</td><td class=num>"
-                   f"{_e(effect(e))}</td><td>{'kept' if e['kept'] else 'left out of best.json'}</td></tr>"
-                   for e in a["effects"])
+                   f"{_e(effect(e))}</td><td class=num>{_e(interval(e))}</td><td class=num>{e.get('rounds', '')}"
+                   f"</td><td>{_e(verdict(e))}</td></tr>" for e in a["effects"])
     return (f"<h2>What carries the gain</h2><p>Each setting of the best configuration removed in turn, side by side "
-            f"with it, {a['rounds']} rounds; noise {a['noise'] * 100:.1f} %.</p><table><tr><th>setting</th>"
-            f"<th>effect</th><th></th></tr>{rows}</table>")
+            f"with it, {a['rounds']} rounds at most; the effect is the median of the rounds' paired ratios, the "
+            f"interval their least and largest; noise {a['noise'] * 100:.1f} %.</p><table><tr><th>setting</th>"
+            f"<th>effect</th><th>interval</th><th>rounds</th><th></th></tr>{rows}</table>")
 
 
 def _trials(data: ReportData) -> str:

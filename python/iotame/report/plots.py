@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .data import ReportData  # noqa: E402
 
-__all__ = ["plot_trials", "plot_params", "plot_phases"]
+__all__ = ["plot_trials", "params_figure", "plot_params", "plot_phases"]
 
 
 def plot_trials(data: ReportData, path: Path) -> Path | None:
@@ -71,15 +71,17 @@ def _label(v) -> str:
     return str(v)
 
 
-def plot_params(data: ReportData, path: Path) -> Path | None:
-    """One panel per parameter: the objective of the complete trials by the parameter's value (box and points)."""
+def params_figure(data: ReportData):
+    """One panel per parameter: the objective of the complete trials by the parameter's value (box and points);
+    None without a parameter. The caller closes the figure."""
     done = [t for t in data.trials if t.value is not None and not t.default and t.reused_from is None]
     keys = sorted({k for t in done for k in t.params})
     if not keys:
         return None
     cols = min(3, len(keys))
     rows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    # a constrained layout keeps the figure's title above the panels' own titles (tight_layout ignores it)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows + 0.4), squeeze=False, layout="constrained")
     for ax, key in zip(axes.flat, keys):
         values = _order([t.params[key] for t in done if key in t.params])
         groups = [[t.value for t in done if t.params.get(key) == v] for v in values]
@@ -91,8 +93,15 @@ def plot_params(data: ReportData, path: Path) -> Path | None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
-    fig.suptitle(f"effect of each parameter on {data.objective} ({data.unit})", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(f"{data.objective} ({data.unit}) of the trials by each parameter's value", fontsize=10)
+    return fig
+
+
+def plot_params(data: ReportData, path: Path) -> Path | None:
+    """params_figure as a PNG at path; None when there is no parameter."""
+    fig = params_figure(data)
+    if fig is None:
+        return None
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -1,6 +1,10 @@
 """The ablation after the search: which settings of the best configuration carry its gain. The best configuration
 and, for each of its settings, the best configuration without it (left to the system default) are run side by side,
-in turns, `rounds` times; a setting whose removal costs less than the noise of the measurements is dropped, so that
+in turns, `rounds` times. A setting's effect is the median over the rounds of the best's value against the value
+without it in the same round (a drift of the machine hits both alike), and its interval runs from the least to the
+largest of those paired ratios. A setting whose interval lies above the noise of the measurements is kept, one whose
+interval lies below it is dropped; where the interval straddles the noise, more rounds of the best and the settings
+still in doubt are run, up to twice `rounds`, after which the median decides and the effect is marked uncertain. So
 best.json holds the few settings that matter, ranked by their measured effect. Where several settings are dropped at
 once, the configuration without all of them is checked against the best one, side by side; if it loses more than the
 noise (settings that matter only together), only the least effective one is dropped."""
@@ -14,7 +18,7 @@ from typing import Callable
 from .measure import RunOutcome, ratio, run_once
 from .space import UNSET, Space, decode
 
-__all__ = ["NOISE_FLOOR", "Effect", "AblationResult", "ablate", "noise_of", "effect_line"]
+__all__ = ["NOISE_FLOOR", "Effect", "AblationResult", "ablate", "noise_of", "effect_line", "paired_interval"]
 
 NOISE_FLOOR = 0.02  # below this the runs' own spread is taken as 2 %: a re-run rarely repeats closer than that
 
@@ -22,15 +26,21 @@ NOISE_FLOOR = 0.02  # below this the runs' own spread is taken as 2 %: a re-run 
 @dataclass
 class Effect:
     """A setting of the best configuration and what it carries: how many times better the best configuration is than
-    itself without the setting, minus one (0.14: +14 %; negative: the setting costs)."""
+    itself without the setting, minus one (0.14: +14 %; negative: the setting costs), with the interval of the
+    paired rounds (low, high) and how many rounds measured it. None: the configuration without it failed."""
 
     key: str
     value: object
     effect: float | None
     kept: bool
+    interval: tuple[float, float] | None = None
+    rounds: int = 0
+    uncertain: bool = False     # the interval still straddled the noise after the most rounds
 
     def to_json(self) -> dict:
-        return {"setting": self.key, "value": self.value, "effect": self.effect, "kept": self.kept}
+        return {"setting": self.key, "value": self.value, "effect": self.effect, "kept": self.kept,
+                "interval": None if self.interval is None else list(self.interval), "rounds": self.rounds,
+                "uncertain": self.uncertain}
 
 
 @dataclass
@@ -38,7 +48,7 @@ class AblationResult:
     point: dict                 # the best point with the dropped settings left unset
     effects: list[Effect]       # every setting of the best point, the largest effect first
     noise: float
-    rounds: int
+    rounds: int                 # the most rounds any setting took (more than asked where intervals straddled)
     verified: bool | None = None  # several dropped at once: whether the reduced point held up (None: not needed)
     runs: dict = field(default_factory=dict)  # label -> values
 
@@ -58,10 +68,33 @@ def noise_of(*value_lists: list[float]) -> float:
     return max([NOISE_FLOOR, *spreads])
 
 
+def paired_interval(best: dict[int, float], other: dict[int, float],
+                    direction: str) -> tuple[float, tuple[float, float]] | None:
+    """How many times better `best` is than `other`, minus one, from the rounds both were measured in (values by
+    round): the median of the per-round ratios and their (least, largest). None without a common round."""
+    ratios = [q for q in (ratio(best[r], other[r], direction) for r in sorted(best) if r in other) if q is not None]
+    if not ratios:
+        return None
+    return statistics.median(ratios) - 1, (min(ratios) - 1, max(ratios) - 1)
+
+
+def _percent(x: float) -> str:
+    return f"{x * 100:+.0f}"
+
+
+def effect_text(e: Effect) -> str:
+    """`+14 % [+8, +20]`: the effect and its interval (none for one round)."""
+    if e.effect is None:
+        return "needed (fails without)"
+    text = f"{_percent(e.effect)} %"
+    if e.interval is not None and e.rounds > 1:
+        text += f" [{_percent(e.interval[0])}, {_percent(e.interval[1])}]"
+    return text + (" (uncertain)" if e.uncertain else "")
+
+
 def effect_line(effects: list[Effect], noise: float) -> str:
-    """`romio_ds_write=enable: +14 %, cb_buffer_size=2097152: +3 %, the rest: noise (< 2 %)`."""
-    kept = [f"{e.key.split('.')[-1]}={e.value}: {e.effect * 100:+.0f} %" for e in effects
-            if e.kept and e.effect is not None]
+    """`romio_ds_write=enable: +14 % [+8, +20], cb_buffer_size=2097152: +3 % [+2, +5], the rest: noise (< 2 %)`."""
+    kept = [f"{e.key.split('.')[-1]}={e.value}: {effect_text(e)}" for e in effects if e.kept]
     rest = [e for e in effects if not e.kept]
     text = ", ".join(kept) if kept else "no setting above the noise"
     if rest:
@@ -77,6 +110,17 @@ def _keep_what_kept_ones_act_through(space: Space, point: dict, effects: list[Ef
             e.kept = True
 
 
+def _paired_effect(best: dict[int, float], other: dict[int, float], direction: str) -> float | None:
+    """The paired effect alone (paired_interval's median)."""
+    m = paired_interval(best, other, direction)
+    return None if m is None else m[0]
+
+
+def _straddles(measured: tuple[float, tuple[float, float]] | None, noise: float) -> bool:
+    """The paired interval has values on both sides of the noise: more rounds may tell."""
+    return measured is not None and measured[1][0] < noise <= measured[1][1]
+
+
 def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Path], out: Path, objective: str,
            direction: str, rounds: int, noise: float,
            on_run: Callable[[str, int, RunOutcome], None] | None = None, **run_kw) -> AblationResult | None:
@@ -87,7 +131,7 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
     point = space.canonical(point)
     keys = [p.key for p in space if point[p.key] != UNSET]
     points = {"best": point, **{f"without {k}": space.canonical({**point, k: UNSET}) for k in keys}}
-    values: dict[str, list[float]] = {label: [] for label in points}
+    values: dict[str, dict[int, float]] = {label: {} for label in points}
     failed: set[str] = set()
 
     def measure_round(labels: list[str], r: int) -> None:
@@ -101,34 +145,44 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
             if o.value is None:
                 failed.add(label)
             else:
-                values[label].append(o.value)
+                values[label][r] = o.value
+
+    def measured(k: str) -> tuple[float, tuple[float, float]] | None:
+        label = f"without {k}"
+        return None if label in failed else paired_interval(values["best"], values[label], direction)
 
     for r in range(rounds):
         measure_round(list(points), r)
+    done = rounds
+    while done < 2 * rounds and "best" not in failed:
+        doubtful = [f"without {k}" for k in keys if _straddles(measured(k), noise)]
+        if not doubtful:
+            break
+        measure_round(["best", *doubtful], done)
+        done += 1
     if "best" in failed or not values["best"]:
         return None
-    best = statistics.median(values["best"])
     effects = []
     for k in keys:
-        label = f"without {k}"
-        # a point that fails without the setting needs it
-        e = None if label in failed else ratio(best, statistics.median(values[label]), direction)
-        effects.append(Effect(k, decode(point[k]), None if e is None else e - 1, e is None or e - 1 >= noise))
+        m = measured(k)     # a point that fails without the setting needs it
+        effects.append(Effect(k, decode(point[k]), None if m is None else m[0], m is None or m[0] >= noise,
+                              None if m is None else m[1], len(values[f"without {k}"]), _straddles(m, noise)))
     effects.sort(key=lambda e: float("inf") if e.effect is None else e.effect, reverse=True)
     _keep_what_kept_ones_act_through(space, point, effects)
     reduced = space.canonical({**point, **{e.key: UNSET for e in effects if not e.kept}})
     verified = None
     if sum(not e.kept for e in effects) > 1:
         points["reduced"] = reduced
-        values["reduced"], values["best"] = [], []
+        values["reduced"], values["best"] = {}, {}
         for r in range(rounds):
-            measure_round(["best", "reduced"], rounds + r)
-        loss = None if "reduced" in failed or not values["reduced"] else \
-            ratio(statistics.median(values["best"]), statistics.median(values["reduced"]), direction)
-        verified = loss is not None and loss - 1 < noise
+            measure_round(["best", "reduced"], done + r)
+        loss = None if "reduced" in failed else _paired_effect(values["best"], values["reduced"], direction)
+        verified = loss is not None and loss < noise
         if not verified:  # together they matter: drop only the least effective one
             weakest = min((e for e in effects if not e.kept), key=lambda e: e.effect)
             for e in effects:
                 e.kept = e is not weakest
             reduced = space.canonical({**point, weakest.key: UNSET})
-    return AblationResult(reduced, effects, noise, rounds, verified, values)
+    runs = {label: [v[r] for r in sorted(v)] for label, v in values.items()}
+    return AblationResult(reduced, effects, noise, done, verified, runs)
+

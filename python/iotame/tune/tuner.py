@@ -36,10 +36,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..config import save_config
 from ..errors import IotameError, UsageError
-from .ablation import AblationResult, ablate, effect_line, noise_of
+from .ablation import AblationResult, ablate, effect_line, noise_of, paired_interval
 from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
+from .noise import MAX_NOISE, NOISE_RUNS, too_noisy
 from .page_cache import PageCache
 from .recommend import DEFAULT_STRATEGY, MODEL_SEED, Recommendation, point_is_default, recommend_for_default
 from .samplers import DEFAULT_SAMPLER, get_sampler
@@ -90,6 +91,7 @@ class TuneSpec:
     base: dict | None = None                # settings every trial keeps (--base), the default trial included
     durable: bool = True                    # runs make written files durable at close (posix.sync_at_close)
     ablation_rounds: int = 2                # 0: best.json keeps every setting of the best trial
+    max_noise: float = MAX_NOISE            # the default's runs spreading more stop the study (iotame.tune.noise)
     heartbeat: int | None = None            # seconds between heartbeats; None: $IOTAME_TUNE_HEARTBEAT, else 20
     profile: Path | None = None             # machine profile of the cost model's recommendation; None: none
     where: str = "the job's directory"      # where the profile was looked for (the message without one)
@@ -388,9 +390,12 @@ class Tuner:
             value = earlier.value if earlier.state == TrialState.COMPLETE else None
             error = None if value is not None else f"failed before, as trial {earlier.number}"
             return self._finish(trial, point, value, error, [])
-        m = measure(spec.argv, config_path, trial_dir, spec.objective, spec.repeat, timeout=self.timeout,
+        # the default runs NOISE_RUNS times at least: its spread says whether the job can be tuned at all
+        m = measure(spec.argv, config_path, trial_dir, spec.objective,
+                    max(spec.repeat, NOISE_RUNS) if default else spec.repeat, timeout=self.timeout,
                     cwd=spec.cwd, page_cache=self.page_cache)
-        runs = [{"value": r.value, "error": r.error, "seconds": r.seconds, "dir": r.dir} for r in m.runs]
+        runs = [{"value": r.value, "error": r.error, "seconds": r.seconds, "dir": r.dir,
+                 "io_seconds": _io_seconds(Path(r.dir) / "stats.json")} for r in m.runs]
         trial.set_user_attr("runs", runs)
         if m.spread is not None:
             trial.set_user_attr("spread", m.spread)
@@ -491,6 +496,11 @@ class Tuner:
                             f"{'es' if w.nprocs > 1 else ''}, not {spec.nprocs}: the ranks did not start as one "
                             f"MPI job (under srun, give the plugin your MPI needs, e.g. --mpi=pmi2 for MPICH: "
                             f"docs/slurm.md), or --np is wrong")
+        runs = default.user_attrs.get("runs", [])
+        noisy = too_noisy([r["value"] for r in runs if r.get("value") is not None], spec.repeat, spec.max_noise,
+                          [r["io_seconds"] for r in runs if r.get("io_seconds") is not None])
+        if noisy is not None:
+            raise TuneError(f"tune: {noisy}")
         if self.timeout is None:
             slowest = max((r.get("seconds") or 0) for r in default.user_attrs.get("runs", [{}]))
             self.timeout = max(TIMEOUT_MIN, TIMEOUT_FACTOR * slowest)
@@ -632,6 +642,11 @@ class Tuner:
         chosen = next(t for t in trials if t.number == best_number)
         is_def = is_default(chosen)
         speedup = 1.0 if is_def else ratio(best_value, default_value, self.direction)
+        interval = None     # the least and largest of the final re-run's rounds, the best against the default
+        if not is_def and final is not None and final.default.ok and final.best.ok:
+            paired = paired_interval(dict(enumerate(r.value for r in final.best.runs)),
+                                     dict(enumerate(r.value for r in final.default.runs)), self.direction)
+            interval = None if paired is None else [1 + paired[1][0], 1 + paired[1][1]]
         config = dict(chosen.user_attrs.get("config") or {"version": 1})
         params = {k: v for k, v in self.full_space.canonical(chosen.params).items() if v != UNSET}
         ablation = None if is_def else self.ablation(chosen, final)
@@ -661,7 +676,7 @@ class Tuner:
             "best": {"trial": best_number, "objective": best_value, "search_objective": chosen.value,
                      "params": params,
                      "config": {k: v for k, v in config.items() if k != "meta"}, "is_default": is_def},
-            "speedup": speedup, "measured": measured,
+            "speedup": speedup, "speedup_interval": interval, "measured": measured,
             "final": [c.to_json() for c in ([final.default, *final.candidates] if final else [])],
             "ablation": None if ablation is None else {**ablation.to_json(),
                                                        "summary": effect_line(ablation.effects, ablation.noise)},
@@ -799,6 +814,14 @@ class Tuner:
             return self.finish()
         finally:
             self.close()
+
+
+def _io_seconds(stats_path: Path) -> float | None:
+    """The I/O seconds a run's statistics report (None without them)."""
+    try:
+        return float(json.loads(stats_path.read_text())["summary"]["io_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _mkdir(p: Path) -> Path:
