@@ -361,6 +361,7 @@ static void predicted_level(void)
     /* A tolerance wide enough takes the higher levels in. */
     CHECK(throttle_predict_level(raid_x, raid_y, 5, 16, 0.35) == 16);
     CHECK(throttle_predict_level(raid_x, raid_y, 0, 16, 0.05) == 0); /* no curve, no prediction */
+    CHECK(throttle_predict_level(raid_x, raid_y, 1, 16, 0.05) == 0); /* nor from one stream alone */
 }
 
 /* The levels a controller measured (mbs > 0), as a bit set of levels < 32. */

@@ -124,7 +124,7 @@ static double ctl_curve_at(const double *x, const double *y, int n, double level
 
 int throttle_predict_level(const double *x, const double *y, int n, int nmax, double tolerance)
 {
-    if (n <= 0 || nmax < 1) return 0;
+    if (n < 2 || nmax < 1) return 0; /* one point says nothing of concurrency */
     double top = 0, at[THROTTLE_CANDIDATES + 1];
     int level[THROTTLE_CANDIDATES + 1], m = 0;
     for (int i = 0; i < n && x[i] <= nmax && m < THROTTLE_CANDIDATES; i++) level[m++] = (int)x[i];

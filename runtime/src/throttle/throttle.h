@@ -56,11 +56,11 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
 /* The best level measured in the last search, 0 when none finished. */
 int throttle_ctl_best(const throttle_ctl_t *c);
 /* The level among 1..nmax a relative streams curve (x: stream counts ascending from 1, y: the target's throughput
- * relative to one stream; n points, n <= 0: none) predicts best: the highest within `tolerance` of the best, as the
+ * relative to one stream; n points) predicts best: the highest within `tolerance` of the best, as the
  * controller keeps measured levels. Only the curve's own counts up to nmax are candidates, and nmax when it lies
  * inside the curve (between points a power law is a guess: a device's cliff past its prefetched streams falls
  * between them); a curve that ends below nmax predicts at most its last count, and the climb examines the levels
- * above. 0 when there is no curve. */
+ * above. 0 when the curve has fewer than two points. */
 int throttle_predict_level(const double *x, const double *y, int n, int nmax, double tolerance);
 
 /* ---- the gate (gate.c): one per target and direction, in the node's segment ---- */
