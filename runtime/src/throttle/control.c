@@ -9,7 +9,8 @@
  * row that deviate from the reference by more than `threshold` start a new search. With a level predicted from the
  * machine profile's streams curve (throttle_predict_level), a search starts at that level instead and climbs: it
  * measures the kept level's neighbours among the plan's levels and moves on only while a neighbour becomes the kept
- * level, so a right prediction costs two windows and a wrong one is still corrected. No MPI, no time source of its
+ * level, so a right prediction costs two windows and a wrong one is still corrected; a neighbour the curve expects to
+ * lose waits until the budget affords that loss. No MPI, no time source of its
  * own: the gate (gate.c) calls it with each finished window, under the gate's lock. */
 #include <math.h>
 #include <string.h>
@@ -114,24 +115,36 @@ static int ctl_first_level(const throttle_ctl_t *c) { return c->predicted ? c->p
 
 /* A relative streams curve at `level`: a power law between its points (straight in log-log), as the cost model
  * reads its curves. */
-static double ctl_curve_at(const double *x, const double *y, int n, double level)
+static double ctl_curve_at(const throttle_curve_t *cv, double level)
 {
+    const double *x = cv->x, *y = cv->y;
     if (level <= x[0]) return y[0];
-    for (int i = 1; i < n; i++)
+    for (int i = 1; i < cv->n; i++)
         if (level <= x[i]) return y[i - 1] * pow(y[i] / y[i - 1], log(level / x[i - 1]) / log(x[i] / x[i - 1]));
-    return y[n - 1];
+    return y[cv->n - 1];
 }
 
-int throttle_predict_level(const double *x, const double *y, int n, int nmax, double tolerance)
+/* The I/O time a window at candidate `next` is expected to lose against candidate `keep`, from the curve (0
+ * without one, or when it expects no loss). */
+static double ctl_expected_loss(const throttle_ctl_t *c, int next, int keep, double window_ns)
 {
+    if (c->curve.n < 2) return 0;
+    double ratio = ctl_curve_at(&c->curve, c->level_cand[next]) / ctl_curve_at(&c->curve, c->level_cand[keep]);
+    return ratio < 1 ? window_ns * (1 - ratio) : 0;
+}
+
+int throttle_predict_level(const throttle_curve_t *curve, int nmax, double tolerance)
+{
+    int n = curve ? curve->n : 0;
     if (n < 2 || nmax < 1) return 0; /* one point says nothing of concurrency */
-    double top = 0, at[THROTTLE_CANDIDATES + 1];
-    int level[THROTTLE_CANDIDATES + 1], m = 0;
-    for (int i = 0; i < n && x[i] <= nmax && m < THROTTLE_CANDIDATES; i++) level[m++] = (int)x[i];
-    if (nmax < x[n - 1] && (m == 0 || level[m - 1] < nmax)) level[m++] = nmax;
+    if (n > THROTTLE_CURVE_POINTS) n = THROTTLE_CURVE_POINTS;
+    double top = 0, at[THROTTLE_CURVE_POINTS + 1];
+    int level[THROTTLE_CURVE_POINTS + 1], m = 0;
+    for (int i = 0; i < n && curve->x[i] <= nmax; i++) level[m++] = (int)curve->x[i];
+    if (nmax < curve->x[n - 1] && (m == 0 || level[m - 1] < nmax)) level[m++] = nmax;
     int best = 0;
     for (int i = 0; i < m; i++) {
-        at[i] = ctl_curve_at(x, y, n, level[i]);
+        at[i] = ctl_curve_at(curve, level[i]);
         if (at[i] > top) top = at[i];
     }
     for (int i = 0; i < m; i++)
@@ -156,10 +169,11 @@ static void ctl_log_phase(throttle_ctl_t *c, uint64_t bytes, uint64_t busy_ns, u
     p->busy_ns += busy_ns;
 }
 
-void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, int predicted)
+void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, int predicted, const throttle_curve_t *curve)
 {
     memset(c, 0, sizeof *c);
     c->nmax = nmax > 0 ? nmax : 1;
+    if (curve && curve->n >= 2 && curve->n <= THROTTLE_CURVE_POINTS) c->curve = *curve;
     c->predicted = predicted > 0 ? (predicted < c->nmax ? predicted : c->nmax) : 0;
     ctl_plan(c);
     c->level = ctl_first_level(c);
@@ -215,7 +229,9 @@ int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t b
         c->state = THROTTLE_STEADY;
         return c->level;
     }
-    /* Examine the next level only while the loss so far is within budget; meanwhile the best serves. */
-    c->level = (double)c->loss_ns <= k->budget * (double)c->busy_ns ? c->level_cand[next] : c->level_cand[keep];
+    /* Examine the next level only while the loss so far, and what the profile's curve expects the examination to
+     * lose, are within budget; meanwhile the best serves. */
+    double loss = (double)c->loss_ns + ctl_expected_loss(c, next, keep, k->window_ns);
+    c->level = loss <= k->budget * (double)c->busy_ns ? c->level_cand[next] : c->level_cand[keep];
     return c->level;
 }

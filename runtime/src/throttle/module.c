@@ -23,11 +23,12 @@ enum { READ, WRITE };
 static const char *const dir_name[2] = {"read", "write"};
 
 /* A file's levels per direction: 0 not throttled, AUTO, or the node's share of the job-wide static level; and for
- * AUTO the level its file system's machine profile predicts (0: no profile). */
+ * AUTO its file system's machine profile's streams curve and the level it predicts (0: no profile). */
 #define AUTO (-1)
 typedef struct {
     int level[2];
     int predicted[2];
+    throttle_curve_t curve[2];
 } file_levels_t;
 
 static throttle_knobs_t knobs;
@@ -90,10 +91,14 @@ static void throttle_profile_predict(file_levels_t *l, const char *path, const i
     const char *setting = json_string_value(iotame_config_value(fc, "collective", "profile"));
     if (found && iotame_profile_find(path, setting, found, &refused)) {
         const iotame_model_curve_t *curve[2] = {&found->profile.streams_read, &found->profile.streams_write};
-        for (int d = 0; d < 2; d++)
-            if (l->level[d] == AUTO)
-                l->predicted[d] = throttle_predict_level(curve[d]->x, curve[d]->y, curve[d]->n, node_procs,
-                                                         knobs.tolerance);
+        for (int d = 0; d < 2; d++) {
+            if (l->level[d] != AUTO) continue;
+            throttle_curve_t *c = &l->curve[d];
+            c->n = curve[d]->n < THROTTLE_CURVE_POINTS ? curve[d]->n : THROTTLE_CURVE_POINTS;
+            memcpy(c->x, curve[d]->x, (size_t)c->n * sizeof c->x[0]);
+            memcpy(c->y, curve[d]->y, (size_t)c->n * sizeof c->y[0]);
+            l->predicted[d] = throttle_predict_level(c, node_procs, knobs.tolerance);
+        }
         throttle_profile_note(found, refused);
     } else {
         throttle_profile_note(NULL, refused);
@@ -189,7 +194,8 @@ static void throttle_posix_before(const iotame_posix_io_t *io)
         uint64_t fs_type = iotame_posix_fs_type(io->file);
         g->sig_size_log2 = size_log2;
         g->sig_fs_type = fs_type;
-        throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2), l->predicted[dir]);
+        throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2), l->predicted[dir],
+                                 &l->curve[dir]);
     }
     entered_at = iotame_monotonic_ns();
     entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns, &entered_pass);
