@@ -144,7 +144,8 @@ def trial(a, mpi, np_, device, filetype, name, tmp):
            "phases": {p: {"tio": mad[p]["tio"], "lbstio": mad[p]["lbstio"]} for p in PHASES},
            "bytes": w["madbench"]["matrix_bytes"] * a.no_bin,
            "write_levels": levels(ws, "write"), "read_levels": levels(rs, "read"),
-           "write_predicted": levels(ws, "write", "predicted_level"), "read_predicted": levels(rs, "read", "predicted_level"),
+           "write_predicted": levels(ws, "write", "predicted_level"),
+           "read_predicted": levels(rs, "read", "predicted_level"),
            "emulated": (rs.get("modules") or {}).get("emulate")}
     out["total"] = sum(v["tio"] + v["lbstio"] for v in out["phases"].values())
     return out

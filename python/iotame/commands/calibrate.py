@@ -1,5 +1,5 @@
-"""`iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--json] [LAUNCH]` (without --out, into the user's
-profile directory, where the runtime finds it: calibrate/discover.py) and
+"""`iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--json] [LAUNCH]` (without --out, into
+the user's profile directory, where the runtime finds it: calibrate/discover.py) and
 `iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] [LAUNCH]`, LAUNCH being the tuner's
 `--np N`, `--launcher mpiexec|srun`, `--srun-mpi PLUGIN` or a launcher command after `--`."""
 from __future__ import annotations
@@ -39,14 +39,14 @@ def _tolerance(text: str) -> float:
 def add_parser(sub) -> None:
     p = sub.add_parser(NAME, help="measure the machine's storage, memory and network into a machine profile, or "
                                   "check one",
-                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--json] [--np N] "
-                             "[--launcher L] [-- LAUNCHER...]\n"
+                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--json] "
+                             "[--np N] [--launcher L] [-- LAUNCHER...]\n"
                              "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
                              "[--np N] [--launcher L] [-- LAUNCHER...]",
                        description="Measure, with fio on files in DIR, durable write and cache-dropped read "
                                    "throughput against request size (sequential and scattered), against 1, 2, 4, "
-                                   "8 and 16 concurrent streams (--streams), how much write-back absorbs, and the memory copy "
-                                   "bandwidth, and write them as a machine profile keyed by DIR's file system, "
+                                   "8 and 16 concurrent streams (--streams), how much write-back absorbs, and the "
+                                   "memory copy bandwidth, and write them as a machine profile keyed by DIR's file system, "
                                    "by default into $XDG_CONFIG_HOME/iotame/profiles (~/.config/iotame/profiles), "
                                    "where the runtime finds it. "
                                    "--check re-measures two storage points (and one network point) and exits 1 "

@@ -129,7 +129,8 @@ static file_levels_t *throttle_levels_of(iotame_posix_file_t *f)
     if (cfg && iotame_config_for_file(cfg, iotame_posix_file_path(f), &fc) == 0) {
         l->level[READ] = throttle_level_of(iotame_config_value(&fc, "throttle", "readers"));
         l->level[WRITE] = throttle_level_of(iotame_config_value(&fc, "throttle", "writers"));
-        if (l->level[READ] == AUTO || l->level[WRITE] == AUTO) throttle_profile_predict(l, iotame_posix_file_path(f), &fc);
+        if (l->level[READ] == AUTO || l->level[WRITE] == AUTO)
+            throttle_profile_predict(l, iotame_posix_file_path(f), &fc);
         iotame_config_file_release(&fc);
     }
     file_levels_t *none = NULL;
@@ -353,7 +354,8 @@ static void throttle_finalize(void)
     json_object_set_new(section, "read", throttle_dir_json(&mine[READ]));
     json_object_set_new(section, "write", throttle_dir_json(&mine[WRITE]));
     if (profile_found_by)
-        json_object_set_new(section, "profile", json_pack("{s:s,s:s}", "path", profile_path, "found_by", profile_found_by));
+        json_object_set_new(section, "profile",
+                            json_pack("{s:s,s:s}", "path", profile_path, "found_by", profile_found_by));
     if (profile_refused) json_object_set_new(section, "profile_refused", json_string(profile_refused));
     iotame_posix_segment_t *seg = iotame_posix_segment();
     if (seg && iotame_posix_node_rank() == 0) {
