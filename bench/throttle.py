@@ -6,6 +6,10 @@ stubs' time scaled to 0 so that the I/O dominates) under each configuration
   W/R      throttle.writers W and throttle.readers R (static levels; "all" is the process count: no throttle
            section at all, the runtime's default)
   auto     throttle.readers and throttle.writers "auto": the adaptive controller, told nothing
+  auto+profile
+           auto with collective.profile naming the device's machine profile (--profile DEVICE=FILE, made by
+           `iotame calibrate --config`): the controller starts at the level the profile's streams curve predicts
+           and examines only its neighbours
 
 on a storage device: `disk` and `raid5` are the runtime's emulated devices (runtime/src/emulate; every table says
 so), `none` the machine's real file system. Every trial is two jobs: dSdC writes and keeps its files (the kernel
@@ -15,13 +19,14 @@ configurations run in turn, the first rotating from repeat to repeat; medians ov
 Per phase the paper's TIO (mean over processes of the time from the barrier before the I/O to the end of its own
 I/O, the wait for a token included) and LBSTIO (mean time in the barrier after the I/O), as the kernel measures
 them; Total is the sum of the phases' TIO + LBSTIO. The report names the best static level, and checks the
-targets: auto within 5 % of the best static, the best static at least 1.2 x the unthrottled where throttling
+targets: auto (and auto+profile) within 5 % of the best static, the best static at least 1.2 x the unthrottled where throttling
 helps, and on the real file system auto at least 0.97 x the unthrottled.
 
 MPICH busy-polls: timings with more than 2 processes use the Open MPI build (--mpi openmpi, mpirun --oversubscribe).
 
 Usage: bench/throttle.py [--mpi openmpi] [--np 4,16] [--devices disk,raid5] [--filetypes unique,shared]
-                         [--configs all/all,all/1,...,auto] [--repeat 3] [--no-pix N] [--no-bin N] [--json F] [--out F.md]
+                         [--configs all/all,all/1,...,auto,auto+profile] [--profile DEVICE=FILE ...] [--repeat 3]
+                         [--no-pix N] [--no-bin N] [--json F] [--out F.md]
        bench/throttle.py --table F.json [--out F.md]
 """
 import argparse
@@ -50,13 +55,19 @@ def default_configs(np_):
     return ["all/all", "1/all", "all/1", "1/1"] + [f"all/{r}" for r in (2, 4, 8) if r < np_] + ["auto"]
 
 
-def runtime_config(name, device, state, window):
-    """The runtime configuration of a configuration name on a device."""
+AUTOS = ("auto", "auto+profile")
+
+
+def runtime_config(name, device, state, window, profiles=None):
+    """The runtime configuration of a configuration name on a device (profiles: device -> machine profile path,
+    for auto+profile)."""
     d = {"posix": {"all_files": False}}
     if device != "none":
         d["emulate"] = {"device": device, "state": str(state)}
-    if name == "auto":
+    if name in AUTOS:
         d["throttle"] = {"readers": "auto", "writers": "auto", "window_seconds": window}
+        if name == "auto+profile":
+            d["collective"] = {"profile": str(profiles[device])}
     else:
         w, r = name.split("/")
         t = {k: int(v) for k, v in (("writers", w), ("readers", r)) if v != "all"}
@@ -92,10 +103,24 @@ def job(argv, env, cwd, stats):
     return res, json.loads(stats.read_text())
 
 
-def levels(stats, direction):
-    """The levels the throttle kept for a direction (one per target), from the statistics."""
+def levels(stats, direction, key="level"):
+    """The levels the throttle kept (or, key "predicted_level", started from) for a direction, one per target, from
+    the statistics."""
     t = (stats.get("modules") or {}).get("throttle") or {}
-    return [g[direction]["level"] for g in t.get("targets", []) if direction in g]
+    return [g[direction].get(key, 0) for g in t.get("targets", []) if direction in g]
+
+
+def parse_profiles(items):
+    """--profile DEVICE=FILE options as {device: absolute path}; SystemExit naming the option when malformed."""
+    out = {}
+    for item in items or []:
+        device, sep, path = item.partition("=")
+        if not sep or not device or not path:
+            sys.exit(f"bench/throttle.py: --profile {item!r}: expected DEVICE=FILE (e.g. raid5=raid5.profile.json)")
+        if not Path(path).is_file():
+            sys.exit(f"bench/throttle.py: --profile {item!r}: {path} is not a file")
+        out[device] = Path(path).resolve()
+    return out
 
 
 def trial(a, mpi, np_, device, filetype, name, tmp):
@@ -104,7 +129,7 @@ def trial(a, mpi, np_, device, filetype, name, tmp):
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     cfg = tmp / "config.json"
-    cfg.write_text(json.dumps(runtime_config(name, device, tmp / "device.state", a.window)))
+    cfg.write_text(json.dumps(runtime_config(name, device, tmp / "device.state", a.window, a.profiles)))
     base = launcher(mpi, np_) + [str(build / "kernels" / "iotame-kernel"), "madbench", "--api", "mpiio",
                                  "--filetype", filetype, "--no-pix", str(a.no_pix), "--no-bin", str(a.no_bin),
                                  "--file", str(work / "mad.dat")]
@@ -119,6 +144,8 @@ def trial(a, mpi, np_, device, filetype, name, tmp):
            "phases": {p: {"tio": mad[p]["tio"], "lbstio": mad[p]["lbstio"]} for p in PHASES},
            "bytes": w["madbench"]["matrix_bytes"] * a.no_bin,
            "write_levels": levels(ws, "write"), "read_levels": levels(rs, "read"),
+           "write_predicted": levels(ws, "write", "predicted_level"),
+           "read_predicted": levels(rs, "read", "predicted_level"),
            "emulated": (rs.get("modules") or {}).get("emulate")}
     out["total"] = sum(v["tio"] + v["lbstio"] for v in out["phases"].values())
     return out
@@ -151,23 +178,28 @@ def table(runs, key):
         cells = []
         for p in PHASES:
             cells += [med([r["phases"][p]["tio"] for r in rs]), med([r["phases"][p]["lbstio"] for r in rs])]
-        if n == "auto":
-            wl = sorted({l for r in rs for l in r["write_levels"]})
-            rl = sorted({l for r in rs for l in r["read_levels"]})
-            w, rd = f"auto ({','.join(map(str, wl))})", f"auto ({','.join(map(str, rl))})"
+        if n in AUTOS:
+            cols = []
+            for d in ("write", "read"):
+                kept = sorted({l for r in rs for l in r[f"{d}_levels"]})
+                pred = sorted({l for r in rs for l in r.get(f"{d}_predicted", []) if l})
+                cols.append(f"{n} ({','.join(map(str, kept))}" + (f"; from {','.join(map(str, pred))}" if pred else "")
+                            + ")")
+            w, rd = cols
         else:
             w, rd = n.split("/")
         lines.append(f"| {w} | {rd} | {totals[n]:.2f} | " + " | ".join(f"{c:.2f}" for c in cells) + f" | {len(rs)} |")
-    static = {n: t for n, t in totals.items() if n != "auto"}
+    static = {n: t for n, t in totals.items() if n not in AUTOS}
     best = min(static, key=static.get)
     base = totals.get("all/all")
     notes = [f"best static: {best} ({static[best]:.2f} s)"]
     if base:
         notes.append(f"unthrottled / best static: {base / static[best]:.2f}")
-    if "auto" in totals:
-        notes.append(f"auto / best static (time): {totals['auto'] / static[best]:.3f}")
-        if base:
-            notes.append(f"unthrottled / auto: {base / totals['auto']:.2f}")
+    for n in AUTOS:
+        if n in totals:
+            notes.append(f"{n} / best static (time): {totals[n] / static[best]:.3f}")
+            if base:
+                notes.append(f"unthrottled / {n}: {base / totals[n]:.2f}")
     return lines, notes
 
 
@@ -195,7 +227,10 @@ def main():
     ap.add_argument("--np", default="4,16")
     ap.add_argument("--devices", default="disk,raid5")
     ap.add_argument("--filetypes", default="unique")
-    ap.add_argument("--configs", help="comma-separated W/R names and auto (default: Seelam et al.'s grid and auto)")
+    ap.add_argument("--configs", help="comma-separated W/R names, auto and auto+profile (default: Seelam et al.'s "
+                                      "grid and auto)")
+    ap.add_argument("--profile", action="append", metavar="DEVICE=FILE",
+                    help="the machine profile auto+profile names on DEVICE (iotame calibrate --config; repeatable)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-pix", type=int, default=1448, dest="no_pix")
     ap.add_argument("--no-bin", type=int, default=8, dest="no_bin")
@@ -205,6 +240,11 @@ def main():
     ap.add_argument("--out", help="write the report here (Markdown)")
     ap.add_argument("--table", help="print the report of an earlier --json file")
     a = ap.parse_args()
+    a.profiles = parse_profiles(a.profile)
+    missing = [d for d in a.devices.split(",") if d not in a.profiles]
+    if "auto+profile" in (a.configs or "").split(",") and missing:
+        sys.exit(f"bench/throttle.py: --configs auto+profile: no --profile for device(s) {', '.join(missing)} "
+                 f"(expected --profile DEVICE=FILE, from iotame calibrate --config)")
     if a.table:
         text = report(json.loads(Path(a.table).read_text()))
     else:

@@ -118,6 +118,38 @@ def test_the_adaptive_level_is_remembered(job):
             assert g["phases"][0]["state"] == "steady" and g["phases"][0]["level"] == saved[sig]["level"]
 
 
+def test_auto_starts_at_the_level_the_profile_predicts(job):
+    """With a machine profile of the file's file system (named by collective.profile), each auto direction starts
+    at the level its own streams curve predicts for the node's four processes, and the statistics say so and where
+    the profile came from; without one, the full search starts unthrottled."""
+    from test_profile_runtime import profile_for
+    prof = job.tmp / "p.json"
+    profile_for(job.tmp, prof)
+    body = json.loads(prof.read_text())
+    # reads peak at two streams; writes are the same at every count (ties: the highest, unthrottled)
+    body["storage"]["streams"] = {"read": [[1, 100.0], [2, 180.0], [4, 120.0]],
+                                  "write": [[1, 100.0], [2, 101.0], [4, 100.0]]}
+    write_json(prof, body)
+    for named in (True, False):
+        stats = job.tmp / f"s{named}.json"
+        cfg = throttle_config(job.tmp / "c.json", readers="auto", writers="auto", window_seconds=0.0001,
+                              collective={"profile": str(prof)} if named else None)
+        p = job.run(4, [MIX, job.tmp, 8, 65536], preload=True, stats=stats, timeout=120, config=cfg)
+        assert json.loads(p.stdout)["verified"]
+        sec = section(stats)
+        (r,), (w,) = gates(sec, "read"), gates(sec, "write")
+        if named:
+            assert sec["profile"] == {"path": str(prof), "found_by": "setting"}
+            assert (r["predicted_level"], w["predicted_level"]) == (2, 4)
+            assert r["phases"][0]["level"] == 2 and w["phases"][0]["level"] == 4
+        else:
+            assert "profile" not in sec
+            assert r["predicted_level"] == w["predicted_level"] == 0
+            assert r["phases"][0]["level"] == w["phases"][0]["level"] == 4
+        for g in (r, w):
+            assert g["phases"][0]["state"] == "search"
+
+
 def test_without_throttle_settings_the_module_is_off(job):
     stats = job.tmp / "s.json"
     job.run(2, [MIX, job.tmp, 2, 4096], preload=True, stats=stats,

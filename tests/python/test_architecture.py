@@ -28,9 +28,9 @@ PUBLIC = {
 # Which parts a part may include: the core below everything; the wrappers' shared header (intercept) for the parts
 # that define wrappers of their own (posix, hdf5); the POSIX layer's queries (paths, layouts, the node's segment) for
 # the modules; the flattening for the parts that map views; the pure policy for the collective part, and the machine
-# profile (read and found, for the model's predictions) for the parts that predict from it. Nothing
-# includes a module that acts on I/O (stage, collective, throttle, emulate): they reach each other only through the
-# registry's hooks and the core.
+# profile (read and found, for the model's predictions and the throttle's starting level) for the parts that predict
+# from it. Nothing includes a module that acts on I/O (stage, collective, throttle, emulate): they reach each other
+# only through the registry's hooks and the core.
 ALLOWED = {
     "core": set(),
     "flatten": set(),
@@ -41,7 +41,7 @@ ALLOWED = {
     "hdf5": {"core", "intercept", "posix"},
     "stage": {"core", "flatten", "posix", "profile"},
     "collective": {"core", "flatten", "posix", "profile", "select"},
-    "throttle": {"core", "posix"},
+    "throttle": {"core", "posix", "profile"},
     "emulate": {"core", "posix"},
 }
 

@@ -10,7 +10,7 @@ import pytest
 
 from iotame.calibrate import (QUICK, ProfileError, ceph_layout, check_request, dirty_freerun_bytes, fs_identity,
                               identity_problems, judge, load_profile, lustre_layout, parse_stat_f, save_profile,
-                              validate_profile, write_back_section)
+                              stream_counts, validate_profile, write_back_section)
 from iotame.cli import main
 
 from .profiles import MIB, good_profile, set_key
@@ -186,7 +186,7 @@ def test_calibrate_quick_end_to_end_then_check(tmp_path, capsys):
         for pattern in ("sequential", "scattered"):
             assert [x for x, _ in st[d][pattern]] == list(QUICK.sizes)
             assert all(mbs > 0 for _, mbs in st[d][pattern])
-        assert [n for n, _ in st["streams"][d]] == [1, 2, 4]
+        assert [n for n, _ in st["streams"][d]] == [1, 2, 4, 8, 16]
     assert st["reads_from"] == ("storage" if os.geteuid() == 0 else "page cache")
     assert st["write_back"]["absorbed_bytes"] >= 0 and profile["memory"]["copy_mbs"] > 0
     assert profile["network"] is None and any("network" in n for n in profile["notes"])
@@ -206,6 +206,25 @@ def test_calibrate_quick_end_to_end_then_check(tmp_path, capsys):
     assert main(["calibrate", "--dir", str(data), "--check", str(tmp_path / "moved.json"), "--tolerance", "99"]) == 1
     assert "filesystem.device: the profile has '999:999'" in capsys.readouterr().err
     assert os.listdir(data) == []
+
+
+def test_stream_counts_reach_the_maximum():
+    assert stream_counts() == (1, 2, 4, 8, 16) == QUICK.streams
+    assert stream_counts(12) == (1, 2, 4, 8, 12)
+    assert stream_counts(2) == (1, 2) and stream_counts(1) == (1,)
+    with pytest.raises(ValueError, match="expected a count >= 1, got 0"):
+        stream_counts(0)
+
+
+@needs_fio
+def test_streams_option_sets_the_counts_measured(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--quick", "--streams", "3", "--dir", str(tmp_path), "--out", str(out)]) == 0
+    st = load_profile(out)["storage"]["streams"]
+    assert [n for n, _ in st["read"]] == [n for n, _ in st["write"]] == [1, 2, 3]
+    capsys.readouterr()
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", str(out), "--streams", "4"]) == 2
+    assert "drop --out, --quick and --streams" in capsys.readouterr().err
 
 
 def test_usage_errors(tmp_path, capsys, monkeypatch):

@@ -291,7 +291,7 @@ static void controller(void)
                  {raid, 12}, {cliff, 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int noise = 0; noise < 2; noise++) {
-            throttle_ctl_init(&c, cases[i].nmax, 0);
+            throttle_ctl_init(&c, cases[i].nmax, 0, 0, NULL);
             int w = converge(&c, &k, cases[i].f, noise ? 0.08 : 0, 200);
             CHECK(w > 0);
             /* the level kept is within tolerance (and the noise) of the best there is */
@@ -300,30 +300,30 @@ static void controller(void)
         }
     }
     /* Ties go to the higher level: on a flat device nothing is throttled. */
-    throttle_ctl_init(&c, 16, 0);
+    throttle_ctl_init(&c, 16, 0, 0, NULL);
     converge(&c, &k, flat, 0, 200);
     CHECK(c.level == 16);
 
     /* A budget: the search takes longer but still ends at the best; with no budget it never leaves the default
      * once a level lost. */
     k.budget = 0.1;
-    throttle_ctl_init(&c, 16, 0);
+    throttle_ctl_init(&c, 16, 0, 0, NULL);
     int slow = converge(&c, &k, raid, 0, 1000);
     CHECK(slow > 0 && raid(c.level) >= 200.0 * 0.95);
     k.budget = 0;
-    throttle_ctl_init(&c, 16, 0);
+    throttle_ctl_init(&c, 16, 0, 0, NULL);
     converge(&c, &k, wide, 0, 100); /* level 8 loses against 16: nothing more is examined */
     CHECK(c.level == 16 && c.state == THROTTLE_SEARCH);
     k.budget = 1.0;
 
     /* A remembered level: steady at once, no search. */
-    throttle_ctl_init(&c, 16, 4);
+    throttle_ctl_init(&c, 16, 4, 0, NULL);
     CHECK(c.state == THROTTLE_STEADY && c.level == 4 && c.known);
     converge(&c, &k, raid, 0, 3);
     CHECK(c.searches == 1 && c.level == 4);
 
     /* A change of device after the search: two deviating windows start a new search, which finds the new best. */
-    throttle_ctl_init(&c, 16, 0);
+    throttle_ctl_init(&c, 16, 0, 0, NULL);
     converge(&c, &k, raid, 0, 200);
     int before = (int)c.searches, kept = c.level;
     CHECK(c.found == kept && !c.known);
@@ -335,6 +335,134 @@ static void controller(void)
 
     /* Phases: the log holds the levels in force, the search's first. */
     CHECK(c.nphases >= 2 && c.phase[0].level == 16 && c.phase[0].searching);
+}
+
+/* ---- the level a profile predicts, and the climb from it ---- */
+
+/* The emulated RAID-5's streams curve as calibrated (relative to one stream): up to five streams in parallel,
+ * eight prefetched, sixteen thrash. */
+static const throttle_curve_t raid_curve = {5, 0, {1, 2, 4, 8, 16}, {1.0, 2.0, 3.9, 4.8, 3.4}};
+/* The emulated disk's reads: one stream prefetched, every other positions. */
+static const throttle_curve_t cliff_curve = {5, 0, {1, 2, 4, 8, 16}, {1.0, 0.7, 0.7, 0.69, 0.68}};
+/* Write-behind: every count the same within noise. */
+static const throttle_curve_t level_curve = {5, 0, {1, 2, 4, 8, 16}, {1.0, 1.01, 0.99, 1.0, 0.98}};
+
+/* The curve's first n points. */
+static throttle_curve_t first_points(throttle_curve_t c, int n)
+{
+    c.n = n;
+    return c;
+}
+
+static void predicted_level(void)
+{
+    throttle_curve_t three = first_points(raid_curve, 3), one = first_points(raid_curve, 1),
+                     none = first_points(raid_curve, 0);
+    CHECK(throttle_predict_level(&raid_curve, 16, 0.05) == 8);
+    CHECK(throttle_predict_level(&raid_curve, 4, 0.05) == 4);   /* rising up to the node's processes */
+    CHECK(throttle_predict_level(&raid_curve, 12, 0.05) == 8);  /* 12 lies inside: 4.0, below 8's 4.8 */
+    CHECK(throttle_predict_level(&cliff_curve, 16, 0.05) == 1);
+    CHECK(throttle_predict_level(&level_curve, 16, 0.05) == 16); /* ties: the highest, nothing throttled */
+    CHECK(throttle_predict_level(&level_curve, 6, 0.05) == 6);   /* nmax inside the curve is a candidate */
+    CHECK(throttle_predict_level(&raid_curve, 1, 0.05) == 1);
+    /* A curve that ends below the node's processes predicts no level it has not measured. */
+    CHECK(throttle_predict_level(&three, 16, 0.05) == 4);
+    /* A tolerance wide enough takes the higher levels in. */
+    CHECK(throttle_predict_level(&raid_curve, 16, 0.35) == 16);
+    CHECK(throttle_predict_level(&none, 16, 0.05) == 0); /* no curve, no prediction */
+    CHECK(throttle_predict_level(&one, 16, 0.05) == 0);  /* nor from one stream alone */
+    CHECK(throttle_predict_level(NULL, 16, 0.05) == 0);
+}
+
+/* The levels a controller measured (mbs > 0), as a bit set of levels < 32. */
+static unsigned measured_levels(const throttle_ctl_t *c)
+{
+    unsigned set = 0;
+    for (int i = 0; i < c->ncand; i++)
+        if (c->mbs[i] > 0) set |= 1u << c->level_cand[i];
+    return set;
+}
+
+#define BIT(l) (1u << (l))
+
+static void climb(void)
+{
+    throttle_knobs_t k = {.window_ns = 250e6, .threshold = 0.25, .tolerance = 0.05, .budget = 1.0};
+    throttle_ctl_t c;
+    /* A right prediction: starts at 8, measures its neighbours 16 and 4, keeps 8. */
+    throttle_ctl_init(&c, 16, 0, 8, NULL);
+    CHECK(c.level == 8 && c.state == THROTTLE_SEARCH && c.predicted == 8);
+    CHECK(converge(&c, &k, raid, 0, 50) == 3);
+    CHECK(c.level == 8 && c.found == 8);
+    CHECK(measured_levels(&c) == (BIT(16) | BIT(8) | BIT(4)));
+    CHECK(c.phase[0].level == 8 && c.phase[0].searching);
+
+    /* The disk's reads predicted at one reader: only two is examined. */
+    throttle_ctl_init(&c, 16, 0, 1, NULL);
+    CHECK(converge(&c, &k, cliff, 0, 50) == 2);
+    CHECK(c.level == 1 && measured_levels(&c) == (BIT(1) | BIT(2)));
+
+    /* Write-behind predicted unthrottled: only the level below is examined, and ties keep the higher. */
+    throttle_ctl_init(&c, 16, 0, 16, NULL);
+    CHECK(converge(&c, &k, flat, 0, 50) == 2);
+    CHECK(c.level == 16 && measured_levels(&c) == (BIT(16) | BIT(8)));
+
+    /* A wrong prediction is corrected: the disk predicted at sixteen climbs down level by level to one. */
+    throttle_ctl_init(&c, 16, 0, 16, NULL);
+    CHECK(converge(&c, &k, disk, 0, 50) > 0);
+    CHECK(c.level == 1 && measured_levels(&c) == (BIT(16) | BIT(8) | BIT(4) | BIT(2) | BIT(1)));
+    /* and upwards through ties (a curve that ended below the node's processes predicted four) */
+    throttle_ctl_init(&c, 16, 0, 4, NULL);
+    converge(&c, &k, flat, 0, 50);
+    CHECK(c.level == 16 && measured_levels(&c) == (BIT(4) | BIT(8) | BIT(16)));
+
+    /* A predicted level outside the plan's powers of two is a candidate of its own: 6 ties with 8 (kept, the
+     * higher), whose other neighbour 16 is worse. */
+    throttle_ctl_init(&c, 16, 0, 6, NULL);
+    converge(&c, &k, raid, 0, 50);
+    CHECK(c.level == 8 && measured_levels(&c) == (BIT(6) | BIT(8) | BIT(16)));
+
+    /* With noise the kept level stays within tolerance (and the noise) of the best. */
+    for (int i = 0; i < 20; i++) {
+        throttle_ctl_init(&c, 16, 0, 8, NULL);
+        CHECK(converge(&c, &k, raid, 0.08, 50) > 0);
+        CHECK(raid(c.level) >= 200.0 * (1 - k.tolerance - 0.16));
+    }
+
+    /* A remembered level keeps priority over the prediction. */
+    throttle_ctl_init(&c, 16, 2, 8, NULL);
+    CHECK(c.state == THROTTLE_STEADY && c.level == 2 && c.known);
+
+    /* The budget: a level is examined only while the loss so far is within it; meanwhile the kept level serves. */
+    k.budget = 0;
+    throttle_ctl_init(&c, 16, 0, 8, NULL);
+    converge(&c, &k, raid, 0, 20); /* 16 loses against 8: 4 is never examined, 8 serves */
+    CHECK(c.level == 8 && c.state == THROTTLE_SEARCH && measured_levels(&c) == (BIT(8) | BIT(16)));
+    k.budget = 1.0;
+
+    /* With the curve, a neighbour it expects to lose waits until the budget affords its window's expected loss:
+     * the RAID predicted at 8 examines 16 (expected to lose 29 % of a window) only once the I/O time seen is
+     * 0.29 / 0.05 windows, and 4 (19 %) once the losses so far and its own are within the budget. */
+    k.budget = 0.05;
+    throttle_ctl_init(&c, 16, 0, 8, &raid_curve);
+    CHECK(converge(&c, &k, raid, 0, 4) < 0 && measured_levels(&c) == BIT(8)); /* 4 windows: not yet */
+    CHECK(converge(&c, &k, raid, 0, 100) > 0);
+    CHECK(c.level == 8 && measured_levels(&c) == (BIT(16) | BIT(8) | BIT(4)));
+    /* the write-behind curve expects nothing lost below: the neighbour is examined at once */
+    throttle_ctl_init(&c, 16, 0, 16, &level_curve);
+    CHECK(converge(&c, &k, flat, 0, 2) == 2 && c.level == 16);
+    /* a curve that expects a loss the job never affords: its I/O time is too short, the prediction serves alone */
+    throttle_ctl_init(&c, 4, 0, 4, &raid_curve);
+    CHECK(converge(&c, &k, raid, 0, 6) < 0 && c.level == 4 && measured_levels(&c) == BIT(4));
+    k.budget = 1.0;
+
+    /* A re-search after a deviation starts from the prediction again. */
+    throttle_ctl_init(&c, 16, 0, 8, NULL);
+    converge(&c, &k, raid, 0, 50);
+    for (int w = 0; w < 2; w++) throttle_ctl_window(&c, &k, (uint64_t)(disk(c.level) * 1e6 * 0.25), 250000000, 0);
+    CHECK(c.searches == 2 && c.state == THROTTLE_SEARCH && c.level == 8);
+    converge(&c, &k, disk, 0, 50);
+    CHECK(c.level == 1);
 }
 
 /* ---- storage targets: Lustre's layout ---- */
@@ -473,5 +601,7 @@ int main(void)
     gate_slow_and_dead();
     gate_dead_waiter();
     controller();
+    predicted_level();
+    climb();
     return failures != 0;
 }

@@ -5,13 +5,13 @@ from .check import DEFAULT_TOLERANCE, check_profile, check_request, identity_pro
 from .discover import (ENV_PROFILE, default_profile_path, find_profile, matches, profile_dirs,
                        user_profile_dir)
 from .filesystem import ceph_layout, fs_identity, lustre_layout, parse_stat_f
-from .measure import (FULL, NETWORK_NOTE, QUICK, Calibration, Settings, calibrate, dirty_freerun_bytes,
-                      memory_copy_mbs, write_back_section)
+from .measure import (DEFAULT_STREAMS, FULL, NETWORK_NOTE, QUICK, Calibration, Settings, calibrate,
+                      dirty_freerun_bytes, memory_copy_mbs, stream_counts, write_back_section)
 from .network import measure_network, network_job, network_section, nodes_section, run_netprobe
 from .profile import (PROFILE_KIND, PROFILE_VERSION, ProfileError, curve_at, load_profile, profile_json,
                       save_profile, validate_profile)
 
-__all__ = ["calibrate", "Calibration", "Settings", "FULL", "QUICK", "NETWORK_NOTE", "memory_copy_mbs",
+__all__ = ["calibrate", "Calibration", "Settings", "FULL", "QUICK", "DEFAULT_STREAMS", "stream_counts", "NETWORK_NOTE", "memory_copy_mbs",
            "dirty_freerun_bytes", "write_back_section", "fs_identity", "ceph_layout", "lustre_layout",
            "parse_stat_f", "check_profile", "check_request", "identity_problems", "judge", "DEFAULT_TOLERANCE",
            "PROFILE_KIND", "PROFILE_VERSION", "ProfileError", "load_profile", "profile_json", "save_profile",

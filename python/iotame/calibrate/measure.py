@@ -25,12 +25,25 @@ from .network import NOT_ASKED_NOTE as NETWORK_NOTE
 from .network import measure_network
 from .profile import PROFILE_KIND, PROFILE_VERSION
 
-__all__ = ["Settings", "FULL", "QUICK", "Calibration", "calibrate", "memory_copy_mbs", "dirty_freerun_bytes",
-           "write_back_section", "NETWORK_NOTE"]
+__all__ = ["Settings", "FULL", "QUICK", "DEFAULT_STREAMS", "stream_counts", "Calibration", "calibrate",
+           "memory_copy_mbs", "dirty_freerun_bytes", "write_back_section", "NETWORK_NOTE"]
 
 KIB, MIB = 1 << 10, 1 << 20
 # buffered writes faster than this many times the durable ones are taken as absorbed by write-back
 ABSORB_FACTOR = 1.5
+# the most concurrent streams measured by default: the processes per node of a typical compute node's job, so that
+# the throttle's predicted level (docs/throttle.md) comes from measured points, not from the curve's clamped end
+DEFAULT_STREAMS = 16
+
+
+def stream_counts(maximum: int = DEFAULT_STREAMS) -> tuple[int, ...]:
+    """The stream counts measured up to `maximum`: 1 and every power of two below it, then `maximum` itself."""
+    if maximum < 1:
+        raise ValueError(f"streams: expected a count >= 1, got {maximum}")
+    counts = [1]
+    while counts[-1] * 2 < maximum:
+        counts.append(counts[-1] * 2)
+    return tuple(counts + ([maximum] if maximum > 1 else []))
 
 
 @dataclass(frozen=True)
@@ -48,9 +61,9 @@ class Settings:
 
 
 FULL = Settings(sizes=(4 * KIB, 64 * KIB, MIB, 16 * MIB), file_bytes=256 * MIB, runtime=10, max_ios=2048,
-                streams=(1, 2, 4), stream_bytes=128 * MIB, write_back_bytes=256 * MIB, memory_bytes=256 * MIB)
+                streams=stream_counts(), stream_bytes=128 * MIB, write_back_bytes=256 * MIB, memory_bytes=256 * MIB)
 QUICK = Settings(sizes=(4 * KIB, MIB), file_bytes=8 * MIB, runtime=2, max_ios=256,
-                 streams=(1, 2, 4), stream_bytes=4 * MIB, write_back_bytes=16 * MIB, memory_bytes=32 * MIB)
+                 streams=stream_counts(), stream_bytes=4 * MIB, write_back_bytes=16 * MIB, memory_bytes=32 * MIB)
 
 
 def memory_copy_mbs(nbytes: int = 64 * MIB, repeat: int = 5) -> float:

@@ -1,5 +1,5 @@
-"""`iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--json] [LAUNCH]` (without --out, into the user's
-profile directory, where the runtime finds it: calibrate/discover.py) and
+"""`iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--json] [LAUNCH]` (without --out, into
+the user's profile directory, where the runtime finds it: calibrate/discover.py) and
 `iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] [LAUNCH]`, LAUNCH being the tuner's
 `--np N`, `--launcher mpiexec|srun`, `--srun-mpi PLUGIN` or a launcher command after `--`."""
 from __future__ import annotations
@@ -8,12 +8,13 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
 
-from ..calibrate import (DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile, network_job,
-                         profile_json, save_profile)
+from ..calibrate import (DEFAULT_STREAMS, DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile,
+                         network_job, profile_json, save_profile, stream_counts)
 from ..calibrate.discover import ENV_PROFILE, default_profile_path, user_profile_dir
 from ..calibrate.network import NETWORK_REPS
 from ..tune.command import ENV_SRUN_MPI, TEMPLATES
@@ -38,14 +39,14 @@ def _tolerance(text: str) -> float:
 def add_parser(sub) -> None:
     p = sub.add_parser(NAME, help="measure the machine's storage, memory and network into a machine profile, or "
                                   "check one",
-                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--json] [--np N] "
-                             "[--launcher L] [-- LAUNCHER...]\n"
+                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--json] "
+                             "[--np N] [--launcher L] [-- LAUNCHER...]\n"
                              "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
                              "[--np N] [--launcher L] [-- LAUNCHER...]",
                        description="Measure, with fio on files in DIR, durable write and cache-dropped read "
-                                   "throughput against request size (sequential and scattered), against 1, 2 and "
-                                   "4 concurrent streams, how much write-back absorbs, and the memory copy "
-                                   "bandwidth, and write them as a machine profile keyed by DIR's file system, "
+                                   "throughput against request size (sequential and scattered), against 1, 2, 4, "
+                                   "8 and 16 concurrent streams (--streams), how much write-back absorbs, and the "
+                                   "memory copy bandwidth, and write them as a machine profile keyed by DIR's file system, "
                                    "by default into $XDG_CONFIG_HOME/iotame/profiles (~/.config/iotame/profiles), "
                                    "where the runtime finds it. "
                                    "--check re-measures two storage points (and one network point) and exits 1 "
@@ -63,6 +64,9 @@ def add_parser(sub) -> None:
                    help="measure the emulated storage of this configuration's defaults.emulate (one target; the "
                         "profile takes its targets and target_unit) instead of DIR's own (docs/emulate.md); needs "
                         "--out")
+    p.add_argument("--streams", type=positive_int, metavar="N", default=DEFAULT_STREAMS,
+                   help=f"the most concurrent streams measured: 1, 2, 4, ... below N, and N (default "
+                        f"{DEFAULT_STREAMS}; the processes per node of the jobs whose throttle predicts from it)")
     p.add_argument("--quick", action="store_true", help="fewer request sizes and smaller files (seconds, coarse)")
     p.add_argument("--check", type=Path, metavar="PROFILE.json",
                    help="re-measure two points and say whether this profile still holds (exit status 0 or 1)")
@@ -83,8 +87,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.check and (args.out or args.quick):
-        raise UsageError("calibrate: --check re-measures an existing profile; drop --out and --quick")
+    if args.check and (args.out or args.quick or args.streams != DEFAULT_STREAMS):
+        raise UsageError("calibrate: --check re-measures an existing profile; drop --out, --quick and --streams")
     if args.config and args.check:
         raise UsageError("calibrate: --config applies to a measurement (--out), not to --check")
     if args.config and not args.out:
@@ -116,7 +120,8 @@ def _step_reporter(status):
 def _measure(args: argparse.Namespace, job) -> int:
     err = console(stderr=True)
     with err.status("calibrate") as status:
-        profile = calibrate(args.dir, QUICK if args.quick else FULL, quick=args.quick,
+        settings = replace(QUICK if args.quick else FULL, streams=stream_counts(args.streams))
+        profile = calibrate(args.dir, settings, quick=args.quick,
                             on_step=_step_reporter(status), network_job=job, emulate=args.config)
     path = save_profile(profile, args.out or default_profile_path(profile))
     if args.json:

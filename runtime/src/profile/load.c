@@ -197,10 +197,10 @@ static void profile_filesystem(profile_errors_t *e, const json_t *fs, iotame_pro
     out->stripe_unit = unit > 0 ? (int64_t)unit : (int64_t)PROFILE_UNSTRIPED_UNIT;
 }
 
-/* The model's one streams curve from the two directions' absolute ones: each divided by its own one-stream figure,
- * then at every stream count both directions measured the geometric mean of the two (the model uses one curve for
- * reads and writes: the geometric mean leaves each direction the same relative error, the smallest the larger of
- * the two can be). */
+/* Each direction's relative streams curve (its absolute one divided by its own one-stream figure; the throttle's),
+ * and the model's one streams curve from them: at every stream count both directions measured the geometric mean
+ * of the two (the model uses one curve for reads and writes: the geometric mean leaves each direction the same
+ * relative error, the smallest the larger of the two can be). */
 static void profile_streams(profile_errors_t *e, const json_t *st, iotame_profile_t *out)
 {
     static const char *dirs[2] = {"write", "read"};
@@ -218,6 +218,11 @@ static void profile_streams(profile_errors_t *e, const json_t *st, iotame_profil
         }
     }
     if (!ok) return;
+    iotame_model_curve_t *relative[2] = {&out->streams_write, &out->streams_read};
+    for (int d = 0; d < 2; d++) {
+        *relative[d] = absolute[d];
+        for (int i = 0; i < absolute[d].n; i++) relative[d]->y[i] = absolute[d].y[i] / absolute[d].y[0];
+    }
     out->streams.n = 0;
     const iotame_model_curve_t *w = &absolute[0], *r = &absolute[1];
     for (int i = 0; i < w->n; i++)

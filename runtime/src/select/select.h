@@ -232,6 +232,9 @@ typedef struct {
     /* one target under concurrent streams (x: streams, 1 first; y: the target's aggregate throughput relative to one
      * stream: 1 at one stream, below 1 when streams make it position, above when it needs parallelism) */
     iotame_model_curve_t streams;
+    /* each direction's own curve of the same kind, relative to its own one-stream figure, at every count that
+     * direction measured (the throttle predicts each direction's level from its own) */
+    iotame_model_curve_t streams_write, streams_read;
     double writeback_bytes;   /* bytes a node's writes may leave in memory (the page cache) before the device's speed
                                  applies; 0: writes are synchronous */
     double writeback_rate;    /* bytes per second of one stream's writes the page cache absorbs (0: copy_rate): a new

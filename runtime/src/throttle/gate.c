@@ -198,11 +198,11 @@ void throttle_gate_leave(throttle_gate_t *g, const throttle_pass_t *pass, uint64
     pthread_mutex_unlock(&g->lock);
 }
 
-void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known)
+void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known, int predicted, const throttle_curve_t *curve)
 {
     gate_lock(g);
     if (!g->ctl_started) {
-        throttle_ctl_init(&g->ctl, nmax, known);
+        throttle_ctl_init(&g->ctl, nmax, known, predicted, curve);
         g->ctl_started = 1;
     }
     pthread_mutex_unlock(&g->lock);

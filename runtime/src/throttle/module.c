@@ -16,15 +16,19 @@
 
 #include "core/knowledge.h"
 #include "posix/posix.h"
+#include "profile/profile.h"
 #include "throttle.h"
 
 enum { READ, WRITE };
 static const char *const dir_name[2] = {"read", "write"};
 
-/* A file's levels per direction: 0 not throttled, AUTO, or the node's share of the job-wide static level. */
+/* A file's levels per direction: 0 not throttled, AUTO, or the node's share of the job-wide static level; and for
+ * AUTO its file system's machine profile's streams curve and the level it predicts (0: no profile). */
 #define AUTO (-1)
 typedef struct {
     int level[2];
+    int predicted[2];
+    throttle_curve_t curve[2];
 } file_levels_t;
 
 static throttle_knobs_t knobs;
@@ -33,6 +37,13 @@ static int node_procs = 1, job_procs = 1;
 static json_t *knowledge; /* signature -> {"level": n, "mbs": x}, as read at MPI_Init */
 static const char *knowledge_path;
 static uint64_t start_ns; /* phases' start times are from here (MPI_Init) */
+
+/* The machine profile this process's predictions came from (the first one found), or what was refused on the way
+ * to one; for the statistics. */
+static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
+static char profile_path[4096];
+static const char *profile_found_by;
+static char *profile_refused;
 
 /* This process's numbers per direction (atomics: the application may write from several threads). */
 typedef struct {
@@ -53,6 +64,47 @@ static throttle_target_t *throttle_state_of(iotame_posix_target_t *t)
 }
 
 /* ---- settings ---- */
+
+/* Keeps the first profile this process used, and the first refusal (taken over). */
+static void throttle_profile_note(const iotame_profile_found_t *found, char *refused)
+{
+    pthread_mutex_lock(&profile_lock);
+    if (found && !profile_found_by) {
+        snprintf(profile_path, sizeof profile_path, "%s", found->path);
+        profile_found_by = found->found_by;
+    }
+    if (refused && !profile_refused) {
+        profile_refused = refused;
+        refused = NULL;
+    }
+    pthread_mutex_unlock(&profile_lock);
+    free(refused);
+}
+
+/* The machine profile of the file's file system (named by collective.profile or IOTAME_PROFILE, else the profile
+ * directories: docs/calibrate.md): each auto direction's predicted level, from that direction's streams curve, for
+ * the node's processes. The hooks run quiet, so reading the profile is not recorded. */
+static void throttle_profile_predict(file_levels_t *l, const char *path, const iotame_file_config_t *fc)
+{
+    iotame_profile_found_t *found = malloc(sizeof *found);
+    char *refused = NULL;
+    const char *setting = json_string_value(iotame_config_value(fc, "collective", "profile"));
+    if (found && iotame_profile_find(path, setting, found, &refused)) {
+        const iotame_model_curve_t *curve[2] = {&found->profile.streams_read, &found->profile.streams_write};
+        for (int d = 0; d < 2; d++) {
+            if (l->level[d] != AUTO) continue;
+            throttle_curve_t *c = &l->curve[d];
+            c->n = curve[d]->n < THROTTLE_CURVE_POINTS ? curve[d]->n : THROTTLE_CURVE_POINTS;
+            memcpy(c->x, curve[d]->x, (size_t)c->n * sizeof c->x[0]);
+            memcpy(c->y, curve[d]->y, (size_t)c->n * sizeof c->y[0]);
+            l->predicted[d] = throttle_predict_level(c, node_procs, knobs.tolerance);
+        }
+        throttle_profile_note(found, refused);
+    } else {
+        throttle_profile_note(NULL, refused);
+    }
+    free(found);
+}
 
 static int throttle_level_of(const json_t *v)
 {
@@ -77,6 +129,8 @@ static file_levels_t *throttle_levels_of(iotame_posix_file_t *f)
     if (cfg && iotame_config_for_file(cfg, iotame_posix_file_path(f), &fc) == 0) {
         l->level[READ] = throttle_level_of(iotame_config_value(&fc, "throttle", "readers"));
         l->level[WRITE] = throttle_level_of(iotame_config_value(&fc, "throttle", "writers"));
+        if (l->level[READ] == AUTO || l->level[WRITE] == AUTO)
+            throttle_profile_predict(l, iotame_posix_file_path(f), &fc);
         iotame_config_file_release(&fc);
     }
     file_levels_t *none = NULL;
@@ -141,7 +195,8 @@ static void throttle_posix_before(const iotame_posix_io_t *io)
         uint64_t fs_type = iotame_posix_fs_type(io->file);
         g->sig_size_log2 = size_log2;
         g->sig_fs_type = fs_type;
-        throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2));
+        throttle_gate_start_auto(g, node_procs, knowledge_level(dir, fs_type, size_log2), l->predicted[dir],
+                                 &l->curve[dir]);
     }
     entered_at = iotame_monotonic_ns();
     entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns, &entered_pass);
@@ -235,6 +290,7 @@ static json_t *throttle_gate_json(const throttle_gate_t *g, uint64_t t0)
     }
     const throttle_ctl_t *c = &g->ctl;
     json_object_set_new(o, "level", json_integer(c->level));
+    json_object_set_new(o, "predicted_level", json_integer(c->predicted));
     json_object_set_new(o, "best_measured", json_integer(throttle_ctl_best(c)));
     json_object_set_new(o, "found_level", json_integer(c->found));
     json_object_set_new(o, "from_knowledge", json_boolean(c->known));
@@ -297,6 +353,10 @@ static void throttle_finalize(void)
     if (!section) return;
     json_object_set_new(section, "read", throttle_dir_json(&mine[READ]));
     json_object_set_new(section, "write", throttle_dir_json(&mine[WRITE]));
+    if (profile_found_by)
+        json_object_set_new(section, "profile",
+                            json_pack("{s:s,s:s}", "path", profile_path, "found_by", profile_found_by));
+    if (profile_refused) json_object_set_new(section, "profile_refused", json_string(profile_refused));
     iotame_posix_segment_t *seg = iotame_posix_segment();
     if (seg && iotame_posix_node_rank() == 0) {
         json_t *targets = json_array();
@@ -317,6 +377,8 @@ static void throttle_finalize(void)
     }
     json_decref(knowledge);
     knowledge = NULL;
+    free(profile_refused);
+    profile_refused = NULL;
 }
 
 /* Means over the ranks for the per-process numbers (the paper's TIO and LBSTIO are means over tasks), sums for the
@@ -340,6 +402,11 @@ static json_t *throttle_job_report(const json_t *ranks)
             sec[d][0] += json_number_value(json_object_get(s, "wait_seconds"));
             sec[d][1] += json_number_value(json_object_get(s, "io_seconds"));
             sec[d][2] += json_number_value(json_object_get(s, "sync_after_io_seconds"));
+        }
+        static const char *const profile_keys[] = {"profile", "profile_refused"};
+        for (int k = 0; k < 2; k++) { /* the lowest rank's: the ranks read one configuration */
+            json_t *v = json_object_get(r, profile_keys[k]);
+            if (v && !json_object_get(out, profile_keys[k])) json_object_set(out, profile_keys[k], v);
         }
         json_t *t;
         size_t j;

@@ -19,6 +19,15 @@
 
 typedef enum { THROTTLE_SEARCH, THROTTLE_STEADY } throttle_state_t;
 
+#define THROTTLE_CURVE_POINTS 16 /* points of a streams curve at most (the machine profile's) */
+
+/* A target's streams curve for one direction, from the machine profile: x stream counts ascending from 1, y the
+ * target's throughput relative to one stream; n 0: none. */
+typedef struct {
+    int32_t n, pad;
+    double x[THROTTLE_CURVE_POINTS], y[THROTTLE_CURVE_POINTS];
+} throttle_curve_t;
+
 typedef struct {
     double window_ns, threshold, tolerance, budget;
 } throttle_knobs_t;
@@ -31,7 +40,9 @@ typedef struct {
 } throttle_phase_t;
 
 typedef struct {
-    int32_t nmax;  /* the highest level: the node's processes (unthrottled) */
+    int32_t nmax;      /* the highest level: the node's processes (unthrottled) */
+    int32_t predicted; /* the level the machine profile predicts, where a search starts (0: none, the full search) */
+    throttle_curve_t curve; /* the profile's curve it was predicted from: an examination's expected loss */
     int32_t level; /* in force */
     int32_t state;
     int32_t ncand, refined, deviations;
@@ -46,12 +57,21 @@ typedef struct {
     throttle_phase_t phase[THROTTLE_PHASES];
 } throttle_ctl_t;
 
-/* Starts a controller at nmax (and at a remembered level when known > 0: steady, no search). */
-void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known);
+/* Starts a controller: at a remembered level when known > 0 (steady, no search); else searching, from the
+ * predicted level when predicted > 0 (clamped to nmax; a climb over its neighbours), else from nmax (the full
+ * search). curve (NULL: none) is what predicted came from: a level is examined only once the loss so far plus the
+ * loss the curve expects of its window stays within the budget. */
+void throttle_ctl_init(throttle_ctl_t *c, int nmax, int known, int predicted, const throttle_curve_t *curve);
 /* One finished window: bytes moved in busy_ns of I/O time. Returns the level in force from now on. */
 int throttle_ctl_window(throttle_ctl_t *c, const throttle_knobs_t *k, uint64_t bytes, uint64_t busy_ns, uint64_t now_ns);
 /* The best level measured in the last search, 0 when none finished. */
 int throttle_ctl_best(const throttle_ctl_t *c);
+/* The level among 1..nmax a streams curve predicts best: the highest within `tolerance` of the best, as the
+ * controller keeps measured levels. Only the curve's own counts up to nmax are candidates, and nmax when it lies
+ * inside the curve (between points a power law is a guess: a device's cliff past its prefetched streams falls
+ * between them); a curve that ends below nmax predicts at most its last count, and the climb examines the levels
+ * above. 0 when the curve has fewer than two points. */
+int throttle_predict_level(const throttle_curve_t *curve, int nmax, double tolerance);
 
 /* ---- the gate (gate.c): one per target and direction, in the node's segment ---- */
 
@@ -99,8 +119,9 @@ int throttle_gate_init(throttle_gate_t *g);
  * one stuck ticket (a process's that is gone, else the oldest holder's; counted in bypassed) and waits for its turn
  * as before; a holder that was only slow gives back nothing when it leaves. */
 uint64_t throttle_gate_enter(throttle_gate_t *g, int level, uint64_t stall_ns, throttle_pass_t *pass);
-/* Starts the gate's controller (auto) once: at a remembered level when known > 0. */
-void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known);
+/* Starts the gate's controller (auto) once: at a remembered level when known > 0, else from the predicted level
+ * when predicted > 0 (throttle_ctl_init; curve may be NULL). */
+void throttle_gate_start_auto(throttle_gate_t *g, int nmax, int known, int predicted, const throttle_curve_t *curve);
 /* Leaves after a request that moved `bytes`; with auto, closes a measurement window when one is full. */
 void throttle_gate_leave(throttle_gate_t *g, const throttle_pass_t *pass, uint64_t bytes, int is_auto,
                          const throttle_knobs_t *k);
