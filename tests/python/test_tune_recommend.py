@@ -43,14 +43,27 @@ def settings(rec):
 
 
 @pytest.mark.parametrize("points, ppn, level", [
-    ([[1, 100], [2, 200], [4, 120]], 4, 2),          # best at 2 (3 is 160 between the points)
-    ([[1, 100], [2, 200]], 8, 8),                     # clamped beyond the last point: every level as good
+    ([[1, 100], [2, 200], [4, 120]], 4, 2),          # best at 2 (only measured counts and ppn are candidates)
+    ([[1, 100], [2, 200], [4, 120]], 3, 2),          # 3 (ppn) read between the points: 2 x (0.6)^0.585 = 148
+    ([[1, 100], [2, 200]], 8, 2),                     # beyond the last point: the controller measures the rest
+    ([[1, 100]], 8, 0),                               # one point: no prediction
     ([[1, 200], [2, 195], [4, 100]], 2, 2),           # within 5 % of the best: the highest level
     ([[1, 200], [2, 180], [4, 100]], 2, 1),
     ([[1, 1743.09], [2, 2033.6], [4, 955.29]], 2, 2),
 ])
 def test_throttle_level_from_the_streams_curve(points, ppn, level):
     assert throttle_level(points, ppn) == level
+
+
+def test_no_static_level_from_a_curve_that_stops_below_the_node_s_processes():
+    stats = make_stats()
+    stats["nprocs"] = 8
+    w = workload_from_stats(stats)
+    p = profile()
+    p["nodes"]["processes_per_node"] = 8
+    rec = recommend(w, p, prune(builtin_space("local", 8), w).never_acting(), durable=False)
+    assert "throttle.writers" not in settings(rec) and "throttle.readers" not in settings(rec)
+    assert any(what == "throttle.writers" and "stops at 4 streams" in why for what, why in rec.left)
 
 
 def test_throttle_level_is_recommended_in_the_space_where_it_is_below_the_node_s_processes():

@@ -122,22 +122,29 @@ def needs_model_run(space: Space, w: Workload) -> bool:
 
 # --- throttle -------------------------------------------------------------------------------------------------------
 
-def _recommend_curve_value(points: list, x: int) -> float:
-    """A streams curve at x streams: its points, straight between them, clamped beyond the last (and before the
-    first)."""
-    pts = sorted((int(a), float(b)) for a, b in points)
+def _recommend_curve_value(pts: list[tuple[int, float]], x: int) -> float:
+    """A streams curve (sorted points) at x streams: a power law between its points (straight in log-log), clamped
+    beyond the last and before the first, as the runtime reads it."""
     if x <= pts[0][0]:
         return pts[0][1]
     for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
         if x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+            return y0 * (y1 / y0) ** (math.log(x / x0) / math.log(x1 / x0))
     return pts[-1][1]
 
 
 def throttle_level(points: list, ppn: int, tolerance: float = TOLERANCE) -> int:
-    """The throttle level the profile's streams curve predicts best among 1..ppn (processes per node): the highest
-    level within `tolerance` of the curve's best there (fewer waits for the same throughput)."""
-    values = {n: _recommend_curve_value(points, n) for n in range(1, max(1, ppn) + 1)}
+    """The throttle level the profile's streams curve predicts best for ppn processes per node, by the runtime's own
+    rule (throttle_predict_level in runtime/src/throttle/control.c): among the curve's measured stream counts up to
+    ppn, and ppn itself when it lies below the last, the highest level within `tolerance` of the best (fewer waits
+    for the same throughput). 0: no prediction (a curve of one point says nothing of concurrency)."""
+    pts = sorted((int(a), float(b)) for a, b in points)
+    if len(pts) < 2 or ppn < 1:
+        return 0
+    levels = [x for x, _ in pts if x <= ppn]
+    if ppn < pts[-1][0] and (not levels or levels[-1] < ppn):
+        levels.append(ppn)
+    values = {n: _recommend_curve_value(pts, n) for n in levels}
     best = max(values.values())
     return max(n for n, v in values.items() if v >= (1 - tolerance) * best)
 
@@ -244,6 +251,17 @@ def _recommend_throttle(b: _RecommendBuilder, w: Workload, profile: Mapping, nod
             continue
         level = throttle_level(points, ppn)
         curve = ", ".join(f"{int(x)}: {y:g}" for x, y in points)
+        if not level:
+            b.leave(f"throttle.{setting}", f"the profile's {direction} streams curve ({curve} MB/s) has one point: "
+                                           f"it says nothing of concurrency")
+            continue
+        measured = max(int(x) for x, _ in points)
+        if level < ppn and measured < ppn:
+            b.leave(f"throttle.{setting}", f"the profile's {direction} streams curve ({curve} MB/s) stops at "
+                                           f"{measured} streams, below the node's {ppn} processes: a static level "
+                                           f"would be a guess (calibrate with --streams {ppn}; throttle auto "
+                                           f"measures the levels above)")
+            continue
         if level >= ppn:
             b.leave(f"throttle.{setting}", f"the profile's {direction} streams curve ({curve} MB/s) is best with "
                                            f"every process of a node ({ppn}): no limit, the default")
