@@ -27,7 +27,7 @@ def auto_job(job, profile=None, cache_mb=1):
     assert res["verified"] is True, p.stderr
     st = json.loads(stats.read_text())
     (f,) = [f for f in st["files"] if f["path"].endswith(NAME)]
-    return take_files(job.tmp), f["stage"], st["modules"]["stage"]
+    return take_files(job.tmp), f["stage"], st["modules"].get("stage")
 
 
 @pytest.fixture
@@ -73,10 +73,20 @@ def test_a_write_back_that_absorbs_the_area_leaves_the_writes_to_the_library(job
     assert files[NAME] == reference
 
 
-def test_without_a_profile_auto_does_not_stage(job, reference):
+def test_without_a_profile_auto_does_not_stage_nor_set_up_the_area(job, reference):
     files, decided, s = auto_job(job)
     assert decided == {"enabled": "auto", "writes": "not staged", "reason": "no profile", "profile": None}
-    assert s["calls"] == 0 and s["flusher"]["bytes_written"] == 0
+    assert s is None  # no profile anywhere: no area, no flusher
+    assert files[NAME] == reference
+
+
+def test_with_only_another_file_systems_profile_auto_does_not_stage(job, reference):
+    profiles = job.xdg / "iotame" / "profiles"
+    profiles.mkdir(parents=True)
+    profile_for(job.tmp, profiles / "other.json", device="0:4242", path="/elsewhere")
+    files, decided, s = auto_job(job)
+    assert decided == {"enabled": "auto", "writes": "not staged", "reason": "no profile", "profile": None}
+    assert s["calls"] == 0 and s["flusher"]["bytes_written"] == 0  # the area was set up: a profile might have fit
     assert files[NAME] == reference
 
 

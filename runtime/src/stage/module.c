@@ -157,7 +157,8 @@ static int stage_enabled(const iotame_file_t *f, const char *key)
 static void stage_opening(const iotame_open_t *o)
 {
     struct stat st;
-    if (__atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE)) return;
+    if (!area || __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE))
+        return;
     if (stat(iotame_posix_path(o->path), &st) != 0) return;
     stage_lock(area);
     int i = stage_file_find(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
@@ -237,6 +238,10 @@ static void stage_open(const iotame_open_t *o)
     const json_t *enabled = iotame_config_setting(o->fc, "staging", "enabled");
     if (!o->fc || (!stage_is_on(enabled) && !json_is_true(iotame_config_setting(o->fc, "staging", "prefetch"))))
         return; /* the same on every rank (one configuration): no agreement needed */
+    if (!area) { /* auto, and no profile anywhere (stage_start) */
+        if (!(o->amode & MPI_MODE_RDONLY)) stage_note_decision(o->fs, enabled, 0, "no profile", "");
+        return;
+    }
     /* Whether this rank can stage the file; every rank of the file must agree (collective writes). */
     const char *why = NULL;
     char real[PATH_MAX];
@@ -684,6 +689,7 @@ static int stage_serve(const iotame_io_t *io, int *rc)
 /* ---- start and finalize ---- */
 
 static int stage_is_true(const json_t *v) { return json_is_true(v); }
+static int stage_is_named(const json_t *v) { return json_is_string(v) && *json_string_value(v); }
 
 static double stage_number(const iotame_file_config_t *process, const char *key)
 {
@@ -697,6 +703,13 @@ static int stage_start(const iotame_config_t *cfg)
     int any = iotame_config_any(cfg, "staging", "enabled", stage_is_on) |
               iotame_config_any(cfg, "staging", "prefetch", stage_is_true) << 1;
     if (!any) return 0;
+    if (!iotame_config_any(cfg, "staging", "enabled", stage_is_true) && !(any & 2)) {
+        /* only "auto": without any profile to find, no file will stage, and the area is not set up (each file's
+         * open still records its decision); the ranks agree, since the area's mapping is collective */
+        int may = iotame_config_any(cfg, "collective", "profile", stage_is_named) || iotame_profile_may_exist(), all = 0;
+        PMPI_Allreduce(&may, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!all) return 1;
+    }
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
     app_threaded = iotame_core_app_threaded();
     threshold = stage_number(&process, "flush_threshold");
@@ -757,6 +770,7 @@ static json_t *stage_node_report(stage_area_t *a)
 
 static void stage_finalize(void)
 {
+    if (!area) return; /* auto without a profile: nothing was staged */
     stage_module_drain(stage_head(area));
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
