@@ -184,7 +184,8 @@ def phases(a, tmp, data):
                     for rep in range(a.repeat):
                         for i in range(len(configs)):
                             name, staged = configs[(i + rep) % len(configs)]
-                            config = runtime_config(device, tmp, staged, profile=a.profile if staged == "auto" else None)
+                            config = runtime_config(device, tmp, staged,
+                                                    profile=a.profile if staged == "auto" else None)
                             res, st = run(a, np_, base + ["--compute", compute], config, tmp)
                             app = res["application"]
                             r = {"experiment": "phases", "np": np_, "device": device, "record": rs,

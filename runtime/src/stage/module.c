@@ -279,7 +279,9 @@ static void stage_open(const iotame_open_t *o)
     if (!every) {
         if (h) PMPI_Comm_free(&h->comm), free(h);
         if (file >= 0) stage_file_release(area, file);
-        iotame_stats_passthrough(o->fs, why ? why : all[0] ? "out of memory (staging)" : "another rank cannot stage the file");
+        iotame_stats_passthrough(o->fs, why        ? why
+                                        : all[0] ? "out of memory (staging)"
+                                                 : "another rank cannot stage the file");
         return;
     }
     if (noted) stage_note_decision(o->fs, enabled, all[1], decided, profile);
@@ -706,7 +708,8 @@ static int stage_start(const iotame_config_t *cfg)
     if (!iotame_config_any(cfg, "staging", "enabled", stage_is_true) && !(any & 2)) {
         /* only "auto": without any profile to find, no file will stage, and the area is not set up (each file's
          * open still records its decision); the ranks agree, since the area's mapping is collective */
-        int may = iotame_config_any(cfg, "collective", "profile", stage_is_named) || iotame_profile_may_exist(), all = 0;
+        int may = iotame_config_any(cfg, "collective", "profile", stage_is_named) || iotame_profile_may_exist();
+        int all = 0;
         PMPI_Allreduce(&may, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (!all) return 1;
     }
