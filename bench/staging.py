@@ -67,9 +67,9 @@ def size_of(text):
     return int(float(text[:-1]) * units[text[-1].lower()]) if text[-1].lower() in units else int(text)
 
 
-def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None):
-    """The configuration of a run, or None: no preload at all (the real file system without staging). staged:
-    staging.enabled's value (False: not set), "auto" deciding by `profile` (named in collective.profile)."""
+def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None, preload=False):
+    """The configuration of a run, or None: no preload at all (the real file system without staging, unless
+    preload). staged: staging.enabled's value (False: not set), "auto" deciding by `profile` (collective.profile)."""
     d = {}
     if device != "none":
         d["emulate"] = {"device": device, "state": str(tmp / "device.state")}
@@ -81,7 +81,7 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None)
         d["mpiio_hints"] = hints
     if strategy:
         d["collective"] = {"strategy": strategy}
-    return {"version": 1, "defaults": d} if d else None
+    return {"version": 1, "defaults": d} if d or preload else None
 
 
 def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
@@ -165,8 +165,9 @@ def stage_decision(st, name: str) -> Optional[str]:
 
 # ---- the experiments ----
 
-# phases: without staging (no runtime on the real file system), staging always on, and with --profile staging auto
-PHASES_CONFIGS = (("sync", False), ("staged", True), ("auto", "auto"))
+# phases: without staging (no runtime on the real file system), on the real file system the runtime without staging
+# (off: what the runtime costs by itself), staging always on, and with --profile staging auto
+PHASES_CONFIGS = (("sync", False), ("off", False), ("staged", True), ("auto", "auto"))
 
 def phases(a, tmp, data):
     for np_ in map(int, a.np.split(",")):
@@ -179,12 +180,13 @@ def phases(a, tmp, data):
                 calib = [run(a, np_, base, runtime_config(device, tmp, False), tmp)[0]["application"]
                          for _ in range(3)]
                 io_phase = statistics.median(statistics.median(c["io_phase_seconds"]) for c in calib)
-                configs = PHASES_CONFIGS if a.profile else PHASES_CONFIGS[:2]
+                configs = [c for c in PHASES_CONFIGS if (a.profile or c[0] != "auto") and
+                           (device == "none" or c[0] != "off")]
                 for compute in (0.0, round(max(0.02, 1.5 * io_phase), 4)):
                     for rep in range(a.repeat):
                         for i in range(len(configs)):
                             name, staged = configs[(i + rep) % len(configs)]
-                            config = runtime_config(device, tmp, staged,
+                            config = runtime_config(device, tmp, staged, preload=name == "off",
                                                     profile=a.profile if staged == "auto" else None)
                             res, st = run(a, np_, base + ["--compute", compute], config, tmp)
                             app = res["application"]
@@ -491,24 +493,29 @@ def phases_auto_report(ph: list) -> list:
     auto's gain over sync as a share of staging's (the emulated disk's: >= 0.9)."""
     if not any(phase_config(r) == "auto" for r in ph):
         return []
-    out = ["", "Staging auto beside staging off (sync) and always on (staged); I/O + close s = the time the "
-               "application sees; throughput ratios are bytes / (I/O + close); share of staged's gain = (sync - auto) "
-               "/ (sync - staged) of the I/O + close seconds (— where staging gains nothing).", "",
+    out = ["", "Staging auto beside staging off (sync: without the runtime on the real file system; off: the runtime "
+               "without staging, where measured) and always on (staged); I/O + close s = the time the application "
+               "sees; throughput ratios are bytes / (I/O + close); share of staged's gain = (sync - auto) / (sync - "
+               "staged) of the I/O + close seconds (— where staging gains nothing).", "",
            "| device | np | record | compute/phase s | sync I/O+close s | staged I/O+close s | auto I/O+close s | "
-           "auto decision | auto / sync throughput | staged / sync throughput | share of staged's gain |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+           "auto decision | auto / sync throughput | auto / off throughput | staged / sync throughput | "
+           "share of staged's gain |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
     for key in sorted({(r["device"], r["np"], r["record"], r["compute_per_phase"]) for r in ph}):
         rs = [r for r in ph if (r["device"], r["np"], r["record"], r["compute_per_phase"]) == key]
         by = {name: [r for r in rs if phase_config(r) == name] for name in ("sync", "staged", "auto")}
         if not all(by.values()):
             continue
+        off = [r for r in rs if phase_config(r) == "off"]
         t = {n: med([r["io_seconds"] + r["close_seconds"] for r in v]) for n, v in by.items()}
         tput = {n: med([r["bytes"] / (r["io_seconds"] + r["close_seconds"]) for r in v]) for n, v in by.items()}
         gain = t["sync"] - t["staged"]
         share = f"{(t['sync'] - t['auto']) / gain:.2f}" if gain > 0 else "—"
         rec = f"{key[2] // KiB} KiB" if key[2] < KiB * KiB else f"{key[2] // KiB // KiB} MiB"
+        off_tput = med([r["bytes"] / (r["io_seconds"] + r["close_seconds"]) for r in off]) if off else None
         out.append(f"| {key[0]} | {key[1]} | {rec} | {key[3]:.3f} | {t['sync']:.4f} | {t['staged']:.4f} | "
                    f"{t['auto']:.4f} | {decisions(by['auto'])} | {tput['auto'] / tput['sync']:.3f} | "
+                   f"{dash_or(off_tput and tput['auto'] / off_tput, '.3f')} | "
                    f"{tput['staged'] / tput['sync']:.3f} | {share} |")
     return out
 
