@@ -14,6 +14,9 @@ each repeat, medians over the repeats.
   btio       BT-IO (collective dumps between solver steps that sleep), as the paper's Figures 7-8: write time
              (through the kernel's final sync) and total time under the library's own collective I/O, the runtime's
              two_phase and view_based strategies, and staging.
+  With --profile F, phases and btio also run staging.enabled "auto" deciding by the machine profile F (named in
+  collective.profile), with the decision its statistics recorded; phases then adds a table of auto against staging
+  off and always on.
   noncontig  Noncontig with 64-byte elements, collective writes, 2 ranks: ROMIO's own collective I/O under a grid
              of its hints (the best one is the reference) against staged writes that the flusher merges.
   patterns   Issue 32's table with our own kernels: millions of 4-byte and 64-byte pieces a call as many instances
@@ -30,8 +33,8 @@ flushed (sync) between runs; free page reporting is held off as by every bench.
 MPICH busy-polls: more than 2 processes use the Open MPI build (--mpi openmpi, mpirun --oversubscribe).
 
 Usage: bench/staging.py phases [--mpi mpich] [--np 1,2] [--devices none,disk] [--sizes 1k,16k,64k,1m]
-                               [--phase-mb 4] [--phases 3] [--repeat 3] [--json F] [--out F.md]
-       bench/staging.py btio|noncontig [--repeat 5] ...
+                               [--phase-mb 4] [--phases 3] [--profile F] [--repeat 3] [--json F] [--out F.md]
+       bench/staging.py btio|noncontig [--profile F] [--repeat 5] ...
        bench/staging.py patterns [--devices none,disk] [--rows R1,R2] [--nc-veclen V] [--tile-rows R] ...
                                  [--profile F] [--instructions] [--repeat 3]
        bench/staging.py --table F.json
@@ -64,18 +67,21 @@ def size_of(text):
     return int(float(text[:-1]) * units[text[-1].lower()]) if text[-1].lower() in units else int(text)
 
 
-def runtime_config(device, tmp, staged, hints=None, strategy=None):
-    """The configuration of a run, or None: no preload at all (the real file system without staging)."""
+def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None, preload=False):
+    """The configuration of a run, or None: no preload at all (the real file system without staging, unless
+    preload). staged: staging.enabled's value (False: not set), "auto" deciding by `profile` (collective.profile)."""
     d = {}
     if device != "none":
         d["emulate"] = {"device": device, "state": str(tmp / "device.state")}
     if staged:
-        d["staging"] = {"enabled": True}
+        d["staging"] = {"enabled": staged}
+    if profile:
+        d["collective"] = {"profile": str(Path(profile).resolve())}
     if hints:
         d["mpiio_hints"] = hints
     if strategy:
         d["collective"] = {"strategy": strategy}
-    return {"version": 1, "defaults": d} if d else None
+    return {"version": 1, "defaults": d} if d or preload else None
 
 
 def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
@@ -147,7 +153,21 @@ def stage_numbers(st):
             "extents_in": f["extents_in"], "writes_out": f["writes_out"], "blocked_seconds": s["blocked_seconds"]}
 
 
+def stage_decision(st, name: str) -> Optional[str]:
+    """Whether the file `name`'s writes were staged and why, as its statistics say ("staged: synchronous"), or
+    None."""
+    for f in (st or {}).get("files", []):
+        d = f.get("stage")
+        if (f["path"] == name or f["path"].endswith("/" + name)) and d:
+            return f"{d['writes']}: {d['reason']}"
+    return None
+
+
 # ---- the experiments ----
+
+# phases: without staging (no runtime on the real file system), on the real file system the runtime without staging
+# (off: what the runtime costs by itself), staging always on, and with --profile staging auto
+PHASES_CONFIGS = (("sync", False), ("off", False), ("staged", True), ("auto", "auto"))
 
 def phases(a, tmp, data):
     for np_ in map(int, a.np.split(",")):
@@ -160,21 +180,25 @@ def phases(a, tmp, data):
                 calib = [run(a, np_, base, runtime_config(device, tmp, False), tmp)[0]["application"]
                          for _ in range(3)]
                 io_phase = statistics.median(statistics.median(c["io_phase_seconds"]) for c in calib)
+                configs = [c for c in PHASES_CONFIGS if (a.profile or c[0] != "auto") and
+                           (device == "none" or c[0] != "off")]
                 for compute in (0.0, round(max(0.02, 1.5 * io_phase), 4)):
                     for rep in range(a.repeat):
-                        for staged in ((False, True) if rep % 2 == 0 else (True, False)):
-                            res, st = run(a, np_, base + ["--compute", compute],
-                                          runtime_config(device, tmp, staged), tmp)
+                        for i in range(len(configs)):
+                            name, staged = configs[(i + rep) % len(configs)]
+                            config = runtime_config(device, tmp, staged, preload=name == "off",
+                                                    profile=a.profile if staged == "auto" else None)
+                            res, st = run(a, np_, base + ["--compute", compute], config, tmp)
                             app = res["application"]
                             r = {"experiment": "phases", "np": np_, "device": device, "record": rs,
-                                 "compute_per_phase": compute, "staged": staged, **{k: app[k] for k in (
+                                 "compute_per_phase": compute, "staged": staged is True, "config": name,
+                                 **{k: app[k] for k in (
                                      "bytes", "io_seconds", "close_seconds", "compute_seconds", "wall_seconds")},
-                                 "stage": stage_numbers(st)}
+                                 "stage": stage_numbers(st), "decision": stage_decision(st, "p.dat")}
                             data["runs"].append(r)
-                            print(f"phases np {np_} {device} {size} compute {compute}: "
-                                  f"{'staged' if staged else 'sync  '} io {app['io_seconds']:.4f} close "
-                                  f"{app['close_seconds']:.4f} wall {app['wall_seconds']:.4f}", file=sys.stderr,
-                                  flush=True)
+                            print(f"phases np {np_} {device} {size} compute {compute}: {name:6} io "
+                                  f"{app['io_seconds']:.4f} close {app['close_seconds']:.4f} wall "
+                                  f"{app['wall_seconds']:.4f}", file=sys.stderr, flush=True)
                             save(a, data)
 
 
@@ -186,18 +210,21 @@ def btio(a, tmp, data):
             "--file", "bt.dat"]
     for np_ in map(int, a.np.split(",")):
         for device in a.devices.split(","):
+            configs = BTIO_CONFIGS + (("auto",) if a.profile else ())
             for rep in range(a.repeat):
-                for i in range(len(BTIO_CONFIGS)):
-                    name = BTIO_CONFIGS[(i + rep) % len(BTIO_CONFIGS)]
+                for i in range(len(configs)):
+                    name = configs[(i + rep) % len(configs)]
                     strategy = name if name in ("two_phase", "view_based") else None
-                    config = runtime_config(device, tmp, name == "staged", strategy=strategy)
+                    staged = {"staged": True, "auto": "auto"}.get(name, False)
+                    config = runtime_config(device, tmp, staged, strategy=strategy,
+                                            profile=a.profile if name == "auto" else None)
                     t0 = time.monotonic()
                     res, st = run(a, np_, args, config, tmp)
                     total = time.monotonic() - t0
                     w = next(p for p in res["phases"] if p["name"] == "write")
                     data["runs"].append({"experiment": "btio", "np": np_, "device": device, "config": name,
                                          "write_seconds": w["seconds"], "total_seconds": total, "bytes": w["bytes"],
-                                         "stage": stage_numbers(st)})
+                                         "stage": stage_numbers(st), "decision": stage_decision(st, "bt.dat")})
                     print(f"btio np {np_} {device} {name}: write {w['seconds']:.3f} s, total {total:.2f} s",
                           file=sys.stderr, flush=True)
                     save(a, data)
@@ -450,6 +477,49 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def phase_config(r: dict) -> str:
+    """A phases run's configuration: sync, staged or auto (runs measured before auto say staged or not only)."""
+    return r.get("config") or ("staged" if r["staged"] else "sync")
+
+
+def decisions(rs: list) -> str:
+    """The decisions auto's runs recorded, each once."""
+    return ", ".join(dict.fromkeys(r.get("decision") or "none recorded" for r in rs))
+
+
+def phases_auto_report(ph: list) -> list:
+    """The phases runs with staging auto beside the synchronous and always-staged ones: the time the application
+    sees (I/O + close) and throughput = bytes / that; auto / sync (the real file system's target: >= 0.97) and
+    auto's gain over sync as a share of staging's (the emulated disk's: >= 0.9)."""
+    if not any(phase_config(r) == "auto" for r in ph):
+        return []
+    out = ["", "Staging auto beside staging off (sync: without the runtime on the real file system; off: the runtime "
+               "without staging, where measured) and always on (staged); I/O + close s = the time the application "
+               "sees; throughput ratios are bytes / (I/O + close); share of staged's gain = (sync - auto) / (sync - "
+               "staged) of the I/O + close seconds (— where staging gains nothing).", "",
+           "| device | np | record | compute/phase s | sync I/O+close s | staged I/O+close s | auto I/O+close s | "
+           "auto decision | auto / sync throughput | auto / off throughput | staged / sync throughput | "
+           "share of staged's gain |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for key in sorted({(r["device"], r["np"], r["record"], r["compute_per_phase"]) for r in ph}):
+        rs = [r for r in ph if (r["device"], r["np"], r["record"], r["compute_per_phase"]) == key]
+        by = {name: [r for r in rs if phase_config(r) == name] for name in ("sync", "staged", "auto")}
+        if not all(by.values()):
+            continue
+        off = [r for r in rs if phase_config(r) == "off"]
+        t = {n: med([r["io_seconds"] + r["close_seconds"] for r in v]) for n, v in by.items()}
+        tput = {n: med([r["bytes"] / (r["io_seconds"] + r["close_seconds"]) for r in v]) for n, v in by.items()}
+        gain = t["sync"] - t["staged"]
+        share = f"{(t['sync'] - t['auto']) / gain:.2f}" if gain > 0 else "—"
+        rec = f"{key[2] // KiB} KiB" if key[2] < KiB * KiB else f"{key[2] // KiB // KiB} MiB"
+        off_tput = med([r["bytes"] / (r["io_seconds"] + r["close_seconds"]) for r in off]) if off else None
+        out.append(f"| {key[0]} | {key[1]} | {rec} | {key[3]:.3f} | {t['sync']:.4f} | {t['staged']:.4f} | "
+                   f"{t['auto']:.4f} | {decisions(by['auto'])} | {tput['auto'] / tput['sync']:.3f} | "
+                   f"{dash_or(off_tput and tput['auto'] / off_tput, '.3f')} | "
+                   f"{tput['staged'] / tput['sync']:.3f} | {share} |")
+    return out
+
+
 def report(data):
     runs, out = data["runs"], [f"Measured {data['date']}, {data['mpi']}; medians of {data['repeat']} repeats."]
     ph = [r for r in runs if r["experiment"] == "phases"]
@@ -460,8 +530,8 @@ def report(data):
         keys = sorted({(r["device"], r["np"], r["record"], r["compute_per_phase"]) for r in ph})
         for key in keys:
             rs = [r for r in ph if (r["device"], r["np"], r["record"], r["compute_per_phase"]) == key]
-            s = [r for r in rs if r["staged"]]
-            y = [r for r in rs if not r["staged"]]
+            s = [r for r in rs if phase_config(r) == "staged"]
+            y = [r for r in rs if phase_config(r) == "sync"]
             io_s, io_y = med([r["io_seconds"] for r in s]), med([r["io_seconds"] for r in y])
             close_s, wall_s = med([r["close_seconds"] for r in s]), med([r["wall_seconds"] for r in s])
             comp = med([r["compute_seconds"] for r in s])
@@ -471,6 +541,7 @@ def report(data):
             out.append(f"| {key[0]} | {key[1]} | {rec} | {key[3]:.3f} | {io_y:.4f} | {io_s:.4f} | "
                        f"{io_s / io_y:.3f} | {close_s:.4f} | {wall_s:.3f} | "
                        f"{wall_s / (comp + close_s) if comp else float('nan'):.3f} | {tput:.2f} |")
+    out += phases_auto_report(ph)
     bt = [r for r in runs if r["experiment"] == "btio"]
     if bt:
         out += ["", "| device | np | configuration | write s | write / library's | job s (launch included) |",
@@ -478,10 +549,13 @@ def report(data):
         for key in sorted({(r["device"], r["np"]) for r in bt}):
             rs = [r for r in bt if (r["device"], r["np"]) == key]
             lib = med([r["write_seconds"] for r in rs if r["config"] == "library"])
-            for name in BTIO_CONFIGS:
+            for name in BTIO_CONFIGS + ("auto",):
+                if not any(r["config"] == name for r in rs):
+                    continue
                 w = med([r["write_seconds"] for r in rs if r["config"] == name])
                 t = med([r["total_seconds"] for r in rs if r["config"] == name])
-                out.append(f"| {key[0]} | {key[1]} | {name} | {w:.3f} | {w / lib:.3f} | {t:.2f} |")
+                label = name if name != "auto" else f"auto ({decisions([r for r in rs if r['config'] == name])})"
+                out.append(f"| {key[0]} | {key[1]} | {label} | {w:.3f} | {w / lib:.3f} | {t:.2f} |")
     nc = [r for r in runs if r["experiment"] == "noncontig"]
     if nc:
         out += ["", "| device | configuration | write MB/s (median) |", "| --- | --- | ---: |"]
@@ -665,8 +739,9 @@ def main():
                     help="patterns: FLASH-IO's --maxblocks")
     ap.add_argument("--flash-cells", type=int, default=16, dest="flash_cells",
                     help="patterns: FLASH-IO's --nxb, --nyb and --nzb")
-    ap.add_argument("--profile", help="patterns: a machine profile; adds staged_profile (staged with "
-                                      "collective.profile naming it)")
+    ap.add_argument("--profile", help="a machine profile: patterns adds staged_profile (staged with "
+                                      "collective.profile naming it), phases and btio add auto (staging.enabled "
+                                      "auto deciding by it)")
     ap.add_argument("--hint-cutoff", type=float, default=10, dest="hint_cutoff",
                     help="patterns: a hint setting whose write phase is slower than this many times romio's (its "
                          "job killed when longer than romio's by as much) is left out of the row's remaining repeats")

@@ -107,6 +107,15 @@ def stats_tables(summary: dict) -> list[Table]:
         for r in coll["steady"]:
             t.add_row(r["path"], str(r["calls"]), str(r["measured"]), str(r["changed"]))
         tables.append(t)
+    if summary.get("staging"):
+        t = Table(title="staging (staging.enabled: whether the file's writes were staged, and why)",
+                  title_justify="left")
+        for col in ("path", "enabled", "writes", "reason", "profile"):
+            t.add_column(col, overflow="fold")
+        for r in summary["staging"]:
+            enabled = "true" if r["enabled"] is True else str(r["enabled"])
+            t.add_row(r["path"], enabled, r["writes"], r["reason"], r["profile"] or "-")
+        tables.append(t)
     if summary.get("hdf5"):
         t = Table(title="HDF5 properties", title_justify="left")
         for col in ("path", "driver", "applied", "not applied"):

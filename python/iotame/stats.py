@@ -135,6 +135,18 @@ def _hdf5_rows(files: list) -> list[dict]:
     return rows
 
 
+def _staging_rows(files: list) -> list[dict]:
+    """Per file staging decided at its open (staging.enabled true or auto): whether its writes were staged and why,
+    and the machine profile auto decided by."""
+    rows = []
+    for f in files:
+        d = f.get("stage")
+        if isinstance(d, dict) and "writes" in d:
+            rows.append({"path": str(f.get("path", "?")), "enabled": d.get("enabled"), "writes": str(d["writes"]),
+                         "reason": str(d.get("reason", "")), "profile": d.get("profile")})
+    return rows
+
+
 def emulated_storage(stats: dict | None) -> str | None:
     """The line that labels a run made on the emulated storage device (the runtime's modules.emulate), else None."""
     e = ((stats or {}).get("modules") or {}).get("emulate")
@@ -168,4 +180,5 @@ def summarize(stats: dict) -> dict:
         "passthrough_reasons": stats.get("passthrough_reasons") or {},
         "collective": dict(zip(("strategies", "decisions", "steady", "model"), _collective_rows(stats.get("files", [])))),
         "hdf5": _hdf5_rows(stats.get("files", [])),
+        "staging": _staging_rows(stats.get("files", [])),
     }

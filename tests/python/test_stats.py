@@ -103,6 +103,22 @@ def test_stats_show_the_models_predictions(tmp_path, capsys, monkeypatch):
     assert m["profile"].endswith("ext4.json") and m["first"] == "node_local" and refused["path"] == "/tmp/y.dat"
 
 
+def test_stats_show_the_staging_decisions(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    obj = make_stats(path="/tmp/x.dat")
+    obj["files"][0]["stage"] = {"enabled": "auto", "writes": "not staged", "reason": "absorbed",
+                                "profile": "/home/u/.config/iotame/profiles/ext4.json"}
+    obj["files"].append(dict(obj["files"][0], path="/tmp/y.dat",
+                             stage={"enabled": True, "writes": "staged", "reason": "enabled", "profile": None}))
+    assert main(["stats", "show", str(write(tmp_path, obj))]) == 0
+    out = capsys.readouterr().out
+    for text in ("staging", "not staged", "absorbed", "ext4.json", "enabled"):
+        assert text in out, text
+    rows = summarize(obj)["staging"]
+    assert [(r["path"], r["enabled"], r["writes"], r["reason"]) for r in rows] == [
+        ("/tmp/x.dat", "auto", "not staged", "absorbed"), ("/tmp/y.dat", True, "staged", "enabled")]
+
+
 def test_stats_show_json(tmp_path, capsys, stats_obj):
     p = write(tmp_path, stats_obj)
     assert main(["stats", "show", str(p), "--json"]) == 0

@@ -39,9 +39,9 @@ def test_settings_json_declares_what_acts_through_what():
     s = load_schema().sections
     staging = s["staging"].settings
     for name in ("flush_threshold", "flush_delay_ms", "sync_on_close"):
-        assert staging[name].requires == (("staging", "enabled", (True,)),)
+        assert staging[name].requires == (("staging", "enabled", (True, "auto")),)
     # the area serves prefetching too: it acts when either is on
-    assert staging["cache_mb"].requires == (("staging", "enabled", (True,)), ("staging", "prefetch", (True,)))
+    assert staging["cache_mb"].requires == (("staging", "enabled", (True, "auto")), ("staging", "prefetch", (True,)))
     assert staging["prefetch_kb"].requires == (("staging", "prefetch", (True,)),)
     assert not staging["enabled"].requires and not staging["prefetch"].requires
     hints = s["mpiio_hints"].settings
@@ -241,11 +241,13 @@ def test_a_parameter_nothing_lets_act_is_left_out_with_a_note():
     left = space.never_acting()
     assert "iotame.staging.flush_delay_ms" not in left.keys() and "iotame.staging.flush_threshold" not in left.keys()
     assert "iotame.staging.cache_mb" in left.keys()                     # prefetch may still turn the area on
-    assert "flush_delay_ms left out: it acts only when staging.enabled is true, which no configuration of the " \
-           "space sets" in left.notes
+    assert "flush_delay_ms left out: it acts only when staging.enabled is true, auto, which no configuration of " \
+           "the space sets" in left.notes
     assert full.never_acting() is full
     over = apply_base(space, {"version": 1, "defaults": {"staging": {"enabled": True}}})
     assert over.never_acting() is over                                  # the base turns staging on
+    auto = apply_base(space, {"version": 1, "defaults": {"staging": {"enabled": "auto"}}})
+    assert auto.never_acting() is auto                                  # auto may turn it on too
 
 
 def test_a_job_that_only_reads_keeps_what_prefetching_acts_through():

@@ -217,6 +217,28 @@ static int profile_find_search(const profile_find_fs_t *fs, const char *setting,
     return profile_find_prefix_dir(dir, sizeof dir) && profile_find_in_dir(dir, fs, out, refused);
 }
 
+/* Whether a directory holds a file a search would try (a *.json). */
+static int profile_find_dir_has_json(const char *dir)
+{
+    struct dirent **names = NULL;
+    const int n = scandir(dir, &names, profile_find_by_name, alphasort);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return n > 0;
+}
+
+int iotame_profile_may_exist(void)
+{
+    const char *env = getenv("IOTAME_PROFILE"), *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    if (env && *env) return 1;
+    char dir[PATH_MAX];
+    if ((xdg && *xdg ? snprintf(dir, sizeof dir, "%s/iotame/profiles", xdg) < (int)sizeof dir
+                     : home && snprintf(dir, sizeof dir, "%s/.config/iotame/profiles", home) < (int)sizeof dir) &&
+        profile_find_dir_has_json(dir))
+        return 1;
+    return profile_find_prefix_dir(dir, sizeof dir) && profile_find_dir_has_json(dir);
+}
+
 /* ---- what was found, per directory and setting, for the job's life ---- */
 
 typedef struct profile_find_cached {

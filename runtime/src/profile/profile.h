@@ -30,5 +30,8 @@ typedef struct {
  * each profile refused on the way (invalid, or named but of another file system). Kept per directory for the job's
  * life; thread-safe. */
 int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused);
+/* Whether a search without a setting could find any profile at all: IOTAME_PROFILE is set, or a profile directory
+ * holds a *.json file (cheap: no file is read). 0 means that every iotame_profile_find without a setting fails. */
+int iotame_profile_may_exist(void);
 
 #endif

@@ -157,7 +157,8 @@ static int stage_enabled(const iotame_file_t *f, const char *key)
 static void stage_opening(const iotame_open_t *o)
 {
     struct stat st;
-    if (__atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE)) return;
+    if (!area || __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&area->head, __ATOMIC_ACQUIRE))
+        return;
     if (stat(iotame_posix_path(o->path), &st) != 0) return;
     stage_lock(area);
     int i = stage_file_find(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
@@ -167,26 +168,80 @@ static void stage_opening(const iotame_open_t *o)
     if (pending) stage_module_drain(head);
 }
 
-/* The file system's machine profile (found as the collective strategies find it): whether it absorbs writes. */
-static void stage_profile_find(handle_t *h, const iotame_file_t *f, const char *path)
+/* Whether a setting's value turns staging on: true, or for staging.enabled "auto" (decided per file at open). */
+static int stage_is_on(const json_t *v)
+{
+    return json_is_true(v) || (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0);
+}
+
+/* The machine profile of the file's file system (found as the collective strategies find it), into *p; 0: none. */
+static int stage_profile_find(const iotame_file_config_t *fc, const char *path, iotame_profile_t *p, char *name,
+                              size_t name_size)
 {
     iotame_profile_found_t *found = malloc(sizeof *found);
     char *refused = NULL; /* reported by the collective statistics when they use the profile */
-    const char *setting = json_string_value(iotame_file_setting(f, "collective", "profile"));
-    if (found && iotame_profile_find(path, setting, found, &refused) && found->profile.writeback_bytes > 0) {
-        h->absorb_call_s = found->profile.syscall_seconds;
-        h->copy_rate = found->profile.copy_rate;
-        h->piece_s = found->profile.piece_seconds;
+    const char *setting = json_string_value(iotame_config_setting(fc, "collective", "profile"));
+    int ok = found && iotame_profile_find(path, setting, found, &refused);
+    if (ok) {
+        *p = found->profile;
+        snprintf(name, name_size, "%s", found->path);
     }
     free(refused);
     free(found);
+    return ok;
+}
+
+/* The profile's per-call costs of a file system that absorbs writes (a page cache): stage_through_reason's. */
+static void stage_profile_absorbs(handle_t *h, const iotame_profile_t *p)
+{
+    if (p->writeback_bytes <= 0) return;
+    h->absorb_call_s = p->syscall_seconds;
+    h->copy_rate = p->copy_rate;
+    h->piece_s = p->piece_seconds;
+}
+
+/* staging.enabled "auto": whether the file's writes are staged (1) or not (0), and why (docs/design/staging.md):
+ *  - "no profile": nothing predicts that staging pays;
+ *  - "synchronous": the profile says the file system writes synchronously (no write-back): every write waits for
+ *    the device, which the flusher's writes behind the application hide;
+ *  - "overlap" or "absorbed": the write-back absorbs writes at memory speed up to writeback_bytes. A burst that fills
+ *    the area (cap bytes) costs the application the copy into the area, cap / copy_rate, instead of the device time
+ *    of what the write-back cannot absorb, (cap - writeback_bytes) / the device's best sequential rate; staged when
+ *    that device time is the larger ("overlap"), else not ("absorbed": the write-back already writes behind, and
+ *    staging would only add a copy). */
+static int stage_auto_decide(const iotame_profile_t *p, uint64_t cap, const char **why)
+{
+    if (!p) return *why = "no profile", 0;
+    if (p->writeback_bytes <= 0) return *why = "synchronous", 1;
+    double device = 0;
+    for (int i = 0; i < p->write_seq.n; i++)
+        if (p->write_seq.y[i] > device) device = p->write_seq.y[i];
+    double beyond = (double)cap > p->writeback_bytes ? (double)cap - p->writeback_bytes : 0;
+    if (device > 0 && p->copy_rate > 0 && beyond / device > (double)cap / p->copy_rate) return *why = "overlap", 1;
+    return *why = "absorbed", 0;
+}
+
+/* The file's "stage" statistics: the setting, whether its writes are staged and why (open for writing only). */
+static void stage_note_decision(iotame_file_stats_t *fs, const json_t *enabled, int on, const char *why,
+                                const char *profile)
+{
+    json_t *s = iotame_stats_section(fs, &iotame_module_stage);
+    if (!s) return;
+    json_object_set(s, "enabled", (json_t *)enabled);
+    json_object_set_new(s, "writes", json_string(on ? "staged" : "not staged"));
+    json_object_set_new(s, "reason", json_string(why));
+    json_object_set_new(s, "profile", *profile ? json_string(profile) : json_null());
 }
 
 static void stage_open(const iotame_open_t *o)
 {
-    if (!o->fc || (!json_is_true(iotame_config_setting(o->fc, "staging", "enabled")) &&
-                   !json_is_true(iotame_config_setting(o->fc, "staging", "prefetch"))))
+    const json_t *enabled = iotame_config_setting(o->fc, "staging", "enabled");
+    if (!o->fc || (!stage_is_on(enabled) && !json_is_true(iotame_config_setting(o->fc, "staging", "prefetch"))))
         return; /* the same on every rank (one configuration): no agreement needed */
+    if (!area) { /* auto, and no profile anywhere (stage_start) */
+        if (!(o->amode & MPI_MODE_RDONLY)) stage_note_decision(o->fs, enabled, 0, "no profile", "");
+        return;
+    }
     /* Whether this rank can stage the file; every rank of the file must agree (collective writes). */
     const char *why = NULL;
     char real[PATH_MAX];
@@ -197,9 +252,24 @@ static void stage_open(const iotame_open_t *o)
         why = "the file cannot be found by path (staging)";
     else if ((file = stage_file_claim(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino, real)) < 0)
         why = "the node's staging table is full";
-    int ok = file >= 0, all = 0;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, o->comm);
-    handle_t *h = all ? calloc(1, sizeof *h) : NULL;
+    /* whether the file's writes are staged: staging.enabled true, or "auto" decided from the profile */
+    iotame_profile_t prof = {0};
+    char profile[sizeof ((iotame_profile_found_t *)0)->path] = "";
+    int have_profile = file >= 0 && stage_profile_find(o->fc, real, &prof, profile, sizeof profile);
+    const char *decided = "enabled";
+    int writes = !(o->amode & MPI_MODE_RDONLY) && json_is_true(enabled);
+    if (!(o->amode & MPI_MODE_RDONLY) && json_is_string(enabled))
+        writes = stage_auto_decide(have_profile ? &prof : NULL, area->cap, &decided);
+    int mine[2] = {file >= 0, writes}, all[2] = {0, 0};
+    PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, o->comm);
+    if (writes && !all[1]) decided = "another rank decided not to stage";
+    const int noted = stage_is_on(enabled) && !(o->amode & MPI_MODE_RDONLY);
+    if (all[0] && !all[1] && !json_is_true(iotame_config_setting(o->fc, "staging", "prefetch"))) {
+        stage_file_release(area, file); /* nothing to do for the handle: its calls go to the library untouched */
+        if (noted) stage_note_decision(o->fs, enabled, 0, decided, profile);
+        return;
+    }
+    handle_t *h = all[0] ? calloc(1, sizeof *h) : NULL;
     if (h && PMPI_Comm_dup(o->comm, &h->comm) != MPI_SUCCESS) {
         free(h);
         h = NULL;
@@ -209,14 +279,17 @@ static void stage_open(const iotame_open_t *o)
     if (!every) {
         if (h) PMPI_Comm_free(&h->comm), free(h);
         if (file >= 0) stage_file_release(area, file);
-        iotame_stats_passthrough(o->fs, why ? why : all ? "out of memory (staging)" : "another rank cannot stage the file");
+        iotame_stats_passthrough(o->fs, why        ? why
+                                        : all[0] ? "out of memory (staging)"
+                                                 : "another rank cannot stage the file");
         return;
     }
+    if (noted) stage_note_decision(o->fs, enabled, all[1], decided, profile);
     h->fh = o->fh;
     h->fs = o->fs;
     h->file = file;
     h->amode = o->amode;
-    h->writes = stage_enabled(o->file, "enabled") && !(o->amode & MPI_MODE_RDONLY);
+    h->writes = all[1];
     h->sync_on_close = stage_enabled(o->file, "sync_on_close");
     h->prefetch = stage_enabled(o->file, "prefetch");
     h->next_read = -1;
@@ -225,7 +298,7 @@ static void stage_open(const iotame_open_t *o)
     h->pend_hi = INT64_MIN;
     h->wfd = -1;
     h->path = strdup(real);
-    stage_profile_find(h, o->file, real);
+    if (have_profile) stage_profile_absorbs(h, &prof);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
 }
@@ -618,6 +691,7 @@ static int stage_serve(const iotame_io_t *io, int *rc)
 /* ---- start and finalize ---- */
 
 static int stage_is_true(const json_t *v) { return json_is_true(v); }
+static int stage_is_named(const json_t *v) { return json_is_string(v) && *json_string_value(v); }
 
 static double stage_number(const iotame_file_config_t *process, const char *key)
 {
@@ -628,9 +702,17 @@ static int stage_start(const iotame_config_t *cfg)
 {
     if (!cfg) return 0;
     /* whether some file stages writes (1) or prefetches (2): the same on every rank (one configuration) */
-    int any = iotame_config_any(cfg, "staging", "enabled", stage_is_true) |
+    int any = iotame_config_any(cfg, "staging", "enabled", stage_is_on) |
               iotame_config_any(cfg, "staging", "prefetch", stage_is_true) << 1;
     if (!any) return 0;
+    if (!iotame_config_any(cfg, "staging", "enabled", stage_is_true) && !(any & 2)) {
+        /* only "auto": without any profile to find, no file will stage, and the area is not set up (each file's
+         * open still records its decision); the ranks agree, since the area's mapping is collective */
+        int may = iotame_config_any(cfg, "collective", "profile", stage_is_named) || iotame_profile_may_exist();
+        int all = 0;
+        PMPI_Allreduce(&may, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!all) return 1;
+    }
     const iotame_file_config_t process = {.defaults = &cfg->defaults};
     app_threaded = iotame_core_app_threaded();
     threshold = stage_number(&process, "flush_threshold");
@@ -691,6 +773,7 @@ static json_t *stage_node_report(stage_area_t *a)
 
 static void stage_finalize(void)
 {
+    if (!area) return; /* auto without a profile: nothing was staged */
     stage_module_drain(stage_head(area));
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
