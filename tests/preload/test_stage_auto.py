@@ -52,6 +52,7 @@ def test_a_profile_of_synchronous_writes_stages_them(job, reference):
     files, decided, s = auto_job(job, profile)
     assert decided == {"enabled": "auto", "writes": "staged", "reason": "synchronous", "profile": str(profile)}
     assert s["calls"] > 0 and s["flusher"]["bytes_written"] == 2 * 3 * 8 * 4096
+    assert s["flusher"]["started"] == 1       # on the node, by the first process that staged (auto alone)
     assert files[NAME] == reference
 
 
@@ -70,6 +71,7 @@ def test_a_write_back_that_absorbs_the_area_leaves_the_writes_to_the_library(job
     files, decided, s = auto_job(job, profile)
     assert decided == {"enabled": "auto", "writes": "not staged", "reason": "absorbed", "profile": str(profile)}
     assert s["calls"] == 0 and s["written_through"] == 0 and s["flusher"]["bytes_written"] == 0
+    assert s["flusher"]["started"] == 0       # no file staged: no thread in any process
     assert files[NAME] == reference
 
 
@@ -97,4 +99,5 @@ def test_staging_enabled_true_records_its_decision(job, reference):
     assert res["verified"] is True, p.stderr
     (f,) = [f for f in json.loads(stats.read_text())["files"] if f["path"].endswith(NAME)]
     assert f["stage"] == {"enabled": True, "writes": "staged", "reason": "enabled", "profile": None}
+    assert json.loads(stats.read_text())["modules"]["stage"]["flusher"]["started"] == 1   # at MPI_Init
     assert take_files(job.tmp)[NAME] == reference

@@ -19,10 +19,12 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/module.h"
@@ -57,6 +59,8 @@ typedef struct stage_handle {
 static stage_area_t *area;
 static int node_rank;
 static double threshold;
+static stage_flush_knobs_t flush_knobs;
+static int flusher_lazy; /* only staging "auto": the node's flusher starts with the first file staged */
 static int app_threaded; /* the application runs MPI_THREAD_MULTIPLE: the data path locks */
 static pthread_mutex_t stage_serve_lock = PTHREAD_MUTEX_INITIALIZER; /* the runs and packing buffer below */
 static iotame_runs_t runs; /* the call's file runs */
@@ -233,6 +237,31 @@ static void stage_note_decision(iotame_file_stats_t *fs, const json_t *enabled, 
     json_object_set_new(s, "profile", *profile ? json_string(profile) : json_null());
 }
 
+/* Staging "auto" alone: the node's flusher starts with the first file a process of the node stages, and that process
+ * runs it, so that jobs auto leaves unstaged pay for no thread (a process with a thread of its own updates its
+ * statistics atomically). The process marks itself threaded before the thread exists. Another process waits for
+ * the start, for a bounded time (the starter may have been killed). Returns whether the flusher runs. */
+static int stage_flusher_ensure(void)
+{
+    int32_t none = STAGE_FLUSHER_NONE;
+    if (__atomic_compare_exchange_n(&area->flusher, &none, STAGE_FLUSHER_STARTING, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        iotame_core_threads_started();
+        int ok = stage_flusher_start(area, &flush_knobs) == 0;
+        __atomic_store_n(&area->flusher, ok ? STAGE_FLUSHER_RUNNING : STAGE_FLUSHER_FAILED, __ATOMIC_RELEASE);
+        return ok;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int32_t state;
+    while ((state = __atomic_load_n(&area->flusher, __ATOMIC_ACQUIRE)) == STAGE_FLUSHER_STARTING) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 2) return 0;
+        sched_yield();
+    }
+    return state == STAGE_FLUSHER_RUNNING;
+}
+
 static void stage_open(const iotame_open_t *o)
 {
     const json_t *enabled = iotame_config_setting(o->fc, "staging", "enabled");
@@ -260,6 +289,10 @@ static void stage_open(const iotame_open_t *o)
     int writes = !(o->amode & MPI_MODE_RDONLY) && json_is_true(enabled);
     if (!(o->amode & MPI_MODE_RDONLY) && json_is_string(enabled))
         writes = stage_auto_decide(have_profile ? &prof : NULL, area->cap, &decided);
+    if (writes && flusher_lazy && !stage_flusher_ensure()) {
+        writes = 0;
+        decided = "the node's flusher could not be started";
+    }
     int mine[2] = {file >= 0, writes}, all[2] = {0, 0};
     PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, o->comm);
     if (writes && !all[1]) decided = "another rank decided not to stage";
@@ -721,15 +754,19 @@ static int stage_start(const iotame_config_t *cfg)
     if (ahead > cap / 4 / STAGE_PREFETCH_SLOTS) ahead = cap / 4 / STAGE_PREFETCH_SLOTS; /* within the cap */
     area = stage_area_map(cap - ahead * STAGE_PREFETCH_SLOTS, ahead, &node_rank);
     int ok = area != NULL;
-    if (area) iotame_core_threads_started(); /* the flusher's POSIX requests run beside the application's */
-    if (area && node_rank == 0) {
-        stage_flush_knobs_t k = {threshold, (uint64_t)(stage_number(&process, "flush_delay_ms") * 1e6)};
-        ok = stage_flusher_start(area, &k) == 0;
+    flush_knobs = (stage_flush_knobs_t){threshold, (uint64_t)(stage_number(&process, "flush_delay_ms") * 1e6)};
+    flusher_lazy = !iotame_config_any(cfg, "staging", "enabled", stage_is_true) && !(any & 2);
+    if (area && !flusher_lazy) {
+        iotame_core_threads_started(); /* the flusher's POSIX requests run beside the application's */
+        if (node_rank == 0) {
+            ok = stage_flusher_start(area, &flush_knobs) == 0;
+            area->flusher = ok ? STAGE_FLUSHER_RUNNING : STAGE_FLUSHER_FAILED;
+        }
     }
     int all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
-        if (area && node_rank == 0) stage_flusher_stop(area);
+        if (area) stage_flusher_stop(area); /* the process that runs it (none with auto alone) */
         iotame_stats_passthrough(NULL, "staging: the node's area or its flusher could not be set up; not staged");
         area = NULL;
         return 0;
@@ -760,7 +797,9 @@ static json_t *stage_node_report(stage_area_t *a)
         json_array_append_new(lost, json_pack("{s:s,s:I,s:I,s:i,s:i,s:i}", "path", log[i].path, "bytes",
                                               (json_int_t)log[i].bytes, "records", (json_int_t)log[i].records, "rank",
                                               log[i].world_rank, "node_rank", log[i].node_rank, "pid", log[i].pid));
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "cache_bytes", (json_int_t)a->cap,
+    int started = __atomic_load_n(&a->flusher, __ATOMIC_ACQUIRE) == STAGE_FLUSHER_RUNNING; /* summed: nodes */
+    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o}", "started", started,
+                     "cache_bytes", (json_int_t)a->cap,
                      "records", (json_int_t)c->records, "runs_in", (json_int_t)c->runs_in, "extents_in",
                      (json_int_t)c->extents_in, "writes_out",
                      (json_int_t)c->writes_out, "bytes_written", (json_int_t)c->bytes_out, "max_dirty_bytes",
@@ -777,7 +816,7 @@ static void stage_finalize(void)
     stage_module_drain(stage_head(area));
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
-    if (node_rank == 0) stage_flusher_stop(area);
+    stage_flusher_stop(area); /* in the process that runs it: the node's first, or with auto alone the first to stage */
     if (!s) return;
     json_t *counts = json_pack("{s:I,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "calls",
                                (json_int_t)mine.calls, "bytes", (json_int_t)mine.bytes, "blocked_seconds",

@@ -100,7 +100,8 @@ typedef struct {
     uint64_t last_put_ns;           /* when a process of the node last staged a write */
     uint64_t prefetch_bytes;        /* of each read-ahead buffer */
     int32_t stop, waiting;          /* the flusher is to end once everything is written; processes waiting on it */
-    int32_t blocked, pad;           /* writers waiting for room */
+    int32_t blocked;                /* writers waiting for room */
+    int32_t flusher;                /* STAGE_FLUSHER_*: whether the node's flusher runs */
     int32_t asked;                  /* read-ahead buffers asked for (the asker's stage_unlock wakes the flusher) */
     int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
     stage_counts_t count;       /* the flusher's */
@@ -111,6 +112,10 @@ typedef struct {
 } stage_area_t;
 
 #define STAGE_MAGIC 0x73746167u /* "stag" */
+
+/* The node's flusher: started at MPI_Init by the node's first process, or, where only staging "auto" is set (no
+ * file may stage at all), by the first process of the node that stages a file, which then runs it. */
+enum { STAGE_FLUSHER_NONE, STAGE_FLUSHER_STARTING, STAGE_FLUSHER_RUNNING, STAGE_FLUSHER_FAILED };
 
 /* A record in the ring: this header, nruns strided runs of file offsets (iotame_run_t, ascending), then the data
  * bytes in the order of the runs' pieces, padded to 64. One record describes a whole write call (or a part of half
@@ -215,7 +220,8 @@ int stage_fd(stage_area_t *a, int file, int write);
 void stage_write_batch(stage_area_t *a, uint64_t from, uint64_t to);
 void stage_batch_free(void);
 
-/* Starts the flusher (0, or an errno); stops it once everything staged is written, then returns. */
+/* Starts the flusher in this process (0, or an errno). Stop: when this process runs it (nothing otherwise), stops it
+ * once everything staged is written, then returns. */
 int stage_flusher_start(stage_area_t *a, const stage_flush_knobs_t *k);
 void stage_flusher_stop(stage_area_t *a);
 
