@@ -101,3 +101,20 @@ def test_staging_enabled_true_records_its_decision(job, reference):
     assert f["stage"] == {"enabled": True, "writes": "staged", "reason": "enabled", "profile": None}
     assert json.loads(stats.read_text())["modules"]["stage"]["flusher"]["started"] == 1   # at MPI_Init
     assert take_files(job.tmp)[NAME] == reference
+
+
+def test_a_killed_job_under_auto_keeps_what_it_synced(job):
+    """The flusher auto starts with the first staged file runs in that process: every rank is killed with its second
+    MiB staged and not synced, and the synced MiB of each rank is in the file, as with staging always on."""
+    from test_stage import CHECK
+    job.xdg.mkdir(parents=True)
+    profile = with_write_back(job, 0)
+    config = write_json(job.tmp / "c.json", {"version": 1, "defaults": {
+        "staging": {"enabled": "auto"}, "collective": {"profile": str(profile)}}})
+    path = job.tmp / "k.dat"
+    p = job.run(2, [CHECK, "kill", path], preload=True, config=config, check=False)
+    assert p.returncode != 0 and json.loads(p.stdout.splitlines()[0]) == {"synced": True}
+    data = path.read_bytes()
+    for rank in range(2):
+        off = 2 * rank << 20
+        assert data[off:off + (1 << 20)] == bytes((i * 7 + 3) % 251 for i in range(off, off + (1 << 20)))
