@@ -175,6 +175,16 @@ def test_the_grid_visits_each_distinct_configuration_once():
 
 # ---- the ablation and its report ----
 
+def config_writer(space, root: Path):
+    """The ablation's config_of: writes a point's configuration in root/LABEL/config.json."""
+    def config_of(p, label):
+        path = root / label / "config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(space.config(p)))
+        return path
+    return config_of
+
+
 def test_the_ablation_never_weighs_an_inactive_setting(tmp_path, monkeypatch):
     """The best point sets staging's write-behind settings with staging off, prefetch=false (its default), and a
     sieving buffer with sieving off: none of them is run without, none appears in the ranking; the runs' values
@@ -193,14 +203,7 @@ def test_the_ablation_never_weighs_an_inactive_setting(tmp_path, monkeypatch):
         return RunOutcome(str(out), value, None, 0, 1.0)
 
     monkeypatch.setattr("iotame.tune.ablation.run_once", run_once)
-
-    def config_of(p, label):
-        path = tmp_path / label / "config.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(space.config(p)))
-        return path
-
-    r = ablate(["job"], space, point, config_of, tmp_path, "io-bandwidth", "maximize", 2, 0.02)
+    r = ablate(["job"], space, point, config_writer(space, tmp_path), tmp_path, "io-bandwidth", "maximize", 2, 0.02)
     weighed = {e.key for e in r.effects}
     assert weighed == {"mpiio.romio_ds_write", "mpiio.romio_cb_write", "mpiio.cb_buffer_size"}
     assert not [label for label in r.runs if "staging" in label or "ind_wr" in label]

@@ -13,6 +13,7 @@ from iotame.tune.measure import RunOutcome
 from iotame.tune.noise import NOISE_RUNS, too_noisy
 from iotame.tune.space import Param, Space
 
+from .test_tune_conditional import config_writer
 from .test_tune_study import job, knowledge_env, load, log, search_trials, tune  # noqa: F401 (fixtures)
 
 
@@ -72,14 +73,7 @@ def test_the_ablation_adds_rounds_only_where_an_interval_straddles_the_noise(tmp
         return RunOutcome(str(out), value, None, 0, 1.0)
 
     monkeypatch.setattr("iotame.tune.ablation.run_once", run_once)
-
-    def config_of(p, label):
-        path = tmp_path / label / "config.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(space.config(p)))
-        return path
-
-    r = ablate(["job"], space, point, config_of, tmp_path, "io-bandwidth", "maximize", 2, 0.1)
+    r = ablate(["job"], space, point, config_writer(space, tmp_path), tmp_path, "io-bandwidth", "maximize", 2, 0.1)
     by_key = {e.key: e for e in r.effects}
     cb, ds, buf = by_key["mpiio.romio_cb_write"], by_key["mpiio.romio_ds_write"], by_key["mpiio.cb_buffer_size"]
     assert (cb.kept, cb.rounds, cb.uncertain) == (True, 2, False)

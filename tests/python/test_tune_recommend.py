@@ -55,26 +55,25 @@ def test_throttle_level_from_the_streams_curve(points, ppn, level):
     assert throttle_level(points, ppn) == level
 
 
-def test_no_static_level_from_a_curve_that_stops_below_the_node_s_processes():
+def recommend_at(ppn: int):
+    """The recommendation for the sample statistics of a job of ppn processes on one node of the sample profile."""
     stats = make_stats()
-    stats["nprocs"] = 8
+    stats["nprocs"] = ppn
     w = workload_from_stats(stats)
     p = profile()
-    p["nodes"]["processes_per_node"] = 8
-    rec = recommend(w, p, prune(builtin_space("local", 8), w).never_acting(), durable=False)
+    p["nodes"]["processes_per_node"] = ppn
+    return recommend(w, p, prune(builtin_space("local", ppn), w).never_acting(), durable=False)
+
+
+def test_no_static_level_from_a_curve_that_stops_below_the_node_s_processes():
+    rec = recommend_at(8)
     assert "throttle.writers" not in settings(rec) and "throttle.readers" not in settings(rec)
     assert any(what == "throttle.writers" and "stops at 4 streams" in why for what, why in rec.left)
 
 
 def test_throttle_level_is_recommended_in_the_space_where_it_is_below_the_node_s_processes():
-    stats = make_stats()
-    stats["nprocs"] = 4
-    w = workload_from_stats(stats)
-    p = profile()
-    p["nodes"]["processes_per_node"] = 4
-    space = prune(builtin_space("local", 4), w).never_acting()
-    rec = recommend(w, p, space, durable=False)
-    # writes: 1000, 1900, 1450 (3), 1000 (4): level 2; reads: best with all 4, no limit
+    rec = recommend_at(4)
+    # writes: 1000 (1), 1900 (2), 1000 (4): level 2; reads: best with all 4, no limit
     assert settings(rec)["throttle.writers"] == 2
     assert "throttle.readers" not in settings(rec)
     assert any(what == "throttle.readers" and "no limit" in why for what, why in rec.left)
