@@ -19,8 +19,8 @@ configurations run in turn, the first rotating from repeat to repeat; medians ov
 Per phase the paper's TIO (mean over processes of the time from the barrier before the I/O to the end of its own
 I/O, the wait for a token included) and LBSTIO (mean time in the barrier after the I/O), as the kernel measures
 them; Total is the sum of the phases' TIO + LBSTIO. The report names the best static level, and checks the
-targets: auto (and auto+profile) within 5 % of the best static, the best static at least 1.2 x the unthrottled where throttling
-helps, and on the real file system auto at least 0.97 x the unthrottled.
+targets: auto (and auto+profile) within 5 % of the best static, the best static at least 1.2 x the unthrottled where
+throttling helps, and on the real file system auto at least 0.97 x the unthrottled.
 
 MPICH busy-polls: timings with more than 2 processes use the Open MPI build (--mpi openmpi, mpirun --oversubscribe).
 

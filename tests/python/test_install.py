@@ -121,7 +121,8 @@ def test_pip_install_outside_the_checkout_uses_the_installed_runtime(prefix, tmp
     assert stats["nprocs"] == 2 and stats["config"] == str(work / "c.json")      # the installed runtime ran
 
     (work / "space.toml").write_text(SPACE)
-    p = subprocess.run([iotame, "tune", "--max-noise", "1000", "--trials", "3", "--space", "space.toml", "--no-drop-caches", "--out", "t",
+    p = subprocess.run([iotame, "tune", "--max-noise", "1000", "--trials", "3", "--space", "space.toml",
+                        "--no-drop-caches", "--out", "t",
                         "--final-repeat", "1", "--ablation-rounds", "0", "--", "mpiexec", "-n", "1", *ior],
                        env=env, cwd=work, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr

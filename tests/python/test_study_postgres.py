@@ -70,7 +70,8 @@ def env(tmp_path):
 
 def start(tmp_path, storage, name, trials, *extra, job_args=(), prefix=(), seed=1):
     (tmp_path / "space.toml").write_text(SPACE)
-    cmd = [*prefix, str(CLI), "tune", "--max-noise", "1000", "--space", str(tmp_path / "space.toml"), "--no-drop-caches", "--storage",
+    cmd = [*prefix, str(CLI), "tune", "--max-noise", "1000", "--space", str(tmp_path / "space.toml"),
+           "--no-drop-caches", "--storage",
            storage, "--study", "shared", "--out", str(tmp_path / name), "--trials", str(trials), "--sampler",
            "random", "--seed", str(seed), "--final-top", "2", "--final-repeat", "1", "--ablation-rounds", "0", *extra,
            "--", "mpiexec", "-n", "1", str(KERNEL), "ior", "-c", "-w", "-r", *job_args,

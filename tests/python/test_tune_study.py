@@ -289,7 +289,8 @@ def test_ablation_drops_a_setting_without_effect_and_keeps_the_others(tmp_path, 
     assert [(e.key, round(e.effect, 3)) for e in r.effects[:2]] == [
         ("mpiio.romio_cb_write", 2.0), ("mpiio.cb_buffer_size", 0.5)]
     assert effect_line(r.effects, r.noise) == ("romio_cb_write=disable: +200 % [+200, +200], cb_buffer_size=4194304: "
-                                               "+50 % [+50, +50], the rest (ind_wr_buffer_size, romio_ds_read): noise (< 2 %)")
+                                               "+50 % [+50, +50], the rest (ind_wr_buffer_size, romio_ds_read): "
+                                               "noise (< 2 %)")
     hints = [entry["hints"] for entry in log(job)]
     assert {"romio_cb_write": "disable", "cb_buffer_size": 4194304} in hints  # the reduced one was run
 

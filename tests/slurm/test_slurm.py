@@ -138,8 +138,8 @@ def _check_tune(out_dir, argv_start):
     return summary
 
 
-TUNE = ["tune", "--max-noise", "1000", "--trials", "3", "--final-repeat", "1", "--ablation-rounds", "0", "--no-knowledge",
-        "--seed", "1", "--quiet"]
+TUNE = ["tune", "--max-noise", "1000", "--trials", "3", "--final-repeat", "1", "--ablation-rounds", "0",
+        "--no-knowledge", "--seed", "1", "--quiet"]
 
 
 def test_tune_with_the_srun_launcher(tmp_path):

@@ -11,7 +11,8 @@ from .network import measure_network, network_job, network_section, nodes_sectio
 from .profile import (PROFILE_KIND, PROFILE_VERSION, ProfileError, curve_at, load_profile, profile_json,
                       save_profile, validate_profile)
 
-__all__ = ["calibrate", "Calibration", "Settings", "FULL", "QUICK", "DEFAULT_STREAMS", "stream_counts", "NETWORK_NOTE", "memory_copy_mbs",
+__all__ = ["calibrate", "Calibration", "Settings", "FULL", "QUICK", "DEFAULT_STREAMS", "stream_counts", "NETWORK_NOTE",
+           "memory_copy_mbs",
            "dirty_freerun_bytes", "write_back_section", "fs_identity", "ceph_layout", "lustre_layout",
            "parse_stat_f", "check_profile", "check_request", "identity_problems", "judge", "DEFAULT_TOLERANCE",
            "PROFILE_KIND", "PROFILE_VERSION", "ProfileError", "load_profile", "profile_json", "save_profile",
