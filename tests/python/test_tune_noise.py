@@ -112,3 +112,26 @@ def test_the_parameter_figure_keeps_its_title_above_its_panels(tmp_path):
     panels = [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()]
     assert len(panels) == 5
     assert all(title.y0 >= p.y1 for p in panels)
+
+
+def test_an_ablation_whose_best_configuration_jumps_between_runs_weighs_nothing(tmp_path, monkeypatch):
+    """The best configuration runs at 300 or 1000 MB/s by turns (a job bimodal under it): no removal can be told
+    from luck, so every setting is kept and the line says why, instead of ranking them."""
+    space = _space()
+    point = {"mpiio.romio_cb_write": "disable", "mpiio.romio_ds_write": "disable", "mpiio.cb_buffer_size": 4194304}
+
+    def run_once(argv, config_path, out, objective, **kw):
+        hints = _hints(json.loads(Path(config_path).read_text()))
+        r = int(Path(out).name.split("-")[1]) - 1
+        value = (300.0, 1000.0)[r % 2] if len(hints) == 3 else 500.0
+        return RunOutcome(str(out), value, None, 0, 1.0)
+
+    monkeypatch.setattr("iotame.tune.ablation.run_once", run_once)
+    r = ablate(["job"], space, point, config_writer(space, tmp_path), tmp_path, "io-bandwidth", "maximize", 2, 0.1,
+               max_noise=0.5)
+    assert r.unsteady == pytest.approx(700 / 650)
+    assert r.dropped == [] and r.point == point
+    assert r.line().startswith("not weighed: the best configuration's own runs spread 108 %")
+    # the same runs without the limit: a ranking of luck, which the limit prevents
+    assert ablate(["job"], space, point, config_writer(space, tmp_path / "b"), tmp_path / "b", "io-bandwidth",
+                  "maximize", 2, 0.1).unsteady is None

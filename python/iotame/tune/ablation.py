@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from .measure import RunOutcome, ratio, run_once
+from .noise import spread
 from .space import UNSET, Space, decode
 
 __all__ = ["NOISE_FLOOR", "Effect", "AblationResult", "ablate", "noise_of", "effect_line", "paired_interval"]
@@ -51,14 +52,23 @@ class AblationResult:
     rounds: int                 # the most rounds any setting took (more than asked where intervals straddled)
     verified: bool | None = None  # several dropped at once: whether the reduced point held up (None: not needed)
     runs: dict = field(default_factory=dict)  # label -> values
+    unsteady: float | None = None  # the best's own runs spread this much (more than max_noise): nothing was weighed
 
     @property
     def dropped(self) -> list[str]:
         return [e.key for e in self.effects if not e.kept]
 
     def to_json(self) -> dict:
-        return {"noise": self.noise, "rounds": self.rounds, "verified": self.verified,
+        return {"noise": self.noise, "rounds": self.rounds, "verified": self.verified, "unsteady": self.unsteady,
                 "effects": [e.to_json() for e in self.effects], "dropped": self.dropped, "runs": self.runs}
+
+    def line(self) -> str:
+        """What carries the gain, in one line (effect_line), or why nothing could be weighed."""
+        if self.unsteady is not None:
+            return (f"not weighed: the best configuration's own runs spread {self.unsteady * 100:.0f} % in the "
+                    f"ablation (more than --max-noise), so no setting's removal can be told from luck; best.json "
+                    f"keeps every setting")
+        return effect_line(self.effects, self.noise)
 
 
 def noise_of(*value_lists: list[float]) -> float:
@@ -123,9 +133,12 @@ def _straddles(measured: tuple[float, tuple[float, float]] | None, noise: float)
 
 def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Path], out: Path, objective: str,
            direction: str, rounds: int, noise: float,
-           on_run: Callable[[str, int, RunOutcome], None] | None = None, **run_kw) -> AblationResult | None:
+           on_run: Callable[[str, int, RunOutcome], None] | None = None, max_noise: float | None = None,
+           **run_kw) -> AblationResult | None:
     """Measures each setting of `point` by its removal. config_of(point, label) writes the configuration file of a
-    point. Returns None when a run of the best point fails (the ablation then keeps everything).
+    point. Returns None when a run of the best point fails (the ablation then keeps everything). When the best
+    point's own runs spread more than max_noise (a job whose speed under that configuration jumps between runs),
+    nothing is weighed: every setting is kept and the result says how much they spread (unsteady).
     Only the settings that can act in `point` are weighed (Space.canonical): the others are left unset first,
     and the removal of a setting others act through leaves them unset too."""
     point = space.canonical(point)
@@ -162,6 +175,10 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
         done += 1
     if "best" in failed or not values["best"]:
         return None
+    unsteady = spread(list(values["best"].values()))
+    if max_noise is not None and unsteady is not None and unsteady > max_noise:
+        effects = [Effect(k, decode(point[k]), None, True) for k in keys]
+        return AblationResult(point, effects, noise, done, None, _by_label(values), unsteady)
     effects = []
     for k in keys:
         m = measured(k)     # a point that fails without the setting needs it
@@ -183,6 +200,10 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
             for e in effects:
                 e.kept = e is not weakest
             reduced = space.canonical({**point, weakest.key: UNSET})
-    runs = {label: [v[r] for r in sorted(v)] for label, v in values.items()}
-    return AblationResult(reduced, effects, noise, done, verified, runs)
+    return AblationResult(reduced, effects, noise, done, verified, _by_label(values))
+
+
+def _by_label(values: dict[str, dict[int, float]]) -> dict[str, list[float]]:
+    """label -> its values in round order (the summary's runs)."""
+    return {label: [v[r] for r in sorted(v)] for label, v in values.items()}
 

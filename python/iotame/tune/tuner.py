@@ -36,7 +36,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..config import save_config
 from ..errors import IotameError, UsageError
-from .ablation import AblationResult, ablate, effect_line, noise_of, paired_interval
+from .ablation import AblationResult, ablate, noise_of, paired_interval
 from .final import Candidate, FinalResult, run_final
 from .knowledge import KnowledgeBase
 from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, better, measure, ratio
@@ -679,7 +679,7 @@ class Tuner:
             "speedup": speedup, "speedup_interval": interval, "measured": measured,
             "final": [c.to_json() for c in ([final.default, *final.candidates] if final else [])],
             "ablation": None if ablation is None else {**ablation.to_json(),
-                                                       "summary": effect_line(ablation.effects, ablation.noise)},
+                                                       "summary": ablation.line()},
             "durable": spec.durable,
             "page_cache": self.page_cache.status, "timeout": self.timeout,
             "workload": w.to_json() if w else None,
@@ -722,8 +722,8 @@ class Tuner:
             self.events.ablation_run(label, r, o.value, o.error)
 
         return ablate(spec.argv, self.full_space, point, config_of, out, spec.objective, self.direction,
-                      spec.ablation_rounds, noise, on_run=on_run, timeout=self.timeout, cwd=spec.cwd,
-                      page_cache=self.page_cache)
+                      spec.ablation_rounds, noise, on_run=on_run, max_noise=spec.max_noise, timeout=self.timeout,
+                      cwd=spec.cwd, page_cache=self.page_cache)
 
     def start(self) -> FrozenTrial:
         """Opens (or resumes) the study, runs the default trial and prepares the search; returns the default."""
