@@ -10,7 +10,7 @@ out=build/demo-tune
 data=$(mktemp -d "${TMPDIR:-/tmp}/iotame-demo.XXXXXX")
 trap 'rm -rf "$data"' EXIT
 rm -rf "$out"                     # a fresh study each time (the knowledge base remembers the last one)
-job=(build/kernels/iotame-kernel noncontig --elmtcount 16 --veclen 16384 --collective --file "$data/noncontig.dat")
+job=(build/kernels/iotame-kernel noncontig --elmtcount 16 --veclen 65536 --collective --file "$data/noncontig.dat")
 echo "iotame demo: iotame tune --trials $TRIALS -- mpiexec -n 2 ${job[*]}"
 echo "  (the first trial is the system default; the best 3 are re-run beside it at the end)"
 .venv/bin/iotame tune --trials "$TRIALS" --study demo --out "$out" --dir "$data" -- mpiexec -n 2 "${job[@]}"
