@@ -198,6 +198,16 @@ def test_recommend_prints_the_configuration_without_searching(tmp_path, job, cap
     assert json.loads(capsys.readouterr().out)["defaults"] == {"staging": {"enabled": True}}
 
 
+def test_recommend_on_a_job_too_noisy_to_search_still_recommends_and_says_so(tmp_path, job, capsys):
+    """The model's recommendation ranks nothing measured: a noisy default is noted, not a stop."""
+    (job.parent / "noisy").touch()
+    prof = write_profile(tmp_path)
+    assert tune(tmp_path, job, "--recommend", "--profile", str(prof), space=SPACE_WITH_STAGING) == 0
+    captured = capsys.readouterr()
+    assert "staging.enabled" in captured.out and "too short or too irregular to tune" in captured.err
+    assert (tmp_path / "out" / "recommended.json").exists()
+
+
 def test_a_recommendation_equal_to_the_default_is_not_enqueued(tmp_path, job, capsys):
     # without durable closes the sample profile's page cache absorbs the stand-in's 2 MiB: no staging, and the
     # model run's statistics hold no prediction: nothing to try beyond the default

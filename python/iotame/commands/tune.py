@@ -292,7 +292,7 @@ def _tune_recommend(spec: TuneSpec, events: "ConsoleEvents", as_json: bool) -> i
     try:
         tuner.open()
         default = tuner.run_default()
-        tuner.prepare(default)           # the space for the workload; the recommendation, enqueued for a later tune
+        tuner.prepare(default, searching=False)  # the space; the recommendation, enqueued for a later tune
         rec = tuner.recommendation(default)
     finally:
         tuner.close()

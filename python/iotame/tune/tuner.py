@@ -483,8 +483,10 @@ class Tuner:
         w = default.user_attrs.get("workload")
         return Workload.from_json(w) if w else None
 
-    def prepare(self, default: FrozenTrial) -> None:
-        """Timeout, pruned space, knowledge-base seeds and the sampler, once the default is known."""
+    def prepare(self, default: FrozenTrial, searching: bool = True) -> None:
+        """Timeout, pruned space, knowledge-base seeds and the sampler, once the default is known. A job too noisy to
+        tune stops a search (TuneError); without one (searching False: --recommend, which measures nothing to rank)
+        it is only noted."""
         spec, study = self.spec, self.study
         w = self.workload(default)
         if spec.objective != "wall-time" and (w is None or w.data_ops == 0):
@@ -499,8 +501,10 @@ class Tuner:
         runs = default.user_attrs.get("runs", [])
         noisy = too_noisy([r["value"] for r in runs if r.get("value") is not None], spec.repeat, spec.max_noise,
                           [r["io_seconds"] for r in runs if r.get("io_seconds") is not None])
-        if noisy is not None:
+        if noisy is not None and searching:
             raise TuneError(f"tune: {noisy}")
+        if noisy is not None:
+            self.events.note(noisy)
         if self.timeout is None:
             slowest = max((r.get("seconds") or 0) for r in default.user_attrs.get("runs", [{}]))
             self.timeout = max(TIMEOUT_MIN, TIMEOUT_FACTOR * slowest)
