@@ -74,8 +74,7 @@ class AblationResult:
 def noise_of(*value_lists: list[float]) -> float:
     """The measurements' noise: the largest relative spread ((max - min) / median) of the given repeated runs, at
     least NOISE_FLOOR."""
-    spreads = [(max(v) - min(v)) / statistics.median(v) for v in value_lists if len(v) > 1 and statistics.median(v)]
-    return max([NOISE_FLOOR, *spreads])
+    return max([NOISE_FLOOR, *(s for s in map(spread, value_lists) if s is not None)])
 
 
 def paired_interval(best: dict[int, float], other: dict[int, float],

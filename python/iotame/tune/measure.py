@@ -11,6 +11,7 @@ from typing import Sequence
 from ..runner import run_command
 from ..stats import OBJECTIVES, objective as stats_objective
 from .kernel_output import find_result
+from .noise import spread
 from .page_cache import PageCache
 
 __all__ = ["OBJECTIVE_DIRECTIONS", "OBJECTIVE_UNITS", "RunOutcome", "Measurement", "run_once", "measure",
@@ -78,11 +79,9 @@ class Measurement:
     @property
     def spread(self) -> float | None:
         """(max - min) / median of the runs (0 for one run)."""
-        v = self.values
-        if not self.ok or not v:
+        if not self.ok or not self.values:
             return None
-        m = statistics.median(v)
-        return (max(v) - min(v)) / m if m else 0.0
+        return spread(self.values) or 0.0
 
 
 def _failure(result, timeout: float | None) -> str | None:

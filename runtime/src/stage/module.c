@@ -179,7 +179,7 @@ static int stage_is_on(const json_t *v)
 }
 
 /* The machine profile of the file's file system (found as the collective strategies find it), into *p; 0: none. */
-static int stage_profile_find(const iotame_file_config_t *fc, const char *path, iotame_profile_t *p, char *name,
+static int stage_module_profile(const iotame_file_config_t *fc, const char *path, iotame_profile_t *p, char *name,
                               size_t name_size)
 {
     iotame_profile_found_t *found = malloc(sizeof *found);
@@ -284,7 +284,7 @@ static void stage_open(const iotame_open_t *o)
     /* whether the file's writes are staged: staging.enabled true, or "auto" decided from the profile */
     iotame_profile_t prof = {0};
     char profile[sizeof ((iotame_profile_found_t *)0)->path] = "";
-    int have_profile = file >= 0 && stage_profile_find(o->fc, real, &prof, profile, sizeof profile);
+    int have_profile = file >= 0 && stage_module_profile(o->fc, real, &prof, profile, sizeof profile);
     const char *decided = "enabled";
     int writes = !(o->amode & MPI_MODE_RDONLY) && json_is_true(enabled);
     if (!(o->amode & MPI_MODE_RDONLY) && json_is_string(enabled))
