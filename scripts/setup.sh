@@ -8,10 +8,13 @@ cd "$(dirname "$0")/.."
 # docs/testbed.md) ip and tc (iproute2), unshare and nsenter (util-linux), sysctl (procps); PostgreSQL's server
 # for a shared tuning study (scripts/postgres); Slurm for tests/slurm (scripts/slurm, docs/slurm.md): slurm-wlm
 # (slurmctld, slurmd), slurm-client, munge; Lmod to load packaging/modules/iotame.lua in tests/python; libtsan2 for
-# the ThreadSanitizer build of tests/tsan (scripts/build_tsan.sh; gcc's own dependency on amd64, named here).
+# the ThreadSanitizer build of tests/tsan (scripts/build_tsan.sh; gcc's own dependency on amd64, named here);
+# CephFS for scripts/ceph (docs/design/cephfs.md): its daemons, the FUSE client, the ceph CLI, and attr for
+# getfattr/setfattr of the ceph.file.layout attributes.
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
       pkg-config fio python3 python3-venv iproute2 util-linux procps postgresql
-      slurm-wlm slurm-client munge lmod libtsan2)
+      slurm-wlm slurm-client munge lmod libtsan2
+      ceph-mon ceph-mgr ceph-mds ceph-osd ceph-fuse ceph-common attr)
 OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
