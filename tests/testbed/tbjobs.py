@@ -1,0 +1,121 @@
+"""What the testbed's test modules share: the testbed command, what `down` must leave, MPI jobs across the hosts
+and the randomized differential job."""
+import json
+import os
+import signal
+import subprocess
+import time
+import warnings
+from pathlib import Path
+
+from conftest import LIBIOTAME, ROOT, TEST_PROGRAMS, file_stats, write_json
+
+TESTBED = ROOT / "scripts" / "testbed"
+RUN = Path("/run/iotame-testbed")
+CEPH_MOUNT = "/mnt/iotame-ceph"    # testbed up --fs ceph's default mount
+SEED = 20261122
+STRATEGIES = ["passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based", "auto"]
+_OURS = ("IOTAME_", "LD_PRELOAD", "HYDRA_", "MPIR_CVAR_", "PMI_", "OMPI_", "UCX_")
+
+
+def tb(*args, check=True, timeout=60):
+    p = subprocess.run([str(TESTBED), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"testbed {' '.join(map(str, args))} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def root_view():
+    """What the root namespace shows of the testbed: namespaces, links, mounts, files and processes (all must go
+    at down)."""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    mounts = Path("/proc/self/mountinfo").read_text()
+    return {"netns": sorted(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()),
+            "links": sorted(line.split(":")[1].strip() for line in links.splitlines()),
+            "addresses": subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True).stdout.count("10.213."),
+            "mounts": [m for m in mounts.splitlines() if "iotame-testbed" in m or "/run/netns/tb" in m],
+            "files": [str(p) for p in (RUN, Path("/etc/netns/tb0"), Path("/etc/netns/tb-switch"), Path(CEPH_MOUNT))
+                      if p.exists()],
+            "processes": ours_running()}
+
+
+def ours_running():
+    """The testbed's processes in the machine's PID space: the CephFS's daemons and clients (their command lines
+    name the cluster's directory in RUN) and the hosts' mount-namespace anchors."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            anchor = cmd == "sleep infinity" and os.readlink(d / "ns" / "mnt") != os.readlink("/proc/self/ns/mnt")
+        except OSError:
+            continue
+        if str(RUN) in cmd or anchor:
+            found.append(f"{d.name} {cmd}")
+    return found
+
+
+def assert_clean():
+    v = root_view()
+    assert not [n for n in v["netns"] if n.startswith("tb")], v
+    assert not v["mounts"] and not v["files"] and not v["processes"] and v["addresses"] == 0, v
+    assert not [line for line in v["links"] if line.startswith(("tb", "br0", "veth"))], v
+
+
+def job(tmp, np, prog, per_host=None, openmpi=False, env=None, timeout=180):
+    """`testbed mpiexec` from tmp. RATIONALE: MPICH 4.0.2 over UCX 1.13's TCP transport sometimes hangs in
+    MPI_Finalize after the job's work (a rank flushing its endpoint to a peer already in the PMI barrier;
+    docs/testbed.md, Limits). Once rank 0 has printed its result line (after every check of the program, and after
+    the runtime wrote its statistics) the job gets 10 s to exit, then it is ended and the test goes on with what it
+    printed (stdout up to its result: ending the launcher makes it print a termination banner). Returns (stdout,
+    stderr, returncode or "finalize-hang")."""
+    cmd = [str(TESTBED), "mpiexec", "-n", str(np)] + (["--per-host", str(per_host)] if per_host else [])
+    cmd += (["--openmpi"] if openmpi else []) + ["--"] + [str(a) for a in prog]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
+    full.update(env or {})
+    out, err = tmp / f"out-{time.monotonic_ns()}", tmp / f"err-{time.monotonic_ns()}"
+    with open(out, "w") as fo, open(err, "w") as fe:
+        p = subprocess.Popen(cmd, cwd=tmp, env=full, stdout=fo, stderr=fe, start_new_session=True)
+        deadline, result_at, result = time.monotonic() + timeout, None, ""
+        while p.poll() is None and time.monotonic() < deadline:
+            if result_at is None and out.read_text().strip().endswith("}"):
+                result_at, result = time.monotonic(), out.read_text()
+            if result_at is not None and time.monotonic() - result_at > 10:
+                break
+            time.sleep(0.05)
+        rc = p.poll()
+        if rc is None:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            rc = "finalize-hang" if result_at is not None else "timeout"
+            if rc == "finalize-hang":
+                warnings.warn(f"{' '.join(cmd[1:4])} {Path(str(prog[0])).name}: ended after its result, in "
+                              f"MPI_Finalize (MPICH over UCX TCP, docs/testbed.md)")
+                return result, err.read_text(), rc
+    return out.read_text(), err.read_text(), rc
+
+
+def ok(rc):
+    return rc == 0 or (rc == "finalize-hang")
+
+
+def random_job(tmp, np, strategy, cases, first, per_host=None, openmpi=False, lib=LIBIOTAME,
+               program=TEST_PROGRAMS / "random_collective", where=None, settings=None):
+    """test.dat through the strategy (real nodes: no virtual_node_size), ref.dat through the library, both in
+    where (default tmp); settings: more of the file's configuration (staging, throttle)."""
+    config = write_json(tmp / "c.json", {"version": 1, "files": [
+        {"match": "*/test.dat", "collective": {"strategy": strategy, "readahead": 0}, **(settings or {})}]})
+    stats = tmp / "s.json"
+    env = {"LD_PRELOAD": str(lib), "IOTAME_CONFIG": str(config), "IOTAME_STATS": str(stats)}
+    if strategy in ("passthrough", "independent", "auto") and not openmpi:
+        env["RANDOM_COLLECTIVE_BYTES"] = "1"  # where ROMIO serves test.dat's calls (random_collective's usage)
+    if "staging" in (settings or {}):
+        env["RANDOM_COLLECTIVE_SYNC"] = "1"  # MPI-IO's rule for seeing others' writes, which writing behind needs
+    out, err, rc = job(tmp, np, [program, where or tmp, SEED, cases, first], per_host=per_host, openmpi=openmpi,
+                       env=env)
+    assert ok(rc), err[-3000:]
+    assert json.loads(out) == {"cases": cases, "calls": 4 * np * cases, "mismatches": 0}
+    return file_stats(stats, "test.dat")

@@ -1,0 +1,175 @@
+"""A real CephFS across the testbed's hosts (scripts/testbed up --fs ceph, scripts/ceph, docs/testbed.md): monitor,
+manager and metadata server in tb0, one OSD per host on the host's own address, a ceph-fuse client per host in the
+host's mount namespace. A file written on one host reads back identical on the other; the striping hints set the
+layout every host sees; the randomized differential test across the two hosts leaves byte-identical files under
+every strategy, with staging and throttling too; a full pool (a quota) and a refused permission reach every rank as
+they do through the MPI library; and down leaves no daemon, mount, anchor or file. Needs root and Debian's ceph
+packages: skipped, saying so, where they are missing."""
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import LIBIOTAME, TEST_PROGRAMS, file_stats, served, write_json
+from tbjobs import CEPH_MOUNT, STRATEGIES, assert_clean, job, ok, random_job, tb
+
+CEPH_BINARIES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-fuse", "ceph")
+MISSING = [b for b in CEPH_BINARIES if not shutil.which(b)]
+if os.geteuid() != 0:
+    pytest.skip("the testbed needs root (network, UTS and mount namespaces)", allow_module_level=True)
+if MISSING:
+    pytest.skip(f"CephFS layer skipped: {', '.join(MISSING)} missing (make setup installs the ceph packages)",
+                allow_module_level=True)
+
+CONF = "/run/iotame-testbed/ceph/ceph.conf"
+IO_ERROR = TEST_PROGRAMS / "io_error"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.fixture(scope="module")
+def cephfs():
+    """Two hosts with a CephFS mounted on both; everything gone after the module."""
+    tb("down", timeout=120)
+    tb("up", "--hosts", 2, "--fs", "ceph", "--osd-bytes", 768 << 20, timeout=300)
+    yield Path(CEPH_MOUNT)
+    tb("down", timeout=120)
+    assert_clean()
+
+
+def on(host, *cmd, check=True, timeout=60):
+    return tb("exec", host, *cmd, check=check, timeout=timeout)
+
+
+def ceph(*args):
+    return on("tb0", "ceph", "-c", CONF, *args).stdout
+
+
+@pytest.fixture
+def where(cephfs, request):
+    """A fresh directory of the test on the CephFS (made through a host: the machine itself does not mount it)."""
+    d = cephfs / request.node.name.replace("[", "-").replace("]", "")
+    on("tb0", "sh", "-c", f'rm -rf "{d}" && mkdir -p "{d}" && chmod 777 "{d}"')
+    return d
+
+
+def test_every_host_mounts_the_cephfs_and_each_holds_an_osd(cephfs):
+    st = json.loads(tb("status", "--json").stdout)
+    assert st["up"], st["problems"]
+    assert st["fs"]["type"] == "ceph" and [h["ceph"] for h in st["detail"]] == ["mounted", "mounted"]
+    osds = json.loads(ceph("osd", "dump", "--format", "json"))["osds"]
+    assert sorted(o["public_addr"].split(":")[0] for o in osds) == ["10.213.0.1", "10.213.0.2"]
+    assert all(o["up"] and o["in"] for o in osds)
+    assert os.listdir(cephfs) == []  # mounted in the hosts' namespaces only
+
+
+def test_a_file_written_on_one_host_reads_back_identical_on_another(where, tmp_path):
+    data = os.urandom(9 << 20)  # more than two objects of the default layout (4 MiB)
+    (tmp_path / "src").write_bytes(data)
+    on("tb0", "cp", tmp_path / "src", where / "f")
+    on("tb0", "sync")
+    assert on("tb1", "md5sum", where / "f").stdout.split()[0] == hashlib.md5(data).hexdigest()
+    on("tb1", "sh", "-c", f'printf back > "{where}/g"')
+    assert on("tb0", "cat", where / "g").stdout == "back"
+
+
+def layout(path, host="tb1"):
+    out = on(host, "getfattr", "--only-values", "-n", "ceph.file.layout", path).stdout
+    return dict(kv.split("=") for kv in out.split())
+
+
+def test_striping_hints_set_the_layout_every_host_sees(where, tmp_path):
+    """striping_factor 6 and striping_unit 64 KiB in the configuration: the file the job creates has that layout
+    (read on the other host), the statistics say so, and its bytes are the library's."""
+    config = write_json(tmp_path / "c.json", {"version": 1, "files": [
+        {"match": "*/test.dat", "mpiio_hints": {"striping_factor": 6, "striping_unit": 65536}}]})
+    stats = tmp_path / "s.json"
+    env = {"LD_PRELOAD": str(LIBIOTAME), "IOTAME_CONFIG": str(config), "IOTAME_STATS": str(stats),
+           "RANDOM_COLLECTIVE_BYTES": "1"}
+    out, err, rc = job(tmp_path, 2, [TEST_PROGRAMS / "random_collective", where, 20261127, 10, 9000], env=env)
+    assert ok(rc), err[-3000:]
+    assert json.loads(out)["mismatches"] == 0
+    got = layout(where / "test.dat")
+    assert (got["stripe_count"], got["stripe_unit"]) == ("6", "65536"), got
+    assert layout(where / "ref.dat")["stripe_count"] == "1"  # not matched: CephFS's default
+    targets = file_stats(stats, "test.dat")["collective"]["storage_targets"]
+    assert targets == {"count": 6, "unit": 65536, "from": "cephfs"}
+
+
+@pytest.mark.parametrize("extra", ["plain", "staged+throttled"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_random_datatypes_across_two_hosts_on_cephfs(where, tmp_path, strategy, extra):
+    """One MPICH rank per host, the files on CephFS: files, buffers, statuses and pointers identical to the
+    library's, with and without staging and a throttle of one stream each way."""
+    settings = {"staging": {"enabled": True}, "throttle": {"writers": 1, "readers": 1}} if extra != "plain" else {}
+    f = random_job(tmp_path, 2, strategy, 30, 7000, where=where, settings=settings)
+    assert f["passthrough_reasons"] == {}
+    if strategy not in ("auto", "passthrough"):
+        assert set(served(f)) == {strategy}
+
+
+@pytest.fixture
+def full_pool(cephfs, where):
+    """The data pool over its quota (the monitor marks it full from the manager's statistics, within seconds);
+    the quota lifted after the test."""
+    ceph("osd", "pool", "set-quota", "cephfs_data", "max_bytes", str(4 << 20))
+    try:
+        deadline = time.monotonic() + 90
+        k = 0
+        while "full" not in ceph("osd", "pool", "ls", "detail").split("cephfs_data", 1)[1].split("\n")[0]:
+            assert time.monotonic() < deadline, "the pool was not marked full"
+            on("tb0", "sh", "-c", f'head -c 8388608 /dev/zero > "{where}/filler{k}" && sync', check=False)
+            k += 1
+            time.sleep(1)
+        yield where
+    finally:
+        on("tb0", "sh", "-c", f'rm -f "{where}"/filler*')
+        ceph("osd", "pool", "set-quota", "cephfs_data", "max_bytes", "0")
+        deadline = time.monotonic() + 60
+        while "full" in ceph("osd", "pool", "ls", "detail").split("cephfs_data", 1)[1].split("\n")[0]:
+            assert time.monotonic() < deadline, "the pool stayed full after its quota was lifted"
+            time.sleep(1)
+
+
+def io_error_job(tmp, path, strategy=None, ranks_as=()):
+    """io_error on 2 hosts, no size limit: through the library, or the runtime with the strategy."""
+    env = {}
+    if strategy:
+        config = write_json(tmp / f"c-{strategy}.json", {"version": 1, "files": [
+            {"match": "*.dat", "collective": {"strategy": strategy}}]})
+        env = {"LD_PRELOAD": str(LIBIOTAME), "IOTAME_CONFIG": str(config), "IOTAME_STATS": str(tmp / "s.json")}
+    out, err, rc = job(tmp, 2, [*ranks_as, IO_ERROR, path, 0], env=env)
+    assert ok(rc), err[-3000:]
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("strategy", ["two_phase", "view_based", "auto"])
+def test_a_full_pool_reaches_every_rank(full_pool, tmp_path, strategy):
+    """Writes to a pool over its quota fail: through the library every rank gets the error, and the same through
+    the runtime, as MPI_ERR_IO through the file's error handler."""
+    plain = io_error_job(tmp_path, full_pool / "plain.dat")
+    assert plain["failed"] == 2 and plain["handler_calls"] == 2
+    routed = io_error_job(tmp_path, full_pool / "routed.dat", strategy)
+    assert routed["failed"] == 2 and routed["handler_calls"] == 2
+    assert routed["classes"] == [routed["class_io"]] * 2
+
+
+def test_a_refused_permission_reaches_every_rank(where, tmp_path):
+    """Ranks of an unprivileged user create a file in a directory they may not write: the open fails on every rank
+    with MPI_ERR_ACCESS, through the library and through the runtime (whose statistics say it was there)."""
+    locked = where / "locked"
+    on("tb0", "sh", "-c", f'mkdir "{locked}" && chmod 755 "{locked}"')
+    shared = Path(os.environ.get("TMPDIR", "/tmp")) / f"iotame-cephfs-{os.getpid()}"
+    shared.mkdir(mode=0o777, exist_ok=True)
+    os.chmod(shared, 0o777)  # the unprivileged ranks write the statistics here
+    try:
+        plain = io_error_job(tmp_path, locked / "f.dat", ranks_as=NOBODY)
+        assert plain["open_failed"] == 2 and plain["classes"] == [plain["class_access"]] * 2
+        routed = io_error_job(shared, locked / "f.dat", "two_phase", ranks_as=NOBODY)
+        assert routed["open_failed"] == 2 and routed["classes"] == [routed["class_access"]] * 2
+        assert json.loads((shared / "s.json").read_text())["nprocs"] == 2
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
