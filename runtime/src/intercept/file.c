@@ -1,6 +1,7 @@
 /* Wrappers of the MPI-IO functions that open, close and describe files. MPI_File_open is where the
  * configuration meets a file: the matching rule's hints are merged into the application's MPI_Info. */
 #include "intercept.h"
+#include "posix/posix.h"
 
 /* A metadata call on an open handle: time it, hand it to the modules. */
 #define META(NAME, PARAMS, ARGS)                                                                               \
@@ -80,6 +81,10 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
     const uint64_t t_library = iotame_monotonic_ns(); /* once per open: the clock, not the hot path's ticks */
     int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
     o.open_ns = iotame_monotonic_ns() - t_library;
+    /* A new file on CephFS takes the striping hints as its layout before anyone can write it (the modules' open
+     * hooks included: they may read the layout). */
+    if (rc == MPI_SUCCESS && (amode & MPI_MODE_CREATE))
+        iotame_posix_cephfs_create(comm, filename, merged != MPI_INFO_NULL ? merged : info, fs);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) {
         o.fh = *fh;
