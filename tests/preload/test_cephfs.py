@@ -68,6 +68,15 @@ def test_configured_hints_give_a_new_file_their_layout_and_the_librarys_bytes(jo
     assert f["passthrough_reasons"] == {}
 
 
+def test_an_hdf5_file_gets_the_layout_too(job, cephfs):
+    """H5Fcreate through HDF5's MPI-IO driver opens the file with MPI_File_open: the hints set its layout too."""
+    path, stats = cephfs / "vpic.h5", job.tmp / "s.json"
+    res, _ = job.kernel(2, "vpicio", "--file", path, "--keep", "--collective", preload=True,
+                        config=hints_config(job, 6, 65536), stats=stats)
+    assert res["verified"]
+    assert layout(path) == {"stripe_unit": 65536, "stripe_count": 6, "object_size": 4194304}
+
+
 def test_storage_targets_come_from_the_cephfs_layout(job, cephfs):
     """(b) target_aligned (and the throttle, the selector) see the file's CephFS layout: 6 targets of 64 KiB, from
     "cephfs"; a file of the default layout is one target of its 4 MiB unit."""
