@@ -124,8 +124,9 @@ const char *iotame_posix_cephfs_plan(const iotame_posix_cephfs_t *cur, int64_t f
 /* The CephFS layout of a file (descriptor fd >= 0, else path) on a file system of magic fs_type. Returns 0, or a
  * negative errno (-ENODATA: not CephFS, e.g. another FUSE file system). */
 int iotame_posix_cephfs_read(int fd, const char *path, uint64_t fs_type, iotame_posix_cephfs_t *out);
-/* At MPI_File_open with MPI_MODE_CREATE, after the library opened the file and before any module or the
- * application can write it (collective over comm when the file is on a FUSE or ceph file system, else nothing):
+/* At MPI_File_open with MPI_MODE_CREATE (the module's `created` hook), after the library opened the file and before
+ * any module or the application can write it (collective over comm when the file is on a FUSE or ceph file system,
+ * else nothing):
  * the striping hints in info (striping_factor, striping_unit) become the new file's CephFS layout, set by rank 0
  * and agreed by all (posix/cephfs_hints.c). A file with data keeps its layout; an invalid layout is refused with a
  * warning; the outcome goes into the file's statistics (fs). Never fails the open. */
