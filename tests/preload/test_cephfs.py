@@ -94,6 +94,26 @@ def test_storage_targets_come_from_the_cephfs_layout(job, cephfs):
     assert file_stats(stats, "plain.dat")["storage_targets"] == {"count": 1, "unit": 4194304, "from": "cephfs"}
 
 
+def test_the_throttle_gates_each_object_position(job, cephfs):
+    """The throttle's per-target gates see the CephFS layout: 64 KiB requests over 6 objects of 64 KiB units reach
+    6 targets, each gated on its own; a file of the default layout is one target."""
+    config = hints_config(job, 6, 65536)
+    data = json.loads(config.read_text())
+    data["defaults"]["throttle"] = {"writers": 1}
+    write_json(config, data)
+    independent = ["ior", "-a", "MPIIO", "-b", "1m", "-t", "64k", "-k", "-w", "-W"]  # ROMIO passes each request
+    stats = job.tmp / "s.json"
+    res, _ = job.kernel(2, *independent, "-o", cephfs / "gated.dat", preload=True, config=config, stats=stats)
+    assert res["verified"] and layout(cephfs / "gated.dat")["stripe_count"] == 6
+    gates = json.loads(stats.read_text())["modules"]["throttle"]["targets"]
+    assert len({g["target"] for g in gates}) == 6
+    assert all(g["write"]["requests"] > 0 and g["write"]["max_inside"] <= 1 for g in gates)
+    del data["defaults"]["mpiio_hints"]
+    write_json(config, data)
+    res, _ = job.kernel(2, *independent, "-o", cephfs / "gated1.dat", preload=True, config=config, stats=stats)
+    assert res["verified"] and len(json.loads(stats.read_text())["modules"]["throttle"]["targets"]) == 1
+
+
 def test_the_applications_own_hints_are_honoured(job, cephfs):
     """(c) Hints the application passes to MPI_File_open set the layout too; a unit alone keeps the count."""
     path, stats = cephfs / "app.dat", job.tmp / "s.json"

@@ -7,7 +7,10 @@
 #include "check.h"
 #include "posix/posix.h"
 
-static int parse(const char *text, iotame_posix_cephfs_t *l) { return iotame_posix_cephfs_parse(text, strlen(text), l); }
+static int parse(const char *text, iotame_posix_cephfs_t *l)
+{
+    return iotame_posix_cephfs_parse(text, strlen(text), l);
+}
 
 static void parser(void)
 {

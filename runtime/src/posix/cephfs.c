@@ -77,7 +77,8 @@ int iotame_posix_cephfs_read(int fd, const char *path, uint64_t fs_type, iotame_
     if ((uint32_t)fs_type != IOTAME_POSIX_FUSE_MAGIC && (uint32_t)fs_type != IOTAME_POSIX_CEPH_MAGIC) return -ENODATA;
     /* One attribute holds the three fields: one request to the client instead of three. */
     char text[256];
-    ssize_t n = fd >= 0 ? fgetxattr(fd, CEPHFS_XATTR, text, sizeof text) : getxattr(path, CEPHFS_XATTR, text, sizeof text);
+    ssize_t n = fd >= 0 ? fgetxattr(fd, CEPHFS_XATTR, text, sizeof text)
+                        : getxattr(path, CEPHFS_XATTR, text, sizeof text);
     if (n < 0) return errno == ENOTSUP || errno == EOPNOTSUPP ? -ENODATA : -errno;
     return iotame_posix_cephfs_parse(text, (size_t)n, out);
 }

@@ -75,7 +75,10 @@ static cephfs_outcome_t cephfs_hints_apply(const char *path, const char *filenam
     snprintf(text, sizeof text, "stripe_unit=%llu stripe_count=%llu object_size=%llu",
              (unsigned long long)want.stripe_unit, (unsigned long long)want.stripe_count,
              (unsigned long long)want.object_size);
-    if (!why && memcmp(&want, &cur, sizeof want) != 0 && setxattr(path, "ceph.file.layout", text, strlen(text), 0) != 0) {
+    /* the whole layout in one attribute: CephFS checks each per-field attribute on its own, so a new unit with the
+     * old object size could be refused halfway */
+    int same = memcmp(&want, &cur, sizeof want) == 0;
+    if (!why && !same && setxattr(path, "ceph.file.layout", text, strlen(text), 0) != 0) {
         if (errno == ENOTEMPTY) {
             o.status = CEPHFS_NOT_EMPTY;
             return o;

@@ -1,7 +1,7 @@
 /* Storage targets: which server of the file system a request reaches (the unit the throttle limits), from the
  * file's layout (an active module's layout hook, such as the emulated striped storage's, else Lustre's or CephFS's,
- * else the file system as one target), and the node's table of targets in the shared segment with each module's slot of
- * per-target state. */
+ * else the file system as one target), and the node's table of targets in the shared segment with each module's
+ * slot of per-target state. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -32,7 +32,8 @@ static void target_layout_of(int fd, const char *path, const struct stat *st, ui
     memset(l, 0, sizeof *l);
     l->count = 1;
     for (int i = 0; i < iotame__hooks_layout.n; i++) {
-        unsigned n = iotame__hooks_layout.m[i]->layout(st->st_dev, st->st_ino, &l->unit, l->ost, IOTAME_POSIX_MAX_STRIPES);
+        unsigned n =
+            iotame__hooks_layout.m[i]->layout(st->st_dev, st->st_ino, &l->unit, l->ost, IOTAME_POSIX_MAX_STRIPES);
         if (n >= 1 && n <= IOTAME_POSIX_MAX_STRIPES && (n == 1 || l->unit > 0)) {
             l->count = n;
             l->from = IOTAME_POSIX_FROM_EMULATED;
@@ -43,7 +44,8 @@ static void target_layout_of(int fd, const char *path, const struct stat *st, ui
     if ((uint32_t)*fs_type == LUSTRE_SUPER_MAGIC) {
         unsigned char buf[IOTAME_POSIX_LUSTRE_XATTR_MAX];
         ssize_t len = fd >= 0 ? fgetxattr(fd, "lustre.lov", buf, sizeof buf) : getxattr(path, "lustre.lov", buf, sizeof buf);
-        unsigned c = len > 0 ? iotame_posix_lustre_layout(buf, (size_t)len, &l->unit, l->ost, IOTAME_POSIX_MAX_STRIPES) : 0;
+        unsigned c =
+            len > 0 ? iotame_posix_lustre_layout(buf, (size_t)len, &l->unit, l->ost, IOTAME_POSIX_MAX_STRIPES) : 0;
         if (c >= 1) l->count = c, l->from = IOTAME_POSIX_FROM_LUSTRE;
         else l->unit = 0;
         return;
