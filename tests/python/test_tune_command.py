@@ -60,6 +60,9 @@ MOUNTS = """/dev/vda / ext4 rw 0 0
 10.0.0.1@tcp:/scratch /lus lustre rw 0 0
 gpfs1 /gpfs/proj gpfs rw 0 0
 tmpfs /lus/tmp\\040dir tmpfs rw 0 0
+ceph-fuse /mnt/cephfs fuse.ceph-fuse rw,nosuid,nodev,relatime,user_id=0,group_id=0,allow_other 0 0
+10.0.0.2:6789:/ /ceph ceph rw,name=admin 0 0
+sshfs#me@host: /mnt/other fuse.sshfs rw 0 0
 """
 
 
@@ -69,16 +72,21 @@ def test_detect_fs_from_mounts():
     assert detect_fs("/gpfs/projx", MOUNTS) == "local"
     assert detect_fs("/lus/tmp dir/x", MOUNTS) == "local"        # the longest mount point wins
     assert detect_fs("/home", MOUNTS) == "local"
+    assert detect_fs("/mnt/cephfs/run/x.dat", MOUNTS) == "cephfs"  # ceph-fuse
+    assert detect_fs("/ceph/a", MOUNTS) == "cephfs"                # the kernel client
+    assert detect_fs("/mnt/other/a", MOUNTS) == "local"            # another FUSE file system
 
 
 def test_fs_of_stat_type():
     assert fs_of_type("lustre\n") == "lustre"
     assert fs_of_type("UNKNOWN (0x47504653)") == "gpfs"
     assert fs_of_type("ext2/ext3") == "local"
+    assert fs_of_type("ceph\n") == "cephfs" and fs_of_type("UNKNOWN (0x00c36400)") == "cephfs"
+    assert fs_of_type("fuseblk") == "local"  # stat -f cannot tell ceph-fuse from another FUSE file system
 
 
 def test_detect_fs_here(tmp_path):
-    assert detect_fs(tmp_path) in ("local", "lustre", "gpfs")
+    assert detect_fs(tmp_path) in ("local", "lustre", "gpfs", "cephfs")
 
 
 def test_help(capsys):

@@ -53,7 +53,7 @@ striping_factor = [2, 4]
     assert "mpiio.cb_config_list" not in keys and "striping.striping_factor" not in keys
     assert local.get("mpiio.romio_cb_write").values == ("disable",)
     assert local.get("mpiio.cb_buffer_size") == builtin_space("local", 2).get("mpiio.cb_buffer_size")
-    assert "striping_factor left out: it matters on lustre, gpfs only, and this is local" in local.notes
+    assert "striping_factor left out: it matters on lustre, gpfs, cephfs only, and this is local" in local.notes
     assert len(local.notes) == len(set(local.notes))
     lustre = load_space(write(tmp_path, text), fs="lustre", nprocs=2)
     assert lustre.get("striping.striping_factor").values == (2, 4)
@@ -171,7 +171,7 @@ cb_config_list = [4]
 def test_fs_specific_parameter_is_left_out_with_a_note(tmp_path):
     space = load_space(write(tmp_path, "[striping]\nstriping_unit = [1048576]\n"), fs="local")
     assert len(space) == 0
-    assert space.notes == ("striping_unit left out: it matters on lustre, gpfs only, and this is local",)
+    assert space.notes == ("striping_unit left out: it matters on lustre, gpfs, cephfs only, and this is local",)
 
 
 # --- the built-in spaces -------------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def test_builtin_local_has_every_tunable_mpiio_hint_but_striping():
     assert all(p.choices[0] == UNSET for p in space)
 
 
-@pytest.mark.parametrize("fs", ["local", "lustre", "gpfs"])
+@pytest.mark.parametrize("fs", ["local", "lustre", "gpfs", "cephfs"])
 def test_builtin_has_every_setting_with_a_tune_entry(fs):
     from iotame.tune.layers import param_key, layer_of
     space = builtin_space(fs, 4)
@@ -197,13 +197,21 @@ def test_builtin_has_every_setting_with_a_tune_entry(fs):
                 setting.name
 
 
-@pytest.mark.parametrize("fs", ["lustre", "gpfs"])
+@pytest.mark.parametrize("fs", ["lustre", "gpfs", "cephfs"])
 def test_builtin_parallel_fs_adds_striping(fs):
     space = builtin_space(fs, 4)
     assert space.get("striping.striping_factor").values == (1, 2, 4, 8, 16, 32, 64)
     assert space.get("striping.striping_unit").section == "mpiio_hints"
     assert space.get("mpiio.cb_nodes").values == (1, 2, 4)
     assert not space.notes
+
+
+def test_cephfs_striping_units_are_ones_cephfs_takes():
+    """CephFS takes stripe units of whole 64 KiB (the runtime refuses others at run time with a warning): the built-in
+    space tries none other."""
+    units = builtin_space("cephfs", 4).get("striping.striping_unit").values
+    assert units and all(u % 65536 == 0 for u in units)
+    assert builtin_space("cephfs", 4).get("striping.start_iodevice") is None  # Lustre's only
 
 
 def test_builtin_leaves_out_cb_nodes_for_one_process():
@@ -235,7 +243,8 @@ def test_builtin_follows_settings_json():
 
 
 def test_every_builtin_value_is_accepted_by_the_runtime():
-    cases = [(p.key, v, config_for([(p, v)])) for fs in ("local", "lustre", "gpfs") for p in builtin_space(fs, 8)
+    cases = [(p.key, v, config_for([(p, v)])) for fs in ("local", "lustre", "gpfs", "cephfs")
+             for p in builtin_space(fs, 8)
              for v in p.values]
     errors = validate_many([c for _, _, c in cases], "c.json")  # one run of the runtime's validator
     assert [(k, v, e) for (k, v, _), e in zip(cases, errors) if e] == []

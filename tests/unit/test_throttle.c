@@ -573,8 +573,10 @@ static void target_layout_hooks(void)
     striped_ino = st.st_ino;
     iotame_posix_layout_t l;
     CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1 && l.unit == 0); /* no hooks: the file system */
+    CHECK(l.from == IOTAME_POSIX_FROM_NONE && strcmp(iotame_posix_from_name(l.from), "none") == 0);
     iotame__hooks_layout = (iotame_hooks_t){3, {&mod_small, &mod_none, &mod_page}};
     CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 4 && l.unit == 65536 && l.ost[3] == 13);
+    CHECK(l.from == IOTAME_POSIX_FROM_EMULATED && strcmp(iotame_posix_from_name(l.from), "emulated") == 0);
     iotame__hooks_layout = (iotame_hooks_t){2, {&mod_small, &mod_page}}; /* mod_none is not active */
     CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 2 && l.unit == 4096 && l.ost[1] == 8);
     striped_ino++; /* a file no module knows */

@@ -15,7 +15,7 @@ from .space import UNSET, Param, Requirement, Space, pow2_values
 
 __all__ = ["FILE_SYSTEMS", "NPROCS", "builtin_space", "tune_values", "tunable_settings", "make_param"]
 
-FILE_SYSTEMS = ("local", "lustre", "gpfs")
+FILE_SYSTEMS = ("local", "lustre", "gpfs", "cephfs")
 NPROCS = "nprocs"          # the upper end of a pow2 range that means the job's process count
 
 
@@ -54,7 +54,7 @@ def make_param(schema: Schema, layer: str, section: str, setting: Setting, value
 
 
 def builtin_space(fs: str, nprocs: int, schema: Schema | None = None) -> Space:
-    """Every setting with a "tune" entry that matters on file system `fs` ("local", "lustre" or "gpfs")."""
+    """Every setting with a "tune" entry that matters on file system `fs` (one of FILE_SYSTEMS)."""
     if fs not in FILE_SYSTEMS:
         raise ValueError(f"unknown file system {fs!r} (expected one of: {', '.join(FILE_SYSTEMS)})")
     schema = schema or load_schema()

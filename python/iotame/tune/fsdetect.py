@@ -1,5 +1,5 @@
-"""Which file system a directory is on: lustre, gpfs, or local (anything else), from /proc/mounts (the longest
-mount point holding the directory) and, failing that, `stat -f -c %T DIR`."""
+"""Which file system a directory is on: lustre, gpfs, cephfs, or local (anything else), from /proc/mounts (the
+longest mount point holding the directory) and, failing that, `stat -f -c %T DIR`."""
 from __future__ import annotations
 
 import os
@@ -9,15 +9,22 @@ from pathlib import Path
 __all__ = ["detect_fs", "fs_of_type", "mount_type"]
 
 # stat -f prints the name, or "UNKNOWN (0xMAGIC)" when it does not know it
-_MAGIC = {"0x0bd00bd0": "lustre", "0xbd00bd0": "lustre", "0x47504653": "gpfs"}
+_MAGIC = {"0x0bd00bd0": "lustre", "0xbd00bd0": "lustre", "0x47504653": "gpfs", "0x00c36400": "cephfs",
+          "0xc36400": "cephfs"}
+# CephFS's clients as /proc/mounts names them: the kernel's, and ceph-fuse (FUSE's "fuse.<program>"); stat -f
+# calls a FUSE mount "fuseblk" or "fuse" whatever program serves it, so only /proc/mounts tells ceph-fuse apart.
+_CEPHFS = ("ceph", "fuse.ceph-fuse", "fuse.ceph")
 
 
 def fs_of_type(fstype: str) -> str:
-    """lustre, gpfs or local for a file-system type name (`lustre`, `gpfs`, `ext2/ext3`, `UNKNOWN (0x47504653)`)."""
+    """lustre, gpfs, cephfs or local for a file-system type name (`lustre`, `gpfs`, `fuse.ceph-fuse`, `ext2/ext3`,
+    `UNKNOWN (0x47504653)`)."""
     t = fstype.strip().lower()
     for magic, name in _MAGIC.items():
         if magic in t:
             return name
+    if t in _CEPHFS:
+        return "cephfs"
     if "lustre" in t:
         return "lustre"
     if "gpfs" in t or "spectrum" in t:
@@ -51,7 +58,7 @@ def mount_type(path: str | Path, mounts: str | None = None) -> str | None:
 
 
 def detect_fs(path: str | Path = ".", mounts: str | None = None) -> str:
-    """lustre, gpfs or local for the file system holding `path`."""
+    """lustre, gpfs, cephfs or local for the file system holding `path`."""
     t = mount_type(path, mounts)
     if t is not None and fs_of_type(t) != "local":
         return fs_of_type(t)

@@ -140,18 +140,22 @@ static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
     return end != value && v > 0 ? (int64_t)v : dflt;
 }
 
-/* targets and target_unit, each on its own: the configuration's, else the striping hints', else the agreed layout's,
- * else one target of 1 MiB. */
+/* targets and target_unit, each on its own: the configuration's, else the file system's own layout (Lustre's,
+ * CephFS's: what the file has, whatever the hints asked for), else the striping hints', else the emulated storage's
+ * layout, else one target of 1 MiB. */
 static void choose_targets(iotame_coll_env_t *e)
 {
+    const int own = e->layout_from == IOTAME_POSIX_FROM_LUSTRE || e->layout_from == IOTAME_POSIX_FROM_CEPHFS;
     if (e->conf_targets > 0) e->targets = e->conf_targets, e->targets_from = "configuration";
+    else if (own) e->targets = e->layout_targets, e->targets_from = iotame_posix_from_name(e->layout_from);
     else if (e->striping_factor > 0) e->targets = e->striping_factor, e->targets_from = "hints";
     else if (e->layout_targets > 1) e->targets = e->layout_targets, e->targets_from = "layout";
     else e->targets = 1, e->targets_from = "default";
-    e->target_unit = e->conf_target_unit > 0 ? e->conf_target_unit
-                     : e->striping_unit > 0  ? e->striping_unit
-                     : e->layout_unit > 0    ? e->layout_unit
-                                             : 1048576;
+    e->target_unit = e->conf_target_unit > 0      ? e->conf_target_unit
+                     : own && e->layout_unit > 0  ? e->layout_unit
+                     : e->striping_unit > 0       ? e->striping_unit
+                     : e->layout_unit > 0         ? e->layout_unit
+                                                  : 1048576;
 }
 
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
@@ -167,10 +171,11 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
     choose_targets(e);
 }
 
-/* The file's layout (posix/target.c: the emulated storage's, else Lustre's, else one target), agreed in the
- * engine's set-up reduction: every rank that could examine the file says what it found (it is one file, so they
+/* The file's layout (posix/target.c: the emulated storage's, else Lustre's or CephFS's, else one target), agreed in
+ * the engine's set-up reduction: every rank that could examine the file says what it found (it is one file, so they
  * agree), a rank that could not takes theirs, and ranks that disagree, or none that could, take one target. */
-enum { LAYOUT_MIN_COUNT, LAYOUT_MAX_COUNT, LAYOUT_MIN_UNIT, LAYOUT_MAX_UNIT, LAYOUT_FIELDS };
+enum { LAYOUT_MIN_COUNT, LAYOUT_MAX_COUNT, LAYOUT_MIN_UNIT, LAYOUT_MAX_UNIT, LAYOUT_MIN_FROM, LAYOUT_MAX_FROM,
+       LAYOUT_FIELDS };
 
 static void layout_mine(const iotame_coll_env_t *e, int64_t v[LAYOUT_FIELDS])
 {
@@ -180,14 +185,24 @@ static void layout_mine(const iotame_coll_env_t *e, int64_t v[LAYOUT_FIELDS])
     v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l.count : INT64_MAX;
     v[LAYOUT_MIN_UNIT] = known ? (int64_t)l.unit : INT64_MAX;
     v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l.unit : INT64_MAX;
+    v[LAYOUT_MIN_FROM] = known ? (int64_t)l.from : INT64_MAX;
+    v[LAYOUT_MAX_FROM] = known ? -(int64_t)l.from : INT64_MAX;
 }
 
 static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
 {
     int same = v[LAYOUT_MIN_COUNT] != INT64_MAX && v[LAYOUT_MIN_COUNT] == -v[LAYOUT_MAX_COUNT] &&
-               v[LAYOUT_MIN_UNIT] == -v[LAYOUT_MAX_UNIT];
+               v[LAYOUT_MIN_UNIT] == -v[LAYOUT_MAX_UNIT] && v[LAYOUT_MIN_FROM] == -v[LAYOUT_MAX_FROM];
+    int from = same ? (int)v[LAYOUT_MIN_FROM] : IOTAME_POSIX_FROM_NONE;
+    if (from == IOTAME_POSIX_FROM_LUSTRE || from == IOTAME_POSIX_FROM_CEPHFS) { /* one stripe is a layout too */
+        e->layout_targets = v[LAYOUT_MIN_COUNT];
+        e->layout_unit = v[LAYOUT_MIN_UNIT];
+        e->layout_from = from;
+        return;
+    }
     e->layout_targets = same && v[LAYOUT_MIN_COUNT] > 1 && v[LAYOUT_MIN_UNIT] > 0 ? v[LAYOUT_MIN_COUNT] : 1;
     e->layout_unit = e->layout_targets > 1 ? v[LAYOUT_MIN_UNIT] : 0;
+    e->layout_from = e->layout_targets > 1 ? from : IOTAME_POSIX_FROM_NONE;
 }
 
 /* The file's statistics say what target_aligned aligns to and why ("storage_targets"; the same on every rank). */

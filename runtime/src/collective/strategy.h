@@ -84,7 +84,9 @@ typedef struct {
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
     int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration, hints or layout) */
     int64_t layout_targets, layout_unit; /* the file's layout as the POSIX layer reads it, agreed (0: not read) */
-    const char *targets_from;     /* where targets came from: configuration, hints, layout or default */
+    int layout_from;                     /* its iotame_posix_from_t, agreed (0: none) */
+    const char *targets_from; /* where targets came from: configuration, lustre or cephfs (the file system's own
+                               * layout), hints, layout (the emulated storage's) or default */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */

@@ -93,6 +93,8 @@ typedef struct {
     iotame_file_t *file; /* the handle's record (open hook); NULL in `opening`, and in `open` on a rank that could not
                             allocate it: a module that keeps state says so in its agreement over comm and stays off */
     uint64_t open_ns;    /* what the library's open took on this rank (open hook; 0 in `opening`) */
+    MPI_Info info;       /* what MPI_File_open gives the library (the application's, with the configured hints
+                            merged): in MPI_File_open's `opening` and `created` only, else MPI_INFO_NULL */
 } iotame_open_t;
 
 /* One request of the POSIX layer (posix/): a read or write of `bytes` at `offset` on descriptor fd, which belongs
@@ -117,6 +119,10 @@ typedef struct iotame_module {
     /* Before the library opens a file: MPI_File_open (o->fh is MPI_FILE_NULL) and HDF5's H5Fcreate/H5Fopen
      * (o->comm is MPI_COMM_NULL, o->fc NULL). Not collective: the library may open the file on some ranks only. */
     void (*opening)(const iotame_open_t *o);
+    /* After a successful MPI_File_open with MPI_MODE_CREATE, before any module's `open` hook and before the open
+     * returns (collective over comm; o->file NULL): where a new file's properties are set before anyone can write
+     * it (the POSIX layer: CephFS's layout from the striping hints). */
+    void (*created)(const iotame_open_t *o);
     void (*open)(const iotame_open_t *o); /* after a successful MPI_File_open (collective over its comm) */
     void (*set_view)(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep);
     void (*set_info)(iotame_file_t *f);
@@ -198,6 +204,7 @@ void iotame_modules_finalize(void);
 
 /* The MPI-IO hooks, each called for every active module that has it, in registry order. */
 void iotame_modules_opening(const iotame_open_t *o);
+void iotame_modules_created(const iotame_open_t *o);
 void iotame_modules_open(const iotame_open_t *o);
 void iotame_modules_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                              const char *datarep);

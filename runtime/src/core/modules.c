@@ -64,6 +64,7 @@ void iotame_modules_start(const iotame_config_t *cfg)
         if (active.m[i]->HOOK) active.m[i]->CALL
 
 void iotame_modules_opening(const iotame_open_t *o) { EACH(opening, opening(o)); }
+void iotame_modules_created(const iotame_open_t *o) { EACH(created, created(o)); }
 void iotame_modules_open(const iotame_open_t *o) { EACH(open, open(o)); }
 /* The hooks of one handle run for the records of handles the runtime saw opened: no module has state of others. */
 void iotame_modules_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,

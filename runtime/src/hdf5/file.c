@@ -32,7 +32,8 @@ IOTAME_WRAPPER hid_t H5Fcreate(const char *filename, unsigned flags, hid_t fcpl,
     if (!h5->Fcreate) return iotame_hdf5_missing("H5Fcreate");
     iotame_hdf5_count(IOTAME_H5_FCREATE);
     if (!filename || !iotame_hdf5_enter()) return h5->Fcreate(filename, flags, fcpl, fapl);
-    iotame_modules_opening(&(iotame_open_t){.fh = MPI_FILE_NULL, .comm = MPI_COMM_NULL, .path = filename});
+    iotame_modules_opening(&(iotame_open_t){.fh = MPI_FILE_NULL, .comm = MPI_COMM_NULL, .path = filename,
+                                            .info = MPI_INFO_NULL});
     iotame_h5_report_t r;
     iotame_h5_plist_t p = iotame_hdf5_file_access(filename, fapl, &r);
     hid_t file;
@@ -49,7 +50,8 @@ IOTAME_WRAPPER hid_t H5Fopen(const char *filename, unsigned flags, hid_t fapl)
     if (!h5->Fopen) return iotame_hdf5_missing("H5Fopen");
     iotame_hdf5_count(IOTAME_H5_FOPEN);
     if (!filename || !iotame_hdf5_enter()) return h5->Fopen(filename, flags, fapl);
-    iotame_modules_opening(&(iotame_open_t){.fh = MPI_FILE_NULL, .comm = MPI_COMM_NULL, .path = filename});
+    iotame_modules_opening(&(iotame_open_t){.fh = MPI_FILE_NULL, .comm = MPI_COMM_NULL, .path = filename,
+                                            .info = MPI_INFO_NULL});
     iotame_h5_report_t r;
     iotame_h5_plist_t p = iotame_hdf5_file_access(filename, fapl, &r);
     hid_t file;

@@ -75,14 +75,19 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
             iotame_stats_passthrough(fs, "configured hints could not be merged into the MPI_Info");
         iotame_stats_set_config(fs, &fc);
     }
-    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL, NULL, 0};
+    iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL, NULL, 0,
+                       merged != MPI_INFO_NULL ? merged : info};
     iotame_modules_opening(&o);
     const uint64_t t_library = iotame_monotonic_ns(); /* once per open: the clock, not the hot path's ticks */
-    int rc = PMPI_File_open(comm, filename, amode, merged != MPI_INFO_NULL ? merged : info, fh);
+    int rc = PMPI_File_open(comm, filename, amode, o.info, fh);
     o.open_ns = iotame_monotonic_ns() - t_library;
+    if (rc == MPI_SUCCESS) o.fh = *fh;
+    /* A new file takes the properties modules set at creation (CephFS's layout) before anyone can write it, the
+     * modules' open hooks included: they may read them. */
+    if (rc == MPI_SUCCESS && (amode & MPI_MODE_CREATE)) iotame_modules_created(&o);
+    o.info = MPI_INFO_NULL;
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
     if (rc == MPI_SUCCESS) {
-        o.fh = *fh;
         o.file = iotame_file_open(*fh, fs, fs ? iotame_stats_path(fs) : filename, amode, o.fc); /* takes fc over */
         if (o.file) have_fc = 0;
         else iotame_stats_passthrough(fs, "out of memory (the handle's record): no module acts on it");

@@ -63,21 +63,30 @@ int iotame_posix_node_rank(void);
 
 /* ---- storage targets ----
  * A request's storage target: where a module's layout hook (the emulated striped storage) or the file system
- * (Lustre's layout, the "lustre.lov" extended attribute) stripes the file over data servers, the server holding the
- * request's first byte; elsewhere the file system (its device number). A 64-bit key, never 0; 0 when the descriptor
- * is not a regular file. The layout is read once per recorded file. */
+ * (Lustre's layout, the "lustre.lov" extended attribute; CephFS's, "ceph.file.layout") stripes the file over data
+ * servers, the server holding the request's first byte; elsewhere the file system (its device number). A 64-bit
+ * key, never 0; 0 when the descriptor is not a regular file. The layout is read once per recorded file. */
 uint64_t iotame_posix_target_of(const iotame_posix_io_t *io);
 /* A file's striping as the throttle and the collective strategies see it: `count` stripes of `unit` bytes round
- * robin (stripe k of the file on target ost[k % count]); count 1: one target (unit 0 when nothing says). */
+ * robin (stripe k of the file on target ost[k % count]); count 1: one target (unit 0 when nothing says). `from`
+ * says who gave it: a module's layout hook (the emulated storage), the file system's own layout (Lustre's,
+ * CephFS's: what the file has, whatever hints asked for), or nothing (one target). */
 #define IOTAME_POSIX_MAX_STRIPES 64 /* a file striped wider counts its file system as the target */
+typedef enum { IOTAME_POSIX_FROM_NONE, IOTAME_POSIX_FROM_EMULATED, IOTAME_POSIX_FROM_LUSTRE,
+               IOTAME_POSIX_FROM_CEPHFS } iotame_posix_from_t;
 typedef struct {
     uint32_t count, unit;
+    uint32_t object_size; /* CephFS: bytes of one object (stripe units of a stripe's object); 0 elsewhere */
+    iotame_posix_from_t from;
     uint32_t ost[IOTAME_POSIX_MAX_STRIPES];
 } iotame_posix_layout_t;
+/* The name of a layout's source: "none", "emulated", "lustre", "cephfs". */
+const char *iotame_posix_from_name(iotame_posix_from_t from);
 /* The layout of the file at path (a prefix such as "ufs:" is skipped), read from the path as iotame_posix_target_of
  * reads a recorded file's: the first active module's layout hook that knows it (iotame_module_t.layout), else
- * Lustre's, else one target. Returns 0, or a negative errno when the file cannot be examined (then *l says one
- * target). For the MPI-IO layer, which has a path and no descriptor. */
+ * Lustre's or CephFS's, else one target. Returns 0, or a negative errno when the file cannot be examined (then *l
+ * says one target). For the MPI-IO layer, which has a path and no descriptor. A file system's own layout keeps its
+ * unit when it has one stripe (CephFS's default: one object of 4 MiB units in flight). */
 int iotame_posix_layout(const char *path, iotame_posix_layout_t *l);
 /* The file system's magic number (statfs f_type) of a recorded file, read with its layout; 0 before. */
 uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f);
@@ -91,6 +100,37 @@ void *iotame_posix_target_state(iotame_posix_target_t *t, const iotame_module_t 
  * count, 0 when the layout is not a plain striped one (composite layouts: the file system is the target). */
 unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *stripe_size, uint32_t *ost, unsigned max);
 #define IOTAME_POSIX_LUSTRE_XATTR_MAX (48 + 64 * 24) /* a v3 header and 64 stripes (IOTAME_POSIX_MAX_STRIPES) */
+
+/* ---- CephFS (posix/cephfs.c) ----
+ * A CephFS file's layout, its virtual extended attribute "ceph.file.layout" ("stripe_unit=4194304 stripe_count=1
+ * object_size=4194304 pool=cephfs_data"): the file's bytes go round robin in stripe_unit pieces over stripe_count
+ * objects at once, each object holding object_size bytes before the next set of objects starts. */
+#define IOTAME_POSIX_FUSE_MAGIC 0x65735546u  /* ceph-fuse (and every other FUSE file system) */
+#define IOTAME_POSIX_CEPH_MAGIC 0x00c36400u  /* the kernel's ceph client */
+#define IOTAME_POSIX_CEPH_MIN_UNIT 65536u    /* CephFS's stripe units are multiples of this (CEPH_MIN_STRIPE_UNIT) */
+typedef struct {
+    uint64_t stripe_unit, stripe_count, object_size;
+} iotame_posix_cephfs_t;
+/* Parses the attribute's text (len bytes, no terminating NUL needed). Returns 0, or -EINVAL when a field is missing,
+ * not a number, or the layout is not one CephFS accepts (iotame_posix_cephfs_check). Pure. */
+int iotame_posix_cephfs_parse(const char *text, size_t len, iotame_posix_cephfs_t *out);
+/* NULL when CephFS accepts the layout, else what it accepts (a sentence fragment for a message). Pure. */
+const char *iotame_posix_cephfs_check(const iotame_posix_cephfs_t *l);
+/* The layout the striping hints ask for, from the file's current one: factor (stripe_count) and unit (stripe_unit),
+ * 0 when not given; the object size stays unless it is not a multiple of the new unit, then it becomes the least
+ * multiple of the unit at least as large. Returns NULL, or why CephFS would refuse it (*want then undefined). Pure. */
+const char *iotame_posix_cephfs_plan(const iotame_posix_cephfs_t *cur, int64_t factor, int64_t unit,
+                                     iotame_posix_cephfs_t *want);
+/* The CephFS layout of a file (descriptor fd >= 0, else path) on a file system of magic fs_type. Returns 0, or a
+ * negative errno (-ENODATA: not CephFS, e.g. another FUSE file system). */
+int iotame_posix_cephfs_read(int fd, const char *path, uint64_t fs_type, iotame_posix_cephfs_t *out);
+/* At MPI_File_open with MPI_MODE_CREATE (the module's `created` hook), after the library opened the file and before
+ * any module or the application can write it (collective over comm when the file is on a FUSE or ceph file system,
+ * else nothing):
+ * the striping hints in info (striping_factor, striping_unit) become the new file's CephFS layout, set by rank 0
+ * and agreed by all (posix/cephfs_hints.c). A file with data keeps its layout; an invalid layout is refused with a
+ * warning; the outcome goes into the file's statistics (fs). Never fails the open. */
+void iotame_posix_cephfs_create(MPI_Comm comm, const char *filename, MPI_Info info, iotame_file_stats_t *fs);
 
 /* A module's slot for its own state of a recorded file (NULL at first; the module sets it, and frees what it put
  * there in its finalize hook if it must: records live until the process ends). */

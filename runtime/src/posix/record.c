@@ -478,14 +478,21 @@ static void posix_merge(json_t *into, const json_t *rank_section)
 {
     double wi = (double)json_integer_value(json_object_get(into, "ranks"));
     double wf = (double)json_integer_value(json_object_get(rank_section, "ranks"));
+    /* storage_layout (posix/cephfs_hints.c) was agreed by the ranks: the first rank's stands, not a sum */
+    json_t *agreed = json_deep_copy(json_object_get(into, "storage_layout"));
     fold_json(into, rank_section, wi, wf);
+    if (agreed) json_object_set_new(into, "storage_layout", agreed);
 }
+
+/* The module's `created` hook: a new file on CephFS takes the striping hints as its layout (posix/cephfs_hints.c). */
+static void posix_created(const iotame_open_t *o) { iotame_posix_cephfs_create(o->comm, o->path, o->info, o->fs); }
 
 const iotame_module_t iotame_module_posix = {
     .name = "posix",
     .settings = "posix",
     .start = posix_start,
     .opening = opening,
+    .created = posix_created,
     .finalize = posix_finalize,
     .merge = posix_merge,
 };

@@ -1,7 +1,7 @@
 /* Storage targets: which server of the file system a request reaches (the unit the throttle limits), from the
- * file's layout (an active module's layout hook, such as the emulated striped storage's, else Lustre's, else the
- * file system as one target), and the node's table of targets in the shared segment with each module's slot of
- * per-target state. */
+ * file's layout (an active module's layout hook, such as the emulated striped storage's, else Lustre's or CephFS's,
+ * else the file system as one target), and the node's table of targets in the shared segment with each module's
+ * slot of per-target state. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -16,26 +16,50 @@
 
 #define LUSTRE_SUPER_MAGIC 0x0BD00BD0u
 
+const char *iotame_posix_from_name(iotame_posix_from_t from)
+{
+    static const char *const name[] = {"none", "emulated", "lustre", "cephfs"};
+    return (unsigned)from < sizeof name / sizeof name[0] ? name[from] : "none";
+}
+
 /* The layout of a regular file, from its descriptor (fd >= 0) or its path: the first active module's layout hook
- * that knows it, else Lustre's, else one stripe. fs_type: the file system's magic (0 unknown). */
+ * that knows it, else Lustre's or CephFS's, else one stripe. fs_type: the file system's magic (0 unknown). */
 static void target_layout_of(int fd, const char *path, const struct stat *st, uint64_t *fs_type,
-                             uint32_t *stripe_size, uint32_t *ost, uint32_t *count)
+                             iotame_posix_layout_t *l)
 {
     struct statfs sfs;
     *fs_type = (fd >= 0 ? fstatfs(fd, &sfs) : statfs(path, &sfs)) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
-    *count = 1;
+    memset(l, 0, sizeof *l);
+    l->count = 1;
     for (int i = 0; i < iotame__hooks_layout.n; i++) {
-        unsigned n = iotame__hooks_layout.m[i]->layout(st->st_dev, st->st_ino, stripe_size, ost, IOTAME_POSIX_MAX_STRIPES);
-        if (n >= 1 && n <= IOTAME_POSIX_MAX_STRIPES && (n == 1 || *stripe_size > 0)) {
-            *count = n;
+        unsigned n =
+            iotame__hooks_layout.m[i]->layout(st->st_dev, st->st_ino, &l->unit, l->ost, IOTAME_POSIX_MAX_STRIPES);
+        if (n >= 1 && n <= IOTAME_POSIX_MAX_STRIPES && (n == 1 || l->unit > 0)) {
+            l->count = n;
+            l->from = IOTAME_POSIX_FROM_EMULATED;
             return;
         }
     }
+    l->unit = 0;
     if ((uint32_t)*fs_type == LUSTRE_SUPER_MAGIC) {
         unsigned char buf[IOTAME_POSIX_LUSTRE_XATTR_MAX];
         ssize_t len = fd >= 0 ? fgetxattr(fd, "lustre.lov", buf, sizeof buf) : getxattr(path, "lustre.lov", buf, sizeof buf);
-        unsigned c = len > 0 ? iotame_posix_lustre_layout(buf, (size_t)len, stripe_size, ost, IOTAME_POSIX_MAX_STRIPES) : 0;
-        if (c > 1) *count = c;
+        unsigned c =
+            len > 0 ? iotame_posix_lustre_layout(buf, (size_t)len, &l->unit, l->ost, IOTAME_POSIX_MAX_STRIPES) : 0;
+        if (c >= 1) l->count = c, l->from = IOTAME_POSIX_FROM_LUSTRE;
+        else l->unit = 0;
+        return;
+    }
+    iotame_posix_cephfs_t ceph;
+    if (iotame_posix_cephfs_read(fd, path, *fs_type, &ceph) == 0) {
+        /* A stripe's position among the objects in flight stands for its target: which OSD holds an object is
+         * CRUSH's choice from the object's name, which the client cannot cheaply know; the positions are what the
+         * client writes to at once, and distinct objects mostly lie on distinct OSDs. */
+        l->count = ceph.stripe_count <= IOTAME_POSIX_MAX_STRIPES ? (uint32_t)ceph.stripe_count : 1;
+        l->unit = (uint32_t)ceph.stripe_unit;
+        l->object_size = (uint32_t)ceph.object_size;
+        l->from = IOTAME_POSIX_FROM_CEPHFS;
+        for (uint32_t i = 0; i < l->count; i++) l->ost[i] = i;
     }
 }
 
@@ -48,7 +72,11 @@ static void target_read_layout(iotame_posix_file_t *f, int fd)
         __atomic_store_n(&f->layout, -1, __ATOMIC_RELEASE); /* not a regular file: no target */
         return;
     }
-    target_layout_of(fd, NULL, &st, &f->fs_type, &f->stripe_size, f->ost, &f->stripe_count);
+    iotame_posix_layout_t l;
+    target_layout_of(fd, NULL, &st, &f->fs_type, &l);
+    f->stripe_size = l.unit;
+    f->stripe_count = l.count;
+    memcpy(f->ost, l.ost, sizeof f->ost);
     __atomic_store_n(&f->layout, 1, __ATOMIC_RELEASE);
 }
 
@@ -61,8 +89,8 @@ int iotame_posix_layout(const char *path, iotame_posix_layout_t *l)
     path = iotame_posix_path(path);
     if (stat(path, &st) != 0) return -errno;
     if (!S_ISREG(st.st_mode)) return -EINVAL;
-    target_layout_of(-1, path, &st, &fs_type, &l->unit, l->ost, &l->count);
-    if (l->count <= 1) {
+    target_layout_of(-1, path, &st, &fs_type, l);
+    if (l->count <= 1 && (l->from == IOTAME_POSIX_FROM_NONE || l->from == IOTAME_POSIX_FROM_EMULATED)) {
         l->count = 1;
         l->unit = 0;
     }
