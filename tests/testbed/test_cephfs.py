@@ -50,9 +50,11 @@ def ceph(*args):
 
 @pytest.fixture
 def where(cephfs, request):
-    """A fresh directory of the test on the CephFS (made through a host: the machine itself does not mount it)."""
+    """A fresh directory of the test on the CephFS, through the machine's own client."""
     d = cephfs / request.node.name.replace("[", "-").replace("]", "")
-    on("tb0", "sh", "-c", f'rm -rf "{d}" && mkdir -p "{d}" && chmod 777 "{d}"')
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(mode=0o777)
+    os.chmod(d, 0o777)
     return d
 
 
@@ -63,7 +65,13 @@ def test_every_host_mounts_the_cephfs_and_each_holds_an_osd(cephfs):
     osds = json.loads(ceph("osd", "dump", "--format", "json"))["osds"]
     assert sorted(o["public_addr"].split(":")[0] for o in osds) == ["10.213.0.1", "10.213.0.2"]
     assert all(o["up"] and o["in"] for o in osds)
-    assert os.listdir(cephfs) == []  # mounted in the hosts' namespaces only
+    clients = json.loads(ceph("tell", "mds.a", "session", "ls"))
+    assert len(clients) == 3  # one per host and the machine's
+
+
+def test_the_machine_sees_what_the_hosts_write(where):
+    on("tb1", "sh", "-c", f'printf seen > "{where}/from-tb1"')
+    assert (where / "from-tb1").read_text() == "seen"
 
 
 def test_a_file_written_on_one_host_reads_back_identical_on_another(where, tmp_path):
@@ -83,9 +91,11 @@ def layout(path, host="tb1"):
 
 def test_striping_hints_set_the_layout_every_host_sees(where, tmp_path):
     """striping_factor 6 and striping_unit 64 KiB in the configuration: the file the job creates has that layout
-    (read on the other host), the statistics say so, and its bytes are the library's."""
+    (read on the other host), target_aligned aligns to it, the statistics say so, and its bytes are the
+    library's."""
     config = write_json(tmp_path / "c.json", {"version": 1, "files": [
-        {"match": "*/test.dat", "mpiio_hints": {"striping_factor": 6, "striping_unit": 65536}}]})
+        {"match": "*/test.dat", "mpiio_hints": {"striping_factor": 6, "striping_unit": 65536},
+         "collective": {"strategy": "target_aligned"}}]})
     stats = tmp_path / "s.json"
     env = {"LD_PRELOAD": str(LIBIOTAME), "IOTAME_CONFIG": str(config), "IOTAME_STATS": str(stats),
            "RANDOM_COLLECTIVE_BYTES": "1"}
@@ -95,8 +105,10 @@ def test_striping_hints_set_the_layout_every_host_sees(where, tmp_path):
     got = layout(where / "test.dat")
     assert (got["stripe_count"], got["stripe_unit"]) == ("6", "65536"), got
     assert layout(where / "ref.dat")["stripe_count"] == "1"  # not matched: CephFS's default
-    targets = file_stats(stats, "test.dat")["collective"]["storage_targets"]
-    assert targets == {"count": 6, "unit": 65536, "from": "cephfs"}
+    f = file_stats(stats, "test.dat")
+    assert f["storage_targets"] == {"count": 6, "unit": 65536, "from": "cephfs"}
+    assert f["posix"]["storage_layout"] == {"stripe_unit": 65536, "stripe_count": 6, "object_size": 4 << 20,
+                                            "from": "hints"}
 
 
 @pytest.mark.parametrize("extra", ["plain", "staged+throttled"])

@@ -107,15 +107,18 @@ static cephfs_outcome_t cephfs_hints_apply(const char *path, const char *filenam
 
 void iotame_posix_cephfs_create(MPI_Comm comm, const char *filename, MPI_Info info, iotame_file_stats_t *fs)
 {
-    /* Every rank names the same file, so every rank finds the same file system and takes part in the broadcast. */
-    const char *path = iotame_posix_path(filename);
-    struct statfs sfs;
-    uint64_t fs_type = statfs(path, &sfs) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
-    if ((uint32_t)fs_type != IOTAME_POSIX_FUSE_MAGIC && (uint32_t)fs_type != IOTAME_POSIX_CEPH_MAGIC) return;
+    /* Only rank 0 looks at the file system, and every rank takes part in the broadcast whatever it would find: ranks
+     * that saw different mounts at one path must not disagree on a collective call. */
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
     cephfs_outcome_t o = {CEPHFS_NOTHING, {0, 0, 0}};
-    if (rank == 0) o = cephfs_hints_apply(path, filename, fs_type, info);
+    if (rank == 0) {
+        const char *path = iotame_posix_path(filename);
+        struct statfs sfs;
+        uint64_t fs_type = statfs(path, &sfs) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
+        if ((uint32_t)fs_type == IOTAME_POSIX_FUSE_MAGIC || (uint32_t)fs_type == IOTAME_POSIX_CEPH_MAGIC)
+            o = cephfs_hints_apply(path, filename, fs_type, info);
+    }
     PMPI_Bcast(&o, (int)sizeof o, MPI_BYTE, 0, comm);
     switch ((cephfs_status_t)o.status) {
     case CEPHFS_SET: {
