@@ -209,6 +209,9 @@ def selector(stats, op):
         for key in ("profile", "profile_refused"):  # the machine profile auto_model's cost model read, or why not
             if key in f and key not in out:
                 out[key] = f[key]
+        targets = f.get("storage_targets")  # what target_aligned aligned to, and why
+        if targets and "storage_targets" not in out:
+            out["storage_targets"] = targets
         for d in f.get("decisions") or []:
             if d["signature"]["op"] != op:
                 continue

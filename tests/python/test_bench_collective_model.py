@@ -97,3 +97,10 @@ def test_selector_keeps_the_model_and_the_profile(bench):
     out = bench.selector(stats, "write")
     assert out["profile"]["found_by"] == "environment"
     assert [d["model"]["first"] for d in out["decisions"]] == ["two_phase"]
+
+
+def test_selector_keeps_the_storage_targets(bench):
+    targets = {"count": 6, "unit": 65536, "from": "cephfs"}
+    stats = {"files": [{}, {"storage_targets": targets}]}
+    assert bench.selector(stats, "write")["storage_targets"] == targets
+    assert "storage_targets" not in bench.selector({"files": [{}]}, "write")
