@@ -122,6 +122,18 @@ def test_dirty_freerun_from_ratios_or_bytes(tmp_path):
     assert dirty_freerun_bytes(str(tmp_path / "none"), available=1000 * MIB) is None
 
 
+def test_a_ceph_fuse_mount_is_known_by_its_mount_type(tmp_path, monkeypatch):
+    """ceph-fuse's statfs says FUSE: the mount type names CephFS, and a new file's layout is read."""
+    from iotame.calibrate import filesystem
+    monkeypatch.setattr(filesystem, "mount_type", lambda path: "fuse.ceph-fuse")
+    monkeypatch.setattr(filesystem, "ceph_layout", lambda path: (6, 65536))
+    ident = filesystem.fs_identity(tmp_path)
+    assert (ident["targets"], ident["stripe_unit"], ident["mount_type"]) == (6, 65536, "fuse.ceph-fuse")
+    assert ident["layout_from"] == "ceph.file.layout of a new file"
+    monkeypatch.setattr(filesystem, "mount_type", lambda path: "ext4")
+    assert filesystem.fs_identity(tmp_path)["targets"] == 1
+
+
 def test_filesystem_identity_and_layouts(tmp_path):
     assert parse_stat_f("ext2/ext3 ef53\n") == ("ext2/ext3", 0xef53)
     assert parse_stat_f("UNKNOWN (0xbd00bd0) bd00bd0") == ("UNKNOWN (0xbd00bd0)", 0xbd00bd0)

@@ -85,14 +85,15 @@ def fs_identity(directory: str | os.PathLike) -> dict:
     """The `filesystem` section of a profile for the file system holding `directory`."""
     path = Path(directory).resolve()
     name, magic = _statfs(path)
-    name = name or mount_type(path) or "unknown"
+    mounted = mount_type(path) or ""
+    name = name or mounted or "unknown"
     st = os.stat(path)
     layout, source = None, None
-    if magic == CEPH_MAGIC or "ceph" in name.lower():
+    if magic == CEPH_MAGIC or "ceph" in name.lower() or "ceph" in mounted.lower():  # ceph-fuse: statfs says fuse
         layout, source = _new_file_layout(path, ceph_layout), "ceph.file.layout of a new file"
     elif magic == LUSTRE_MAGIC or "lustre" in name.lower():
         layout, source = _new_file_layout(path, lustre_layout), "lfs getstripe of a new file"
     targets, unit = layout if layout else (1, 0)
-    return {"path": str(path), "type": name, "magic": f"0x{magic:x}", "mount_type": mount_type(path),
+    return {"path": str(path), "type": name, "magic": f"0x{magic:x}", "mount_type": mounted or None,
             "device": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", "targets": targets, "stripe_unit": unit,
             "layout_from": source if layout else "none (1 target, no striping)"}
