@@ -107,8 +107,15 @@ static cephfs_outcome_t cephfs_hints_apply(const char *path, const char *filenam
 
 void iotame_posix_cephfs_create(MPI_Comm comm, const char *filename, MPI_Info info, iotame_file_stats_t *fs)
 {
-    /* Only rank 0 looks at the file system, and every rank takes part in the broadcast whatever it would find: ranks
-     * that saw different mounts at one path must not disagree on a collective call. */
+    /* Only a create with striping hints takes part: ROMIO fails an open whose striping hints differ between the
+     * ranks, so every rank of one that succeeded decides alike, and other creates cost no collective. Only rank 0
+     * looks at the file system, and every rank takes part in the broadcast whatever it would find: ranks that saw
+     * different mounts at one path must not disagree on a collective call. */
+    int flag = 0, len = 0;
+    if (info == MPI_INFO_NULL) return;
+    PMPI_Info_get_valuelen(info, "striping_factor", &len, &flag);
+    if (!flag) PMPI_Info_get_valuelen(info, "striping_unit", &len, &flag);
+    if (!flag) return;
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
     cephfs_outcome_t o = {CEPHFS_NOTHING, {0, 0, 0}};
