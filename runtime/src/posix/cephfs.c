@@ -10,7 +10,6 @@
 
 #include "posix.h"
 
-#define CEPHFS_XATTR "ceph.file.layout"
 #define CEPHFS_FIELD_MAX 0xffffffffull /* the layout's fields are 32-bit on the wire */
 
 /* The decimal number of text[0..len), or -1 (empty, not digits, or wider than a field). */
@@ -77,8 +76,8 @@ int iotame_posix_cephfs_read(int fd, const char *path, uint64_t fs_type, iotame_
     if ((uint32_t)fs_type != IOTAME_POSIX_FUSE_MAGIC && (uint32_t)fs_type != IOTAME_POSIX_CEPH_MAGIC) return -ENODATA;
     /* One attribute holds the three fields: one request to the client instead of three. */
     char text[256];
-    ssize_t n = fd >= 0 ? fgetxattr(fd, CEPHFS_XATTR, text, sizeof text)
-                        : getxattr(path, CEPHFS_XATTR, text, sizeof text);
+    ssize_t n = fd >= 0 ? fgetxattr(fd, IOTAME_POSIX_CEPH_XATTR, text, sizeof text)
+                        : getxattr(path, IOTAME_POSIX_CEPH_XATTR, text, sizeof text);
     if (n < 0) return errno == ENOTSUP || errno == EOPNOTSUPP ? -ENODATA : -errno;
     return iotame_posix_cephfs_parse(text, (size_t)n, out);
 }

@@ -43,7 +43,8 @@ static int cephfs_hint(MPI_Info info, const char *key, char *value, int size, in
     return 1;
 }
 
-/* Rank 0: applies the hints to the file at path (on a file system of magic fs_type); warns of what it refused. */
+/* Rank 0, info holding a striping hint: applies the hints to the file at path (of file system magic fs_type); warns
+ * of what it refused. */
 static cephfs_outcome_t cephfs_hints_apply(const char *path, const char *filename, uint64_t fs_type, MPI_Info info)
 {
     cephfs_outcome_t o = {CEPHFS_NOTHING, {0, 0, 0}};
@@ -51,7 +52,6 @@ static cephfs_outcome_t cephfs_hints_apply(const char *path, const char *filenam
     int64_t factor, unit;
     int has_factor = cephfs_hint(info, "striping_factor", factor_s, sizeof factor_s, &factor);
     int has_unit = cephfs_hint(info, "striping_unit", unit_s, sizeof unit_s, &unit);
-    if (!has_factor && !has_unit) return o;
     iotame_posix_cephfs_t cur, want;
     int rc = iotame_posix_cephfs_read(-1, path, fs_type, &cur);
     if (rc == -ENODATA) return o; /* another FUSE file system */
@@ -78,7 +78,7 @@ static cephfs_outcome_t cephfs_hints_apply(const char *path, const char *filenam
     /* the whole layout in one attribute: CephFS checks each per-field attribute on its own, so a new unit with the
      * old object size could be refused halfway */
     int same = memcmp(&want, &cur, sizeof want) == 0;
-    if (!why && !same && setxattr(path, "ceph.file.layout", text, strlen(text), 0) != 0) {
+    if (!why && !same && setxattr(path, IOTAME_POSIX_CEPH_XATTR, text, strlen(text), 0) != 0) {
         if (errno == ENOTEMPTY) {
             o.status = CEPHFS_NOT_EMPTY;
             return o;

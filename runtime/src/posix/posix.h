@@ -108,6 +108,7 @@ unsigned iotame_posix_lustre_layout(const void *xattr, size_t len, uint32_t *str
 #define IOTAME_POSIX_FUSE_MAGIC 0x65735546u  /* ceph-fuse (and every other FUSE file system) */
 #define IOTAME_POSIX_CEPH_MAGIC 0x00c36400u  /* the kernel's ceph client */
 #define IOTAME_POSIX_CEPH_MIN_UNIT 65536u    /* CephFS's stripe units are multiples of this (CEPH_MIN_STRIPE_UNIT) */
+#define IOTAME_POSIX_CEPH_XATTR "ceph.file.layout"
 typedef struct {
     uint64_t stripe_unit, stripe_count, object_size;
 } iotame_posix_cephfs_t;
@@ -125,9 +126,8 @@ const char *iotame_posix_cephfs_plan(const iotame_posix_cephfs_t *cur, int64_t f
  * negative errno (-ENODATA: not CephFS, e.g. another FUSE file system). */
 int iotame_posix_cephfs_read(int fd, const char *path, uint64_t fs_type, iotame_posix_cephfs_t *out);
 /* At MPI_File_open with MPI_MODE_CREATE (the module's `created` hook), after the library opened the file and before
- * any module or the application can write it (collective over comm when the file is on a FUSE or ceph file system,
- * else nothing):
- * the striping hints in info (striping_factor, striping_unit) become the new file's CephFS layout, set by rank 0
+ * any module or the application can write it (collective over comm when info has a striping hint, else nothing): the
+ * striping hints in info (striping_factor, striping_unit) become the new file's CephFS layout, set by rank 0
  * and agreed by all (posix/cephfs_hints.c). A file with data keeps its layout; an invalid layout is refused with a
  * warning; the outcome goes into the file's statistics (fs). Never fails the open. */
 void iotame_posix_cephfs_create(MPI_Comm comm, const char *filename, MPI_Info info, iotame_file_stats_t *fs);
