@@ -1,0 +1,315 @@
+"""A Darshan log as a JobPlan: from DXT where it traced a file (every request's offset, length and time), else from
+the file's counters (the request-size bins, the common access sizes, collective or independent, shared or per
+process, read or write first).
+
+What counters cannot say is chosen the way parallel programs usually do it, and the spec's `source.notes` says so:
+collective calls interleave the processes' pieces call by call (piece k of rank r follows rank r-1's), independent
+calls on a shared file give each process a contiguous region of its own, a file per process starts at offset 0,
+and accesses are in order unless most were not sequential (then they are shuffled, with a fixed seed).
+"""
+from __future__ import annotations
+
+import fnmatch
+import random
+from collections import defaultdict
+from pathlib import Path
+
+from ..errors import UsageError
+from .plan import Call, FilePlan, JobPlan, align_collectives, merge_runs, replay_names
+
+# Darshan's request-size bins: name suffix, largest size in the bin (DARSHAN_BUCKET_INC counts size <= bound).
+SIZE_BINS = [("0_100", 100), ("100_1K", 1024), ("1K_10K", 10240), ("10K_100K", 102400), ("100K_1M", 1 << 20),
+             ("1M_4M", 4 << 20), ("4M_10M", 10 << 20), ("10M_100M", 100 << 20), ("100M_1G", 1 << 30),
+             ("1G_PLUS", 1 << 62)]
+
+# Files the MPI library or the system made for themselves: the replayed job makes its own.
+NOT_THE_JOBS = ["<STDIN>", "<STDOUT>", "<STDERR>", "/dev/*", "/proc/*", "/sys/*", "/tmp/ompi.*", "*.locktest.*",
+                "*/.nfs*", "*.sm"]
+
+DEFAULT_MAX_FILES = 1000
+SHUFFLE_SEED = 35
+
+
+def size_bin(size: int) -> int:
+    for i, (_, bound) in enumerate(SIZE_BINS):
+        if size <= bound:
+            return i
+    return len(SIZE_BINS) - 1
+
+
+def _bin_low(i: int) -> int:
+    return 0 if i == 0 else SIZE_BINS[i - 1][1] + 1
+
+
+def load_report(path: str | Path):
+    """The log read by the darshan package, or UsageError naming the file and what is wrong."""
+    import darshan
+    try:
+        return darshan.DarshanReport(str(path), read_all=True)
+    except Exception as e:  # noqa: BLE001 - the package raises many kinds
+        raise UsageError(f"{path}: not a Darshan log the darshan package can read ({e})") from None
+
+
+# ---- request sizes from counters ----
+
+def counter_sizes(c: dict, prefix: str, direction: str, calls: int, nbytes: int, common: list[tuple[int, int]]) -> list[int]:
+    """`calls` request sizes of one direction whose bins match the counters and whose sum is close to nbytes: the
+    common access sizes first (shared between the directions in proportion to their bins), then each bin's
+    remaining requests at the mean size of what is left, kept inside the bin."""
+    kind = "WRITE" if direction == "w" else "READ"
+    other = "READ" if direction == "w" else "WRITE"
+    agg = "_AGG" if prefix == "MPIIO" else ""
+    left = [int(c.get(f"{prefix}_SIZE_{kind}{agg}_{name}", 0)) for name, _ in SIZE_BINS]
+    theirs = [int(c.get(f"{prefix}_SIZE_{other}{agg}_{name}", 0)) for name, _ in SIZE_BINS]
+    if sum(left) == 0:
+        left[size_bin(max(1, nbytes // max(1, calls)))] = calls
+    sizes: list[int] = []
+    for size, count in common:
+        b = size_bin(size)
+        if left[b] == 0 or count <= 0:
+            continue
+        share = left[b] / (left[b] + theirs[b]) if theirs[b] else 1.0
+        take = min(left[b], round(count * share))
+        sizes += [size] * take
+        left[b] -= take
+    rest_bytes = max(0, nbytes - sum(sizes))
+    rest_calls = sum(left)
+    for b, k in enumerate(left):
+        if k:
+            mean = rest_bytes // rest_calls if rest_calls else 0
+            size = min(max(mean, _bin_low(b)), SIZE_BINS[b][1])
+            sizes += [size] * k
+            rest_bytes, rest_calls = max(0, rest_bytes - size * k), rest_calls - k
+    return sizes[:calls] if len(sizes) >= calls else sizes + [sizes[-1] if sizes else 0] * (calls - len(sizes))
+
+
+def _common_sizes(c: dict, prefix: str) -> list[tuple[int, int]]:
+    return [(int(c.get(f"{prefix}_ACCESS{i}_ACCESS", 0)), int(c.get(f"{prefix}_ACCESS{i}_COUNT", 0)))
+            for i in range(1, 5)]
+
+
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def _collective_calls(op: str, sizes: list[int], nprocs: int) -> list[list[Call]]:
+    """Call k of every proc holds sizes[k*P + r] at rank order, one call after the other (interleaved)."""
+    sizes = sorted(sizes)
+    per = len(sizes) // nprocs
+    calls: list[list[Call]] = [[] for _ in range(nprocs)]
+    base = 0
+    for k in range(per):
+        chunk = sizes[k * nprocs:(k + 1) * nprocs]
+        off = base
+        for r, s in enumerate(chunk):
+            calls[r].append(Call(op, merge_runs([(off, s)])))
+            off += s
+        base = off
+    return calls
+
+
+def _independent_calls(op: str, sizes_per_proc: list[list[int]], segmented: bool, shuffle: bool) -> list[list[Call]]:
+    """Each proc's requests in a region of its own (segmented) or from offset 0, in order or shuffled."""
+    calls, base = [], 0
+    rng = random.Random(SHUFFLE_SEED)
+    for sizes in sizes_per_proc:
+        offs, off = [], base if segmented else 0
+        for s in sizes:
+            offs.append((off, s))
+            off += s
+        if shuffle:
+            rng.shuffle(offs)
+        calls.append([Call(op, merge_runs([p])) for p in offs])
+        base = off if segmented else base
+    return calls
+
+
+# ---- a file from its counters ----
+
+def _counter_value(rows: list[dict], key: str) -> int:
+    return int(sum(r.get(key, 0) for r in rows))
+
+
+def file_from_counters(rows: list[dict], prefix: str, procs: list[int], api: str, notes: set[str]) -> list[list[Call]]:
+    """Per proc, the calls of the file's counter records (one record of rank -1 for a shared file, or one per
+    rank)."""
+    shared = rows[0]["rank"] == -1
+    nprocs = len(procs)
+    per_proc: list[list[Call]] = [[] for _ in procs]
+    directions = []
+    for d, kind in (("w", "WRITE"), ("r", "READ")):
+        start = rows[0].get(f"{prefix}_F_{kind}_START_TIMESTAMP", 0.0)
+        directions.append((start, d, kind))
+    for _, d, kind in sorted(directions):
+        for idx, row in enumerate(rows):   # a shared file has the one record of rank -1
+            if prefix == "MPIIO":
+                coll = int(row.get(f"MPIIO_COLL_{kind}S", 0)) + int(row.get(f"MPIIO_SPLIT_{kind}S", 0))
+                indep = int(row.get(f"MPIIO_INDEP_{kind}S", 0)) + int(row.get(f"MPIIO_NB_{kind}S", 0))
+            else:
+                coll, indep = 0, int(row.get(f"POSIX_{kind}S", 0))
+            nbytes = int(row.get(f"{prefix}_BYTES_{'WRITTEN' if d == 'w' else 'READ'}", 0))
+            if coll + indep == 0:
+                continue
+            sizes = counter_sizes(row, prefix, d, coll + indep, nbytes, _common_sizes(row, prefix))
+            coll_sizes = sizes[:coll - coll % nprocs] if shared else []
+            indep_sizes = sizes[len(coll_sizes):]
+            if coll and not shared:
+                notes.add("collective calls of a file opened by a single process are replayed as independent ones")
+            seq = int(row.get(f"POSIX_SEQ_{kind}S", 0)) if prefix == "POSIX" else None
+            shuffle = seq is not None and indep and seq < (coll + indep) / 2
+            if shared:
+                if coll_sizes:
+                    for r, cs in enumerate(_collective_calls(d.upper(), coll_sizes, nprocs)):
+                        per_proc[r] += cs
+                if indep_sizes:
+                    split = _split(len(indep_sizes), nprocs)
+                    parts, i = [], 0
+                    for n in split:
+                        parts.append(indep_sizes[i:i + n])
+                        i += n
+                    for r, cs in enumerate(_independent_calls(d, parts, nprocs > 1, shuffle)):
+                        per_proc[r] += cs
+            else:
+                per_proc[idx] += _independent_calls(d, [sizes], False, shuffle)[0]
+    syncs = _counter_value(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS")
+    if syncs:
+        per = max(1, syncs // nprocs) if shared else None
+        for idx, proc in enumerate(per_proc):
+            n = per if shared else int(rows[idx].get("MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS", 0))
+            proc += [Call("s")] * n
+    return per_proc
+
+
+# ---- a file from DXT ----
+
+def file_from_dxt(dxt: list[dict], procs: list[int], collective: dict[str, bool]) -> list[list[Call]]:
+    """Per proc, its traced requests in start-time order, with the computation between them as gaps."""
+    by_rank = {p: [] for p in procs}
+    for rec in dxt:
+        for seg_key, d in (("write_segments", "w"), ("read_segments", "r")):
+            seg = rec.get(seg_key)
+            if seg is None or len(seg) == 0:
+                continue
+            op = d.upper() if collective[d] else d
+            for off, length, start, end in zip(seg["offset"], seg["length"], seg["start_time"], seg["end_time"]):
+                by_rank.setdefault(rec["rank"], []).append((float(start), float(end), op, int(off), int(length)))
+    per_proc = []
+    for p in procs:
+        calls, prev_end = [], None
+        for start, end, op, off, length in sorted(by_rank.get(p, [])):
+            gap = max(0.0, start - prev_end) if prev_end is not None else 0.0
+            calls.append(Call(op, merge_runs([(off, length)]) if length > 0 else [], gap))
+            prev_end = end
+        per_proc.append(calls)
+    return per_proc
+
+
+# ---- the job ----
+
+def _records(report, module: str) -> list[dict]:
+    if module not in report.records:
+        return []
+    df = report.records[module].to_df()
+    rows = df["counters"].to_dict("records")
+    frows = df["fcounters"].to_dict("records")
+    return [{**r, **f} for r, f in zip(rows, frows)]
+
+
+def _dxt(report, module: str) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = defaultdict(list)
+    if module in report.records:
+        for rec in report.records[module].to_df():
+            out[rec["id"]].append(rec)
+    return out
+
+
+def _traced_calls(dxt: list[dict]) -> int:
+    return sum(int(r.get("write_count", 0)) + int(r.get("read_count", 0)) for r in dxt)
+
+
+def _counted_calls(rows: list[dict], prefix: str) -> int:
+    keys = (["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_READS",
+             "MPIIO_SPLIT_WRITES", "MPIIO_NB_READS", "MPIIO_NB_WRITES"] if prefix == "MPIIO"
+            else ["POSIX_READS", "POSIX_WRITES"])
+    return sum(_counter_value(rows, k) for k in keys)
+
+
+def _file_bytes(rows: list[dict], prefix: str) -> int:
+    return _counter_value(rows, f"{prefix}_BYTES_READ") + _counter_value(rows, f"{prefix}_BYTES_WRITTEN")
+
+
+def file_records(report, mods: dict[str, list[dict]] | None = None) -> dict[int, tuple[str, str, list[dict]]]:
+    """Per file id: its path, the level the replay uses (MPIIO when the file has MPI-IO records, else POSIX) and
+    that level's records (counters and fcounters together), by rank."""
+    if mods is None:
+        mods = {m: _records(report, m) for m in ("MPI-IO", "POSIX")}
+    by_file: dict[int, dict[str, list[dict]]] = defaultdict(lambda: {"MPIIO": [], "POSIX": []})
+    for prefix, module in (("MPIIO", "MPI-IO"), ("POSIX", "POSIX")):
+        for row in mods[module]:
+            by_file[row["id"]][prefix].append(row)
+    out = {}
+    for fid, recs in by_file.items():
+        prefix = "MPIIO" if recs["MPIIO"] else "POSIX"
+        out[fid] = (report.name_records.get(fid, f"<unnamed {fid}>"), prefix,
+                    sorted(recs[prefix], key=lambda r: r["rank"]))
+    return out
+
+
+def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES) -> JobPlan:
+    report = load_report(path)
+    nprocs = int(report.metadata["job"]["nprocs"])
+    mods = {m: _records(report, m) for m in ("MPI-IO", "POSIX")}
+    dxt = {"MPIIO": _dxt(report, "DXT_MPIIO"), "POSIX": _dxt(report, "DXT_POSIX")}
+    job = JobPlan(nprocs, {"kind": "darshan", "path": str(Path(path).resolve()),
+                           "dxt": bool(dxt["MPIIO"] or dxt["POSIX"]), "notes": []})
+    notes: set[str] = set()
+    for m in report.modules:
+        if m not in ("MPI-IO", "POSIX", "DXT_MPIIO", "DXT_POSIX", "H5F", "H5D", "LUSTRE", "PNETCDF_FILE",
+                     "PNETCDF_VAR", "HEATMAP"):
+            notes.add(f"the {m} module's records are not replayed (its I/O is not MPI-IO or POSIX)")
+    if "H5F" in report.modules or "H5D" in report.modules:
+        notes.add("HDF5 is replayed as the MPI-IO and POSIX calls it made")
+    if not mods["MPI-IO"] and not mods["POSIX"]:
+        raise UsageError(f"{path}: the log has no MPI-IO or POSIX records (modules: {', '.join(report.modules) or 'none'}):"
+                         " nothing to replay")
+
+    candidates = []
+    for fid, (fpath, prefix, rows) in file_records(report, mods).items():
+        if any(fnmatch.fnmatch(fpath, pat) for pat in NOT_THE_JOBS):
+            job.skip(fpath, "made by the MPI library or the system, not the job", _file_bytes(rows, prefix))
+            continue
+        opened = rows[0].get(f"{prefix}_F_OPEN_START_TIMESTAMP", 0.0)
+        candidates.append((fpath, fid, prefix, rows, opened))
+    candidates.sort(key=lambda c: -_file_bytes(c[3], c[2]))
+    for fpath, _, prefix, rows, _ in candidates[max_files:]:
+        job.skip(fpath, f"past the {max_files} files with the most bytes", _file_bytes(rows, prefix))
+    kept = sorted(candidates[:max_files], key=lambda c: c[4])
+    rename = replay_names([c[0] for c in kept])
+    for fpath, fid, prefix, rows, _ in kept:
+        procs = list(range(nprocs)) if rows[0]["rank"] == -1 else [int(r["rank"]) for r in rows]
+        traced = dxt[prefix].get(fid, [])
+        if traced and _traced_calls(traced) >= _counted_calls(rows, prefix):
+            collective = {}
+            for d, kind in (("w", "WRITE"), ("r", "READ")):
+                coll = _counter_value(rows, f"MPIIO_COLL_{kind}S") + _counter_value(rows, f"MPIIO_SPLIT_{kind}S")
+                indep = _counter_value(rows, f"MPIIO_INDEP_{kind}S") + _counter_value(rows, f"MPIIO_NB_{kind}S")
+                collective[d] = prefix == "MPIIO" and coll > 0 and indep == 0
+                if prefix == "MPIIO" and coll and indep:
+                    notes.add("a file with both collective and independent calls of one direction is replayed with "
+                              "independent ones (DXT does not say which call was which)")
+            calls = file_from_dxt(traced, procs, collective)
+            syncs = _counter_value(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS")
+            for proc in calls:
+                proc += [Call("s")] * (syncs // len(procs) if rows[0]["rank"] == -1 else 0)
+        else:
+            if traced:
+                notes.add("files DXT did not trace completely are replayed from their counters")
+            calls = file_from_counters(rows, prefix, procs, "MPIIO" if prefix == "MPIIO" else "POSIX", notes)
+        f = FilePlan(rename[fpath], fpath, "MPIIO" if prefix == "MPIIO" else "POSIX", procs, calls)
+        align_collectives(f)
+        job.files.append(f)
+    if not job.source["dxt"]:
+        notes.add("offsets are not in the counters: collective calls interleave the processes' pieces, independent "
+                  "ones on a shared file give each process its own region")
+    job.source["notes"] = sorted(notes)
+    return job
