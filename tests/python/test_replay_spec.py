@@ -13,6 +13,8 @@ from iotame.replay.darshan_plan import SIZE_BINS, counter_sizes, file_records, l
 from iotame.replay.plan import Call, FilePlan, align_collectives, merge_runs, to_spec
 from iotame.replay.source import job_plan
 
+from .fakes import make_stats
+
 LOGS = Path(darshan.__file__).parent
 DXT_LOG = LOGS / "examples/example_logs/ior_hdf5_example.darshan"
 COUNTERS_LOG = next((LOGS / "examples/darshan-graph").glob("pq_app_readAB_writeC_*.darshan"))
@@ -157,12 +159,9 @@ def _stats_with_trace(tmp_path: Path, dropped=0) -> Path:
         c.append({"op": "sync", "t": 0.1, "d": 0.001, "bytes": 0, "at": []})
         c.append({"op": "read_at", "t": 0.2, "d": 0.001, "bytes": 512, "at": [[0, 512, 1, 0]]})
         c.append({"op": "write_shared", "t": 0.3, "d": 0.001, "bytes": 8, "at": None})
-    stats = {"version": 1, "nprocs": 2, "summary": {}, "modules": {}, "passthrough_reasons": {},
-             "files": [{"path": "/scratch/run/out.dat", "ranks": 2, "bytes_read": 1024, "bytes_written": 2048,
-                        "ops": {}, "time": {}, "histogram": {"read": {}, "write": {}},
-                        "trace": {"limit": 100, "procs": [0, 1], "dropped": [0, dropped], "calls": [calls0, calls1]}},
-                       {"path": "/scratch/run/untraced.dat", "ranks": 2, "bytes_read": 0, "bytes_written": 0,
-                        "ops": {}, "time": {}, "histogram": {"read": {}, "write": {}}}]}
+    stats = make_stats(path="/scratch/run/out.dat")
+    stats["files"].append(dict(make_stats(path="/scratch/run/untraced.dat")["files"][0]))
+    stats["files"][0]["trace"] = {"limit": 100, "procs": [0, 1], "dropped": [0, dropped], "calls": [calls0, calls1]}
     p = tmp_path / "stats.json"
     p.write_text(json.dumps(stats))
     return p
@@ -173,7 +172,8 @@ def test_statistics_with_a_trace_become_a_spec(tmp_path):
     assert spec["nprocs"] == 2 and spec["source"]["kind"] == "stats"
     (f,) = spec["files"]
     assert f["name"] == "out.dat" and f["procs"] == [0, 1] and f["api"] == "MPIIO"
-    assert f["calls"][0][0] == {"op": "W", "at": [[0, 64, 4, 128]], "repeat": 4, "advance": 1024}
+    # the computation between calls (from the end of the open to the first write, then between writes) is kept
+    assert f["calls"][0][0] == {"op": "W", "at": [[0, 64, 4, 128]], "repeat": 4, "advance": 1024, "gap": 0.009}
     assert f["calls"][1][0]["at"] == [[64, 64, 4, 128]]
     assert [e["op"] for e in f["calls"][0]] == ["W", "s", "r"]          # the shared-pointer write is left out
     assert f["preload"] == [[0, 512]]
