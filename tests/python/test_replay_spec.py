@@ -208,3 +208,22 @@ def test_cli_writes_the_spec(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["replay"] == 1 and doc["nprocs"] == 4
     assert "4 processes, 1 files" in capsys.readouterr().err
+
+
+def test_a_large_job_is_replayed_by_fewer_processes_with_the_same_calls_and_bytes():
+    log = LOGS / "tests/input/sample.darshan"             # 2048 processes, collective 128 MiB writes
+    spec = to_spec(job_plan(log, nprocs=2))
+    assert spec["nprocs"] == 2 and spec["source"]["job_nprocs"] == 2048
+    (f,) = spec["files"]
+    (_, rows), = [(p, r) for p, _, r in file_records(load_report(log)).values() if p == f["path"]]
+    collective = [_made(f, p, "W")[0] for p in (0, 1)]
+    assert collective[0] == collective[1] == rows[0]["MPIIO_COLL_WRITES"] // 2
+    assert sum(_made(f, p, "wW")[1] for p in (0, 1)) == rows[0]["MPIIO_BYTES_WRITTEN"]
+    assert any("replayed by 2" in n for n in spec["source"]["notes"])
+    with pytest.raises(UsageError, match="a trace is replayed by the job's 2 processes"):
+        job_plan(_stats_with_trace_path(), nprocs=4)
+
+
+def _stats_with_trace_path() -> Path:
+    import tempfile
+    return _stats_with_trace(Path(tempfile.mkdtemp()))

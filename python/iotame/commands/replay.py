@@ -34,6 +34,8 @@ def add_parser(sub) -> None:
     s.add_argument("--out", "-o", metavar="SPEC", required=True, help="where to write the spec (JSON)")
     s.add_argument("--max-files", type=int, default=None, metavar="N",
                    help="replay the N files with the most bytes (default 1000); the rest are listed as skipped")
+    s.add_argument("--nprocs", type=int, default=None, metavar="N",
+                   help="replay a Darshan log's job with N processes (default: the job's count)")
     s.set_defaults(func=spec)
     c = actions.add_parser("compare", help="run the replay under the runtime and compare it with the job",
                            usage="iotame replay compare SRC [--scale F] [--tolerance T] [--json] [-- LAUNCHER...]",
@@ -47,6 +49,8 @@ def add_parser(sub) -> None:
                    help="replay this fraction of the calls (judged only at 1)")
     c.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, metavar="T",
                    help=f"relative difference allowed per value (default {DEFAULT_TOLERANCE})")
+    c.add_argument("--nprocs", type=int, default=None, metavar="N",
+                   help="replay a Darshan log's job with N processes (default: the job's count)")
     c.add_argument("--dir", metavar="D", help="where the replay writes its files (default: a temporary directory)")
     c.add_argument("--stats", metavar="F", help="keep the replay's statistics in F")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -54,10 +58,16 @@ def add_parser(sub) -> None:
     c.set_defaults(func=compare)
 
 
+def _check_nprocs(nprocs: int | None) -> None:
+    if nprocs is not None and nprocs < 1:
+        raise UsageError(f"replay: --nprocs must be at least 1, got {nprocs}")
+
+
 def spec(args: argparse.Namespace) -> int:
     if args.max_files is not None and args.max_files < 1:
         raise UsageError("replay spec: --max-files must be at least 1")
-    doc = to_spec(job_plan(args.source, args.max_files))
+    _check_nprocs(args.nprocs)
+    doc = to_spec(job_plan(args.source, args.max_files, args.nprocs))
     Path(args.out).write_text(json.dumps(doc))
     calls = sum(e.get("repeat", 1) for f in doc["files"] for proc in f["calls"] for e in proc)
     print(f"iotame: replay spec {args.out}: {doc['nprocs']} processes, {len(doc['files'])} files, {calls} calls"
@@ -98,11 +108,12 @@ def _print_comparison(result: dict) -> None:
 def compare(args: argparse.Namespace) -> int:
     if not 0 < args.scale <= 1:
         raise UsageError(f"replay compare: --scale must be in (0, 1], got {args.scale}")
+    _check_nprocs(args.nprocs)
     launcher = command_args(args.launcher)
     if not launcher:
-        launcher = ["mpiexec", "-n", str(job_plan(args.source).nprocs)]
+        launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
     result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,
-                            workdir=args.dir, stats_out=args.stats)
+                            workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

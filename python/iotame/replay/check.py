@@ -63,11 +63,12 @@ def replay_counts(stats: dict, directory: Path, spec: dict) -> dict[str, FileCou
 
 def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.0,
                    tolerance: float = DEFAULT_TOLERANCE, workdir: str | Path | None = None,
-                   stats_out: str | Path | None = None, timeout: float | None = None) -> dict:
+                   stats_out: str | Path | None = None, timeout: float | None = None,
+                   nprocs: int | None = None) -> dict:
     """Runs `launcher kernel replay --from SPEC` under the runtime and returns the comparison (JSON-able):
     {"source", "nprocs", "scale", "tolerance", "judged", "ok", "rows": [...], "time_share": {...}, "notes"}."""
     source = Path(source)
-    spec = to_spec(job_plan(source))
+    spec = to_spec(job_plan(source, nprocs=nprocs))
     tmp = Path(tempfile.mkdtemp(prefix="iotame-replay-", dir=workdir))
     try:
         spec_path = tmp / "spec.json"

@@ -255,9 +255,20 @@ def file_records(report, mods: dict[str, list[dict]] | None = None) -> dict[int,
     return out
 
 
-def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES) -> JobPlan:
+def _fold(procs: list[int], calls: list[list[Call]], nprocs: int) -> tuple[list[int], list[list[Call]]]:
+    """The calls of rank r made by rank r mod nprocs, after those of the lower ranks it stands for."""
+    folded: dict[int, list[Call]] = {}
+    for p, c in zip(procs, calls):
+        folded.setdefault(p % nprocs, []).extend(c)
+    return sorted(folded), [folded[p] for p in sorted(folded)]
+
+
+def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, nprocs: int | None = None) -> JobPlan:
+    """The job's plan; with nprocs, made by that many processes: a shared file's counters split over them, the
+    calls of rank r (DXT, a file per process) made by rank r mod nprocs."""
     report = load_report(path)
-    nprocs = int(report.metadata["job"]["nprocs"])
+    job_nprocs = int(report.metadata["job"]["nprocs"])
+    nprocs = nprocs or job_nprocs
     mods = {m: _records(report, m) for m in ("MPI-IO", "POSIX")}
     dxt = {"MPIIO": _dxt(report, "DXT_MPIIO"), "POSIX": _dxt(report, "DXT_POSIX")}
     job = JobPlan(nprocs, {"kind": "darshan", "path": str(Path(path).resolve()),
@@ -286,7 +297,8 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES) -> J
     kept = sorted(candidates[:max_files], key=lambda c: c[4])
     rename = replay_names([c[0] for c in kept])
     for fpath, fid, prefix, rows, _ in kept:
-        procs = list(range(nprocs)) if rows[0]["rank"] == -1 else [int(r["rank"]) for r in rows]
+        shared = rows[0]["rank"] == -1
+        procs = list(range(job_nprocs)) if shared else [int(r["rank"]) for r in rows]
         traced = dxt[prefix].get(fid, [])
         if traced and _traced_calls(traced) >= _counted_calls(rows, prefix):
             collective = {}
@@ -304,12 +316,20 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES) -> J
         else:
             if traced:
                 notes.add("files DXT did not trace completely are replayed from their counters")
+            if shared:
+                procs = list(range(nprocs))
             calls = file_from_counters(rows, prefix, procs, "MPIIO" if prefix == "MPIIO" else "POSIX", notes)
+        if nprocs != job_nprocs:
+            procs, calls = _fold(procs, calls, nprocs)
         f = FilePlan(rename[fpath], fpath, "MPIIO" if prefix == "MPIIO" else "POSIX", procs, calls)
         align_collectives(f)
         job.files.append(f)
     if not job.source["dxt"]:
         notes.add("offsets are not in the counters: collective calls interleave the processes' pieces, independent "
                   "ones on a shared file give each process its own region")
+    if nprocs != job_nprocs:
+        notes.add(f"the job's {job_nprocs} processes are replayed by {nprocs}: a shared file's counters are split "
+                  f"over them, the traced calls of rank r and the files of rank r are made by rank r mod {nprocs}")
+        job.source["job_nprocs"] = job_nprocs
     job.source["notes"] = sorted(notes)
     return job
