@@ -218,7 +218,8 @@ def test_a_large_job_is_replayed_by_fewer_processes_with_the_same_calls_and_byte
     (_, rows), = [(p, r) for p, _, r in file_records(load_report(log)).values() if p == f["path"]]
     collective = [_made(f, p, "W")[0] for p in (0, 1)]
     assert collective[0] == collective[1] == rows[0]["MPIIO_COLL_WRITES"] // 2
-    assert sum(_made(f, p, "wW")[1] for p in (0, 1)) == rows[0]["MPIIO_BYTES_WRITTEN"]
+    # the few small independent writes beside the collective ones take the mean size of their bin
+    assert sum(_made(f, p, "wW")[1] for p in (0, 1)) == pytest.approx(rows[0]["MPIIO_BYTES_WRITTEN"], rel=1e-6)
     assert any("replayed by 2" in n for n in spec["source"]["notes"])
     with pytest.raises(UsageError, match="a trace is replayed by the job's 2 processes"):
         job_plan(_stats_with_trace_path(), nprocs=4)
