@@ -177,14 +177,16 @@ static void replay_io_default_view(iotame_file_t *fh, replay_view_t *v)
     *v = (replay_view_t){.is_default = true};
 }
 
-/* Where the view v puts call c (tile extent t) in etypes, or -1 when it cannot (a new view is needed). */
-static MPI_Offset replay_io_view_offset(const replay_view_t *v, const replay_call_t *c, uint64_t t)
+/* Where the view v puts the first call of entry c in etypes, or -1 when it cannot (a new view is needed): v has c's
+ * runs, c starts on one of its tiles, and the tiles are c's advance when c repeats. */
+static MPI_Offset replay_io_view_offset(const replay_view_t *v, const replay_call_t *c)
 {
     if (c->bytes == 0) return 0;
-    if (v->is_default || !v->shape || v->tile != t || !replay_io_same_shape(v->shape, c)) return -1;
+    if (v->is_default || !v->shape || !replay_io_same_shape(v->shape, c)) return -1;
+    if (c->repeat > 1 && v->tile != c->advance) return -1;
     MPI_Offset first = (MPI_Offset)c->at[0].offset;
-    if (first < v->disp || (uint64_t)(first - v->disp) % t != 0) return -1;
-    return (MPI_Offset)((uint64_t)(first - v->disp) / t * c->bytes);
+    if (first < v->disp || (uint64_t)(first - v->disp) % v->tile != 0) return -1;
+    return (MPI_Offset)((uint64_t)(first - v->disp) / v->tile * c->bytes);
 }
 
 /* True when an independent call of this rank comes after entry j before the next collective transfer. */
@@ -217,7 +219,7 @@ static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t
     uint64_t span = data ? replay_io_span(c) : 0;
     uint64_t tile = c->repeat > 1 ? c->advance : span;
     int need[4] = {data && !replay_io_contiguous(c), data && c->repeat > 1 && c->advance < span,
-                   replay_io_view_offset(view, c, tile) < 0, replay_io_independent_follows(f, j)};
+                   replay_io_view_offset(view, c) < 0, replay_io_independent_follows(f, j)};
     MPI_Allreduce(MPI_IN_PLACE, need, 4, MPI_INT, MPI_MAX, comm);
     if (!need[0]) { /* contiguous everywhere: absolute offsets in the default view */
         if (!view->is_default) replay_io_default_view(fh, view);
@@ -229,7 +231,7 @@ static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t
     } else if (!need[1]) { /* one view for the entry: call i at i x its bytes in etypes */
         MPI_Offset base = 0;
         if (need[2]) replay_io_set_view(fh, view, c, data ? (MPI_Offset)c->at[0].offset : 0, tile);
-        else base = replay_io_view_offset(view, c, tile);
+        else base = replay_io_view_offset(view, c);
         for (uint64_t i = 0; i < c->repeat; i++) {
             replay_io_before(io, f, c, i);
             replay_io_transfer(io, fh, c, base + (MPI_Offset)(i * c->bytes));

@@ -109,14 +109,14 @@ def test_noncontig_layout_matches_the_noncontig_kernel(job):
     assert (job.tmp / "iotame-noncontig.dat").read_bytes() == (job.tmp / "shared.dat").read_bytes()
 
 
-def test_views_per_call_reuse_and_procs_without_data(job):
+def views_file():
     """Repetitions closer than their span (a view per call), entries that reuse the view in place, a proc with no
     data in a collective call, independent noncontiguous calls between collective ones (the default view back),
     and collective and independent reads of what was written and preloaded."""
     p0 = [
         {"op": "W", "at": [[0, 16, 4, 32], [200, 8, 1, 0]], "repeat": 3, "advance": 8},  # overlapping: per call
-        {"op": "W", "at": [[1024, 32, 4, 64]]},
-        {"op": "W", "at": [[1280, 32, 4, 64]]},  # same shape one span later: the view in place
+        {"op": "W", "at": [[1024, 32, 4, 64]], "repeat": 2, "advance": 256},  # a view, tiles of 256 bytes
+        {"op": "W", "at": [[1536, 32, 4, 64]]},  # same runs on the view's third tile: the view in place
         {"op": "w", "at": [[3000, 10, 3, 20], [3100, 5, 1, 0]], "gap": 0.01},
         {"op": "R", "at": [[1024, 32, 8, 32]]},  # one contiguous run: default view
         {"op": "s"},
@@ -124,13 +124,16 @@ def test_views_per_call_reuse_and_procs_without_data(job):
     ]
     p1 = [
         {"op": "W", "at": [], "repeat": 3},
-        {"op": "W", "at": [[1056, 32, 4, 64]]},
-        {"op": "W", "at": [[1312, 32, 4, 64]]},
+        {"op": "W", "at": [[1056, 32, 4, 64]], "repeat": 2, "advance": 256},
+        {"op": "W", "at": [[1568, 32, 4, 64]]},
         {"op": "R", "at": [[8192, 64, 3, 128]]},
         {"op": "s"},
     ]
-    f = {"name": "views.dat", "api": "MPIIO", "procs": [0, 1], "preload": [[8192, 1024]], "calls": [p0, p1]}
-    s = spec(2, f)
+    return {"name": "views.dat", "api": "MPIIO", "procs": [0, 1], "preload": [[8192, 1024]], "calls": [p0, p1]}
+
+
+def test_views_per_call_reuse_and_procs_without_data(job):
+    s = spec(2, views_file())
     res, _ = replay(job, 2, s, "--keep", "--compute")
     check_replay(job, res, s)
     assert res["params"]["compute"] is True
@@ -183,6 +186,23 @@ def test_runtime_statistics_count_the_spec(job):
     assert f["ops"]["write_at_all"]["bytes"] == f["bytes_written"] == 2 * 3 * 32 * 64
     assert f["ops"]["sync"]["count"] == 2
     assert f["bytes_read"] == 0
+    assert f["ops"]["set_view"]["count"] == 2  # one view per proc for the repeated entry
+
+
+def test_runtime_statistics_count_the_views(job):
+    """Views are set only where needed: per call for the overlapping repetitions (3), once for the repeated entry,
+    none for the entry on its tiles, the default view back before independent calls (twice), once for the read
+    where one proc is noncontiguous: 7 per proc. Bytes are the spec's, split by call."""
+    s = spec(2, views_file())
+    stats = job.tmp / "stats.json"
+    res, _ = replay(job, 2, s, preload=True, stats=stats)
+    assert res["verified"] is True
+    ops = file_stats(stats, "views.dat")["ops"]
+    assert ops["set_view"]["count"] == 2 * 7
+    assert (ops["write_at_all"]["count"], ops["write_at_all"]["bytes"]) == (2 * 6, 3 * 72 + 2 * 2 * 128 + 2 * 128)
+    assert (ops["write_at"]["count"], ops["write_at"]["bytes"]) == (4, 35)  # 4 pieces of one independent call
+    assert (ops["read_at_all"]["count"], ops["read_at_all"]["bytes"]) == (2, 256 + 192)
+    assert (ops["read_at"]["count"], ops["read_at"]["bytes"]) == (2, 200)
 
 
 # ---- the converter path ----
