@@ -9,6 +9,7 @@
  * of writer rank 0 at each offset, so every read and every written byte is verifiable whoever wrote it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,17 +51,22 @@ static int replay_parse(iotame_run_t *run, int argc, char **argv, replay_opts_t 
     return 0;
 }
 
-/* The spec's text on every rank (rank 0 reads --from, converted when it is not a spec), or NULL everywhere. */
-static char *replay_load(iotame_run_t *run, const char *from, size_t *len)
+/* The spec's text on every rank (rank 0 reads --from, converted when it is not a spec), or NULL everywhere.
+ * *converted tells every rank whether the converter made it. */
+static char *replay_load(iotame_run_t *run, const char *from, size_t *len, bool *converted)
 {
     char *text = NULL;
+    int conv = 0;
     if (run->rank == 0) {
         text = iotame_text_read(from, len);
         if (text && !replay_is_spec(text, *len)) {
             free(text);
             text = replay_convert(from, len);
+            conv = 1;
         }
     }
+    MPI_Bcast(&conv, 1, MPI_INT, 0, run->comm);
+    *converted = conv;
     if (!iotame_text_bcast(run, &text, len)) return NULL;
     return text;
 }
@@ -166,10 +172,13 @@ static int replay_run(iotame_run_t *run, int argc, char **argv)
     if (rc) return rc;
     run->seed = (uint64_t)o.seed;
     size_t len = 0;
-    char *text = replay_load(run, o.from, &len);
+    bool converted;
+    char *text = replay_load(run, o.from, &len, &converted);
     if (!text) return IOTAME_EXIT_USAGE;
+    char what[4096];
+    snprintf(what, sizeof what, converted ? "converted from %s" : "%s", o.from);
     replay_spec_t spec;
-    rc = replay_spec_parse(run, text, len, o.from, o.dir, &spec);
+    rc = replay_spec_parse(run, text, len, what, o.dir, &spec);
     free(text);
     if (rc) return rc;
     replay_spec_scale(&spec, o.scale);

@@ -238,6 +238,16 @@ def test_converter_makes_the_spec(job, source):
     assert list(tmpdir.iterdir()) == []  # the converted spec removed
 
 
+def test_converted_spec_errors_name_the_source(job):
+    s = spec(2, noncontig_file(2)) | {"nprocs": 3}
+    cli = fake_cli(job, write_json(job.tmp / "converted.json", s))
+    (job.tmp / "job.darshan").write_bytes(b"\x00darshan")
+    p = job.run(2, [KERNEL, "replay", "--from", "job.darshan"], extra_env={"IOTAME_CLI": str(cli)}, check=False)
+    assert p.returncode == 2 and p.stdout == ""
+    assert "replay spec converted from job.darshan: nprocs: the spec is for a job of 3 processes, this job has 2" \
+        in p.stderr
+
+
 def test_converter_failure_is_reported(job):
     cli = fake_cli(job, job.tmp / "none.json")
     (job.tmp / "bad.darshan").write_bytes(b"\x00garbage")
