@@ -177,14 +177,15 @@ static void replay_io_default_view(iotame_file_t *fh, replay_view_t *v)
     *v = (replay_view_t){.is_default = true};
 }
 
-/* Where the view v puts the first call of entry c in etypes, or -1 when it cannot (a new view is needed): v has c's
- * runs, c starts on one of its tiles, and the tiles are c's advance when c repeats. */
-static MPI_Offset replay_io_view_offset(const replay_view_t *v, const replay_call_t *c)
+/* Where the view v puts a call of c's runs starting at `first` in etypes, or -1 when it cannot (a new view is
+ * needed): v has c's runs, the call starts on one of its tiles, and when `repeat` calls follow at c's advance the
+ * tiles are that far apart. */
+static MPI_Offset replay_io_view_offset(const replay_view_t *v, const replay_call_t *c, MPI_Offset first,
+                                       uint64_t repeat)
 {
     if (c->bytes == 0) return 0;
     if (v->is_default || !v->shape || !replay_io_same_shape(v->shape, c)) return -1;
-    if (c->repeat > 1 && v->tile != c->advance) return -1;
-    MPI_Offset first = (MPI_Offset)c->at[0].offset;
+    if (repeat > 1 && v->tile != c->advance) return -1;
     if (first < v->disp || (uint64_t)(first - v->disp) % v->tile != 0) return -1;
     return (MPI_Offset)((uint64_t)(first - v->disp) / v->tile * c->bytes);
 }
@@ -218,8 +219,9 @@ static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t
     bool data = c->bytes > 0;
     uint64_t span = data ? replay_io_span(c) : 0;
     uint64_t tile = c->repeat > 1 ? c->advance : span;
+    MPI_Offset first = data ? (MPI_Offset)c->at[0].offset : 0;
     int need[4] = {data && !replay_io_contiguous(c), data && c->repeat > 1 && c->advance < span,
-                   replay_io_view_offset(view, c) < 0, replay_io_independent_follows(f, j)};
+                   replay_io_view_offset(view, c, first, c->repeat) < 0, replay_io_independent_follows(f, j)};
     MPI_Allreduce(MPI_IN_PLACE, need, 4, MPI_INT, MPI_MAX, comm);
     if (!need[0]) { /* contiguous everywhere: absolute offsets in the default view */
         if (!view->is_default) replay_io_default_view(fh, view);
@@ -230,18 +232,26 @@ static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t
         }
     } else if (!need[1]) { /* one view for the entry: call i at i x its bytes in etypes */
         MPI_Offset base = 0;
-        if (need[2]) replay_io_set_view(fh, view, c, data ? (MPI_Offset)c->at[0].offset : 0, tile);
-        else base = replay_io_view_offset(view, c);
+        if (need[2]) replay_io_set_view(fh, view, c, first, tile);
+        else base = replay_io_view_offset(view, c, first, c->repeat);
         for (uint64_t i = 0; i < c->repeat; i++) {
             replay_io_before(io, f, c, i);
             replay_io_transfer(io, fh, c, base + (MPI_Offset)(i * c->bytes));
             replay_io_after(io, f, c, i);
         }
-    } else { /* one view per call */
+    } else { /* repetitions closer than their span: a view per call, but for a call the view in place fits (one
+              * MPI_Allreduce a call decides) */
         for (uint64_t i = 0; i < c->repeat; i++) {
             replay_io_before(io, f, c, i);
-            replay_io_set_view(fh, view, c, data ? (MPI_Offset)(c->at[0].offset + i * c->advance) : 0, span);
-            replay_io_transfer(io, fh, c, 0);
+            MPI_Offset at_i = data ? first + (MPI_Offset)(i * c->advance) : 0;
+            MPI_Offset at = replay_io_view_offset(view, c, at_i, 1);
+            int fresh = at < 0;
+            MPI_Allreduce(MPI_IN_PLACE, &fresh, 1, MPI_INT, MPI_MAX, comm);
+            if (fresh) {
+                replay_io_set_view(fh, view, c, at_i, span);
+                at = 0;
+            }
+            replay_io_transfer(io, fh, c, at);
             replay_io_after(io, f, c, i);
         }
     }

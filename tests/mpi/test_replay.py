@@ -115,6 +115,7 @@ def views_file():
     and collective and independent reads of what was written and preloaded."""
     p0 = [
         {"op": "W", "at": [[0, 16, 4, 32], [200, 8, 1, 0]], "repeat": 3, "advance": 8},  # overlapping: per call
+        {"op": "W", "at": [[4096, 16, 2, 64]], "repeat": 3},  # the same bytes thrice: one view
         {"op": "W", "at": [[1024, 32, 4, 64]], "repeat": 2, "advance": 256},  # a view, tiles of 256 bytes
         {"op": "W", "at": [[1536, 32, 4, 64]]},  # same runs on the view's third tile: the view in place
         {"op": "w", "at": [[3000, 10, 3, 20], [3100, 5, 1, 0]], "gap": 0.01},
@@ -124,6 +125,7 @@ def views_file():
     ]
     p1 = [
         {"op": "W", "at": [], "repeat": 3},
+        {"op": "W", "at": [[4112, 16, 2, 64]], "repeat": 3},
         {"op": "W", "at": [[1056, 32, 4, 64]], "repeat": 2, "advance": 256},
         {"op": "W", "at": [[1568, 32, 4, 64]]},
         {"op": "R", "at": [[8192, 64, 3, 128]]},
@@ -190,16 +192,18 @@ def test_runtime_statistics_count_the_spec(job):
 
 
 def test_runtime_statistics_count_the_views(job):
-    """Views are set only where needed: per call for the overlapping repetitions (3), once for the repeated entry,
-    none for the entry on its tiles, the default view back before independent calls (twice), once for the read
-    where one proc is noncontiguous: 7 per proc. Bytes are the spec's, split by call."""
+    """Views are set only where needed: per call for the overlapping repetitions (3), once for the entry that
+    rewrites the same bytes, once for the repeated entry, none for the entry on its tiles, the default view back
+    before independent calls (twice), once for the read where one proc is noncontiguous: 8 per proc. Bytes are the
+    spec's, split by call."""
     s = spec(2, views_file())
     stats = job.tmp / "stats.json"
     res, _ = replay(job, 2, s, preload=True, stats=stats)
     assert res["verified"] is True
     ops = file_stats(stats, "views.dat")["ops"]
-    assert ops["set_view"]["count"] == 2 * 7
-    assert (ops["write_at_all"]["count"], ops["write_at_all"]["bytes"]) == (2 * 6, 3 * 72 + 2 * 2 * 128 + 2 * 128)
+    assert ops["set_view"]["count"] == 2 * 8
+    assert (ops["write_at_all"]["count"], ops["write_at_all"]["bytes"]) == (2 * 9, 3 * 72 + 2 * 3 * 32 +
+                                                                             2 * 2 * 128 + 2 * 128)
     assert (ops["write_at"]["count"], ops["write_at"]["bytes"]) == (4, 35)  # 4 pieces of one independent call
     assert (ops["read_at_all"]["count"], ops["read_at_all"]["bytes"]) == (2, 256 + 192)
     assert (ops["read_at"]["count"], ops["read_at"]["bytes"]) == (2, 200)
@@ -334,6 +338,14 @@ def test_misaligned_collective_sequences(job, calls0, calls1, message):
     line, _ = usage_error(job, 2, "replay", ["--from", "spec.json"])
     assert "files[1]: file \"x.dat\": the collective calls (W, R, s) differ between proc 0 and proc 1" in line, line
     assert message in line, line
+
+
+def test_listed_with_help(job):
+    assert "replay" in job.run(1, [KERNEL, "--list"]).stdout.split()
+    p = job.run(1, [KERNEL, "replay", "--help"])
+    assert p.stdout.startswith("usage: iotame-kernel replay")
+    for name in ["--from", "--dir", "--scale", "--compute", "--seed", "--keep"]:
+        assert name in p.stdout
 
 
 def test_bad_options(job):
