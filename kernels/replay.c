@@ -45,7 +45,8 @@ static int replay_parse(iotame_run_t *run, int argc, char **argv, replay_opts_t 
         {0}};
     int rc = iotame_options_parse(run, opts, argc, argv);
     if (rc) return rc;
-    if (!o->from || !*o->from) return iotame_usage_error("option --from: expected a replay spec (or a file to convert)");
+    if (!o->from || !*o->from)
+        return iotame_usage_error("option --from: expected a replay spec (or a file to convert)");
     if (!(o->scale > 0)) return iotame_usage_error("option --scale: expected a number > 0 and <= 1, got %g", o->scale);
     if (!*o->dir) return iotame_usage_error("option --dir: expected a directory");
     return 0;

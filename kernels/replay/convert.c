@@ -101,14 +101,16 @@ char *replay_convert(const char *src, size_t *len)
     }
     close(fd);
     char *argv[] = {cli, "replay", "spec", (char *)src, "--out", tmp, NULL};
-    char msg[8192];
+    char msg[8192] = "", status[128];
     int st = replay_convert_exec(argv, msg, sizeof msg);
     char *text = NULL;
     if (st != 0) {
         size_t m = strlen(msg);
         while (m > 0 && isspace((unsigned char)msg[m - 1])) msg[--m] = '\0';
-        iotame_usage_error("%s is not a replay spec, and the converter `%s replay spec %s` failed (%s %d)%s%s", src, cli,
-                     src, st < 0 ? "could not start it:" : "exit status", st < 0 ? errno : st, m ? ": " : "", msg);
+        if (st < 0) snprintf(status, sizeof status, "could not start it: %s", strerror(errno));
+        else snprintf(status, sizeof status, "exit status %d", st);
+        iotame_usage_error("%s is not a replay spec, and the converter `%s replay spec %s` failed (%s)%s%s", src, cli,
+                           src, status, m ? ": " : "", msg);
     } else {
         text = iotame_text_read(tmp, len);
     }

@@ -51,7 +51,8 @@ static void replay_io_piece_write(replay_io_t *io, const replay_file_t *f, iotam
                                   uint64_t len, size_t pos)
 {
     (void)f;
-    if (fh->api == IOTAME_API_MPIIO) iotame_view_write(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
+    if (fh->api == IOTAME_API_MPIIO)
+        iotame_view_write(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
     else iotame_file_write_at(fh, offset, io->buf + pos, len, false);
 }
 
@@ -59,7 +60,8 @@ static void replay_io_piece_read(replay_io_t *io, const replay_file_t *f, iotame
                                  uint64_t len, size_t pos)
 {
     (void)f;
-    if (fh->api == IOTAME_API_MPIIO) iotame_view_read(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
+    if (fh->api == IOTAME_API_MPIIO)
+        iotame_view_read(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
     else iotame_file_read_at(fh, offset, io->buf + pos, len, false);
 }
 

@@ -30,8 +30,9 @@ def noncontig_file(n, name="shared.dat", chunk=64, veclen=32, loops=2):
 
 def scaled(calls, scale):
     """A proc's calls after --scale: the first ceil(scale*n) collective and independent calls, syncs kept."""
-    left = {kind: math.ceil(scale * sum(c.get("repeat", 1) for c in calls if c["op"] != "s" and (c["op"] in "WR") == kind))
-            for kind in (True, False)}
+    def count(collective):
+        return sum(c.get("repeat", 1) for c in calls if c["op"] != "s" and (c["op"] in "WR") == collective)
+    left = {kind: math.ceil(scale * count(kind)) for kind in (True, False)}
     out = []
     for c in calls:
         c = dict(c)
