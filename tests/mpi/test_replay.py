@@ -3,6 +3,7 @@ files per process through POSIX, preloaded inputs read back, --scale), every kin
 with a fake converter, and the runtime's statistics of a replay (real mpiexec, 1 and 2 ranks)."""
 import json
 import math
+import time
 
 import pytest
 
@@ -155,6 +156,17 @@ def test_file_per_process_posix_and_mpiio_self(job):
     s = spec(2, *files)
     res, _ = replay(job, 2, s, "--keep", "--dir", "d/e")
     check_replay(job, res, s, dirname="d/e")
+
+
+def test_compute_sleeps_the_gaps(job):
+    """--compute sleeps each call's gap before it: the job takes at least their sum."""
+    f = {"name": "g.dat", "api": "POSIX", "procs": [0], "calls": [[{"op": "w", "at": [[0, 8, 1, 0]], "repeat": 3,
+                                                                    "advance": 8, "gap": 0.4}, {"op": "s", "gap": 0.4}]]}
+    s = spec(1, f)
+    start = time.monotonic()
+    res, _ = replay(job, 1, s, "--compute")
+    assert time.monotonic() - start >= 4 * 0.4
+    assert res["verified"] is True and res["params"]["calls"] == 4
 
 
 def test_one_rank_and_files_removed(job):
