@@ -188,7 +188,6 @@ static int replay_run(iotame_run_t *run, int argc, char **argv)
     MPI_Comm *comms = replay_comms(run, &spec);
     rc = replay_setup(run, &o, &spec, &io);
     if (rc == IOTAME_EXIT_OK) {
-        io.calls = io.read_bytes = io.write_bytes = 0;
         iotame_phase_begin(run, "replay");
         for (size_t i = 0; i < spec.nfiles; i++)
             if (spec.files[i].me >= 0) replay_io_file(&io, &spec.files[i], comms[i]);
