@@ -30,6 +30,7 @@ extern const iotame_kernel_t iotame_kernel_iobench;
 extern const iotame_kernel_t iotame_kernel_spio;
 extern const iotame_kernel_t iotame_kernel_beffio;
 extern const iotame_kernel_t iotame_kernel_phases;
+extern const iotame_kernel_t iotame_kernel_replay;
 extern const iotame_kernel_t iotame_kernel_netprobe;
 
 #endif

@@ -23,6 +23,7 @@ static const iotame_kernel_t *const kernels[] = {
     &iotame_kernel_spio,
     &iotame_kernel_beffio,
     &iotame_kernel_phases,
+    &iotame_kernel_replay,
     &iotame_kernel_netprobe, /* not an I/O benchmark: the network part of iotame calibrate */
 };
 #define NKERNELS (sizeof kernels / sizeof kernels[0])

@@ -311,3 +311,31 @@ def test_staging_matches_open_mpi(ompi, n):
     config.write_text(json.dumps({"version": 1, "defaults": {"staging": {"enabled": True}}}))
     p = ompi.run(n, [PROGRAMS / "stage_check", "raw", ompi.tmp / "raw.dat"], preload=True, config=config)
     assert json.loads(p.stdout) == {"checked": 17 * n, "mismatches": 0, "size_ok": True}
+
+
+# ---- the replay kernel with more processes than MPICH runs well here ----
+
+def test_replay_with_four_processes(ompi):
+    """A replay spec for 4 processes under OMPIO, plain and under the runtime: the noncontig layout (the noncontig
+    kernel's very file), the view cases on a file of procs 1 and 3 (a communicator of two of the four), a POSIX file
+    per process; every file holds what the spec says."""
+    from test_replay import expected_content, noncontig_file, spec, totals, views_file  # noqa: E402 (tests/mpi)
+    views = views_file() | {"procs": [1, 3]}
+    posix = [{"name": f"pp/{r}.dat", "api": "POSIX", "procs": [r], "preload": [[0, 100]],
+              "calls": [[{"op": "r", "at": [[0, 10, 5, 20]]}, {"op": "w", "at": [[100, 50, 1, 0]], "repeat": 2,
+                                                                   "advance": 50}, {"op": "s"}]]} for r in range(4)]
+    s = spec(4, noncontig_file(4), views, *posix)
+    write_json(ompi.tmp / "spec.json", s)
+    calls, rd, wr = totals(s)
+    for preload in (False, True):
+        p = ompi.run(4, [KERNEL, "replay", "--from", "spec.json", "--keep"], preload=preload,
+                     stats=ompi.tmp / "stats.json" if preload else None)
+        res = json.loads(p.stdout)
+        assert res["verified"] is True and res["phases"][0]["bytes"] == rd + wr
+        assert (res["params"]["calls"], res["params"]["read_bytes"], res["params"]["write_bytes"]) == (calls, rd, wr)
+        for f in s["files"]:
+            assert (ompi.tmp / f["name"]).read_bytes() == expected_content(f), f["name"]
+    ops = file_stats(ompi.tmp / "stats.json", "shared.dat")["ops"]
+    assert (ops["write_at_all"]["count"], ops["write_at_all"]["bytes"]) == (4 * 2, 4 * 2 * 32 * 64)
+    ompi.run(4, [KERNEL, "noncontig", *NONCONTIG, "--collective", "--keep"])
+    assert (ompi.tmp / NAMES["noncontig"]).read_bytes() == (ompi.tmp / "shared.dat").read_bytes()

@@ -1,0 +1,342 @@
+/* The replay of one file: its calls through MPI-IO (file views for collective noncontiguous calls) or POSIX. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c11 too */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/view.h"
+#include "replay/io.h"
+
+/* A contiguous piece of a call: file offset, bytes, and where it sits in the call's buffer. */
+typedef void replay_piece_fn(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
+                             uint64_t len, size_t pos);
+
+/* Calls fn on each contiguous piece of repetition `rep` of c in file order (a run whose stride is its length is
+ * one piece). */
+static void replay_io_pieces(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, const replay_call_t *c,
+                             uint64_t rep, replay_piece_fn *fn)
+{
+    size_t pos = 0;
+    uint64_t shift = rep * c->advance;
+    for (size_t k = 0; k < c->nat; k++) {
+        const replay_extent_t *e = &c->at[k];
+        if (e->count == 1 || e->stride == e->length) {
+            fn(io, f, fh, e->offset + shift, e->length * e->count, pos);
+            pos += e->length * e->count;
+            continue;
+        }
+        for (uint64_t i = 0; i < e->count; i++, pos += e->length)
+            fn(io, f, fh, e->offset + i * e->stride + shift, e->length, pos);
+    }
+}
+
+static void replay_io_fill(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset, uint64_t len,
+                           size_t pos)
+{
+    (void)f, (void)fh;
+    iotame_data_fill(io->run, io->buf + pos, len, 0, offset);
+}
+
+static void replay_io_check(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
+                            uint64_t len, size_t pos)
+{
+    (void)fh;
+    iotame_data_check(io->run, f->name, io->buf + pos, len, 0, offset);
+}
+
+/* One independent transfer of a piece: MPI_File_write_at/read_at in the default view, or pwrite/pread. */
+static void replay_io_piece_write(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
+                                  uint64_t len, size_t pos)
+{
+    (void)f;
+    if (fh->api == IOTAME_API_MPIIO)
+        iotame_view_write(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
+    else iotame_file_write_at(fh, offset, io->buf + pos, len, false);
+}
+
+static void replay_io_piece_read(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
+                                 uint64_t len, size_t pos)
+{
+    (void)f;
+    if (fh->api == IOTAME_API_MPIIO)
+        iotame_view_read(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
+    else iotame_file_read_at(fh, offset, io->buf + pos, len, false);
+}
+
+static void replay_io_reserve(replay_io_t *io, uint64_t bytes)
+{
+    if (bytes <= io->cap) return;
+    free(io->buf);
+    io->buf = iotame_alloc(bytes);
+    io->cap = bytes;
+}
+
+/* The computation before a call (--compute): a sleep, excluded from the phase. */
+static void replay_io_gap(replay_io_t *io, double seconds)
+{
+    if (!io->compute || seconds <= 0) return;
+    double t = MPI_Wtime();
+    struct timespec ts = {.tv_sec = (time_t)seconds, .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
+    iotame_phase_exclude(io->run, MPI_Wtime() - t);
+}
+
+/* Before a transfer: the gap, and the data of a write. After: the check of a read, and the counts. */
+static void replay_io_before(replay_io_t *io, const replay_file_t *f, const replay_call_t *c, uint64_t rep)
+{
+    replay_io_gap(io, c->gap);
+    if (c->op == 'w' || c->op == 'W') replay_io_pieces(io, f, NULL, c, rep, replay_io_fill);
+}
+
+static void replay_io_after(replay_io_t *io, const replay_file_t *f, const replay_call_t *c, uint64_t rep)
+{
+    bool write = c->op == 'w' || c->op == 'W';
+    if (!write) replay_io_pieces(io, f, NULL, c, rep, replay_io_check);
+    *(write ? &io->write_bytes : &io->read_bytes) += c->bytes;
+    io->calls++;
+}
+
+/* ---- collective calls through file views ---- */
+
+/* The view in place on this rank: the default one, or the runs of a call relative to its first offset (disp), the
+ * filetype's extent being `tile`. Whether it is the default is the same on every proc of the file. */
+typedef struct {
+    bool is_default;
+    MPI_Offset disp;
+    const replay_call_t *shape; /* NULL: a proc with no data (MPI_BYTE filetype) */
+    uint64_t tile;
+} replay_view_t;
+
+static uint64_t replay_io_span(const replay_call_t *c)
+{
+    const replay_extent_t *e = &c->at[c->nat - 1];
+    return e->offset + (e->count - 1) * e->stride + e->length - c->at[0].offset;
+}
+
+static bool replay_io_contiguous(const replay_call_t *c)
+{
+    return c->nat == 1 && (c->at[0].count == 1 || c->at[0].stride == c->at[0].length);
+}
+
+/* Same runs relative to the first offset. */
+static bool replay_io_same_shape(const replay_call_t *a, const replay_call_t *b)
+{
+    if (a->nat != b->nat) return false;
+    for (size_t k = 0; k < a->nat; k++) {
+        const replay_extent_t *x = &a->at[k], *y = &b->at[k];
+        if (x->offset - a->at[0].offset != y->offset - b->at[0].offset || x->length != y->length ||
+            x->count != y->count || (x->count > 1 && x->stride != y->stride))
+            return false;
+    }
+    return true;
+}
+
+/* The filetype of c's runs relative to its first offset (hvector per run in a struct), resized to tile when tile is
+ * not 0. */
+static MPI_Datatype replay_io_filetype(const replay_call_t *c, uint64_t tile)
+{
+    int n = (int)c->nat;
+    int *lens = calloc((size_t)n, sizeof *lens);
+    MPI_Aint *disps = calloc((size_t)n, sizeof *disps);
+    MPI_Datatype *types = calloc((size_t)n, sizeof *types), st, out;
+    for (int k = 0; k < n; k++) {
+        const replay_extent_t *e = &c->at[k];
+        MPI_Type_create_hvector((int)e->count, (int)e->length, (MPI_Aint)e->stride, MPI_BYTE, &types[k]);
+        lens[k] = 1;
+        disps[k] = (MPI_Aint)(e->offset - c->at[0].offset);
+    }
+    MPI_Type_create_struct(n, lens, disps, types, &st);
+    for (int k = 0; k < n; k++) MPI_Type_free(&types[k]);
+    if (tile) {
+        MPI_Type_create_resized(st, 0, (MPI_Aint)tile, &out);
+        MPI_Type_free(&st);
+    } else {
+        out = st;
+    }
+    iotame_view_commit(&out);
+    free(lens);
+    free(disps);
+    free(types);
+    return out;
+}
+
+/* Sets the view of c's runs at disp (a proc without data: MPI_BYTE at 0) and records it. */
+static void replay_io_set_view(iotame_file_t *fh, replay_view_t *v, const replay_call_t *c, MPI_Offset disp,
+                               uint64_t tile)
+{
+    bool data = c && c->bytes > 0;
+    MPI_Datatype ft = data ? replay_io_filetype(c, tile == replay_io_span(c) ? 0 : tile) : MPI_BYTE;
+    iotame_view_set(fh, data ? disp : 0, MPI_BYTE, ft);
+    if (data) MPI_Type_free(&ft);
+    *v = (replay_view_t){.is_default = false, .disp = data ? disp : 0, .shape = data ? c : NULL, .tile = tile};
+}
+
+static void replay_io_default_view(iotame_file_t *fh, replay_view_t *v)
+{
+    iotame_view_set(fh, 0, MPI_BYTE, MPI_BYTE);
+    *v = (replay_view_t){.is_default = true};
+}
+
+/* Where the view v puts a call of c's runs starting at `first` in etypes, or -1 when it cannot (a new view is
+ * needed): v has c's runs, the call starts on one of its tiles, and when `repeat` calls follow at c's advance the
+ * tiles are that far apart. */
+static MPI_Offset replay_io_view_offset(const replay_view_t *v, const replay_call_t *c, MPI_Offset first,
+                                       uint64_t repeat)
+{
+    if (c->bytes == 0) return 0;
+    if (v->is_default || !v->shape || !replay_io_same_shape(v->shape, c)) return -1;
+    if (repeat > 1 && v->tile != c->advance) return -1;
+    if (first < v->disp || (uint64_t)(first - v->disp) % v->tile != 0) return -1;
+    return (MPI_Offset)((uint64_t)(first - v->disp) / v->tile * c->bytes);
+}
+
+/* True when an independent call of this rank comes after entry j before the next collective transfer. */
+static bool replay_io_independent_follows(const replay_file_t *f, size_t j)
+{
+    for (size_t k = j + 1; k < f->ncalls; k++) {
+        const replay_call_t *c = &f->calls[k];
+        if (c->repeat == 0 || c->op == 's') continue;
+        if (replay_op_collective(c->op)) return false;
+        return true;
+    }
+    return false;
+}
+
+static void replay_io_transfer(replay_io_t *io, iotame_file_t *fh, const replay_call_t *c, MPI_Offset at)
+{
+    if (c->op == 'W') iotame_view_write(fh, at, io->buf, (int)c->bytes, MPI_BYTE, true);
+    else iotame_view_read(fh, at, io->buf, (int)c->bytes, MPI_BYTE, true);
+}
+
+/* A collective entry ('W' or 'R') of an MPIIO file. One MPI_Allreduce on comm tells every proc the same: whether
+ * some proc needs a view (noncontiguous data), whether some needs one per call (repetitions closer than their span),
+ * whether some cannot use the view in place, whether some makes independent calls next (they need the default
+ * view back). */
+static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t j, iotame_file_t *fh,
+                                 replay_view_t *view, MPI_Comm comm)
+{
+    const replay_call_t *c = &f->calls[j];
+    bool data = c->bytes > 0;
+    uint64_t span = data ? replay_io_span(c) : 0;
+    uint64_t tile = c->repeat > 1 ? c->advance : span;
+    MPI_Offset first = data ? (MPI_Offset)c->at[0].offset : 0;
+    int need[4] = {data && !replay_io_contiguous(c), data && c->repeat > 1 && c->advance < span,
+                   replay_io_view_offset(view, c, first, c->repeat) < 0, replay_io_independent_follows(f, j)};
+    MPI_Allreduce(MPI_IN_PLACE, need, 4, MPI_INT, MPI_MAX, comm);
+    if (!need[0]) { /* contiguous everywhere: absolute offsets in the default view */
+        if (!view->is_default) replay_io_default_view(fh, view);
+        for (uint64_t i = 0; i < c->repeat; i++) {
+            replay_io_before(io, f, c, i);
+            replay_io_transfer(io, fh, c, data ? (MPI_Offset)(c->at[0].offset + i * c->advance) : 0);
+            replay_io_after(io, f, c, i);
+        }
+    } else if (!need[1]) { /* one view for the entry: call i at i x its bytes in etypes */
+        MPI_Offset base = 0;
+        if (need[2]) replay_io_set_view(fh, view, c, first, tile);
+        else base = replay_io_view_offset(view, c, first, c->repeat);
+        for (uint64_t i = 0; i < c->repeat; i++) {
+            replay_io_before(io, f, c, i);
+            replay_io_transfer(io, fh, c, base + (MPI_Offset)(i * c->bytes));
+            replay_io_after(io, f, c, i);
+        }
+    } else { /* repetitions closer than their span: a view per call, but for a call the view in place fits (one
+              * MPI_Allreduce a call decides) */
+        for (uint64_t i = 0; i < c->repeat; i++) {
+            replay_io_before(io, f, c, i);
+            MPI_Offset at_i = data ? first + (MPI_Offset)(i * c->advance) : 0;
+            MPI_Offset at = replay_io_view_offset(view, c, at_i, 1);
+            int fresh = at < 0;
+            MPI_Allreduce(MPI_IN_PLACE, &fresh, 1, MPI_INT, MPI_MAX, comm);
+            if (fresh) {
+                replay_io_set_view(fh, view, c, at_i, span);
+                at = 0;
+            }
+            replay_io_transfer(io, fh, c, at);
+            replay_io_after(io, f, c, i);
+        }
+    }
+    if (need[3] && !view->is_default) replay_io_default_view(fh, view);
+}
+
+/* ---- the file ---- */
+
+static void replay_io_independent(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, const replay_call_t *c)
+{
+    for (uint64_t i = 0; i < c->repeat; i++) {
+        replay_io_before(io, f, c, i);
+        replay_io_pieces(io, f, fh, c, i, c->op == 'w' ? replay_io_piece_write : replay_io_piece_read);
+        replay_io_after(io, f, c, i);
+    }
+}
+
+void replay_io_file(replay_io_t *io, const replay_file_t *f, MPI_Comm comm)
+{
+    iotame_file_t fh;
+    if (iotame_file_open(&fh, f->api, comm, f->path, IOTAME_FILE_READ | IOTAME_FILE_WRITE | IOTAME_FILE_CREATE,
+                         MPI_INFO_NULL) != 0)
+        iotame_fatal("cannot open %s for the replay", f->path);
+    replay_view_t view = {.is_default = true};
+    for (size_t j = 0; j < f->ncalls; j++) {
+        const replay_call_t *c = &f->calls[j];
+        if (c->op == 's') {
+            for (uint64_t i = 0; i < c->repeat; i++) {
+                replay_io_gap(io, c->gap);
+                iotame_file_sync(&fh);
+                io->calls++;
+            }
+            continue;
+        }
+        if (c->repeat == 0) continue;
+        replay_io_reserve(io, c->bytes);
+        if (replay_op_collective(c->op)) replay_io_collective(io, f, j, &fh, &view, comm);
+        else replay_io_independent(io, f, &fh, c);
+    }
+    iotame_file_close(&fh);
+}
+
+/* ---- setup and verification (untimed, POSIX) ---- */
+
+static void replay_io_verify_piece(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
+                                   uint64_t len, size_t pos)
+{
+    iotame_file_read_at(fh, offset, io->buf + pos, len, false);
+    iotame_data_check(io->run, f->name, io->buf + pos, len, 0, offset);
+}
+
+void replay_io_verify(replay_io_t *io, const replay_file_t *f)
+{
+    bool writes = false;
+    for (size_t j = 0; j < f->ncalls; j++) writes |= (f->calls[j].op == 'w' || f->calls[j].op == 'W') &&
+                                                     f->calls[j].repeat > 0 && f->calls[j].bytes > 0;
+    if (!writes) return;
+    iotame_file_t fh;
+    if (iotame_file_open(&fh, IOTAME_API_POSIX, MPI_COMM_SELF, f->path, IOTAME_FILE_READ, MPI_INFO_NULL) != 0)
+        iotame_fatal("cannot open %s to verify it", f->path);
+    for (size_t j = 0; j < f->ncalls; j++) {
+        const replay_call_t *c = &f->calls[j];
+        if (c->op != 'w' && c->op != 'W') continue;
+        replay_io_reserve(io, c->bytes);
+        for (uint64_t i = 0; i < c->repeat; i++) replay_io_pieces(io, f, &fh, c, i, replay_io_verify_piece);
+    }
+    iotame_file_close(&fh);
+}
+
+void replay_io_preload(replay_io_t *io, const char *path, uint64_t offset, uint64_t length)
+{
+    const uint64_t chunk = (uint64_t)64 << 20;
+    replay_io_reserve(io, length < chunk ? length : chunk);
+    iotame_file_t fh;
+    if (iotame_file_open(&fh, IOTAME_API_POSIX, MPI_COMM_SELF, path, IOTAME_FILE_WRITE | IOTAME_FILE_CREATE,
+                         MPI_INFO_NULL) != 0)
+        iotame_fatal("cannot create %s to preload it", path);
+    for (uint64_t done = 0; done < length;) {
+        uint64_t n = length - done < chunk ? length - done : chunk;
+        iotame_pattern_fill(io->buf, n, io->run->seed, 0, offset + done);
+        iotame_file_write_at(&fh, offset + done, io->buf, n, false);
+        done += n;
+    }
+    iotame_file_sync(&fh);
+    iotame_file_close(&fh);
+}
