@@ -230,7 +230,7 @@ static bool replay_spec_name_ok(const char *name)
 
 static int replay_spec_file(const replay_spec_ctx_t *c, size_t fi, json_t *v, const char *dir, replay_file_t *f)
 {
-    static const char *const known[] = {"name", "api", "procs", "preload", "calls", NULL};
+    static const char *const known[] = {"name", "path", "api", "procs", "preload", "calls", NULL};
     char key[64], k[128];
     snprintf(key, sizeof key, "files[%zu]", fi);
     f->me = -1;

@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..errors import UsageError
-from .plan import Call, FilePlan, JobPlan, align_collectives, merge_runs, replay_names
+from .plan import COLLECTIVE_OPS, Call, FilePlan, JobPlan, align_collectives, merge_runs, replay_names
 
 # Darshan's request-size bins: name suffix, largest size in the bin (DARSHAN_BUCKET_INC counts size <= bound).
 SIZE_BINS = [("0_100", 100), ("100_1K", 1024), ("1K_10K", 10240), ("10K_100K", 102400), ("100K_1M", 1 << 20),
@@ -119,7 +119,7 @@ def _independent_calls(op: str, sizes_per_proc: list[list[int]], segmented: bool
             off += s
         if shuffle:
             rng.shuffle(offs)
-        calls.append([Call(op, merge_runs([p])) for p in offs])
+        calls.append([Call(op, merge_runs([p])) for p in offs if p[1] > 0])
         base = off if segmented else base
     return calls
 
@@ -198,7 +198,8 @@ def file_from_dxt(dxt: list[dict], procs: list[int], collective: dict[str, bool]
         calls, prev_end = [], None
         for start, end, op, off, length in sorted(by_rank.get(p, [])):
             gap = max(0.0, start - prev_end) if prev_end is not None else 0.0
-            calls.append(Call(op, merge_runs([(off, length)]) if length > 0 else [], gap))
+            if length > 0 or op in COLLECTIVE_OPS:   # an independent request of 0 bytes moves nothing
+                calls.append(Call(op, merge_runs([(off, length)]), gap))
             prev_end = end
         per_proc.append(calls)
     return per_proc

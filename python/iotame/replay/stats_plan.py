@@ -47,6 +47,8 @@ def plan_from_stats(path: str | Path) -> JobPlan:
                     op = None
                 if c.get("at_truncated"):
                     notes.add("calls of more than 4096 runs are replayed with the runs traced")
+                if op in ("w", "r") and not c.get("at"):   # an independent call of 0 bytes moves nothing
+                    op = None
                 if op is not None:
                     gap = max(0.0, t - prev_end) if prev_end is not None else 0.0
                     out.append(Call(op, [tuple(r) for r in c.get("at") or []], gap))
