@@ -163,3 +163,41 @@ def test_a_negative_limit_is_a_configuration_error(job):
     config = write_json(job.tmp / "bad.json", {"version": 1, "defaults": {"trace": {"requests": -1}}})
     p = job.run(1, [EVERY_CALL, job.tmp / "e.dat", 64], preload=True, config=config, check=False)
     assert p.returncode != 0 and "trace.requests" in p.stderr
+
+
+# ---- extents past the cap, the file pointer in etypes, set_size (tests/mpi/programs/trace_calls.c) ----
+
+def test_irregular_extents_are_cut_at_4096_runs_and_pointers_count_in_etypes(job):
+    pieces = 3 * 5000  # 5000 runs of three 8-byte pieces at a stride of 40, one every 96 bytes
+    stats = job.tmp / "stats.json"
+    config = write_json(job.tmp / "c.json", {"version": 1, "defaults": {"trace": {"requests": 100}}})
+    job.run(2, [TEST_PROGRAMS / "trace_calls", job.tmp / "tc", pieces], preload=True, config=config, stats=stats)
+    files = {f["path"].rsplit(".", 1)[1]: f for f in json.loads(stats.read_text())["files"]}
+    assert sorted(files) == ["0", "1"]
+    for rank, f in files.items():
+        t = f["trace"]
+        assert t["procs"] == [int(rank)] and t["dropped"] == [0]  # one rank per file
+        calls = t["calls"][0]
+        assert ops(calls) == ["open", "set_size", "set_view", "write_at_all", "set_view", "write", "write", "sync",
+                              "close"]
+        big = calls[3]
+        assert big["bytes"] == pieces * 8 and big["at_truncated"] is True
+        assert big["at"] == [[k * 96, 8, 3, 40] for k in range(4096)]
+        assert [c["at"] for c in calls[5:7]] == [[[120, 16, 1, 16]], [[136, 16, 1, 16]]]
+        assert not any("at_truncated" in c for c in calls if c is not big)
+
+
+def test_threads_of_one_process_are_all_counted(job):
+    # MPI_THREAD_MULTIPLE: two threads per rank write 300 times each at once; the limit cuts in the middle
+    stats = job.tmp / "stats.json"
+    config = write_json(job.tmp / "c.json", {"version": 1, "defaults": {"trace": {"requests": 500}}})
+    job.run(2, [TEST_PROGRAMS / "threaded_writes", job.tmp / "t.dat", 300], preload=True, config=config, stats=stats)
+    (f,) = json.loads(stats.read_text())["files"]
+    t = f["trace"]
+    assert t["procs"] == [0, 1]
+    for r, calls in enumerate(t["calls"]):
+        assert len(calls) == 500 and t["dropped"][r] == 2 + 600 - 500  # open, 600 writes, close
+        assert calls[0]["op"] == "open" and set(ops(calls[1:])) == {"write_at"}
+        offsets = [c["at"][0][0] for c in calls[1:]]
+        assert len(set(offsets)) == len(offsets)
+        assert all(((o // 512) // 2) % 2 == r for o in offsets)  # this rank's offsets only
