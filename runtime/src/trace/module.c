@@ -127,7 +127,8 @@ static void trace_file_add(trace_file_t *tf, iotame_op_t op, uint64_t end, uint6
 {
     pthread_mutex_lock(&trace_lock);
     if (trace_file_admits(tf) && trace_file_reserve(tf, n)) {
-        trace_call_t *c = &tf->calls[tf->ncalls++];
+        trace_call_t *c = &tf->calls[tf->ncalls];
+        __atomic_store_n(&tf->ncalls, tf->ncalls + 1, __ATOMIC_RELAXED); /* read without the lock in trace_before */
         *c = (trace_call_t){.t = end - ticks - trace_start, .d = ticks, .bytes = bytes, .first = tf->nruns,
                             .nruns = (uint32_t)n, .op = (uint16_t)op, .at_null = (uint8_t)at_null,
                             .truncated = (uint8_t)truncated};
