@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import KERNEL, TEST_PROGRAMS, write_json
+from conftest import KERNEL, TEST_PROGRAMS, served, write_json
 
 EVERY_CALL = TEST_PROGRAMS / "every_call"
 
@@ -131,10 +131,23 @@ def every_call_expected(n, r, block):
     return [("open", [], 0)] + phase(True) + [("sync", [], 0), ("sync", [], 0)] + phase(False) + [("close", [], 0)]
 
 
-@pytest.mark.parametrize("n", [1, 2])
-def test_every_data_call_form_in_call_order(job, n):
+SERVED_BY = {  # the trace shows the application's calls whoever serves them: the library, an engine, staging
+    "library": {},
+    "two_phase": {"collective": {"strategy": "two_phase", "virtual_node_size": 1, "readahead": 0}},
+    "staging": {"staging": {"enabled": True}},
+}
+
+
+@pytest.mark.parametrize("n,served_by", [(1, "library"), (2, "library"), (2, "two_phase"), (2, "staging")])
+def test_every_data_call_form_in_call_order(job, n, served_by):
     block = 256
-    f = traced(job, n, [EVERY_CALL, job.tmp / "e.dat", block])
+    config = write_json(job.tmp / "c.json", {"version": 1, "defaults": {"trace": {"requests": 1000},
+                                                                        **SERVED_BY[served_by]}})
+    f = traced(job, n, [EVERY_CALL, job.tmp / "e.dat", block], config=config)
+    if served_by == "two_phase":
+        assert served(f).get("two_phase", 0) > 0
+    if served_by == "staging":
+        assert f["stage"]["writes"] == "staged"
     t = f["trace"]
     check_shape(t, n)
     for r, calls in enumerate(t["calls"]):
