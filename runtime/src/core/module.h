@@ -15,7 +15,7 @@
 
 #include "core.h"
 
-#define IOTAME_MODULE_MAX 10
+#define IOTAME_MODULE_MAX 10 /* the registry holds 8 with HDF5 */
 
 /* ---- the core's record of an open file (core/file.c) ----
  * One record per MPI_File handle the runtime saw opened, from the library's successful open (before any module's
