@@ -88,8 +88,8 @@ def test_a_small_limit_keeps_the_first_calls_and_counts_the_rest(job):
 @pytest.mark.parametrize("collective", [True, False])
 def test_ior_segmented_transfers(job, collective):
     n, b, t, s = 2, 65536, 16384, 3
-    args = ["ior", "-a", "MPIIO", "-b", "64k", "-t", "16k", "-s", s, "-e", "-o", "ior.dat"] + (["-c"] if collective else [])
-    f = traced(job, n, [KERNEL, *args], name="ior.dat")
+    args = ["ior", "-a", "MPIIO", "-b", "64k", "-t", "16k", "-s", s, "-e", "-o", "ior.dat"]
+    f = traced(job, n, [KERNEL, *args, *(["-c"] if collective else [])], name="ior.dat")
     tr = f["trace"]
     check_shape(tr, n)
     suffix = "_at_all" if collective else "_at"
