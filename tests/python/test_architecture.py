@@ -23,6 +23,7 @@ PUBLIC = {
     "throttle": {"throttle.h"},
     "emulate": {"emulate.h"},
     "hdf5": {"hdf5.h"},
+    "trace": {"trace.h"},
 }
 
 # Which parts a part may include: the core below everything; the wrappers' shared header (intercept) for the parts
@@ -43,6 +44,7 @@ ALLOWED = {
     "collective": {"core", "flatten", "posix", "profile", "select"},
     "throttle": {"core", "posix", "profile"},
     "emulate": {"core", "posix"},
+    "trace": {"core", "flatten"},
 }
 
 # Prefixes of names internal to a part (iotame__<prefix>_...).

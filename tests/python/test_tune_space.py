@@ -197,6 +197,13 @@ def test_builtin_has_every_setting_with_a_tune_entry(fs):
                 setting.name
 
 
+@pytest.mark.parametrize("fs", ["local", "lustre", "gpfs", "cephfs"])
+def test_builtin_leaves_out_what_only_observes(fs):
+    # the request trace changes what the statistics record, not the I/O: no study searches it
+    assert "trace.requests" in {f"{s}.{st.name}" for s, st in load_schema().all_settings()}
+    assert not any(p.section == "trace" for p in builtin_space(fs, 4))
+
+
 @pytest.mark.parametrize("fs", ["lustre", "gpfs", "cephfs"])
 def test_builtin_parallel_fs_adds_striping(fs):
     space = builtin_space(fs, 4)

@@ -169,3 +169,21 @@ def test_threads_opening_writing_and_closing_files_report_nothing(build, tmp_pat
     fail_on_reports(p)
     assert p.returncode == 0, p.stderr[-3000:]
     assert last_json(p) == {"threads": 4, "iterations": 20, "mismatches": 0, "errors": 0}, p.stdout
+
+
+@pytest.mark.parametrize("program", ["threaded_writes", "stage_threads"])
+def test_the_request_trace_under_threads_reports_nothing(build, tmp_path, program):
+    """The request trace (trace.requests) of calls made by several threads at once: threaded_writes (2 ranks, two
+    threads writing one file) and stage_threads (threads opening, viewing, writing and closing their own files)."""
+    trace = {"requests": 100}  # small: the limit is reached while the threads write
+    stats = tmp_path / "stats.json"
+    if program == "threaded_writes":
+        n, args, config = 2, [tmp_path / "t.dat", 200], {"version": 1, "defaults": {"trace": trace}}
+    else:
+        n, args, config = 1, [tmp_path, 4, 20], {"version": 1, "defaults": dict(STAGING["defaults"], trace=trace)}
+    p = tsan_job(tmp_path, n, [PROGRAMS / program, *args], config=write_json(tmp_path / "c.json", config),
+                 stats=stats)
+    fail_on_reports(p)
+    assert p.returncode == 0, p.stderr[-3000:]
+    traces = [f["trace"] for f in json.loads(stats.read_text())["files"] if "trace" in f]
+    assert traces and all(len(calls) <= 100 for t in traces for calls in t["calls"])

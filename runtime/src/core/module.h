@@ -3,7 +3,7 @@
  * modules and call no part by name. A new module is one folder and one line in core/modules.c.
  *
  * The order of core/modules.c is the order every hook runs in, at both layers:
- *   MPI-IO layer: stats, hdf5, stage, collective
+ *   MPI-IO layer: stats, trace, hdf5, stage, collective
  *   POSIX layer:  posix, throttle, emulate
  * A hook a module does not need is NULL. docs/design/module-order.md says why the order is what it is. */
 #ifndef IOTAME_CORE_MODULE_H
@@ -15,7 +15,7 @@
 
 #include "core.h"
 
-#define IOTAME_MODULE_MAX 8
+#define IOTAME_MODULE_MAX 10 /* the registry holds 8 with HDF5 */
 
 /* ---- the core's record of an open file (core/file.c) ----
  * One record per MPI_File handle the runtime saw opened, from the library's successful open (before any module's

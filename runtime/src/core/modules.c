@@ -9,11 +9,12 @@
 
 /* The order hooks run in (module.h). stats first: it counts every call as the application made it, whatever a
  * later module does with it; collective last at the MPI-IO layer: it may serve the call instead of the library. */
-extern const iotame_module_t iotame_module_stats, iotame_module_hdf5, iotame_module_stage, iotame_module_collective,
-    iotame_module_posix, iotame_module_throttle, iotame_module_emulate;
+extern const iotame_module_t iotame_module_stats, iotame_module_trace, iotame_module_hdf5, iotame_module_stage,
+    iotame_module_collective, iotame_module_posix, iotame_module_throttle, iotame_module_emulate;
 
 const iotame_module_t *const iotame_modules[] = {
     &iotame_module_stats,
+    &iotame_module_trace, /* beside stats: every call as the application made it, before a module serves it */
 #if defined(IOTAME_HAVE_HDF5)
     &iotame_module_hdf5,
 #endif
