@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
                    help="replay a Darshan log's job with N processes (default: the job's count)")
     s.set_defaults(func=spec)
     c = actions.add_parser("compare", help="run the replay under the runtime and compare it with the job",
-                           usage="iotame replay compare SRC [--scale F] [--tolerance T] [--json] [-- LAUNCHER...]",
+                           usage="iotame replay compare [--scale F] [--tolerance T] [--nprocs N] [--dir D] [--stats F] "
+                                 "[--json] SRC [-- LAUNCHER...]",
                            description="Run `LAUNCHER iotame-kernel replay --from SPEC` under the runtime with a "
                                        "request trace and compare, per file, bytes, calls, collective calls and "
                                        "requests per size bin with the job's record; exit status 1 when a judged "
@@ -80,7 +81,7 @@ def spec(args: argparse.Namespace) -> int:
 
 def _print_comparison(result: dict) -> None:
     out = console()
-    table = Table(title=f"replay of {result['source']} ({result['nprocs']} processes, scale {result['scale']})")
+    table = Table(title=f"replay of {Path(result['source']).name} ({result['nprocs']} processes, scale {result['scale']})")
     for col in ("file", "value", "job", "replay", ""):
         table.add_column(col, justify="right" if col in ("job", "replay") else "left")
     for r in result["rows"]:
@@ -110,6 +111,9 @@ def compare(args: argparse.Namespace) -> int:
         raise UsageError(f"replay compare: --scale must be in (0, 1], got {args.scale}")
     _check_nprocs(args.nprocs)
     launcher = command_args(args.launcher)
+    if launcher and args.launcher[0] != "--" and launcher[0].startswith("-"):
+        raise UsageError(f"replay compare: {launcher[0]}: options go before SRC (iotame replay compare [options] SRC "
+                         "[-- LAUNCHER...])")
     if not launcher:
         launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
     result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from ..errors import IotameError
+from ..errors import IotameError, UsageError
 from ..paths import require_kernel
 from ..runner import run_command
 from ..stats import load_stats
@@ -77,8 +77,11 @@ def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.
         argv = [*launcher, str(require_kernel()), "replay", "--from", str(spec_path), "--dir", str(data),
                 "--scale", repr(scale)]
         stats_path = Path(stats_out) if stats_out else tmp / "stats.json"
-        result = run_command(argv, config=replay_config(spec, tmp / "config.json"), stats_path=stats_path,
-                             capture=True, timeout=timeout)
+        try:
+            result = run_command(argv, config=replay_config(spec, tmp / "config.json"), stats_path=stats_path,
+                                 capture=True, timeout=timeout)
+        except OSError as e:
+            raise UsageError(f"replay compare: cannot run {argv[0]}: {e.strerror}") from None
         if result.returncode != 0 or result.stats is None:
             tail = (result.stderr or "").strip().splitlines()[-5:]
             raise IotameError(f"replay compare: the replay failed (exit status {result.exit_status}"
