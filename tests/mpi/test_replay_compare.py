@@ -1,0 +1,90 @@
+"""`iotame replay compare` end to end (MPICH): real Darshan logs the darshan wheel ships (one with DXT, two with
+counters only) and a kernel's own request trace are replayed under the runtime and match the job's counts; a
+record that does not match the replay is reported where it differs, with exit status 1."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import IOTAME_CLI, KERNEL, write_json
+
+darshan = pytest.importorskip("darshan")
+LOGS = Path(darshan.__file__).parent
+
+
+def compare(source, tmp_path, *launcher, extra=()):
+    cmd = [str(IOTAME_CLI), "replay", "compare", "--json", "--dir", str(tmp_path), *extra, str(source)]
+    if launcher:
+        cmd += ["--", *launcher]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else None), p.stderr
+
+
+def rows(result, file, what):
+    return [r for r in result["rows"] if r["file"] == file and r["what"] == what]
+
+
+@pytest.mark.parametrize("log", [
+    "examples/example_logs/ior_hdf5_example.darshan",                                         # DXT, 4 processes
+    "examples/darshan-graph/pq_app_readAB_writeC_id71326_7-31-5658-2037904274838284930_55623.darshan",  # counters
+    "examples/example_logs/shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan",   # counters, 16
+])
+def test_replays_of_shipped_logs_match_their_counters(log, tmp_path):
+    rc, result, err = compare(LOGS / log, tmp_path)
+    assert rc == 0, err
+    assert result["ok"] and result["judged"] and result["rows"]
+    assert all(r["ok"] for r in result["rows"])
+    assert not any(tmp_path.iterdir()), "the replay's files are removed"
+
+
+def test_the_dxt_log_is_compared_on_its_counters(tmp_path):
+    rc, result, _ = compare(LOGS / "examples/example_logs/ior_hdf5_example.darshan", tmp_path)
+    assert rc == 0
+    report = darshan.DarshanReport(str(LOGS / "examples/example_logs/ior_hdf5_example.darshan"), read_all=True)
+    mpi = report.records["MPI-IO"].to_df()["counters"]
+    (written,) = rows(result, "test123.h5", "write bytes")
+    assert written["job"] == written["replay"] == mpi["MPIIO_BYTES_WRITTEN"].sum()
+    (calls,) = rows(result, "test123.h5", "read calls")
+    assert calls["replay"] == mpi["MPIIO_INDEP_READS"].sum()
+    (small,) = rows(result, "test123.h5", "read requests 100_1K")
+    assert small["replay"] == mpi["MPIIO_SIZE_READ_AGG_100_1K"].sum()
+
+
+def record_noncontig(tmp_path):
+    """The demo's kernel (ROMIO's noncontig pattern, collective) run under the runtime with a request trace."""
+    config = write_json(tmp_path / "trace.json", {"version": 1, "defaults": {"trace": {"requests": 1000}}})
+    stats = tmp_path / "rec.json"
+    job = [str(KERNEL), "noncontig", "--elmtcount", "16", "--veclen", "256", "--loops", "3", "--collective",
+           "--file", str(tmp_path / "noncontig.dat")]
+    p = subprocess.run([str(IOTAME_CLI), "run", "--quiet", "--config", str(config), "--stats", str(stats), "--",
+                        "mpiexec", "-n", "2", *job], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return stats
+
+
+def test_a_kernels_trace_replays_to_the_same_calls(tmp_path):
+    stats = record_noncontig(tmp_path)
+    data = tmp_path / "replay"
+    data.mkdir()
+    rc, result, err = compare(stats, data)
+    assert rc == 0, err
+    assert rows(result, "noncontig.dat", "collective write calls")[0]["replay"] == 6   # 3 loops x 2 ranks
+    assert all(r["ok"] for r in result["rows"])
+
+
+def test_a_replay_that_differs_says_where(tmp_path):
+    stats = record_noncontig(tmp_path)
+    doc = json.loads(stats.read_text())
+    (rec,) = [f for f in doc["files"] if f["path"].endswith("noncontig.dat")]
+    rec["bytes_written"] *= 2            # the record now claims twice the bytes the trace holds
+    stats.write_text(json.dumps(doc))
+    data = tmp_path / "replay"
+    data.mkdir()
+    rc, result, _ = compare(stats, data)
+    assert rc == 1 and not result["ok"]
+    bad = [r for r in result["rows"] if not r["ok"]]
+    assert [(r["file"], r["what"]) for r in bad] == [("noncontig.dat", "write bytes")]
+    p = subprocess.run([str(IOTAME_CLI), "replay", "compare", "--dir", str(data), str(stats)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "differs beyond 5% in 1 values: noncontig.dat write bytes" in p.stdout
