@@ -202,7 +202,7 @@ static bool replay_io_independent_follows(const replay_file_t *f, size_t j)
 {
     for (size_t k = j + 1; k < f->ncalls; k++) {
         const replay_call_t *c = &f->calls[k];
-        if (c->repeat == 0 || c->op == 's') continue;
+        if (c->repeat == 0 || !replay_op_data(c->op)) continue;
         if (replay_op_collective(c->op)) return false;
         return true;
     }
@@ -276,15 +276,30 @@ static void replay_io_independent(replay_io_t *io, const replay_file_t *f, iotam
     }
 }
 
+static void replay_io_open(const replay_file_t *f, MPI_Comm comm, iotame_file_t *fh, replay_view_t *view)
+{
+    if (iotame_file_open(fh, f->api, comm, f->path, IOTAME_FILE_READ | IOTAME_FILE_WRITE | IOTAME_FILE_CREATE,
+                         MPI_INFO_NULL) != 0)
+        iotame_fatal("cannot open %s for the replay", f->path);
+    *view = (replay_view_t){.is_default = true};
+}
+
 void replay_io_file(replay_io_t *io, const replay_file_t *f, MPI_Comm comm)
 {
     iotame_file_t fh;
-    if (iotame_file_open(&fh, f->api, comm, f->path, IOTAME_FILE_READ | IOTAME_FILE_WRITE | IOTAME_FILE_CREATE,
-                         MPI_INFO_NULL) != 0)
-        iotame_fatal("cannot open %s for the replay", f->path);
-    replay_view_t view = {.is_default = true};
+    replay_view_t view;
+    replay_io_open(f, comm, &fh, &view);
     for (size_t j = 0; j < f->ncalls; j++) {
         const replay_call_t *c = &f->calls[j];
+        if (c->op == 'o') {
+            for (uint64_t i = 0; i < c->repeat; i++) {
+                replay_io_gap(io, c->gap);
+                iotame_file_close(&fh);
+                replay_io_open(f, comm, &fh, &view);
+                io->calls++;
+            }
+            continue;
+        }
         if (c->op == 's') {
             for (uint64_t i = 0; i < c->repeat; i++) {
                 replay_io_gap(io, c->gap);

@@ -114,8 +114,8 @@ static int replay_spec_call(const replay_spec_ctx_t *c, const char *key, json_t 
     char k[512];
     snprintf(k, sizeof k, "%s.op", key);
     const char *op = json_string_value(json_object_get(v, "op"));
-    if (!op || strlen(op) != 1 || !strchr("wrWRs", op[0]))
-        return replay_spec_fail(c, k, "expected one of \"w\", \"r\", \"W\", \"R\", \"s\", got %s",
+    if (!op || strlen(op) != 1 || !strchr("wrWRso", op[0]))
+        return replay_spec_fail(c, k, "expected one of \"w\", \"r\", \"W\", \"R\", \"s\", \"o\", got %s",
                                 op ? op : json_object_get(v, "op") ? replay_spec_kind(json_object_get(v, "op"))
                                                                    : "nothing");
     call->op = op[0];
@@ -139,9 +139,10 @@ static int replay_spec_call(const replay_spec_ctx_t *c, const char *key, json_t 
     }
     json_t *at = json_object_get(v, "at");
     snprintf(k, sizeof k, "%s.at", key);
-    if (call->op == 's') {
+    if (!replay_op_data(call->op)) {
         if (at && !(json_is_array(at) && json_array_size(at) == 0))
-            return replay_spec_fail(c, k, "a sync accesses no data: expected [] or no \"at\"");
+            return replay_spec_fail(c, k, "a %s accesses no data: expected [] or no \"at\"",
+                                    call->op == 's' ? "sync" : "reopen");
         return 0;
     }
     if (!at || !json_is_array(at))
@@ -369,11 +370,11 @@ void replay_spec_scale(replay_spec_t *spec, double f)
         replay_file_t *file = &spec->files[i];
         uint64_t n[2] = {0, 0}; /* [0] independent, [1] collective calls */
         for (size_t j = 0; j < file->ncalls; j++)
-            if (file->calls[j].op != 's') n[replay_op_collective(file->calls[j].op)] += file->calls[j].repeat;
+            if (replay_op_data(file->calls[j].op)) n[replay_op_collective(file->calls[j].op)] += file->calls[j].repeat;
         uint64_t left[2] = {(uint64_t)ceil(f * (double)n[0]), (uint64_t)ceil(f * (double)n[1])};
         for (size_t j = 0; j < file->ncalls; j++) {
             replay_call_t *call = &file->calls[j];
-            if (call->op == 's') continue;
+            if (!replay_op_data(call->op)) continue;
             uint64_t *l = &left[replay_op_collective(call->op)];
             if (call->repeat > *l) call->repeat = *l;
             *l -= call->repeat;
@@ -404,5 +405,10 @@ bool replay_op_collective(char op)
 
 bool replay_op_in_sequence(const replay_file_t *f, char op)
 {
-    return f->api == IOTAME_API_MPIIO && (op == 'W' || op == 'R' || op == 's');
+    return f->api == IOTAME_API_MPIIO && (op == 'W' || op == 'R' || op == 's' || op == 'o');
+}
+
+bool replay_op_data(char op)
+{
+    return op != 's' && op != 'o';
 }

@@ -56,14 +56,15 @@ int replay_spec_parse(iotame_run_t *run, const char *text, size_t len, const cha
                       replay_spec_t *spec);
 
 /* Applies --scale f (0 < f <= 1) to this rank's calls: per file the first ceil(f*n) collective and ceil(f*m)
- * independent calls, repetitions counted, syncs kept. */
+ * independent calls, repetitions counted, syncs and reopens kept. */
 void replay_spec_scale(replay_spec_t *spec, double f);
 
 void replay_spec_free(replay_spec_t *spec);
 
-/* True for the ops that move data collectively ('W', 'R'), and for entries of the collective sequence of an MPIIO
- * file ('W', 'R', 's'). */
+/* True for the ops that move data collectively ('W', 'R'), for entries of the collective sequence of an MPIIO
+ * file ('W', 'R', 's', 'o'), and for the ops that move data (all but 's' and 'o'). */
 bool replay_op_collective(char op);
 bool replay_op_in_sequence(const replay_file_t *f, char op);
+bool replay_op_data(char op);
 
 #endif

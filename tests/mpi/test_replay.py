@@ -204,6 +204,28 @@ def test_runtime_statistics_count_the_spec(job):
     assert f["ops"]["set_view"]["count"] == 2  # one view per proc for the repeated entry
 
 
+def test_reopen_closes_and_opens_again(job):
+    """A checkpoint written, the file reopened, read back: under the runtime, two opens and closes per process, the
+    view set again after the reopen, and the POSIX file per process reopened the same way."""
+    shared = noncontig_file(2, loops=2)
+    for r, calls in enumerate(shared["calls"]):
+        calls += [{"op": "o"}, {"op": "R", "at": [[r * 64, 64, 32, 128]], "repeat": 2, "advance": 2 * 32 * 64}]
+    own = [{"name": f"own{r}.dat", "api": "POSIX", "procs": [r],
+            "calls": [[{"op": "w", "at": [[0, 100, 1, 0]]}, {"op": "o"}, {"op": "r", "at": [[0, 100, 1, 0]]}]]}
+           for r in range(2)]
+    s = spec(2, shared, *own)
+    stats = job.tmp / "stats.json"
+    res, _ = replay(job, 2, s, "--keep", preload=True, stats=stats,
+                    config=write_json(job.tmp / "c.json", {"version": 1, "defaults": {"posix": {"all_files": True}}}))
+    check_replay(job, res, s)
+    f = file_stats(stats, "shared.dat")
+    assert f["ops"]["open"]["count"] == f["ops"]["close"]["count"] == 2 * 2
+    assert f["ops"]["read_at_all"]["count"] == 2 * 2 and f["bytes_read"] == f["bytes_written"]
+    assert f["ops"]["set_view"]["count"] == 2 * 2     # the reopened file starts from the default view
+    px = file_stats(stats, "own0.dat")["posix"]
+    assert px["opens"] == 3 and px["reads"] == px["writes"] == 1      # and the read-back check's open (a mapping)
+
+
 def test_runtime_statistics_count_the_views(job):
     """Views are set only where needed: per call for the overlapping repetitions (3), once for the entry that
     rewrites the same bytes, once for the repeated entry, none for the entry on its tiles, the default view back

@@ -55,12 +55,16 @@ def test_dxt_requests_are_replayed_in_order_with_their_offsets_and_lengths():
                 segs += list(zip(s["start_time"], s["offset"], s["length"], [key[0]] * len(s)))
         want = [(int(o), int(n)) for _, o, n, _ in sorted(segs)]
         got = []
-        for e in f["calls"][f["procs"].index(rec["rank"])]:
+        entries = f["calls"][f["procs"].index(rec["rank"])]
+        for e in entries:
             for i in range(e.get("repeat", 1)):
-                got += [(r[0] + i * e.get("advance", 0), r[1]) for r in e["at"]]
+                got += [(r[0] + i * e.get("advance", 0), r[1]) for r in e.get("at", [])]
         assert got == want
+        # IOR opens the file again to read it back (17 opens by 4 processes): one reopen after the last write
+        ops = [e["op"] for e in entries]
+        assert ops.count("o") == 1 and "w" not in ops[ops.index("o"):] and "r" not in ops[:ops.index("o")]
     # the counters say every call was independent: no collective entry
-    assert all(e["op"] in "wr" for proc in f["calls"] for e in proc)
+    assert all(e["op"] in "wro" for proc in f["calls"] for e in proc)
     # every range read is preloaded
     for p in f["procs"]:
         for off, length in _pieces(f, p, "rR"):
@@ -150,6 +154,8 @@ def test_collective_sequences_are_padded_or_made_independent():
 def _stats_with_trace(tmp_path: Path, dropped=0) -> Path:
     calls0 = [{"op": "open", "t": 0.0, "d": 0.001, "bytes": 0, "at": []}]
     calls1 = list(calls0)
+    reopen = [{"op": "close", "t": 0.15, "d": 0.001, "bytes": 0, "at": []},
+              {"op": "open", "t": 0.16, "d": 0.001, "bytes": 0, "at": []}]
     for i in range(4):
         calls0.append({"op": "write_at_all", "t": 0.01 * (i + 1), "d": 0.001, "bytes": 256,
                        "at": [[i * 1024, 64, 4, 128]]})
@@ -157,6 +163,7 @@ def _stats_with_trace(tmp_path: Path, dropped=0) -> Path:
                        "at": [[i * 1024 + 64, 64, 4, 128]]})
     for c in (calls0, calls1):
         c.append({"op": "sync", "t": 0.1, "d": 0.001, "bytes": 0, "at": []})
+        c.extend(reopen)
         c.append({"op": "read_at", "t": 0.2, "d": 0.001, "bytes": 512, "at": [[0, 512, 1, 0]]})
         c.append({"op": "write_shared", "t": 0.3, "d": 0.001, "bytes": 8, "at": None})
     stats = make_stats(path="/scratch/run/out.dat")
@@ -175,7 +182,8 @@ def test_statistics_with_a_trace_become_a_spec(tmp_path):
     # the computation between calls (from the end of the open to the first write, then between writes) is kept
     assert f["calls"][0][0] == {"op": "W", "at": [[0, 64, 4, 128]], "repeat": 4, "advance": 1024, "gap": 0.009}
     assert f["calls"][1][0]["at"] == [[64, 64, 4, 128]]
-    assert [e["op"] for e in f["calls"][0]] == ["W", "s", "r"]          # the shared-pointer write is left out
+    # a close and an open again are a reopen; the shared-pointer write is left out
+    assert [e["op"] for e in f["calls"][0]] == ["W", "s", "o", "r"]
     assert f["preload"] == [[0, 512]]
     assert any("shared file pointer" in n for n in spec["source"]["notes"])
 

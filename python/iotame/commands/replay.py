@@ -81,7 +81,8 @@ def spec(args: argparse.Namespace) -> int:
 
 def _print_comparison(result: dict) -> None:
     out = console()
-    table = Table(title=f"replay of {Path(result['source']).name} ({result['nprocs']} processes, scale {result['scale']})")
+    table = Table(title=f"replay of {Path(result['source']).name} ({result['nprocs']} processes, "
+                        f"scale {result['scale']})")
     for col in ("file", "value", "job", "replay", ""):
         table.add_column(col, justify="right" if col in ("job", "replay") else "left")
     for r in result["rows"]:

@@ -52,7 +52,8 @@ def load_report(path: str | Path):
 
 # ---- request sizes from counters ----
 
-def counter_sizes(c: dict, prefix: str, direction: str, calls: int, nbytes: int, common: list[tuple[int, int]]) -> list[int]:
+def counter_sizes(c: dict, prefix: str, direction: str, calls: int, nbytes: int,
+                  common: list[tuple[int, int]]) -> list[int]:
     """`calls` request sizes of one direction whose bins match the counters and whose sum is close to nbytes: the
     common access sizes first (shared between the directions in proportion to their bins), then each bin's
     remaining requests at the mean size of what is left, kept inside the bin."""
@@ -256,6 +257,21 @@ def file_records(report, mods: dict[str, list[dict]] | None = None) -> dict[int,
     return out
 
 
+def _opens_per_proc(rows: list[dict], prefix: str, nprocs: int) -> float:
+    keys = ["MPIIO_COLL_OPENS", "MPIIO_INDEP_OPENS"] if prefix == "MPIIO" else ["POSIX_OPENS"]
+    total = sum(_counter_value(rows, k) for k in keys)
+    return total / nprocs if rows[0]["rank"] == -1 else total / max(1, len(rows))
+
+
+def reopen_between_phases(calls: list[list[Call]]) -> None:
+    """A reopen after a process's last write when reads follow it: a job that opens a file more than once most
+    often writes it, closes it and opens it again to read it (a checkpoint and its restart)."""
+    for proc in calls:
+        last_write = max((i for i, c in enumerate(proc) if c.op in "wW"), default=None)
+        if last_write is not None and any(c.op in "rR" for c in proc[last_write + 1:]):
+            proc.insert(last_write + 1, Call("o"))
+
+
 def _fold(procs: list[int], calls: list[list[Call]], nprocs: int) -> tuple[list[int], list[list[Call]]]:
     """The calls of rank r made by rank r mod nprocs, after those of the lower ranks it stands for."""
     folded: dict[int, list[Call]] = {}
@@ -282,8 +298,8 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, npro
     if "H5F" in report.modules or "H5D" in report.modules:
         notes.add("HDF5 is replayed as the MPI-IO and POSIX calls it made")
     if not mods["MPI-IO"] and not mods["POSIX"]:
-        raise UsageError(f"{path}: the log has no MPI-IO or POSIX records (modules: {', '.join(report.modules) or 'none'}):"
-                         " nothing to replay")
+        modules = ", ".join(report.modules) or "none"
+        raise UsageError(f"{path}: the log has no MPI-IO or POSIX records (modules: {modules}): nothing to replay")
 
     candidates = []
     for fid, (fpath, prefix, rows) in file_records(report, mods).items():
@@ -320,6 +336,8 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, npro
             if shared:
                 procs = list(range(nprocs))
             calls = file_from_counters(rows, prefix, procs, "MPIIO" if prefix == "MPIIO" else "POSIX", notes)
+        if _opens_per_proc(rows, prefix, job_nprocs) >= 2:
+            reopen_between_phases(calls)
         if nprocs != job_nprocs:
             procs, calls = _fold(procs, calls, nprocs)
         f = FilePlan(rename[fpath], fpath, "MPIIO" if prefix == "MPIIO" else "POSIX", procs, calls)

@@ -22,7 +22,8 @@ Run = tuple[int, int, int, int]   # offset, length, count, stride
 
 @dataclass
 class Call:
-    """One call: op w/r (independent), W/R (collective), s (sync); the file extents as runs; computation before it."""
+    """One call: op w/r (independent), W/R (collective), s (sync), o (reopen); the file extents as runs; computation
+    before it."""
 
     op: str
     at: list[Run] = field(default_factory=list)
@@ -128,9 +129,10 @@ def _entries(calls: list[Call]) -> list[dict]:
     prev: Call | None = None
     for c in calls:
         e = out[-1] if out else None
-        if e is not None and prev is not None and c.op == e["op"] and c.op != "s" and c.at and prev.at:
+        if e is not None and prev is not None and c.op == e["op"] and c.op not in "so" and c.at and prev.at:
             d = _shift(prev.at, c.at)
-            if d is not None and (e["repeat"] == 1 or d == e["advance"]) and abs(c.gap - e["gap"]) <= 1e-3 + 0.1 * e["gap"]:
+            same_gap = abs(c.gap - e["gap"]) <= 1e-3 + 0.1 * e["gap"]
+            if d is not None and (e["repeat"] == 1 or d == e["advance"]) and same_gap:
                 e["advance"], e["repeat"] = d, e["repeat"] + 1
                 prev = c
                 continue
@@ -145,7 +147,7 @@ def _entries(calls: list[Call]) -> list[dict]:
             del e["gap"]
         if e["repeat"] == 1:
             del e["repeat"]
-        if e["op"] == "s":
+        if e["op"] in ("s", "o"):
             del e["at"]
     return out
 
@@ -158,7 +160,7 @@ def _collective_entries_agree(entries: list[list[dict]], collective: tuple[str, 
 def _proc_entries(f: FilePlan) -> list[list[dict]]:
     """Every proc's entries; when compressing made the collective sequences differ between procs (a proc whose
     calls repeat where another's do not), the collective calls are left one entry each."""
-    collective = COLLECTIVE_OPS + (("s",) if f.api == "MPIIO" else ())
+    collective = COLLECTIVE_OPS + (("s", "o") if f.api == "MPIIO" else ())
     entries = [_entries(proc) for proc in f.calls]
     if _collective_entries_agree(entries, collective):
         return entries
@@ -200,8 +202,9 @@ def to_spec(job: JobPlan) -> dict:
 def align_collectives(f: FilePlan) -> None:
     """Every proc makes the same collective calls in the same order, as MPI-IO requires of the job itself: a proc
     whose sequence is a prefix of the longest gets empty calls (a collective call where it has no data). When the
-    orders differ, every call of the file becomes independent (same bytes and offsets; the syncs of MPI-IO go)."""
-    collective = COLLECTIVE_OPS + (("s",) if f.api == "MPIIO" else ())
+    orders differ, every call of the file becomes independent (same bytes and offsets; the syncs and reopens of
+    MPI-IO go)."""
+    collective = COLLECTIVE_OPS + (("s", "o") if f.api == "MPIIO" else ())
     seqs = [[c.op for c in proc if c.op in collective] for proc in f.calls]
     longest = max(seqs, key=len, default=[])
     if all(seq == longest[:len(seq)] for seq in seqs):
@@ -209,4 +212,4 @@ def align_collectives(f: FilePlan) -> None:
             proc.extend(Call(op) for op in longest[len(seq):])
         return
     for proc in f.calls:
-        proc[:] = [Call(c.op.lower(), c.at, c.gap) for c in proc if not (c.op == "s" and f.api == "MPIIO")]
+        proc[:] = [Call(c.op.lower(), c.at, c.gap) for c in proc if not (c.op in "so" and f.api == "MPIIO")]

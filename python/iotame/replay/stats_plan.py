@@ -10,8 +10,8 @@ from .plan import Call, FilePlan, JobPlan, align_collectives, replay_names
 
 
 def _op(name: str) -> str | None:
-    """The spec's op of a traced MPI_File_ function, None for those the replay does not make (open, close, views:
-    the kernel makes its own)."""
+    """The spec's op of a traced MPI_File_ function, None for those the replay does not make (views, sizes: the
+    kernel makes its own)."""
     if name == "sync":
         return "s"
     for d, word in (("w", "write"), ("r", "read")):
@@ -38,9 +38,15 @@ def plan_from_stats(path: str | Path) -> JobPlan:
             notes.add(f"{rec['path']}: {dropped} calls past the trace's limit are not replayed")
         calls: list[list[Call]] = []
         for proc_calls in trace["calls"]:
-            out, prev_end = [], None
+            out, prev_end, closed = [], None, False
             for c in proc_calls:
                 t, d = float(c.get("t", 0.0)), float(c.get("d", 0.0))
+                if c["op"] in ("open", "close"):    # a close then an open again: the replay's reopen
+                    if c["op"] == "open" and closed:
+                        out.append(Call("o"))
+                    closed = c["op"] == "close"
+                    prev_end = t + d
+                    continue
                 op = _op(c["op"])
                 if op is not None and c.get("at") is None and op != "s":
                     notes.add("calls through a shared file pointer are not replayed (their offset is the library's)")
