@@ -9,7 +9,7 @@ from typing import Any
 from ..calibrate.discover import find_profile
 from ..calibrate.profile import ProfileError, load_profile
 from ..config import validate
-from ..errors import IotameError, UsageError
+from ..errors import IotameError
 from .findings import find
 from .load import load_log
 from .recommend import build_config
@@ -24,11 +24,8 @@ def resolve_profile(named: str | None) -> tuple[dict | None, str | None, str]:
     """(profile, its path, what was done): the profile named with --profile (an unusable one is an error), else the
     one the runtime would find for a file in the current directory (where the rerun is assumed to write)."""
     if named:
-        try:
-            return load_profile(named), str(named), f"the machine profile {named} (--profile)"
-        except ProfileError as e:
-            raise UsageError("; ".join(str(x) for x in (e.args[0] if e.args and isinstance(e.args[0], list)
-                                                          else [e]))) from None
+        # ProfileError (a ConfigError): one `iotame: profile FILE: KEY: ...` line per problem, exit status 2
+        return load_profile(named), str(named), f"the machine profile {named} (--profile)"
     found, why = find_profile(Path.cwd())
     if found is None:
         return None, None, f"no machine profile ({why}): no gain is predicted; measure this machine with " \

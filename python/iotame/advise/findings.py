@@ -74,7 +74,7 @@ def _find_group(g: dict, job: dict, nprocs: int) -> list[Finding]:
     shared = g["kind"] == "shared" and g["ranks"] > 1
     small, total, hist = _find_small(g)
     if moved >= MIN_BYTES and small >= SMALL_MIN_REQUESTS and total and small / total >= SMALL_SHARE:
-        if coll:
+        if coll and coll >= indep:
             out.append(Finding("collective_small_requests", "warning", m,
                                f"collective calls, yet {small} of {total} requests that reached the file system "
                                f"were below 100 KB: collective buffering did not aggregate them",
@@ -82,7 +82,13 @@ def _find_group(g: dict, job: dict, nprocs: int) -> list[Finding]:
                                 "MPIIO_COLL_WRITES": mpi["collective_writes"]}))
         else:
             out.append(Finding("small_requests", "warning", m,
-                               f"{small} of {total} requests ({small / total:.0%}) were below 100 KB", hist))
+                               f"{small} of {total} requests ({small / total:.0%}) were below 100 KB" +
+                               (f"; the MPI-IO calls were mostly independent ({indep} against {coll} collective)"
+                                if mpi else ""),
+                               {**hist, **({"MPIIO_INDEP_WRITES": mpi["independent_writes"],
+                                            "MPIIO_INDEP_READS": mpi["independent_reads"],
+                                            "MPIIO_COLL_WRITES": mpi["collective_writes"],
+                                            "MPIIO_COLL_READS": mpi["collective_reads"]} if mpi else {})}))
     al = g["alignment"]
     if al and moved >= MIN_BYTES and al["file_alignment"] > 1 and al["requests"] >= SMALL_MIN_REQUESTS and \
             al["not_aligned"] / al["requests"] >= UNALIGNED_SHARE:

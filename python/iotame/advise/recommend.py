@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tune.recommend import _recommend_curve_value, throttle_level
+from .findings import SMALL_BINS, SMALL_MIN_REQUESTS
 
 __all__ = ["CB_BUFFER_SIZE", "MERGED_REQUEST", "HDF5_CHUNK_BYTES", "HDF5_ALIGNMENT_THRESHOLD", "BIN_BYTES",
            "build_config"]
@@ -125,7 +126,8 @@ def _rec_staging(b: _Builder, g: dict, f: dict, profile: dict | None) -> bool:
               "large requests and writes them behind", gain, note)
         done = True
     acc = (g["access"] or {}).get("read") or {}
-    if g["bytes_read"] and acc.get("requests") and \
+    small_reads = sum(n for b, n in g["histogram"].get("read", {}).items() if b in SMALL_BINS)
+    if small_reads >= SMALL_MIN_REQUESTS and acc.get("requests") and \
             (acc["consecutive"] + acc["sequential"]) / acc["requests"] >= 0.5:
         b.add(g["match"], "staging", "prefetch", True, f["id"],
               "the node's flusher reads ahead of each rank's sequential reads")
