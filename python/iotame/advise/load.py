@@ -84,6 +84,9 @@ def load_log(path: str | os.PathLike, timeout: float = LOAD_TIMEOUT) -> dict:
         if "ModuleNotFoundError" in why and "darshan" in why:
             raise LogError(f"darshan log {path}: the Python package darshan is not installed (pip install "
                            f"darshan; make setup installs it)")
+        if "incompatible" in why or "expected version" in why:
+            raise LogError(f"darshan log {path}: format version {version}, which the installed darshan library "
+                           f"cannot read: {why}")
         raise LogError(f"darshan log {path} (format {version}): damaged or truncated, the darshan library "
                        f"could not read it whole: {why}")
     try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..render import fmt_bytes
 
@@ -53,7 +54,7 @@ def _render_job(a: dict) -> Table:
                 "meta share"):
         t.add_column(col, justify="right")
     s = j["seconds"]
-    t.add_row(str(j["files"]), str(j["shared_files"]), str(j["per_process_files"]), fmt_bytes(j["bytes_read"]),
+    _render_row(t, str(j["files"]), str(j["shared_files"]), str(j["per_process_files"]), fmt_bytes(j["bytes_read"]),
               fmt_bytes(j["bytes_written"]), _render_secs(s["read"]), _render_secs(s["write"]),
               _render_secs(s["meta"]), f"{j['meta_share']:.0%}")
     return t
@@ -67,7 +68,7 @@ def _render_files(a: dict) -> Table:
     for col in ("requests (Darshan's bins)", "access", "MPI-IO", "Lustre"):
         t.add_column(col, overflow="fold")
     for g in a["files"]:
-        t.add_row(g["match"], str(g["files"]), g["kind"], str(g["ranks"]), fmt_bytes(g["bytes_read"]),
+        _render_row(t, g["match"], str(g["files"]), g["kind"], str(g["ranks"]), fmt_bytes(g["bytes_read"]),
                   fmt_bytes(g["bytes_written"]), _render_secs(g["io_seconds"]),
                   f"({g['histogram_source']}) {_render_hist(g['histogram'])}", _render_access(g["access"]),
                   _render_mpiio(g["mpiio"]), _render_lustre(g["lustre"]))
@@ -84,7 +85,7 @@ def _render_findings(a: dict) -> Table:
         counters = ", ".join(f"{k}={v:,}" if isinstance(v, int) else
                              (f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}")
                              for k, v in f["counters"].items())
-        t.add_row(f["id"], f["severity"], f["match"] or "(job)", f["message"], counters)
+        _render_row(t, f["id"], f["severity"], f["match"] or "(job)", f["message"], counters)
     return t
 
 
@@ -96,13 +97,23 @@ def _render_settings(a: dict) -> Table:
     t.add_column("predicted gain", overflow="fold")
     for s in a["settings"]:
         gain = f"{s['predicted_gain']:.2f}x" if s["predicted_gain"] is not None else "-"
-        t.add_row(s["rule"], s["key"], str(s["value"]), ", ".join(s["findings"]), s["reason"],
+        _render_row(t, s["rule"], s["key"], str(s["value"]), ", ".join(s["findings"]), s["reason"],
                   gain + (f" ({s['prediction']})" if s.get("prediction") and s["predicted_gain"] is not None else ""))
     return t
 
 
+def _render_line(console: Console, text: str) -> None:
+    """A line as it is: no markup (paths and names may hold brackets), not wrapped (paths stay whole)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _render_row(t: Table, *cells: str) -> None:
+    """A table row of plain text (no markup: file names may hold brackets)."""
+    t.add_row(*(Text(c) for c in cells))
+
+
 def print_advice(a: dict, console: Console, config_out: str | None = None) -> None:
-    console.print(f"iotame advise {a['log']['path']}")
+    _render_line(console, f"iotame advise {a['log']['path']}")
     console.print(_render_job(a))
     if a["files"]:
         console.print(_render_files(a))
@@ -116,19 +127,19 @@ def print_advice(a: dict, console: Console, config_out: str | None = None) -> No
             parts.append(f"{sk['groups']} more group(s) of {sk['group_files']:,} files beyond --top not shown "
                          f"({fmt_bytes(sk['group_bytes'])} bytes, {sk['group_seconds']:,.2f} s): "
                          + ", ".join(sk["matches"]) + (" ..." if sk["groups"] > len(sk["matches"]) else ""))
-        console.print("skipped: " + "; ".join(parts))
+        _render_line(console, "skipped: " + "; ".join(parts))
     for n in a["notes"]:
-        console.print(f"note: {n}")
+        _render_line(console, f"note: {n}")
     if a["findings"]:
         console.print(_render_findings(a))
     else:
-        console.print("findings: none (no counter crossed a threshold; docs/advise.md lists them)")
+        _render_line(console, "findings: none (no counter crossed a threshold; docs/advise.md lists them)")
     if a["settings"]:
         console.print(_render_settings(a))
     for u in a["unanswered"]:
-        console.print(f"not answered: {u['finding']} ({u['match'] or 'job'}): {u['why']}")
-    console.print(f"prediction: {a['prediction']['note']}")
-    console.print("rules match basenames (digits wildcarded for numbered files): the log's paths are those of the "
+        _render_line(console, f"not answered: {u['finding']} ({u['match'] or 'job'}): {u['why']}")
+    _render_line(console, f"prediction: {a['prediction']['note']}")
+    _render_line(console, "rules match basenames (digits wildcarded for numbered files): the log's paths are those of the "
                   "machine that ran the job")
     if config_out:
-        console.print(f"configuration written to {config_out} (iotame run --config {config_out} -- ...)")
+        _render_line(console, f"configuration written to {config_out} (iotame run --config {config_out} -- ...)")
