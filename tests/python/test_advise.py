@@ -152,7 +152,7 @@ def test_rank_imbalance_from_the_fastest_and_slowest_rank(capsys):
     found = [x for x in advice["findings"] if x["id"] == "rank_imbalance"]
     assert bool(found) == expected
     if found:
-        assert found[0]["counters"]["slowest_seconds"] == pytest.approx(slow)
+        assert found[0]["counters"]["POSIX_F_SLOWEST_RANK_TIME"] == pytest.approx(slow)
 
 
 def test_a_log_without_posix(capsys):

@@ -21,7 +21,7 @@ MIN_BYTES = 1 << 20            # files that moved less than 1 MiB are not worth 
 UNALIGNED_SHARE = 0.5          # most requests not starting at a multiple of POSIX_FILE_ALIGNMENT (the block size)
 NONCONSECUTIVE_SHARE = 0.5     # most requests not where the rank's last one ended: the ranks' pieces interleave
 STRIPE_MIN_BYTES = 1 << 30     # below 1 GiB written, one storage target writes a shared file within seconds
-FILES_PER_OST_MAX = 8          # more files than this on one OST: the throttling paper found 1 to 8 concurrent
+FILES_PER_OST_MAX = 8          # more files than this on one OST: Seelam, Kerstens and Teller found 1 to 8 concurrent
                                # streams best on a disk target; more make it position between them
 OST_BYTES_IMBALANCE = 2.0      # the busiest OST got twice the mean bytes: it alone sets the job's write time
 IMBALANCE_RATIO = 2.0          # the slowest rank took twice the fastest's (or the mean's) time
@@ -134,8 +134,7 @@ def _find_group(g: dict, job: dict, nprocs: int) -> list[Finding]:
         base = float(rb.get("mean_seconds", rb["fastest_seconds"]) or 0.0)
         if slow - base >= IMBALANCE_MIN_SECONDS and slow >= IMBALANCE_RATIO * max(base, 1e-9):
             versus = "mean" if "mean_seconds" in rb else "fastest"
-            counters = {k: rb[k] for k in ("fastest_seconds", "slowest_seconds", "mean_seconds", "fastest_bytes",
-                                           "slowest_bytes", "variance_seconds", "variance_bytes") if k in rb}
+            counters = dict(rb["counters"])
             out.append(Finding("rank_imbalance", "warning", m,
                                f"the slowest rank spent {slow:.2f} s in I/O on these files, {slow / max(base, 1e-9):.1f}x "
                                f"the {versus} rank's {base:.2f} s ({rb['source']})", counters))

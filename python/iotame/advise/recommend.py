@@ -26,6 +26,7 @@ MERGED_REQUEST = 4 << 20           # staging's flusher merges a node's adjacent 
                                    # (its prefetch unit, docs/staging.md); the prediction's request size
 HDF5_CHUNK_BYTES = 4 << 20         # chunks of a few MiB: requests where storage reaches its bandwidth
 HDF5_ALIGNMENT_THRESHOLD = 65536   # objects below it (HDF5's metadata) stay packed; larger ones start aligned
+NO_MODEL_TERM = "not predicted: the cost model has no term for this setting"
 # A request size standing for each Darshan bin (about its geometric middle) for the predictions.
 BIN_BYTES = {"0_100": 64, "100_1K": 512, "1K_10K": 4096, "10K_100K": 32768, "100K_1M": 262144,
              "1M_4M": 2 << 20, "4M_10M": 6 << 20, "10M_100M": 32 << 20, "100M_1G": 256 << 20, "1G_PLUS": 1 << 30}
@@ -50,7 +51,7 @@ class _Builder:
         sec[key] = value
         self.settings.append({"rule": match or "defaults", "key": f"{section}.{key}", "value": value,
                               "findings": [finding], "reason": reason, "predicted_gain": gain,
-                              "prediction": gain_note})
+                              "prediction": gain_note or NO_MODEL_TERM})
 
     def leave(self, finding: dict, why: str) -> None:
         self.unanswered.append({"finding": finding["id"], "match": finding["match"], "why": why})
@@ -263,7 +264,8 @@ def build_config(summary: dict, findings: list[dict], top: int, profile: dict | 
         "log": log_path, "by": "iotame advise",
         "match": "globs on basenames, digits wildcarded where files are numbered (per-process files, steps): the "
                  "log's paths are those of the machine that ran the job",
-        "settings": [{k: s[k] for k in ("rule", "key", "value", "findings", "reason", "predicted_gain")}
+        "settings": [{k: s[k] for k in ("rule", "key", "value", "findings", "reason", "predicted_gain",
+                                        "prediction")}
                      for s in b.settings],
         "profile": profile_path}}
     return {"config": config, "settings": b.settings, "unanswered": b.unanswered, "prediction": prediction}

@@ -221,7 +221,11 @@ def _summary_ranks(files: list[_FileAgg], nprocs: int) -> dict[str, Any] | None:
         rec = shared[0]
         c, fc = rec["counters"], rec.get("fcounters", {})
         p = "POSIX" if "POSIX_FASTEST_RANK" in c else "MPIIO"
+        names = (f"{p}_FASTEST_RANK", f"{p}_FASTEST_RANK_BYTES", f"{p}_SLOWEST_RANK", f"{p}_SLOWEST_RANK_BYTES")
+        fnames = (f"{p}_F_FASTEST_RANK_TIME", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_F_VARIANCE_RANK_TIME",
+                  f"{p}_F_VARIANCE_RANK_BYTES")
         return {"source": f"{p}_FASTEST_RANK/{p}_SLOWEST_RANK",
+                "counters": {**{n: c.get(n) for n in names}, **{n: fc.get(n) for n in fnames}},
                 "fastest_rank": c.get(f"{p}_FASTEST_RANK"), "fastest_bytes": c.get(f"{p}_FASTEST_RANK_BYTES"),
                 "fastest_seconds": fc.get(f"{p}_F_FASTEST_RANK_TIME"),
                 "slowest_rank": c.get(f"{p}_SLOWEST_RANK"), "slowest_bytes": c.get(f"{p}_SLOWEST_RANK_BYTES"),
@@ -238,10 +242,13 @@ def _summary_ranks(files: list[_FileAgg], nprocs: int) -> dict[str, Any] | None:
     times = list(per_rank.values())
     nbytes = [per_rank_bytes[r] for r in per_rank]
     mean = sum(times) / len(times)
-    return {"source": "per-rank records (POSIX_F_READ_TIME+WRITE_TIME+META_TIME, POSIX_BYTES_*)",
-            "ranks": len(times), "fastest_seconds": min(times), "slowest_seconds": max(times),
-            "mean_seconds": mean, "fastest_bytes": min(nbytes), "slowest_bytes": max(nbytes),
-            "variance_seconds": sum((t - mean) ** 2 for t in times) / len(times)}
+    out = {"source": "per-rank records (POSIX_F_READ_TIME+WRITE_TIME+META_TIME, POSIX_BYTES_*)",
+           "ranks": len(times), "fastest_seconds": min(times), "slowest_seconds": max(times),
+           "mean_seconds": mean, "fastest_bytes": min(nbytes), "slowest_bytes": max(nbytes),
+           "variance_seconds": sum((t - mean) ** 2 for t in times) / len(times)}
+    out["counters"] = {f"{k} (over {len(times)} ranks' records)": v for k, v in out.items()
+                       if k not in ("source", "ranks")}
+    return out
 
 
 def _summary_hdf5(files: list[_FileAgg]) -> dict[str, Any] | None:
