@@ -15,7 +15,7 @@ from .load import load_log
 from .recommend import build_config
 from .summary import MAX_FILES, summarize_log
 
-__all__ = ["ADVICE_VERSION", "advise", "resolve_profile"]
+__all__ = ["ADVICE_VERSION", "advise", "advise_loaded", "resolve_profile"]
 
 ADVICE_VERSION = 1      # the version of the --json document (docs/advise.md); a change of its keys bumps it
 
@@ -38,7 +38,12 @@ def resolve_profile(named: str | None) -> tuple[dict | None, str | None, str]:
 
 def advise(log_path: str, top: int = 10, profile: str | None = None, max_files: int = MAX_FILES) -> dict[str, Any]:
     """The whole advice for a log (the --json document): LogError for a log that cannot be read."""
-    log = load_log(log_path)
+    return advise_loaded(load_log(log_path), str(log_path), top, profile, max_files)
+
+
+def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None = None,
+                  max_files: int = MAX_FILES) -> dict[str, Any]:
+    """The advice for a log load_log read (or a test made from one)."""
     summary = summarize_log(log, max_files=max_files)
     summary["modules"] = log["modules"]
     findings = find(summary)

@@ -179,7 +179,7 @@ def _rec_group(b: _Builder, g: dict, job: dict, profile: dict | None) -> None:
                            "there")
                 continue
             old = g["lustre"]["stripe_count"]
-            want = min(g["ranks"], targets) if targets else int(f["counters"]["OSTs in the log"])
+            want = min(g["ranks"], targets or int(f["counters"]["OSTs in the log"]))
             want = max(want, old)
             gain = min(want, targets) / min(old, targets) if targets else None
             note = f"{min(want, targets)} of the profile's {targets} targets busy at once against {min(old, targets)}" \

@@ -137,12 +137,18 @@ def _summary_collect(log: dict) -> dict[int, _FileAgg]:
         agg.ranks.add(rec["rank"])
     for rec in recs.get("H5F", []):
         get(rec["id"]).h5f = True
+    by_path = {f.path: fid for fid, f in files.items()}
     for rec in recs.get("H5D", []):
+        # an H5D record names "FILE:/DATASET"; its file_rec_id links the file's record in logs that fill it in
+        # (0 in the 3.21 logs)
+        path, _, dataset = names.get(str(rec["id"]), "").partition(":/")
         parent = rec.get("file_rec_id")
-        if parent in files or parent is not None:
+        if parent not in files:
+            parent = by_path.get(path)
+        if parent is not None:
             c = rec["counters"]
             get(parent).datasets.append({
-                "name": names.get(str(rec["id"]), "").split(":", 1)[-1],
+                "name": "/" + dataset,
                 "rank": rec["rank"],
                 "chunk": [int(c.get(f"H5D_CHUNK_SIZE_D{i}", 0)) for i in range(1, 6)
                           if int(c.get(f"H5D_CHUNK_SIZE_D{i}", 0)) > 0],
