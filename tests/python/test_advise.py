@@ -5,7 +5,6 @@ damaged, an unreadable version) ends with exit status 2 and a message naming the
 import collections
 import fnmatch
 import json
-import os
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -205,10 +204,16 @@ def test_a_bad_profile_is_an_error(tmp_path, capsys):
 
 def test_top_and_max_files_say_what_was_skipped(capsys):
     log = LOG["dxt.darshan"]
-    full = advise_json(capsys, log)
+    full = advise_json(capsys, log, "--top", 1000)
     a = advise_json(capsys, log, "--max-files", 50, "--top", 2)
     assert a["skipped"]["files"] == full["job"]["files"] - 50
     assert len(a["files"]) == 2 and a["skipped"]["groups"] > 0
+    top = advise_json(capsys, log, "--top", 2)             # the same groups as the full advice, cut after 2
+    shown = {g["match"] for g in top["files"]}
+    assert shown == {g["match"] for g in full["files"][:2]}
+    assert all(f["match"] in shown or f["match"] is None for f in top["findings"])
+    hidden = collections.Counter(f["id"] for g in full["files"][2:] for f in g["findings"])
+    assert hidden and top["skipped"]["findings"] == dict(hidden)
     assert len(a["config"].get("files", [])) <= 2
     rc = main(["advise", str(log), "--max-files", "50", "--top", "2"])
     out = capsys.readouterr().out

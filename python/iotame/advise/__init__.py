@@ -3,6 +3,7 @@
 tables or JSON (render). docs/advise.md is the manual."""
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,11 @@ def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None =
         skipped = {**(skipped or {}), "groups": len(rest), "group_files": sum(g["files"] for g in rest),
                    "group_bytes": sum(g["bytes_read"] + g["bytes_written"] for g in rest),
                    "group_seconds": sum(g["io_seconds"] for g in rest),
-                   "matches": [g["match"] for g in rest[:20]]}
+                   "matches": [g["match"] for g in rest[:20]],
+                   "findings": dict(Counter(f["id"] for g in rest for f in g["findings"]))}
+    # the findings of the groups shown and the job's; those of the groups beyond --top are counted in `skipped`
+    shown_matches = {g["match"] for g in shown}
+    findings = [f for f in findings if f["match"] is None or f["match"] in shown_matches]
     job = log["job"]
     return {
         "version": ADVICE_VERSION, "kind": "iotame-advice",

@@ -11,8 +11,6 @@ prediction is an upper bound of what the setting can gain on the storage side.
 """
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Any
 
 from ..tune.recommend import _recommend_curve_value, throttle_level
@@ -244,9 +242,6 @@ def build_config(summary: dict, findings: list[dict], top: int, profile: dict | 
     for g in groups:
         _rec_group(b, g, summary["job"], profile)
     _rec_job(b, summary, findings, groups, profile)
-    for g in summary["groups"][top:]:
-        for f in g["findings"]:
-            b.leave(f, f"the file is beyond --top {top}: no rule written for it")
     config: dict[str, Any] = {"version": 1}
     if None in b.rules:
         config["defaults"] = b.rules[None]

@@ -70,7 +70,8 @@ def _render_files(a: dict) -> Table:
     for g in a["files"]:
         _render_row(t, g["match"], str(g["files"]), g["kind"], str(g["ranks"]), fmt_bytes(g["bytes_read"]),
                   fmt_bytes(g["bytes_written"]), _render_secs(g["io_seconds"]),
-                  f"({g['histogram_source']}) {_render_hist(g['histogram'])}", _render_access(g["access"]),
+                  f"({g['histogram_source']}) {_render_hist(g['histogram'])}" if g["histogram_source"] else "-",
+                  _render_access(g["access"]),
                   _render_mpiio(g["mpiio"]), _render_lustre(g["lustre"]))
     return t
 
@@ -123,6 +124,9 @@ def print_advice(a: dict, console: Console, config_out: str | None = None) -> No
         if sk.get("files"):
             parts.append(f"{sk['files']:,} files beyond --max-files ({fmt_bytes(sk['bytes_read'] + sk['bytes_written'])}"
                          f" bytes, {sk['io_seconds']:,.2f} s) not analysed")
+        if sk.get("findings"):
+            parts.append("findings on the groups not shown: " +
+                         ", ".join(f"{k} {n}" for k, n in sk["findings"].items()))
         if sk.get("groups"):
             parts.append(f"{sk['groups']} more group(s) of {sk['group_files']:,} files beyond --top not shown "
                          f"({fmt_bytes(sk['group_bytes'])} bytes, {sk['group_seconds']:,.2f} s): "

@@ -6,7 +6,6 @@ the ranks that accessed the file (a shared file's record, rank -1, sums its rank
 """
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections import Counter, defaultdict
 from pathlib import PurePosixPath
@@ -169,8 +168,9 @@ def _summary_hist(counter: Counter, name: str) -> dict[str, dict[str, int]]:
             for d in ("READ", "WRITE")}
 
 
-def _summary_hist_of(files: Iterable[_FileAgg]) -> tuple[str, dict[str, dict[str, int]]]:
-    """The request-size histogram of files: POSIX's (requests that reached the file system), else MPI-IO's."""
+def _summary_hist_of(files: Iterable[_FileAgg]) -> tuple[str | None, dict[str, dict[str, int]]]:
+    """The request-size histogram of files: POSIX's (requests that reached the file system), else MPI-IO's, else
+    none (source None)."""
     posix: Counter = Counter()
     mpiio: Counter = Counter()
     for f in files:
@@ -178,7 +178,9 @@ def _summary_hist_of(files: Iterable[_FileAgg]) -> tuple[str, dict[str, dict[str
         mpiio.update(f.mpiio)
     if any(posix[f"POSIX_SIZE_{d}_{b}"] for d in ("READ", "WRITE") for b in SIZE_BINS):
         return "POSIX", _summary_hist(posix, "POSIX_SIZE_{d}_{b}")
-    return "MPI-IO", _summary_hist(mpiio, "MPIIO_SIZE_{d}_AGG_{b}")
+    if any(mpiio[f"MPIIO_SIZE_{d}_AGG_{b}"] for d in ("READ", "WRITE") for b in SIZE_BINS):
+        return "MPI-IO", _summary_hist(mpiio, "MPIIO_SIZE_{d}_AGG_{b}")
+    return None, {"read": {}, "write": {}}
 
 
 def _summary_access(posix: Counter) -> dict[str, dict[str, int]]:
