@@ -357,3 +357,22 @@ def test_a_job_without_mpiio_records_gets_no_mpiio_advice():
     assert any("did not use MPI-IO" in n for n in a["notes"])
     assert "small_requests" in ids_of(a)                        # the POSIX finding stands
     assert not any(s["key"].startswith(("mpiio_hints", "collective")) for s in a["settings"])
+
+
+def test_severity_follows_the_groups_share_of_the_io_time(capsys):
+    a = advise_json(capsys, LOG["dxt.darshan"], "--top", 1000)
+    job = a["job"]["io_seconds"]
+    seen = set()
+    for g in a["files"]:
+        share = g["io_seconds"] / job
+        for f in g["findings"]:
+            want = "critical" if share >= 0.5 else ("info" if share < 0.05 else "warning")
+            assert f["severity"] == want, (g["match"], share)
+            seen.add(want)
+    assert seen == {"critical", "warning", "info"}
+
+
+def test_config_out_that_cannot_be_written(tmp_path, capsys):
+    rc = main(["advise", str(LOG["sample.darshan"]), "--config-out", str(tmp_path / "no" / "such" / "a.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot write" in err and "Traceback" not in err

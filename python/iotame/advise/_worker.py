@@ -32,16 +32,20 @@ def _worker_plain(rec: Any, names: list[str], fnames: list[str]) -> dict:
     return out
 
 
-def _worker_lustre(rec: Any) -> dict:
-    """A LUSTRE record: pydarshan 3.5 gives layout components (PFL); the first component's stripe size and count,
-    and the OSTs of every component."""
-    comps = _worker_get(rec, "components") or []
+def _worker_lustre(rec: Any, names: list[str]) -> dict:
+    """A LUSTRE record: pydarshan 3.5 gives layout components (PFL): the first component's stripe size and count,
+    and the OSTs of every component; older ones one layout (LUSTRE_STRIPE_SIZE, LUSTRE_STRIPE_WIDTH, ost_ids)."""
+    out = {"id": int(rec["id"]), "rank": int(rec["rank"])}
+    comps = _worker_get(rec, "components")
+    if comps is None:
+        c = dict(zip(names, (int(v) for v in rec["counters"])))
+        return {**out, "stripe_size": c.get("LUSTRE_STRIPE_SIZE", 0), "stripe_count": c.get("LUSTRE_STRIPE_WIDTH", 0),
+                "osts": [int(o) for o in (_worker_get(rec, "ost_ids") or [])]}
     osts: list[int] = []
-    for c in comps:
-        osts.extend(int(o) for o in c.get("ost_ids", []))
-    first = comps[0]["counters"] if comps else [0, 0]
-    return {"id": int(rec["id"]), "rank": int(rec["rank"]), "stripe_size": int(first[0]),
-            "stripe_count": int(first[1]), "osts": osts}
+    for comp in comps:
+        osts.extend(int(o) for o in comp.get("ost_ids", []))
+    first = comps[0]["counters"] if comps else [0, 0]    # LUSTRE_COMP_STRIPE_SIZE, LUSTRE_COMP_STRIPE_COUNT
+    return {**out, "stripe_size": int(first[0]), "stripe_count": int(first[1]), "osts": osts}
 
 
 def worker_read(path: str) -> dict:
@@ -65,10 +69,10 @@ def worker_read(path: str) -> dict:
         else:
             r.mod_read_all_records(mod, warnings=False)
         recs = r.records.get(mod, [])
-        if mod == "LUSTRE":
-            out["records"][mod] = [_worker_lustre(recs[i]) for i in range(len(recs))]
-            continue
         names = r.counters[mod]["counters"]
+        if mod == "LUSTRE":
+            out["records"][mod] = [_worker_lustre(recs[i], names) for i in range(len(recs))]
+            continue
         fnames = r.counters[mod]["fcounters"]
         out["records"][mod] = [_worker_plain(recs[i], names, fnames) for i in range(len(recs))]
     r.read_name_records()

@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["Finding", "find", "FINDING_IDS", "SMALL_BINS", "SMALL_SHARE", "SMALL_MIN_REQUESTS", "MIN_BYTES",
            "UNALIGNED_SHARE", "NONCONSECUTIVE_SHARE", "STRIPE_MIN_BYTES", "FILES_PER_OST_MAX",
            "OST_BYTES_IMBALANCE", "IMBALANCE_RATIO", "IMBALANCE_MIN_SECONDS", "RMW_MIN_SWITCHES", "META_SHARE",
-           "META_MIN_SECONDS", "MANY_FILES", "SMALL_FILE_BYTES", "SMALL_CHUNK_BYTES"]
+           "META_MIN_SECONDS", "MANY_FILES", "SMALL_FILE_BYTES", "SMALL_CHUNK_BYTES", "CRITICAL_SHARE", "INFO_SHARE"]
 
 # Requests in Darshan's bins below 100 KB are small: storage reaches its bandwidth with requests of about 1 MiB
 # (the profiles of docs/calibrate.md rise up to there), and 100K is the bin boundary below it.
@@ -34,6 +34,8 @@ MANY_FILES = 100               # a job of more files than this ...
 SMALL_FILE_BYTES = 1 << 20     # ... whose median file is below 1 MiB spends its time on metadata servers
 SMALL_CHUNK_BYTES = 1 << 20    # HDF5 chunks below 1 MiB make small requests whatever the hints
 
+CRITICAL_SHARE = 0.5          # a group's findings are critical when it holds half of the job's I/O time ...
+INFO_SHARE = 0.05             # ... and only informative below 5 % of it: fixing them cannot gain more
 SEVERITIES = ("info", "warning", "critical")
 FINDING_IDS = ("small_requests", "unaligned_requests", "independent_shared", "interleaved_no_collective",
                "collective_small_requests", "stripe_count", "ost_imbalance", "rank_imbalance",
@@ -173,7 +175,11 @@ def _find_job(summary: dict) -> list[Finding]:
                    f"OST" if heavy else "") + ("; " if heavy and skewed else "") + \
                   (f"the busiest OST got {lu['bytes_per_ost_max'] / lu['bytes_per_ost_mean']:.1f}x the mean bytes"
                    if skewed else "")
-            out.append(Finding("ost_imbalance", "warning", None, why,
+            moved = job["bytes_read"] + job["bytes_written"]
+            share = lu["bytes_per_ost_mean"] * lu["osts_used"] / moved if moved else 0.0
+            severity = "critical" if share >= CRITICAL_SHARE else ("info" if moved and share < INFO_SHARE
+                                                                   else "warning")
+            out.append(Finding("ost_imbalance", severity, None, why,
                                {"LUSTRE files": lu["files"], "OSTs used (LUSTRE_OST_ID_*)": lu["osts_used"],
                                 "files per OST, most": lu["files_per_ost_max"],
                                 "files per OST, mean": round(lu["files_per_ost_mean"], 2),
@@ -197,12 +203,28 @@ def _find_job(summary: dict) -> list[Finding]:
     return out
 
 
+def _find_severity(g: dict, job: dict) -> str:
+    """A group's findings weigh by the group's share of the job: its I/O time (its bytes when the log has no
+    times)."""
+    if job["io_seconds"] > 0:
+        share = g["io_seconds"] / job["io_seconds"]
+    else:
+        moved = job["bytes_read"] + job["bytes_written"]
+        share = (g["bytes_read"] + g["bytes_written"]) / moved if moved else 0.0
+    return "critical" if share >= CRITICAL_SHARE else ("info" if share < INFO_SHARE else "warning")
+
+
 def find(summary: dict) -> list[Finding]:
     """Every finding of a summary (summary.summarize_log's, with `modules`): per group (each group also gets its
-    own under "findings"), then the job's."""
+    own under "findings"), then the job's. A group's findings are `critical` when the group holds at least half
+    of the job's I/O time, `info` below 5 %, else `warning`; so are ost_imbalance's by the bytes of the files on
+    Lustre; the job's others are `warning`."""
     out: list[Finding] = []
     for g in summary["groups"]:
         g["findings"] = _find_group(g, summary["job"], summary["job"]["nprocs"])
+        severity = _find_severity(g, summary["job"])
+        for f in g["findings"]:
+            f["severity"] = severity
         out.extend(g["findings"])
     out.extend(_find_job(summary))
     return out

@@ -9,6 +9,7 @@ from ..advise import advise as make_advice
 from ..advise.render import print_advice
 from ..advise.summary import MAX_FILES
 from ..config import save_config
+from ..errors import UsageError
 from ..render import console
 from .argtypes import positive_int
 
@@ -37,7 +38,10 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     advice = make_advice(args.log, top=args.top, profile=args.profile, max_files=args.max_files)
     if args.config_out:
-        save_config(advice["config"], args.config_out)
+        try:
+            save_config(advice["config"], args.config_out)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.config_out}: {e.strerror or e}") from None
     if args.json:
         json.dump(advice, sys.stdout, indent=1)
         sys.stdout.write("\n")
