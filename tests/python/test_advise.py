@@ -376,3 +376,13 @@ def test_config_out_that_cannot_be_written(tmp_path, capsys):
     rc = main(["advise", str(LOG["sample.darshan"]), "--config-out", str(tmp_path / "no" / "such" / "a.json")])
     err = capsys.readouterr().err
     assert rc == 2 and "cannot write" in err and "Traceback" not in err
+
+
+def test_thousands_of_files_capped(capsys):
+    """sample-badost: 2048 files; with --max-files 500 the rest is summed and said to be skipped."""
+    full = advise_json(capsys, LOG["sample-badost.darshan"])
+    a = advise_json(capsys, LOG["sample-badost.darshan"], "--max-files", 500)
+    assert a["job"]["files"] == 2048 and a["files"][0]["files"] == 500
+    assert a["skipped"]["files"] == 1548
+    total = full["job"]["bytes_written"]
+    assert a["files"][0]["bytes_written"] + a["skipped"]["bytes_written"] == total
