@@ -11,9 +11,10 @@ prediction is an upper bound of what the setting can gain on the storage side.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from ..tune.recommend import _recommend_curve_value, throttle_level
+from ..tune.recommend import curve_value, throttle_level
 from .findings import SMALL_BINS, SMALL_MIN_REQUESTS
 
 __all__ = ["CB_BUFFER_SIZE", "MERGED_REQUEST", "HDF5_CHUNK_BYTES", "HDF5_ALIGNMENT_THRESHOLD", "BIN_BYTES",
@@ -76,8 +77,8 @@ def _rec_request_gain(g: dict, profile: dict | None, new_size: int) -> tuple[flo
             return None, f"the profile has no {d} curves"
         for b, count in bins.items():
             size = BIN_BYTES[b]
-            old += count * size / (_recommend_curve_value(before, size) * 1e6)
-            new += count * size / (_recommend_curve_value(after, max(size, new_size)) * 1e6)
+            old += count * size / (curve_value(before, size) * 1e6)
+            new += count * size / (curve_value(after, max(size, new_size)) * 1e6)
     if new <= 0:
         return None, "no requests in the log's bins: no prediction"
     return old / new, f"storage time of the log's requests ({old:.3g} s) against {new_size:,}-byte sequential " \
@@ -95,7 +96,7 @@ def _rec_throttle_gain(profile: dict | None, direction: str, streams: int) -> tu
         return None, f"the profile's {direction} streams curve stops at {pts[-1][0]} streams, below the " \
                      f"{streams} a target saw: auto measures the levels instead"
     level = throttle_level(pts, streams)
-    gain = _recommend_curve_value(pts, level) / _recommend_curve_value(pts, streams)
+    gain = curve_value(pts, level) / curve_value(pts, streams)
     return gain, f"the profile's {direction} streams curve at {level} streams against {streams}"
 
 
@@ -125,7 +126,7 @@ def _rec_staging(b: _Builder, g: dict, f: dict, profile: dict | None) -> bool:
               "large requests and writes them behind", gain, note)
         done = True
     acc = (g["access"] or {}).get("read") or {}
-    small_reads = sum(n for b, n in g["histogram"].get("read", {}).items() if b in SMALL_BINS)
+    small_reads = sum(n for size_bin, n in g["histogram"].get("read", {}).items() if size_bin in SMALL_BINS)
     if small_reads >= SMALL_MIN_REQUESTS and acc.get("requests") and \
             (acc["consecutive"] + acc["sequential"]) / acc["requests"] >= 0.5:
         b.add(g["match"], "staging", "prefetch", True, f["id"],
@@ -134,87 +135,119 @@ def _rec_staging(b: _Builder, g: dict, f: dict, profile: dict | None) -> bool:
     return done
 
 
-def _rec_throttle(b: _Builder, g: dict | None, f: dict, profile: dict | None, streams: int) -> None:
-    groups = [g] if g else []
-    for grp in groups:
-        for d, key in (("write", "writers"), ("read", "readers")):
-            if grp[f"bytes_{'written' if d == 'write' else 'read'}"]:
-                gain, note = _rec_throttle_gain(profile, d, streams)
-                b.add(grp["match"], "throttle", key, "auto", f["id"],
-                      f"at most a measured number of processes {d} one storage target at once (auto finds it); "
-                      f"the others wait their turn instead of making the target switch between streams", gain, note)
-        if not grp["mpiio"] and not grp["hdf5"]:
-            b.add(None, "posix", "all_files", True, f["id"],
-                  "the files are written through POSIX calls only: the runtime records (and throttles) every "
-                  "regular file the processes open")
+def _rec_throttle(b: _Builder, g: dict, f: dict, profile: dict | None, streams: int) -> None:
+    """throttle auto for each direction the group moved bytes in; `streams`: how many a target saw."""
+    for d, key, moved in (("write", "writers", g["bytes_written"]), ("read", "readers", g["bytes_read"])):
+        if moved:
+            gain, note = _rec_throttle_gain(profile, d, streams)
+            b.add(g["match"], "throttle", key, "auto", f["id"],
+                  f"at most a measured number of processes {d} one storage target at once (auto finds it); "
+                  f"the others wait their turn instead of making the target switch between streams", gain, note)
+    if not g["mpiio"] and not g["hdf5"]:
+        b.add(None, "posix", "all_files", True, f["id"],
+              "the files are written through POSIX calls only: the runtime records (and throttles) every "
+              "regular file the processes open")
+
+
+def _rec_collective(g: dict) -> bool:
+    mpi = g["mpiio"] or {}
+    return bool(mpi.get("collective_writes") or mpi.get("collective_reads"))
+
+
+def _rec_streams(g: dict) -> int:
+    """Processes a storage target served at once, at most: the most files of the group on one OST (one writer a
+    file), the ranks over the stripe count for a shared file, else the ranks."""
+    lu = g["lustre"]
+    if lu and g["kind"] != "shared":
+        return max(1, int(lu["files_per_ost_max"]))
+    if lu:
+        return max(1, math.ceil(g["ranks"] / max(1, lu["stripe_count"])))
+    return max(1, g["ranks"])
+
+
+def _rec_answer_small(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    if not _rec_staging(b, g, f, profile) and (g["mpiio"] or g["hdf5"]):
+        b.leave(f, "reads that are not sequential: no setting of the runtime merges them")
+
+
+def _rec_answer_unaligned(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    if g["hdf5"]:
+        unit = int((g["lustre"] or {}).get("stripe_size") or max(4096, g["alignment"]["file_alignment"]))
+        b.add(g["match"], "hdf5", "alignment", unit, f["id"],
+              f"HDF5 places datasets at multiples of {unit:,} bytes (the stripe or block size)")
+        b.add(g["match"], "hdf5", "alignment_threshold", HDF5_ALIGNMENT_THRESHOLD, f["id"],
+              "objects below 64 KiB (metadata) stay packed")
+    elif _rec_collective(g):
+        _rec_strategy_settings(b, g, f, profile)
+    else:
+        b.leave(f, "the offsets are the application's own (independent or POSIX calls): no setting aligns them")
+
+
+def _rec_answer_stripes(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    targets = int(((profile or {}).get("filesystem") or {}).get("targets") or 0)
+    old = g["lustre"]["stripe_count"]
+    want = min(g["ranks"], targets or int(f["counters"]["OSTs in the log"]))
+    if want <= old:
+        b.leave(f, f"the machine profile's file system has {targets} storage target(s), no more than the job's "
+                   f"stripe count")
+        return
+    gain, note = (want / old, f"{want} of the profile's {targets} targets busy at once against {old}") \
+        if targets else (None, "no machine profile: no prediction")
+    b.add(g["match"], "mpiio_hints", "striping_factor", want, f["id"],
+          f"the file striped over {want} targets when the job creates it (the hint acts on new files only)",
+          gain, note)
+    b.add(g["match"], "mpiio_hints", "striping_unit", int(g["lustre"]["stripe_size"] or 1 << 20), f["id"],
+          "the stripe size the job had")
+    if _rec_collective(g):
+        b.add(g["match"], "mpiio_hints", "cb_nodes", want, f["id"],
+              "one aggregator per target: each writes its own stripes")
+
+
+def _rec_answer_imbalance(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    if _rec_collective(g):
+        b.add(g["match"], "collective", "strategy", "auto", f["id"],
+              "the selector measures the collective strategies on the job's own calls and keeps the fastest")
+    else:
+        _rec_throttle(b, g, f, profile, _rec_streams(g))
+
+
+def _rec_answer_rmw(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    if g["mpiio"] and g["mpiio"]["independent_writes"]:
+        b.add(g["match"], "mpiio_hints", "romio_ds_write", "disable", f["id"],
+              "ROMIO's data sieving reads the range of a noncontiguous independent write before writing it")
+    else:
+        b.leave(f, "the reads and writes are the application's own (or collective): no setting removes them")
+
+
+def _rec_answer_meta(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    if g["hdf5"]:
+        b.add(g["match"], "hdf5", "coll_metadata_writes", True, f["id"],
+              "HDF5 writes its metadata collectively at flush and close instead of from every rank")
+        b.add(g["match"], "hdf5", "meta_block_size", 1 << 20, f["id"],
+              "HDF5 aggregates metadata in 1 MiB blocks: fewer, larger metadata requests")
+    else:
+        b.leave(f, "opens, closes and stats are the application's own: no setting removes them")
+
+
+def _rec_answer_chunks(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+    rules = [{"match": name, "chunk_bytes": HDF5_CHUNK_BYTES} for name in g["hdf5"]["chunked"]]
+    b.add(g["match"], "hdf5", "datasets", rules, f["id"],
+          f"chunks of about {HDF5_CHUNK_BYTES >> 20} MiB for the chunked datasets (new datasets only)")
+
+
+# How each finding of a group is answered (findings.FINDING_IDS; the job's: _rec_job).
+_REC_ANSWERS = {
+    "collective_small_requests": lambda b, g, f, p, j: _rec_strategy_settings(b, g, f, p),
+    "small_requests": _rec_answer_small, "independent_shared": _rec_answer_small,
+    "interleaved_no_collective": _rec_answer_small, "unaligned_requests": _rec_answer_unaligned,
+    "stripe_count": _rec_answer_stripes, "rank_imbalance": _rec_answer_imbalance,
+    "read_modify_write": _rec_answer_rmw, "metadata_share": _rec_answer_meta, "small_hdf5_chunks": _rec_answer_chunks,
+}
 
 
 def _rec_group(b: _Builder, g: dict, job: dict, profile: dict | None) -> None:
     for f in g["findings"]:
-        fid = f["id"]
-        mpi = g["mpiio"]
-        if fid == "collective_small_requests":
-            _rec_strategy_settings(b, g, f, profile)
-        elif fid in ("small_requests", "independent_shared", "interleaved_no_collective"):
-            if not _rec_staging(b, g, f, profile) and (mpi or g["hdf5"]):
-                b.leave(f, "reads that are not sequential: no setting of the runtime merges them")
-        elif fid == "unaligned_requests":
-            if g["hdf5"]:
-                unit = (g["lustre"] or {}).get("stripe_size") or max(4096, g["alignment"]["file_alignment"])
-                b.add(g["match"], "hdf5", "alignment", int(unit), fid,
-                      f"HDF5 places datasets at multiples of {int(unit):,} bytes (the stripe or block size)")
-                b.add(g["match"], "hdf5", "alignment_threshold", HDF5_ALIGNMENT_THRESHOLD, fid,
-                      "objects below 64 KiB (metadata) stay packed")
-            elif mpi and (mpi["collective_writes"] or mpi["collective_reads"]):
-                _rec_strategy_settings(b, g, f, profile)
-            else:
-                b.leave(f, "the offsets are the application's own (independent or POSIX calls): no setting aligns "
-                           "them")
-        elif fid == "stripe_count":
-            targets = int(((profile or {}).get("filesystem") or {}).get("targets") or 0)
-            if profile is not None and targets <= 1:
-                b.leave(f, "the machine profile's file system has one storage target: striping hints do not apply "
-                           "there")
-                continue
-            old = g["lustre"]["stripe_count"]
-            want = min(g["ranks"], targets or int(f["counters"]["OSTs in the log"]))
-            want = max(want, old)
-            gain = min(want, targets) / min(old, targets) if targets else None
-            note = f"{min(want, targets)} of the profile's {targets} targets busy at once against {min(old, targets)}" \
-                if targets else "no machine profile: no prediction"
-            b.add(g["match"], "mpiio_hints", "striping_factor", want, fid,
-                  f"the file striped over {want} targets when the job creates it (the hint acts on new files "
-                  f"only)", gain, note)
-            b.add(g["match"], "mpiio_hints", "striping_unit", int(g["lustre"]["stripe_size"] or 1 << 20), fid,
-                  "the stripe size the job had")
-            if mpi and (mpi["collective_writes"] or mpi["collective_reads"]):
-                b.add(g["match"], "mpiio_hints", "cb_nodes", want, fid,
-                      "one aggregator per target: each writes its own stripes")
-        elif fid == "rank_imbalance":
-            if mpi and (mpi["collective_writes"] or mpi["collective_reads"]):
-                b.add(g["match"], "collective", "strategy", "auto", fid,
-                      "the selector measures the collective strategies on the job's own calls and keeps the fastest")
-            else:
-                streams = int((job.get("lustre") or {}).get("files_per_ost_max") or g["ranks"] or 1)
-                _rec_throttle(b, g, f, profile, streams)
-        elif fid == "read_modify_write":
-            if mpi and mpi["independent_writes"]:
-                b.add(g["match"], "mpiio_hints", "romio_ds_write", "disable", fid,
-                      "ROMIO's data sieving reads the range of a noncontiguous independent write before writing it")
-            else:
-                b.leave(f, "the reads and writes are the application's own (or collective): no setting removes them")
-        elif fid == "metadata_share":
-            if g["hdf5"]:
-                b.add(g["match"], "hdf5", "coll_metadata_writes", True, fid,
-                      "HDF5 writes its metadata collectively at flush and close instead of from every rank")
-                b.add(g["match"], "hdf5", "meta_block_size", 1 << 20, fid,
-                      "HDF5 aggregates metadata in 1 MiB blocks: fewer, larger metadata requests")
-            else:
-                b.leave(f, "opens, closes and stats are the application's own: no setting removes them")
-        elif fid == "small_hdf5_chunks":
-            rules = [{"match": name, "chunk_bytes": HDF5_CHUNK_BYTES} for name in g["hdf5"]["chunked"]]
-            b.add(g["match"], "hdf5", "datasets", rules, fid,
-                  f"chunks of about {HDF5_CHUNK_BYTES >> 20} MiB for the chunked datasets (new datasets only)")
+        _REC_ANSWERS[f["id"]](b, g, f, profile, job)
 
 
 def _rec_job(b: _Builder, summary: dict, findings: list[dict], groups: list[dict], profile: dict | None) -> None:
