@@ -386,3 +386,16 @@ def test_thousands_of_files_capped(capsys):
     assert a["skipped"]["files"] == 1548
     total = full["job"]["bytes_written"]
     assert a["files"][0]["bytes_written"] + a["skipped"]["bytes_written"] == total
+
+
+def test_the_profile_the_runtime_finds_for_the_current_directory(tmp_path, capsys):
+    """Without --profile: the profile of the current directory's file system in the user's profile directory."""
+    from iotame.calibrate import fs_identity, save_profile
+    p = good_profile()
+    ident = fs_identity(tmp_path)
+    p["filesystem"] = dict({k: ident[k] for k in ("path", "type", "magic", "device")}, targets=1, stripe_unit=0)
+    p["storage"]["streams"]["write"] = [[1, 400.0], [2, 700.0], [4, 900.0], [128, 300.0]]
+    saved = save_profile(p, tmp_path / "xdg" / "iotame" / "profiles" / "here.json")
+    a = advise_json(capsys, LOG["sample-badost.darshan"])
+    assert a["prediction"]["profile"] == str(saved) and "found for the current directory" in a["prediction"]["note"]
+    assert next(s for s in a["settings"] if s["key"] == "throttle.writers")["predicted_gain"] > 1
