@@ -1,7 +1,7 @@
 """Exceptions of the iotame package; the CLI turns them into `iotame: ...` messages and exit codes."""
 from __future__ import annotations
 
-__all__ = ["IotameError", "MissingFileError", "ConfigError", "StatsError", "UsageError"]
+__all__ = ["IotameError", "MissingFileError", "ConfigError", "StatsError", "UsageError", "LogError"]
 
 
 class IotameError(Exception):
@@ -34,3 +34,10 @@ class ConfigError(IotameError):
 
 class StatsError(IotameError):
     """A statistics file is missing, unreadable or not a statistics file."""
+
+
+class LogError(IotameError):
+    """A Darshan log that cannot be read (not a log, truncated, a version the darshan library cannot read);
+    the message names the file and what was expected (exit status 2, bad input)."""
+
+    exit_code = 2

@@ -33,7 +33,7 @@ from .workload import Workload
 
 __all__ = ["MODEL_RUN", "MODEL_SEED", "TOLERANCE", "DEFAULT_STRATEGY", "Setting", "Recommendation",
            "model_run_config", "needs_model_run", "throttle_level", "strategy_times", "recommend", "no_profile",
-           "recommend_for_default", "point_is_default"]
+           "recommend_for_default", "point_is_default", "curve_value"]
 
 MODEL_RUN = {"strategy": "auto", "exam_budget": 0}
 MODEL_SEED = "model"           # the seed label (user attribute) of the recommendation's trial
@@ -122,7 +122,7 @@ def needs_model_run(space: Space, w: Workload) -> bool:
 
 # --- throttle -------------------------------------------------------------------------------------------------------
 
-def _recommend_curve_value(pts: list[tuple[int, float]], x: int) -> float:
+def curve_value(pts: list[tuple[int, float]], x: int) -> float:
     """A streams curve (sorted points) at x streams: a power law between its points (straight in log-log), clamped
     beyond the last and before the first, as the runtime reads it."""
     if x <= pts[0][0]:
@@ -144,7 +144,7 @@ def throttle_level(points: list, ppn: int, tolerance: float = TOLERANCE) -> int:
     levels = [x for x, _ in pts if x <= ppn]
     if ppn < pts[-1][0] and (not levels or levels[-1] < ppn):
         levels.append(ppn)
-    values = {n: _recommend_curve_value(pts, n) for n in levels}
+    values = {n: curve_value(pts, n) for n in levels}
     best = max(values.values())
     return max(n for n, v in values.items() if v >= (1 - tolerance) * best)
 

@@ -1,0 +1,77 @@
+"""`iotame advise LOG.darshan`: a Darshan log read (load), summarized per group of files and for the job
+(summary), its problems found (findings) and answered by a configuration for `iotame run` (recommend), printed as
+tables or JSON (render). docs/advise.md is the manual."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..calibrate.discover import find_profile
+from ..calibrate.profile import ProfileError, load_profile
+from ..config import validate
+from ..errors import IotameError
+from .findings import find
+from .load import load_log
+from .recommend import build_config
+from .summary import MAX_FILES, summarize_log
+
+__all__ = ["ADVICE_VERSION", "advise", "advise_loaded", "resolve_profile"]
+
+ADVICE_VERSION = 1      # the version of the --json document (docs/advise.md); a change of its keys bumps it
+
+
+def resolve_profile(named: str | None) -> tuple[dict | None, str | None, str]:
+    """(profile, its path, what was done): the profile named with --profile (an unusable one is an error), else the
+    one the runtime would find for a file in the current directory (where the rerun is assumed to write)."""
+    if named:
+        # ProfileError (a ConfigError): one `iotame: profile FILE: KEY: ...` line per problem, exit status 2
+        return load_profile(named), str(named), f"the machine profile {named} (--profile)"
+    found, why = find_profile(Path.cwd())
+    if found is None:
+        return None, None, f"no machine profile ({why}): no gain is predicted; measure this machine with " \
+                           f"`iotame calibrate` or name a profile with --profile"
+    try:
+        return load_profile(found), str(found), f"the machine profile {found}, found for the current directory"
+    except ProfileError:
+        return None, None, f"the profile found ({found}) cannot be read: no gain is predicted"
+
+
+def advise(log_path: str, top: int = 10, profile: str | None = None, max_files: int = MAX_FILES) -> dict[str, Any]:
+    """The whole advice for a log (the --json document): LogError for a log that cannot be read."""
+    return advise_loaded(load_log(log_path), str(log_path), top, profile, max_files)
+
+
+def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None = None,
+                  max_files: int = MAX_FILES) -> dict[str, Any]:
+    """The advice for a log load_log read (or a test made from one)."""
+    summary = summarize_log(log, max_files=max_files)
+    summary["modules"] = log["modules"]
+    findings = find(summary)
+    prof, prof_path, prof_note = resolve_profile(profile)
+    rec = build_config(summary, findings, top, prof, prof_path, prof_note, str(log_path))
+    errors = validate(rec["config"], "<advice>")
+    if errors:     # a bug of advise's: the runtime would refuse what it wrote
+        raise IotameError("advise made a configuration the runtime refuses: " + "; ".join(errors))
+    groups = summary["groups"]
+    shown, rest = groups[:top], groups[top:]
+    skipped = summary["skipped"]
+    if rest:
+        skipped = {**(skipped or {}), "groups": len(rest), "group_files": sum(g["files"] for g in rest),
+                   "group_bytes": sum(g["bytes_read"] + g["bytes_written"] for g in rest),
+                   "group_seconds": sum(g["io_seconds"] for g in rest),
+                   "matches": [g["match"] for g in rest[:20]],
+                   "findings": dict(Counter(f["id"] for g in rest for f in g["findings"]))}
+    # the findings of the groups shown and the job's; those of the groups beyond --top are counted in `skipped`
+    shown_matches = {g["match"] for g in shown}
+    findings = [f for f in findings if f["match"] is None or f["match"] in shown_matches]
+    job = log["job"]
+    return {
+        "version": ADVICE_VERSION, "kind": "iotame-advice",
+        "log": {"path": str(log_path), "format": job["log_ver"], "darshan": job["lib_ver"], "exe": log.get("exe"),
+                "jobid": job["jobid"], "nprocs": job["nprocs"], "run_seconds": job["run_time"],
+                "modules": log["modules"]},
+        "job": summary["job"], "files": shown, "skipped": skipped, "notes": summary["notes"],
+        "findings": findings, "settings": rec["settings"], "unanswered": rec["unanswered"],
+        "prediction": rec["prediction"], "config": rec["config"],
+    }
