@@ -8,8 +8,8 @@ import pytest
 darshan = pytest.importorskip("darshan")
 
 from iotame.cli import main
-from iotame.errors import UsageError
-from iotame.replay.darshan_plan import SIZE_BINS, counter_sizes, file_records, load_report, size_bin
+from iotame.errors import LogError, UsageError
+from iotame.replay.darshan_plan import SIZE_BINS, counter_sizes, file_records, read_log, size_bin
 from iotame.replay.plan import Call, FilePlan, align_collectives, merge_runs, to_spec
 from iotame.replay.source import job_plan
 
@@ -43,17 +43,13 @@ def _pieces(spec_file: dict, proc: int, ops: str) -> list[tuple[int, int]]:
 
 
 def test_dxt_requests_are_replayed_in_order_with_their_offsets_and_lengths():
-    report = load_report(DXT_LOG)
+    log = read_log(DXT_LOG)
     spec = to_spec(job_plan(DXT_LOG))
     (f,) = spec["files"]
     assert f["api"] == "MPIIO" and f["procs"] == [0, 1, 2, 3] and spec["source"]["dxt"]
-    for rec in report.records["DXT_MPIIO"].to_df():
-        segs = []
-        for key in ("write_segments", "read_segments"):
-            s = rec[key]
-            if len(s):
-                segs += list(zip(s["start_time"], s["offset"], s["length"], [key[0]] * len(s)))
-        want = [(int(o), int(n)) for _, o, n, _ in sorted(segs)]
+    for rec in log["records"]["DXT_MPIIO"]:
+        segs = sorted((start, off, n) for off, n, start, _ in rec["write_segments"] + rec["read_segments"])
+        want = [(off, n) for _, off, n in segs]
         got = []
         entries = f["calls"][f["procs"].index(rec["rank"])]
         for e in entries:
@@ -75,7 +71,7 @@ def test_counters_only_collective_file_interleaves_the_processes():
     spec = to_spec(job_plan(COUNTERS_LOG))
     (c,) = [f for f in spec["files"] if f["name"] == "C"]
     assert c["api"] == "MPIIO" and c["procs"] == [0, 1, 2, 3]
-    recs = {p: rows for p, _, rows in file_records(load_report(COUNTERS_LOG)).values()}
+    recs = {p: rows for p, _, rows in file_records(read_log(COUNTERS_LOG)).values()}
     (row,) = recs[c["path"]]
     per_proc = row["MPIIO_COLL_WRITES"] // 4
     pieces = []
@@ -94,8 +90,8 @@ def test_counters_only_collective_file_interleaves_the_processes():
 @pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.name[:40])
 def test_every_shipped_log_gives_the_counters_calls_bytes_and_bins(log):
     spec = to_spec(job_plan(log))
-    recs = {p: (prefix, rows) for p, prefix, rows in file_records(load_report(log)).values()}
-    assert spec["nprocs"] == load_report(log).metadata["job"]["nprocs"]
+    recs = {p: (prefix, rows) for p, prefix, rows in file_records(read_log(log)).values()}
+    assert spec["nprocs"] == read_log(log)["job"]["nprocs"]
     for f in spec["files"]:
         prefix, rows = recs[f["path"]]
         for d, kind, word in (("w", "WRITE", "WRITTEN"), ("r", "READ", "READ")):
@@ -191,7 +187,7 @@ def test_statistics_with_a_trace_become_a_spec(tmp_path):
 def test_bad_sources_give_clear_errors(tmp_path, capsys):
     notjson = tmp_path / "x.darshan"
     notjson.write_bytes(b"\x00\x01 not a darshan log")
-    with pytest.raises(UsageError, match="x.darshan: not a Darshan log"):
+    with pytest.raises(LogError, match="x.darshan: not a Darshan log"):
         job_plan(notjson)
     spec = tmp_path / "spec.json"
     spec.write_text('{"replay": 1, "files": []}')
@@ -223,7 +219,7 @@ def test_a_large_job_is_replayed_by_fewer_processes_with_the_same_calls_and_byte
     spec = to_spec(job_plan(log, nprocs=2))
     assert spec["nprocs"] == 2 and spec["source"]["job_nprocs"] == 2048
     (f,) = spec["files"]
-    (_, rows), = [(p, r) for p, _, r in file_records(load_report(log)).values() if p == f["path"]]
+    (_, rows), = [(p, r) for p, _, r in file_records(read_log(log)).values() if p == f["path"]]
     collective = [_made(f, p, "W")[0] for p in (0, 1)]
     assert collective[0] == collective[1] == rows[0]["MPIIO_COLL_WRITES"] // 2
     # the few small independent writes beside the collective ones take the mean size of their bin

@@ -1,5 +1,5 @@
-"""Runs in a child process (`python -m iotame.advise._worker LOG`): reads a Darshan log with pydarshan and prints
-its records as one JSON document on stdout. A child, because darshan's C library reports a damaged log on stderr
+"""Runs in a child process (`python -m iotame.advise._worker LOG [--dxt]`): reads a Darshan log with pydarshan and
+prints its records (with --dxt also its DXT traces, for the replay) as one JSON document on stdout. A child, because darshan's C library reports a damaged log on stderr
 and may abort the process (an assertion in darshan_log_close on a truncated log): the parent (load.py) sees the
 exit status and the messages instead of losing the `iotame` process."""
 from __future__ import annotations
@@ -48,7 +48,18 @@ def _worker_lustre(rec: Any, names: list[str]) -> dict:
     return {**out, "stripe_size": int(first[0]), "stripe_count": int(first[1]), "osts": osts}
 
 
-def worker_read(path: str) -> dict:
+def _worker_dxt(rec: dict) -> dict:
+    """A DXT record: per direction its segments as [offset, length, start, end]."""
+    out = {"id": int(rec["id"]), "rank": int(rec["rank"])}
+    for key in ("write_segments", "read_segments"):
+        seg = rec.get(key)
+        out[key] = [] if seg is None or len(seg) == 0 else [
+            [int(o), int(n), float(s), float(e)]
+            for o, n, s, e in zip(seg["offset"], seg["length"], seg["start_time"], seg["end_time"])]
+    return out
+
+
+def worker_read(path: str, dxt: bool = False) -> dict:
     import darshan  # noqa: imported here so that the parent need not load pandas and the C library
     r = darshan.DarshanReport(path, read_all=False)
     job = r.metadata.get("job", {})
@@ -75,11 +86,15 @@ def worker_read(path: str) -> dict:
             continue
         fnames = r.counters[mod]["fcounters"]
         out["records"][mod] = [_worker_plain(recs[i], names, fnames) for i in range(len(recs))]
+    for mod in ("DXT_POSIX", "DXT_MPIIO") if dxt else ():
+        if mod in r.modules:
+            r.mod_read_all_dxt_records(mod, warnings=False)
+            out["records"][mod] = [_worker_dxt(rec) for rec in r.records[mod].to_df()]
     r.read_name_records()
     out["names"] = {str(k): v for k, v in r.name_records.items()}
     return out
 
 
 if __name__ == "__main__":
-    json.dump(worker_read(sys.argv[1]), sys.stdout)
+    json.dump(worker_read(sys.argv[1], "--dxt" in sys.argv[2:]), sys.stdout)
     sys.stdout.write("\n")

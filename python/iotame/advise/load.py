@@ -64,15 +64,15 @@ def _load_messages(stderr: str) -> str:
     return "; ".join(dict.fromkeys(picked))
 
 
-def load_log(path: str | os.PathLike, timeout: float = LOAD_TIMEOUT) -> dict:
-    """The log's job data, module list, records (POSIX, MPI-IO, H5F, H5D, LUSTRE) and names, as _worker.py prints
-    them. LogError when the log cannot be read whole."""
+def load_log(path: str | os.PathLike, timeout: float = LOAD_TIMEOUT, dxt: bool = False) -> dict:
+    """The log's job data, module list, records (POSIX, MPI-IO, H5F, H5D, LUSTRE; with dxt also DXT_POSIX and
+    DXT_MPIIO) and names, as _worker.py prints them. LogError when the log cannot be read whole."""
     path = Path(path)
     if not path.is_file():
         raise LogError(f"darshan log {path}: no such file" if not path.exists() else
                        f"darshan log {path}: not a regular file")
     version = check_header(path)
-    cmd = [sys.executable, "-m", "iotame.advise._worker", str(path)]
+    cmd = [sys.executable, "-m", "iotame.advise._worker", str(path), *(["--dxt"] if dxt else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, errors="replace",
                            env={**os.environ, "PYTHONPATH": _load_pythonpath()})

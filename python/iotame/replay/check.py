@@ -38,8 +38,8 @@ def job_counts(source: Path, spec: dict) -> dict[str, FileCounts]:
     doc = read_json_or_none(source)
     by_path: dict[str, FileCounts] = {}
     if doc is None:
-        from .darshan_plan import file_records, load_report
-        for path, prefix, rows in file_records(load_report(source)).values():
+        from .darshan_plan import file_records, read_log
+        for path, prefix, rows in file_records(read_log(source)).values():
             by_path[path] = counts_from_darshan_rows(rows, prefix)
     else:
         for rec in doc.get("files", []):

@@ -14,6 +14,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
+from ..advise.load import load_log
 from ..errors import UsageError
 from .plan import COLLECTIVE_OPS, Call, FilePlan, JobPlan, align_collectives, merge_runs, replay_names
 
@@ -41,13 +42,10 @@ def _bin_low(i: int) -> int:
     return 0 if i == 0 else SIZE_BINS[i - 1][1] + 1
 
 
-def load_report(path: str | Path):
-    """The log read by the darshan package, or UsageError naming the file and what is wrong."""
-    import darshan
-    try:
-        return darshan.DarshanReport(str(path), read_all=True)
-    except Exception as e:  # noqa: BLE001 - the package raises many kinds
-        raise UsageError(f"{path}: not a Darshan log the darshan package can read ({e})") from None
+def read_log(path: str | Path) -> dict:
+    """The log's records and DXT traces, read the way iotame advise reads them (header checked, parsed in a child
+    process); LogError naming the file and what is wrong."""
+    return load_log(path, dxt=True)
 
 
 # ---- request sizes from counters ----
@@ -188,11 +186,8 @@ def file_from_dxt(dxt: list[dict], procs: list[int], collective: dict[str, bool]
     by_rank = {p: [] for p in procs}
     for rec in dxt:
         for seg_key, d in (("write_segments", "w"), ("read_segments", "r")):
-            seg = rec.get(seg_key)
-            if seg is None or len(seg) == 0:
-                continue
             op = d.upper() if collective[d] else d
-            for off, length, start, end in zip(seg["offset"], seg["length"], seg["start_time"], seg["end_time"]):
+            for off, length, start, end in rec.get(seg_key, []):
                 by_rank.setdefault(rec["rank"], []).append((float(start), float(end), op, int(off), int(length)))
     per_proc = []
     for p in procs:
@@ -208,25 +203,21 @@ def file_from_dxt(dxt: list[dict], procs: list[int], collective: dict[str, bool]
 
 # ---- the job ----
 
-def _records(report, module: str) -> list[dict]:
-    if module not in report.records:
-        return []
-    df = report.records[module].to_df()
-    rows = df["counters"].to_dict("records")
-    frows = df["fcounters"].to_dict("records")
-    return [{**r, **f} for r, f in zip(rows, frows)]
+def _records(log: dict, module: str) -> list[dict]:
+    """A module's records as one dict each: counters and fcounters by name, rank and id."""
+    return [{**r["counters"], **r.get("fcounters", {}), "rank": r["rank"], "id": r["id"]}
+            for r in log["records"].get(module, [])]
 
 
-def _dxt(report, module: str) -> dict[int, list[dict]]:
+def _dxt(log: dict, module: str) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = defaultdict(list)
-    if module in report.records:
-        for rec in report.records[module].to_df():
-            out[rec["id"]].append(rec)
+    for rec in log["records"].get(module, []):
+        out[rec["id"]].append(rec)
     return out
 
 
 def _traced_calls(dxt: list[dict]) -> int:
-    return sum(int(r.get("write_count", 0)) + int(r.get("read_count", 0)) for r in dxt)
+    return sum(len(r["write_segments"]) + len(r["read_segments"]) for r in dxt)
 
 
 def _counted_calls(rows: list[dict], prefix: str) -> int:
@@ -240,11 +231,11 @@ def _file_bytes(rows: list[dict], prefix: str) -> int:
     return _counter_value(rows, f"{prefix}_BYTES_READ") + _counter_value(rows, f"{prefix}_BYTES_WRITTEN")
 
 
-def file_records(report, mods: dict[str, list[dict]] | None = None) -> dict[int, tuple[str, str, list[dict]]]:
+def file_records(log: dict, mods: dict[str, list[dict]] | None = None) -> dict[int, tuple[str, str, list[dict]]]:
     """Per file id: its path, the level the replay uses (MPIIO when the file has MPI-IO records, else POSIX) and
     that level's records (counters and fcounters together), by rank."""
     if mods is None:
-        mods = {m: _records(report, m) for m in ("MPI-IO", "POSIX")}
+        mods = {m: _records(log, m) for m in ("MPI-IO", "POSIX")}
     by_file: dict[int, dict[str, list[dict]]] = defaultdict(lambda: {"MPIIO": [], "POSIX": []})
     for prefix, module in (("MPIIO", "MPI-IO"), ("POSIX", "POSIX")):
         for row in mods[module]:
@@ -252,7 +243,7 @@ def file_records(report, mods: dict[str, list[dict]] | None = None) -> dict[int,
     out = {}
     for fid, recs in by_file.items():
         prefix = "MPIIO" if recs["MPIIO"] else "POSIX"
-        out[fid] = (report.name_records.get(fid, f"<unnamed {fid}>"), prefix,
+        out[fid] = (log["names"].get(str(fid), f"<unnamed {fid}>"), prefix,
                     sorted(recs[prefix], key=lambda r: r["rank"]))
     return out
 
@@ -283,26 +274,26 @@ def _fold(procs: list[int], calls: list[list[Call]], nprocs: int) -> tuple[list[
 def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, nprocs: int | None = None) -> JobPlan:
     """The job's plan; with nprocs, made by that many processes: a shared file's counters split over them, the
     calls of rank r (DXT, a file per process) made by rank r mod nprocs."""
-    report = load_report(path)
-    job_nprocs = int(report.metadata["job"]["nprocs"])
+    log = read_log(path)
+    job_nprocs = int(log["job"]["nprocs"])
     nprocs = nprocs or job_nprocs
-    mods = {m: _records(report, m) for m in ("MPI-IO", "POSIX")}
-    dxt = {"MPIIO": _dxt(report, "DXT_MPIIO"), "POSIX": _dxt(report, "DXT_POSIX")}
+    mods = {m: _records(log, m) for m in ("MPI-IO", "POSIX")}
+    dxt = {"MPIIO": _dxt(log, "DXT_MPIIO"), "POSIX": _dxt(log, "DXT_POSIX")}
     job = JobPlan(nprocs, {"kind": "darshan", "path": str(Path(path).resolve()),
                            "dxt": bool(dxt["MPIIO"] or dxt["POSIX"]), "notes": []})
     notes: set[str] = set()
-    for m in report.modules:
+    for m in log["modules"]:
         if m not in ("MPI-IO", "POSIX", "DXT_MPIIO", "DXT_POSIX", "H5F", "H5D", "LUSTRE", "PNETCDF_FILE",
                      "PNETCDF_VAR", "HEATMAP"):
             notes.add(f"the {m} module's records are not replayed (its I/O is not MPI-IO or POSIX)")
-    if "H5F" in report.modules or "H5D" in report.modules:
+    if "H5F" in log["modules"] or "H5D" in log["modules"]:
         notes.add("HDF5 is replayed as the MPI-IO and POSIX calls it made")
     if not mods["MPI-IO"] and not mods["POSIX"]:
-        modules = ", ".join(report.modules) or "none"
+        modules = ", ".join(log["modules"]) or "none"
         raise UsageError(f"{path}: the log has no MPI-IO or POSIX records (modules: {modules}): nothing to replay")
 
     candidates = []
-    for fid, (fpath, prefix, rows) in file_records(report, mods).items():
+    for fid, (fpath, prefix, rows) in file_records(log, mods).items():
         if any(fnmatch.fnmatch(fpath, pat) for pat in NOT_THE_JOBS):
             job.skip(fpath, "made by the MPI library or the system, not the job", _file_bytes(rows, prefix))
             continue

@@ -124,23 +124,25 @@ def _shift(a: list[Run], b: list[Run]) -> int | None:
 # ---- the spec ----
 
 def _entries(calls: list[Call]) -> list[dict]:
-    """Calls as spec entries: a call that repeats the previous entry's shape at the same advance extends it."""
+    """Calls as spec entries: a call that repeats the previous entry's shape at the same advance extends it, whatever
+    the computation before it (the entry's gap is their mean): the shape is what the I/O stack answers to, and
+    every process of a collective file must compress its calls alike."""
     out: list[dict] = []
     prev: Call | None = None
     for c in calls:
         e = out[-1] if out else None
         if e is not None and prev is not None and c.op == e["op"] and c.op not in "so" and c.at and prev.at:
             d = _shift(prev.at, c.at)
-            same_gap = abs(c.gap - e["gap"]) <= 1e-3 + 0.1 * e["gap"]
-            if d is not None and (e["repeat"] == 1 or d == e["advance"]) and same_gap:
-                e["advance"], e["repeat"] = d, e["repeat"] + 1
+            if d is not None and (e["repeat"] == 1 or d == e["advance"]):
+                e["advance"], e["repeat"], e["gap"] = d, e["repeat"] + 1, e["gap"] + c.gap
                 prev = c
                 continue
         if c.op == "s" and e is not None and e["op"] == "s":   # consecutive syncs: one is enough
             continue
-        out.append({"op": c.op, "at": [list(r) for r in c.at], "repeat": 1, "advance": 0, "gap": round(c.gap, 6)})
+        out.append({"op": c.op, "at": [list(r) for r in c.at], "repeat": 1, "advance": 0, "gap": c.gap})
         prev = c
     for e in out:
+        e["gap"] = round(e["gap"] / e["repeat"], 6)
         if e["repeat"] == 1:
             del e["advance"]
         if not e["gap"]:
