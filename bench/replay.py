@@ -5,10 +5,11 @@ tune on the replay, and apply the configuration found to the real job side by si
   1. the job once under the runtime with `trace.requests` (its statistics are the record);
   2. `iotame replay spec RECORD` and `iotame tune` on `iotame-kernel replay --from SPEC` (the tuner's own final
      re-run gives tuned/default on the replay);
-  3. the real job, the default and best.json alternately for --rounds rounds, as the tuner measures (the same
-     objective, written files durable at close, the page cache dropped before each run when root);
-  4. tuned/default on the replay against tuned/default on the real job, and the spread of the real job's default
-     runs ((max - min) / median), the noise the two ratios are compared within.
+  3. the replay and the real job, each under the default and best.json, one after the other for --rounds rounds, as
+     the tuner measures (the same objective, written files durable at close, the page cache dropped before each
+     run when root);
+  4. tuned/default per round on the replay and on the real job: the gain holds within the noise when each median
+     lies inside the other's range of per-round ratios.
 
 The job defaults to the demo's (`make demo`): ROMIO's noncontig pattern, 2 ranks, collective, 64-byte pieces.
     bench/replay.py [--trials 20] [--rounds 7] [--np 2] [--dir D] [--json F] [-- KERNEL-ARGS...]
@@ -30,7 +31,7 @@ from iotame.paths import require_kernel  # noqa: E402
 from iotame.replay.plan import to_spec  # noqa: E402
 from iotame.replay.source import job_plan  # noqa: E402
 from iotame.runner import run_command  # noqa: E402
-from iotame.tune.final import Candidate, run_final  # noqa: E402
+from iotame.tune.measure import run_once  # noqa: E402
 from iotame.tune.page_cache import PageCache  # noqa: E402
 
 DEMO_JOB = ["noncontig", "--elmtcount", "16", "--veclen", "65536", "--collective"]
@@ -63,6 +64,22 @@ def tune_on_replay(spec: Path, np: int, data: Path, out: Path, trials: int) -> d
     return json.loads((out / "summary.json").read_text())
 
 
+def side_by_side(jobs: dict[str, list[str]], configs: dict[str, Path], out: Path, rounds: int) -> dict:
+    """Every job under every configuration, one after the other in each round (A B C D A B C D ...), measured as
+    the tuner measures: its objective, the page cache dropped before each run when root."""
+    cache = PageCache(True)
+    values = {name: {label: [] for label in configs} for name in jobs}
+    for r in range(rounds):
+        for name, argv in jobs.items():
+            for label, config in configs.items():
+                run = run_once(argv, config, out / name.replace(" ", "-") / label / f"run-{r + 1}", OBJECTIVE,
+                               page_cache=cache)
+                if run.value is None:
+                    sys.exit(f"bench/replay.py: {name} under {label} failed: {run.error} (see {run.dir})")
+                values[name][label].append(run.value)
+    return values
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=20)
@@ -84,32 +101,27 @@ def main() -> int:
     summary = tune_on_replay(spec, a.np, data, work / "tune", a.trials)
     best = json.loads((work / "tune" / "best.json").read_text())
 
-    configs = {"default": durable({"version": 1}), "tuned": durable(best)}
-    paths = {}
-    for label, cfg in configs.items():
-        paths[label] = work / f"{label}.json"
-        paths[label].write_text(json.dumps(cfg))
-    default, tuned = Candidate("default", None, paths["default"]), Candidate("tuned", None, paths["tuned"])
-    run_final(job, default, [tuned], work / "real", OBJECTIVE, "maximize", a.rounds,
-              page_cache=PageCache(True))
-    d_vals, t_vals = [r.value for r in default.runs], [r.value for r in tuned.runs]
-    if None in d_vals or None in t_vals:
-        sys.exit("bench/replay.py: a run of the real job failed (see " + str(work / "real") + ")")
-    real_ratio = statistics.median(t / d for t, d in zip(t_vals, d_vals))
-    noise = (max(d_vals) - min(d_vals)) / statistics.median(d_vals)
-    replay_ratio = summary["best"]["objective"] / summary["default"]["objective"]
+    configs = {}
+    for label, cfg in (("default", durable({"version": 1})), ("tuned", durable(best))):
+        configs[label] = work / f"{label}.json"
+        configs[label].write_text(json.dumps(cfg))
+    replay = ["mpiexec", "-n", str(a.np), str(require_kernel()), "replay", "--from", str(spec), "--dir",
+              str(data / "replay")]
+    values = side_by_side({"replay": replay, "real job": job}, configs, work / "measure", a.rounds)
     result = {"job": kernel_args, "np": a.np, "trials": a.trials, "rounds": a.rounds, "best": best,
-              "replay": {"default": summary["default"]["objective"], "tuned": summary["best"]["objective"],
-                         "ratio": replay_ratio},
-              "real": {"default": statistics.median(d_vals), "tuned": statistics.median(t_vals),
-                       "ratio": real_ratio, "default_runs": d_vals, "tuned_runs": t_vals, "noise": noise}}
-    print(f"| | default MB/s | tuned MB/s | tuned / default |\n| --- | --- | --- | --- |\n"
-          f"| replay (tuner's final re-run) | {result['replay']['default']:.0f} | {result['replay']['tuned']:.0f} | "
-          f"{replay_ratio:.2f} |\n"
-          f"| real job, {a.rounds} rounds side by side (median of paired ratios) | {result['real']['default']:.0f} | "
-          f"{result['real']['tuned']:.0f} | {real_ratio:.2f} |\n\n"
-          f"spread of the real job's default runs: {noise:.0%}; the replay's gain holds on the real job "
-          f"{'within' if abs(real_ratio - replay_ratio) <= noise * replay_ratio else 'beyond'} that noise")
+              "tuner": {"default": summary["default"]["objective"], "tuned": summary["best"]["objective"]}}
+    print("| job | default MB/s | tuned MB/s | tuned / default: median (min - max) of the rounds |")
+    print("| --- | --- | --- | --- |")
+    for name, v in values.items():
+        ratios = [t / d for t, d in zip(v["tuned"], v["default"])]
+        result[name] = {**v, "ratios": ratios, "ratio": statistics.median(ratios)}
+        print(f"| {name} | {statistics.median(v['default']):.0f} | {statistics.median(v['tuned']):.0f} | "
+              f"{statistics.median(ratios):.2f} ({min(ratios):.2f} - {max(ratios):.2f}) |")
+    rep_, real = result["replay"], result["real job"]
+    within = min(rep_["ratios"]) <= real["ratio"] <= max(rep_["ratios"]) and \
+        min(real["ratios"]) <= rep_["ratio"] <= max(real["ratios"])
+    print(f"\nthe gain found on the replay {'holds' if within else 'does not hold'} on the real job within the "
+          f"noise (each median inside the other's range of per-round ratios)")
     print("best.json:", json.dumps(best.get("defaults", {})))
     if a.json:
         a.json.write_text(json.dumps(result, indent=1))

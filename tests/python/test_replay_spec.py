@@ -10,7 +10,7 @@ darshan = pytest.importorskip("darshan")
 from iotame.cli import main
 from iotame.errors import LogError, UsageError
 from iotame.replay.darshan_plan import SIZE_BINS, counter_sizes, file_records, read_log, size_bin
-from iotame.replay.plan import Call, FilePlan, align_collectives, merge_runs, to_spec
+from iotame.replay.plan import Call, FilePlan, align_collectives, merge_runs, preload_ranges, to_spec
 from iotame.replay.source import job_plan
 
 from .fakes import make_stats
@@ -61,10 +61,20 @@ def test_dxt_requests_are_replayed_in_order_with_their_offsets_and_lengths():
         assert ops.count("o") == 1 and "w" not in ops[ops.index("o"):] and "r" not in ops[:ops.index("o")]
     # the counters say every call was independent: no collective entry
     assert all(e["op"] in "wro" for proc in f["calls"] for e in proc)
-    # every range read is preloaded
+    # every range read is preloaded or written before the reopen by some process
+    written = []
+    for proc in f["calls"]:
+        upto = [e["op"] for e in proc].index("o")
+        written += _pieces({"procs": [0], "calls": [proc[:upto]]}, 0, "wW")
+    covered = []
+    for lo, n in sorted(f["preload"] + written):
+        if covered and lo <= covered[-1][1]:
+            covered[-1][1] = max(covered[-1][1], lo + n)
+        else:
+            covered.append([lo, lo + n])
     for p in f["procs"]:
         for off, length in _pieces(f, p, "rR"):
-            assert any(lo <= off and off + length <= lo + n for lo, n in f["preload"])
+            assert any(lo <= off and off + length <= hi for lo, hi in covered), (off, length)
 
 
 def test_counters_only_collective_file_interleaves_the_processes():
@@ -136,6 +146,18 @@ def to_spec_file(f: FilePlan) -> dict:
     return to_spec(JobPlan(len(f.procs), {"kind": "test"}, [f]))["files"][0]
 
 
+def test_preload_leaves_out_what_the_reader_can_see_written():
+    f = FilePlan("x", "/x", "MPIIO", [0, 1],
+                 [[Call("W", [(0, 64, 4, 128)]), Call("o"), Call("R", [(0, 64, 4, 128)]), Call("R", [(64, 64, 1, 0)]),
+                   Call("R", [(1000, 10, 1, 0)])],
+                  [Call("W", [(64, 64, 4, 128)]), Call("o"), Call("R", [(64, 64, 4, 128)])]])
+    assert preload_ranges(f) == [[1000, 10]]        # after the reopen every process's writes are there
+    g = FilePlan("x", "/x", "MPIIO", [0, 1],
+                 [[Call("W", [(0, 64, 4, 128)]), Call("R", [(0, 64, 4, 128)]), Call("R", [(64, 64, 1, 0)])],
+                  [Call("W", [(64, 64, 4, 128)]), Call("R", [(64, 64, 4, 128)])]])
+    assert preload_ranges(g) == [[64, 64]]          # without one, only a process's own writes are
+
+
 def test_collective_sequences_are_padded_or_made_independent():
     f = FilePlan("x", "/x", "MPIIO", [0, 1], [[Call("W", [(0, 8, 1, 0)]), Call("W", [(16, 8, 1, 0)])],
                                              [Call("W", [(8, 8, 1, 0)])]])
@@ -180,7 +202,7 @@ def test_statistics_with_a_trace_become_a_spec(tmp_path):
     assert f["calls"][1][0]["at"] == [[64, 64, 4, 128]]
     # a close and an open again are a reopen; the shared-pointer write is left out
     assert [e["op"] for e in f["calls"][0]] == ["W", "s", "o", "r"]
-    assert f["preload"] == [[0, 512]]
+    assert f["preload"] == []          # the read comes after the reopen: both processes' writes are there
     assert any("shared file pointer" in n for n in spec["source"]["notes"])
 
 

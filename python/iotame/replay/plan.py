@@ -178,16 +178,66 @@ def _proc_entries(f: FilePlan) -> list[list[dict]]:
     return out
 
 
-def preload_ranges(f: FilePlan) -> list[list[int]]:
-    """The union of every range the file's calls read, as [offset, length], merged."""
-    spans = sorted(_span(c.at) for proc in f.calls for c in proc if c.op in READ_OPS and c.at)
+# Above this many pieces the written ranges are not worked out piece by piece: every read range is preloaded.
+PRELOAD_PIECES_CAP = 1 << 20
+
+
+def _merge(intervals: list[tuple[int, int]]) -> list[list[int]]:
     merged: list[list[int]] = []
-    for lo, hi in spans:
+    for lo, hi in sorted(intervals):
         if merged and lo <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], hi)
         else:
             merged.append([lo, hi])
-    return [[lo, hi - lo] for lo, hi in merged]
+    return merged
+
+
+def _pieces(at: list[Run]) -> list[tuple[int, int]]:
+    return [(off + i * stride, off + i * stride + length) for off, length, count, stride in at for i in range(count)]
+
+
+def _subtract(span: tuple[int, int], covered: list[list[int]]) -> list[tuple[int, int]]:
+    lo, hi = span
+    out = []
+    for c_lo, c_hi in covered:
+        if c_hi <= lo or c_lo >= hi:
+            continue
+        if c_lo > lo:
+            out.append((lo, c_lo))
+        lo = max(lo, c_hi)
+    if lo < hi:
+        out.append((lo, hi))
+    return out
+
+
+def preload_ranges(f: FilePlan) -> list[list[int]]:
+    """What the replay must find on storage, as [offset, length] merged: every range a call reads that the job did
+    not write before it, as far as MPI-IO lets a reader see the write: its own process's earlier writes, and after
+    a reopen every process's writes before it."""
+    pieces = sum(r[2] for proc in f.calls for c in proc for r in c.at)
+    reads = [(p, i, c) for p, proc in enumerate(f.calls) for i, c in enumerate(proc) if c.op in READ_OPS and c.at]
+    if pieces > PRELOAD_PIECES_CAP:
+        return [[lo, hi - lo] for lo, hi in _merge([_span(c.at) for _, _, c in reads])]
+    first_reopen = [next((i for i, c in enumerate(proc) if c.op == "o"), None) for proc in f.calls]
+    before_reopen = _merge([x for p, proc in enumerate(f.calls) if first_reopen[p] is not None
+                            for c in proc[:first_reopen[p]] if c.op in WRITE_OPS for x in _pieces(c.at)])
+    needed: list[tuple[int, int]] = []
+    for p, proc in enumerate(f.calls):
+        own: list[tuple[int, int]] = []
+        covered, stale = [], True      # what this process can see written, merged again only after a write
+        for i, c in enumerate(proc):
+            if c.op in WRITE_OPS:
+                own += _pieces(c.at)
+                stale = True
+            elif c.op == "o" and i == first_reopen[p]:
+                own += [tuple(x) for x in before_reopen]
+                stale = True
+            elif c.op in READ_OPS and c.at:
+                if stale:
+                    covered, stale = _merge(own), False
+                for piece in _pieces(c.at):
+                    needed += _subtract(piece, covered)
+    return [[lo, hi - lo] for lo, hi in _merge(needed)]
 
 
 def to_spec(job: JobPlan) -> dict:
