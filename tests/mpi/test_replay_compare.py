@@ -88,3 +88,18 @@ def test_a_replay_that_differs_says_where(tmp_path):
     p = subprocess.run([str(IOTAME_CLI), "replay", "compare", "--dir", str(data), str(stats)],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "differs beyond 5% in 1 values: noncontig.dat write bytes" in p.stdout
+
+
+def test_advise_tunes_on_the_replay_of_a_log(tmp_path):
+    log = LOGS / "examples/darshan-graph/pq_app_readAB_writeC_id71326_7-31-5658-2037904274838284930_55623.darshan"
+    out = tmp_path / "advise"
+    p = subprocess.run([str(IOTAME_CLI), "advise", "--tune", "--trials", "2", "--nprocs", "2", "--out", str(out),
+                        str(log)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    spec = json.loads((out / "replay.json").read_text())
+    assert spec["nprocs"] == 2 and spec["source"]["job_nprocs"] == 4
+    summary = json.loads((out / "tune" / "summary.json").read_text())
+    assert summary["nprocs"] == 2 and "replay" in summary["command"] and summary["trials"]["complete"] == 2
+    check = subprocess.run([str(IOTAME_CLI), "config", "check", str(out / "tune" / "best.json")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr

@@ -4,16 +4,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ..advise import advise as make_advice
 from ..advise.render import print_advice
 from ..advise.summary import MAX_FILES
 from ..config import save_config
 from ..errors import UsageError
+from ..paths import require_kernel
 from ..render import console
+from ..replay.plan import spec_bytes, to_spec
+from ..replay.source import job_plan
 from .argtypes import positive_int
+from .run import command_args
 
 NAME = "advise"
+DEFAULT_TUNE_TRIALS = 20
+DEFAULT_REPLAY_BYTES = 1 << 30    # what a replay moves by default: a trial of seconds on one node
 
 
 def add_parser(sub) -> None:
@@ -32,6 +39,22 @@ def add_parser(sub) -> None:
                    help="file groups shown and given rules, those that matter first (default 10)")
     p.add_argument("--max-files", type=positive_int, default=MAX_FILES, metavar="N",
                    help=f"files analysed at most, the rest summed as skipped (default {MAX_FILES})")
+    t = p.add_argument_group("tuning on a replay of the job (--tune)")
+    t.add_argument("--tune", action="store_true",
+                   help="then replay the job's I/O from the log (iotame-kernel replay) and tune on the replay: "
+                        "`iotame tune -- LAUNCHER iotame-kernel replay --from SPEC`")
+    t.add_argument("--out", metavar="DIR", help="the replay spec and the study (default: iotame-advise-LOGNAME)")
+    t.add_argument("--trials", type=positive_int, default=DEFAULT_TUNE_TRIALS, metavar="N",
+                   help=f"trials of the study (default {DEFAULT_TUNE_TRIALS})")
+    t.add_argument("--nprocs", type=positive_int, default=None, metavar="N",
+                   help="replay with N processes (default: the job's count)")
+    t.add_argument("--scale", type=float, default=None, metavar="F",
+                   help="replay this fraction of the calls (default: as much as --replay-bytes allows)")
+    t.add_argument("--replay-bytes", type=positive_int, default=DEFAULT_REPLAY_BYTES, metavar="B",
+                   help=f"bytes a replay may move when --scale is not given (default {DEFAULT_REPLAY_BYTES})")
+    t.add_argument("--dir", metavar="D", help="where the replay's files go (default: OUT/data)")
+    t.add_argument("launcher", nargs=argparse.REMAINDER, metavar="-- LAUNCHER",
+                   help="how to start the replay (default: mpiexec -n NPROCS)")
     p.set_defaults(func=run)
 
 
@@ -47,4 +70,33 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_advice(advice, console(), args.config_out)
-    return 0
+    return tune_on_replay(args) if args.tune else 0
+
+
+def tune_on_replay(args: argparse.Namespace) -> int:
+    """The log as a replay spec in OUT, scaled to --replay-bytes unless --scale, and `iotame tune` on its replay."""
+    launcher = command_args(args.launcher)
+    if launcher and args.launcher[0] != "--" and launcher[0].startswith("-"):
+        raise UsageError(f"advise: {launcher[0]}: options go before LOG (iotame advise [options] LOG [-- LAUNCHER])")
+    if args.scale is not None and not 0 < args.scale <= 1:
+        raise UsageError(f"advise: --scale must be in (0, 1], got {args.scale}")
+    out = Path(args.out or f"iotame-advise-{Path(args.log).stem}")
+    out.mkdir(parents=True, exist_ok=True)
+    spec = to_spec(job_plan(args.log, nprocs=args.nprocs))
+    spec_path = out / "replay.json"
+    spec_path.write_text(json.dumps(spec))
+    total = spec_bytes(spec)
+    scale = args.scale or (min(1.0, args.replay_bytes / total) if total else 1.0)
+    data = Path(args.dir) if args.dir else out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    launcher = launcher or ["mpiexec", "-n", str(spec["nprocs"])]
+    replay = [*launcher, str(require_kernel()), "replay", "--from", str(spec_path.resolve()), "--dir",
+              str((data / "replay").resolve()), "--scale", f"{scale:.6g}"]
+    err = console(stderr=True)
+    err.print(f"iotame: advise: the replay of {args.log}: {spec_path} ({len(spec['files'])} files, "
+              f"{total:,} bytes, scale {scale:.6g}); tuning on it")
+    for note in spec["source"].get("notes", []):
+        err.print(f"iotame: advise: replay: {note}")
+    from ..cli import main as iotame_main        # the tune command as the user would run it
+    return iotame_main(["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
+                        "--study", f"advise-{Path(args.log).stem}", "--", *replay])

@@ -240,6 +240,12 @@ def preload_ranges(f: FilePlan) -> list[list[int]]:
     return [[lo, hi - lo] for lo, hi in _merge(needed)]
 
 
+def spec_bytes(spec: dict) -> int:
+    """The bytes a spec's calls move (preload aside)."""
+    return sum(e.get("repeat", 1) * sum(r[1] * r[2] for r in e.get("at", []))
+               for f in spec["files"] for proc in f["calls"] for e in proc)
+
+
 def to_spec(job: JobPlan) -> dict:
     files = []
     for f in job.files:
