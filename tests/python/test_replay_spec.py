@@ -254,3 +254,16 @@ def test_a_large_job_is_replayed_by_fewer_processes_with_the_same_calls_and_byte
 def _stats_with_trace_path() -> Path:
     import tempfile
     return _stats_with_trace(Path(tempfile.mkdtemp()))
+
+
+def test_a_truncated_log_and_a_log_of_thousands_of_files(tmp_path, capsys):
+    cut = tmp_path / "cut.darshan"
+    cut.write_bytes(DXT_LOG.read_bytes()[:2000])
+    assert main(["replay", "spec", str(cut), "--out", str(tmp_path / "o.json")]) == 2
+    assert "cut.darshan" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
+    many = LOGS / "tests/input/sample-badost.darshan"           # 2048 files, one per process
+    spec = to_spec(job_plan(many, max_files=100))
+    assert len(spec["files"]) == 100
+    skipped = [s for s in spec["source"]["skipped"] if "past the 100 files" in s["reason"]]
+    assert len(skipped) == 2048 - 100 and all(s["bytes"] <= min(_made(f, f["procs"][0], "wW")[1] for f in
+                                                                 spec["files"]) for s in skipped)

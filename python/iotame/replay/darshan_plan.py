@@ -129,7 +129,7 @@ def _counter_value(rows: list[dict], key: str) -> int:
     return int(sum(r.get(key, 0) for r in rows))
 
 
-def file_from_counters(rows: list[dict], prefix: str, procs: list[int], api: str, notes: set[str]) -> list[list[Call]]:
+def file_from_counters(rows: list[dict], prefix: str, procs: list[int], notes: set[str]) -> list[list[Call]]:
     """Per proc, the calls of the file's counter records (one record of rank -1 for a shared file, or one per
     rank)."""
     shared = rows[0]["rank"] == -1
@@ -161,11 +161,10 @@ def file_from_counters(rows: list[dict], prefix: str, procs: list[int], api: str
                     for r, cs in enumerate(_collective_calls(d.upper(), coll_sizes, nprocs)):
                         per_proc[r] += cs
                 if indep_sizes:
-                    split = _split(len(indep_sizes), nprocs)
-                    parts, i = [], 0
-                    for n in split:
-                        parts.append(indep_sizes[i:i + n])
-                        i += n
+                    bounds = [0]
+                    for n in _split(len(indep_sizes), nprocs):
+                        bounds.append(bounds[-1] + n)
+                    parts = [indep_sizes[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
                     for r, cs in enumerate(_independent_calls(d, parts, nprocs > 1, shuffle)):
                         per_proc[r] += cs
             else:
@@ -248,6 +247,25 @@ def file_records(log: dict, mods: dict[str, list[dict]] | None = None) -> dict[i
     return out
 
 
+def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[int], notes: set[str]):
+    """Per proc, the DXT trace of a file, collective where the counters say every call of a direction was, and the
+    counted syncs of a shared file after each process's calls (DXT does not trace them)."""
+    collective = {}
+    for d, kind in (("w", "WRITE"), ("r", "READ")):
+        coll = _counter_value(rows, f"MPIIO_COLL_{kind}S") + _counter_value(rows, f"MPIIO_SPLIT_{kind}S")
+        indep = _counter_value(rows, f"MPIIO_INDEP_{kind}S") + _counter_value(rows, f"MPIIO_NB_{kind}S")
+        collective[d] = prefix == "MPIIO" and coll > 0 and indep == 0
+        if prefix == "MPIIO" and coll and indep:
+            notes.add("a file with both collective and independent calls of one direction is replayed with "
+                      "independent ones (DXT does not say which call was which)")
+    calls = file_from_dxt(traced, procs, collective)
+    if rows[0]["rank"] == -1:
+        syncs = _counter_value(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS") // len(procs)
+        for proc in calls:
+            proc += [Call("s")] * syncs
+    return calls
+
+
 def _opens_per_proc(rows: list[dict], prefix: str, nprocs: int) -> float:
     keys = ["MPIIO_COLL_OPENS", "MPIIO_INDEP_OPENS"] if prefix == "MPIIO" else ["POSIX_OPENS"]
     total = sum(_counter_value(rows, k) for k in keys)
@@ -309,29 +327,18 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, npro
         procs = list(range(job_nprocs)) if shared else [int(r["rank"]) for r in rows]
         traced = dxt[prefix].get(fid, [])
         if traced and _traced_calls(traced) >= _counted_calls(rows, prefix):
-            collective = {}
-            for d, kind in (("w", "WRITE"), ("r", "READ")):
-                coll = _counter_value(rows, f"MPIIO_COLL_{kind}S") + _counter_value(rows, f"MPIIO_SPLIT_{kind}S")
-                indep = _counter_value(rows, f"MPIIO_INDEP_{kind}S") + _counter_value(rows, f"MPIIO_NB_{kind}S")
-                collective[d] = prefix == "MPIIO" and coll > 0 and indep == 0
-                if prefix == "MPIIO" and coll and indep:
-                    notes.add("a file with both collective and independent calls of one direction is replayed with "
-                              "independent ones (DXT does not say which call was which)")
-            calls = file_from_dxt(traced, procs, collective)
-            syncs = _counter_value(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS")
-            for proc in calls:
-                proc += [Call("s")] * (syncs // len(procs) if rows[0]["rank"] == -1 else 0)
+            calls = _traced_file(traced, rows, prefix, procs, notes)
         else:
             if traced:
                 notes.add("files DXT did not trace completely are replayed from their counters")
             if shared:
                 procs = list(range(nprocs))
-            calls = file_from_counters(rows, prefix, procs, "MPIIO" if prefix == "MPIIO" else "POSIX", notes)
+            calls = file_from_counters(rows, prefix, procs, notes)
         if _opens_per_proc(rows, prefix, job_nprocs) >= 2:
             reopen_between_phases(calls)
         if nprocs != job_nprocs:
             procs, calls = _fold(procs, calls, nprocs)
-        f = FilePlan(rename[fpath], fpath, "MPIIO" if prefix == "MPIIO" else "POSIX", procs, calls)
+        f = FilePlan(rename[fpath], fpath, prefix, procs, calls)
         align_collectives(f)
         job.files.append(f)
     if not job.source["dxt"]:
