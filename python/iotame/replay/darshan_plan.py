@@ -10,6 +10,7 @@ and accesses are in order unless most were not sequential (then they are shuffle
 from __future__ import annotations
 
 import fnmatch
+import functools
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -44,7 +45,18 @@ def _bin_low(i: int) -> int:
 
 def read_log(path: str | Path) -> dict:
     """The log's records and DXT traces, read the way iotame advise reads them (header checked, parsed in a child
-    process); LogError naming the file and what is wrong."""
+    process); LogError naming the file and what is wrong. Read once per version of the file (a comparison reads it
+    for the spec and for the counters); the result is shared: do not modify it."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return load_log(p, dxt=True)          # its error names the file
+    return _read_log_once(str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_log_once(path: str, mtime_ns: int, size: int) -> dict:
     return load_log(path, dxt=True)
 
 
