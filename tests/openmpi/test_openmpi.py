@@ -339,3 +339,18 @@ def test_replay_with_four_processes(ompi):
     assert (ops["write_at_all"]["count"], ops["write_at_all"]["bytes"]) == (4 * 2, 4 * 2 * 32 * 64)
     ompi.run(4, [KERNEL, "noncontig", *NONCONTIG, "--collective", "--keep"])
     assert (ompi.tmp / NAMES["noncontig"]).read_bytes() == (ompi.tmp / "shared.dat").read_bytes()
+
+
+def test_replay_compare_of_the_dxt_sample_with_sixteen_processes(ompi, tmp_path):
+    """The DXT sample of the darshan wheel (16 processes) replayed under Open MPI and compared with its counters."""
+    darshan = pytest.importorskip("darshan")
+    log = Path(darshan.__file__).parent / "tests" / "input" / "sample-dxt-simple.darshan"
+    env = {**launcher_env(), "IOTAME_LIB": str(LIB), "IOTAME_KERNEL": str(KERNEL)}
+    p = subprocess.run([str(ROOT / ".venv" / "bin" / "iotame"), "replay", "compare", "--json", "--dir", str(tmp_path),
+                        str(log), "--", str(MPIRUN), "--oversubscribe", "-n", "16"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    result = json.loads(p.stdout)
+    assert result["ok"] and result["nprocs"] == 16
+    (written,) = [r for r in result["rows"] if r["what"] == "write bytes"]
+    assert written["job"] == written["replay"] == 4000

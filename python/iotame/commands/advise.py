@@ -16,7 +16,6 @@ from ..render import console
 from ..replay.plan import spec_bytes, to_spec
 from ..replay.source import job_plan
 from .argtypes import positive_int
-from .run import command_args
 
 NAME = "advise"
 DEFAULT_TUNE_TRIALS = 20
@@ -53,12 +52,15 @@ def add_parser(sub) -> None:
     t.add_argument("--replay-bytes", type=positive_int, default=DEFAULT_REPLAY_BYTES, metavar="B",
                    help=f"bytes a replay may move when --scale is not given (default {DEFAULT_REPLAY_BYTES})")
     t.add_argument("--dir", metavar="D", help="where the replay's files go (default: OUT/data)")
-    t.add_argument("launcher", nargs=argparse.REMAINDER, metavar="-- LAUNCHER",
-                   help="how to start the replay (default: mpiexec -n NPROCS)")
+    t.add_argument("launcher", nargs="*", metavar="-- LAUNCHER",
+                   help="how to start the replay (default: mpiexec -n NPROCS); with a launcher, the options go "
+                        "before LOG")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.launcher and not args.tune:
+        raise UsageError(f"advise: {args.launcher[0]}: a launcher is for --tune (iotame advise [options] LOG)")
     advice = make_advice(args.log, top=args.top, profile=args.profile, max_files=args.max_files)
     if args.config_out:
         try:
@@ -75,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def tune_on_replay(args: argparse.Namespace) -> int:
     """The log as a replay spec in OUT, scaled to --replay-bytes unless --scale, and `iotame tune` on its replay."""
-    launcher = command_args(args.launcher)
-    if launcher and args.launcher[0] != "--" and launcher[0].startswith("-"):
-        raise UsageError(f"advise: {launcher[0]}: options go before LOG (iotame advise [options] LOG [-- LAUNCHER])")
+    launcher = args.launcher
     if args.scale is not None and not 0 < args.scale <= 1:
         raise UsageError(f"advise: --scale must be in (0, 1], got {args.scale}")
     out = Path(args.out or f"iotame-advise-{Path(args.log).stem}")

@@ -16,7 +16,6 @@ from ..render import console
 from ..replay.check import DEFAULT_TOLERANCE, compare_replay
 from ..replay.plan import to_spec
 from ..replay.source import job_plan
-from .run import command_args
 
 NAME = "replay"
 
@@ -55,7 +54,8 @@ def add_parser(sub) -> None:
     c.add_argument("--dir", metavar="D", help="where the replay writes its files (default: a temporary directory)")
     c.add_argument("--stats", metavar="F", help="keep the replay's statistics in F")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    c.add_argument("launcher", nargs=argparse.REMAINDER, metavar="LAUNCHER")
+    c.add_argument("launcher", nargs="*", metavar="LAUNCHER",
+                   help="after --: how to start the replay (then the options go before SRC)")
     c.set_defaults(func=compare)
 
 
@@ -111,10 +111,7 @@ def compare(args: argparse.Namespace) -> int:
     if not 0 < args.scale <= 1:
         raise UsageError(f"replay compare: --scale must be in (0, 1], got {args.scale}")
     _check_nprocs(args.nprocs)
-    launcher = command_args(args.launcher)
-    if launcher and args.launcher[0] != "--" and launcher[0].startswith("-"):
-        raise UsageError(f"replay compare: {launcher[0]}: options go before SRC (iotame replay compare [options] SRC "
-                         "[-- LAUNCHER...])")
+    launcher = args.launcher
     if not launcher:
         launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
     result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,
