@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .darshan_plan import SIZE_BINS, size_bin
 
+
 @dataclass
 class FileCounts:
     """What one file saw, in the terms both sides can give."""
@@ -36,7 +37,10 @@ def _add(bins: dict[int, int], key: int, n: int) -> None:
 
 def counts_from_darshan_rows(rows: list[dict], prefix: str) -> FileCounts:
     fc = FileCounts()
-    total = lambda k: int(sum(r.get(k, 0) for r in rows))   # noqa: E731
+
+    def total(key: str) -> int:
+        return int(sum(r.get(key, 0) for r in rows))
+
     agg = "_AGG" if prefix == "MPIIO" else ""
     for d, kind, word in (("w", "WRITE", "WRITTEN"), ("r", "READ", "READ")):
         fc.bytes[d] = total(f"{prefix}_BYTES_{word}")
