@@ -129,16 +129,24 @@ def full_pool(cephfs, where):
     the quota lifted after the test."""
     ceph("osd", "pool", "set-quota", "cephfs_data", "max_bytes", str(4 << 20))
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 150
         k = 0
         while "full" not in ceph("osd", "pool", "ls", "detail").split("cephfs_data", 1)[1].split("\n")[0]:
             assert time.monotonic() < deadline, "the pool was not marked full"
             on("tb0", "sh", "-c", f'head -c 8388608 /dev/zero > "{where}/filler{k}" && sync', check=False)
             k += 1
             time.sleep(1)
+        # Each host's client learns of the full pool from a newer map than the monitor's answer above: wait until a
+        # synced write fails on both, or a job may still write through.
+        for host in ("tb0", "tb1"):
+            probe = where / f"probe-{host}"
+            while on(host, "dd", "if=/dev/zero", f"of={probe}", "bs=65536", "count=1", "conv=fsync",
+                     check=False).returncode == 0:
+                assert time.monotonic() < deadline, f"{host}'s client still writes to the full pool"
+                time.sleep(1)
         yield where
     finally:
-        on("tb0", "sh", "-c", f'rm -f "{where}"/filler*')
+        on("tb0", "sh", "-c", f'rm -f "{where}"/filler* "{where}"/probe-*')
         ceph("osd", "pool", "set-quota", "cephfs_data", "max_bytes", "0")
         deadline = time.monotonic() + 60
         while "full" in ceph("osd", "pool", "ls", "detail").split("cephfs_data", 1)[1].split("\n")[0]:
