@@ -74,10 +74,30 @@ static char *broadcast_file(const char *path, size_t *len, char **errors)
     return text;
 }
 
+/* FNV-1a of a string ("" for none): equal names give equal values on every rank. */
+static uint64_t init_name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Warns (rank 0) when the ranks were not given the same IOTAME_CONFIG: rank 0's is every rank's, and a job launched
+ * with per-rank environments would otherwise run under a configuration some ranks were not given. */
+static void init_config_agreement(void)
+{
+    uint64_t h = init_name_hash(rt.config_path), mine[2] = {h, ~h}, all[2];
+    PMPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, rt.comm);
+    if (rt.rank == 0 && all[0] != ~all[1])
+        fprintf(stderr, "iotame: warning: %s differs between ranks: every rank uses rank 0's (%s)\n",
+                IOTAME_ENV_CONFIG, rt.config_path ? rt.config_path : "none");
+}
+
 static void load_config(void)
 {
     /* Rank 0's environment decides, so that no rank waits in a broadcast the others skip. */
     rt.config_path = dup_env(IOTAME_ENV_CONFIG);
+    init_config_agreement();
     int has = rt.config_path != NULL;
     PMPI_Bcast(&has, 1, MPI_INT, 0, rt.comm);
     if (!has) {
