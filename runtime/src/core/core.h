@@ -165,9 +165,9 @@ void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason);
 void iotame_stats_write(MPI_Comm comm, const char *path, double wall_seconds, const char *config_path,
                         const char *config_error);
 /* This process's own statistics (nprocs 1, built as above) to PATH.partial.RANK with a top-level "partial":
- * {"reason", "rank", "signal" (signo, or null when 0)}, for a process that cannot reach MPI_Finalize. Not
+ * {"reason", "rank", "job_nprocs", "signal" (signo, or null when 0)}, for a process that cannot reach MPI_Finalize. Not
  * collective; not async-signal-safe (core/partial.c bounds it with an alarm inside a signal handler). */
-void iotame_stats_write_partial(const char *path, int rank, double wall, const char *config_path,
+void iotame_stats_write_partial(const char *path, int rank, int job_nprocs, double wall, const char *config_path,
                                 const char *config_error, const char *reason, int signo);
 
 #endif

@@ -21,7 +21,7 @@ _Thread_local int iotame__depth;
 
 static struct {
     MPI_Comm comm; /* our own duplicate of MPI_COMM_WORLD: our messages never meet the application's */
-    int rank;
+    int rank, nprocs;
     uint64_t start_ns, start_tick;
     iotame_config_t *config;
     char *config_path;
@@ -167,6 +167,7 @@ void iotame_core_init(int thread_level)
     rt.app_threaded = iotame__threaded = thread_level == MPI_THREAD_MULTIPLE;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &rt.comm) != MPI_SUCCESS) return; /* stay a pass-through */
     PMPI_Comm_rank(rt.comm, &rt.rank);
+    PMPI_Comm_size(rt.comm, &rt.nprocs);
     load_config();
     const iotame_file_config_t process = {.defaults = rt.config ? &rt.config->defaults : NULL};
     rt.sync_at_close = json_is_true(iotame_config_setting(rt.config ? &process : NULL, "posix", "sync_at_close"));
@@ -175,7 +176,12 @@ void iotame_core_init(int thread_level)
     iotame_modules_start(rt.config);
     iotame__active = 1;
     rt.pid = getpid();
-    if (rt.stats_path) iotame_partial_arm();
+    if (rt.stats_path) {
+        char stale[4096]; /* an earlier job's partial statistics of this rank must not be read as this job's */
+        snprintf(stale, sizeof stale, "%s.partial.%d", rt.stats_path, rt.rank);
+        remove(stale);
+        iotame_partial_arm();
+    }
 }
 
 int iotame_core_write_partial(const char *reason, int signo)
@@ -183,7 +189,8 @@ int iotame_core_write_partial(const char *reason, int signo)
     if (!rt.stats_path || getpid() != rt.pid) return 0;
     if (__atomic_exchange_n(&rt.written, 1, __ATOMIC_ACQ_REL)) return 0;
     double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
-    iotame_stats_write_partial(rt.stats_path, rt.rank, wall, rt.config_path, rt.config_error, reason, signo);
+    iotame_stats_write_partial(rt.stats_path, rt.rank, rt.nprocs, wall, rt.config_path, rt.config_error, reason,
+                               signo);
     return 1;
 }
 

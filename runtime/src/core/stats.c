@@ -509,7 +509,7 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
     free(displs);
 }
 
-void iotame_stats_write_partial(const char *path, int rank, double wall, const char *config_path,
+void iotame_stats_write_partial(const char *path, int rank, int job_nprocs, double wall, const char *config_path,
                                 const char *config_error, const char *reason, int signo)
 {
     buf_t b = {0};
@@ -519,7 +519,8 @@ void iotame_stats_write_partial(const char *path, int rank, double wall, const c
     json_t *stats = build(b.data ? b.data : "", &size, 1, wall, config_path, config_error);
     free(b.data);
     if (!stats) return;
-    json_object_set_new(stats, "partial", json_pack("{s:s,s:i,s:o}", "reason", reason, "rank", rank, "signal",
+    json_object_set_new(stats, "partial", json_pack("{s:s,s:i,s:i,s:o}", "reason", reason, "rank", rank,
+                                                    "job_nprocs", job_nprocs, "signal",
                                                     signo ? json_integer(signo) : json_null()));
     char target[4096];
     snprintf(target, sizeof target, "%s.partial.%d", path, rank);
