@@ -145,7 +145,8 @@ def _merge_file(a: dict, b: dict) -> dict:
         mine["count"] = mine.get("count", 0) + o.get("count", 0)
         if "bytes" in o or "bytes" in mine:
             mine["bytes"] = mine.get("bytes", 0) + o.get("bytes", 0)
-        mine["seconds"] = _merge_minmax(mine.get("seconds"), ra, o.get("seconds"), rb)
+        if "seconds" in o or "seconds" in mine:
+            mine["seconds"] = _merge_minmax(mine.get("seconds"), ra, o.get("seconds"), rb)
     out["ops"] = ops
     times = a.get("time") or {}
     out["time"] = {k: _merge_minmax(times.get(k), ra, (b.get("time") or {}).get(k), rb)
