@@ -50,15 +50,16 @@ def test_mpi_abort_leaves_the_aborting_rank_statistics(job):
     assert "rank 1: MPI_Abort" in show.stdout
 
 
-@pytest.mark.parametrize("mode", ["segv", "fault"])
-def test_fatal_signal_leaves_statistics_and_the_same_death(job, mode):
+@pytest.mark.parametrize("mode, sig", [("segv", signal.SIGSEGV), ("fault", signal.SIGSEGV),
+                                       ("overflow", signal.SIGSEGV), ("term", signal.SIGTERM)])
+def test_fatal_signal_leaves_statistics_and_the_same_death(job, mode, sig):
     p, stats = run(job, mode)
     plain, _ = run(job, mode, preload=False)
-    assert p.returncode == plain.returncode == signal.SIGSEGV    # mpiexec reports the rank's signal as its code
-    assert "Segmentation fault (signal 11)" in p.stdout + p.stderr
+    assert p.returncode == plain.returncode == sig             # mpiexec reports the rank's signal as its code
+    assert f"(signal {int(sig)})" in p.stdout + p.stderr
     s = load(job.tmp / "stats.json.partial.0")
-    assert s["partial"]["signal"] == signal.SIGSEGV and s["partial"]["rank"] == 0
-    assert s["partial"]["reason"] == "signal 11 (SIGSEGV) on rank 0"
+    assert s["partial"]["signal"] == sig and s["partial"]["rank"] == 0
+    assert s["partial"]["reason"] == f"signal {int(sig)} ({sig.name}) on rank 0"
     assert s["summary"]["bytes_written"] == 1000
 
 

@@ -4,6 +4,8 @@
  *   abort        rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7); rank 0 waits in a barrier
  *   segv         rank 0 raises SIGSEGV; rank 1 waits in a barrier
  *   fault        rank 0 writes through a null pointer (a real SIGSEGV); rank 1 waits in a barrier
+ *   overflow     rank 0 overflows its stack (a SIGSEGV the handler must take on another stack)
+ *   term         rank 0 raises SIGTERM; rank 1 waits in a barrier
  *   own-handler  as segv, but every rank installed a SIGSEGV handler before MPI_Init that prints
  *                "own handler" and exits with status 42
  *   exit         every rank calls exit(3) without MPI_Finalize
@@ -21,6 +23,14 @@ static void own_handler(int sig)
     static const char msg[] = "own handler\n";
     if (write(1, msg, sizeof msg - 1) < 0) _exit(43);
     _exit(42);
+}
+
+/* Recurses until the stack is exhausted (the volatile buffer keeps each frame). */
+static int deep(int n)
+{
+    volatile char frame[4096];
+    frame[0] = (char)n;
+    return n < (1 << 30) ? deep(n + 1) + frame[0] : 0;
 }
 
 int main(int argc, char **argv)
@@ -48,6 +58,12 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "fault") == 0) {
         if (rank == 0) *(volatile int *)(argc > 99 ? argv[0] : NULL) = 1;
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "overflow") == 0) {
+        if (rank == 0) deep(0);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "term") == 0) {
+        if (rank == 0) raise(SIGTERM);
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "exit") == 0) {
         exit(3);
