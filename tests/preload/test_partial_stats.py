@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from iotame.stats import load_stats
 from conftest import LIBIOTAME, TEST_PROGRAMS, Job
 
 ABORT_MODES = TEST_PROGRAMS / "abort_modes"
@@ -76,7 +77,6 @@ def test_exit_before_finalize(job):
     for rank in (0, 1):
         part = load(job.tmp / f"stats.json.partial.{rank}")["partial"]
         assert part["reason"] == f"exited with status 3 before MPI_Finalize on rank {rank}"
-    from iotame.stats import load_stats
     merged = load_stats(stats)
     assert merged["partial"]["ranks"] == [0, 1] and merged["partial"]["missing"] == []
     assert merged["summary"]["bytes_written"] == 3000
