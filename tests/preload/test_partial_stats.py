@@ -64,6 +64,14 @@ def test_fatal_signal_leaves_statistics_and_the_same_death(job, mode, sig):
     assert s["summary"]["bytes_written"] == 1000
 
 
+def test_a_write_that_blocks_in_the_handler_is_ended_by_the_alarm(job):
+    """The partial write cannot finish (its temporary file is a FIFO nobody reads): the alarm ends the wait and
+    the process still dies by its own signal; the job's timeout would catch a hang."""
+    p, stats = run(job, "blocked")
+    assert p.returncode == signal.SIGSEGV and "(signal 11)" in p.stdout + p.stderr
+    assert not (job.tmp / "stats.json.partial.0").exists()
+
+
 def test_the_application_signal_handler_is_kept(job):
     p, stats = run(job, "own-handler")
     assert p.returncode == 42 and "own handler" in p.stdout

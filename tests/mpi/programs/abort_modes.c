@@ -5,6 +5,8 @@
  *   segv         rank 0 raises SIGSEGV; rank 1 waits in a barrier
  *   fault        rank 0 writes through a null pointer (a real SIGSEGV); rank 1 waits in a barrier
  *   overflow     rank 0 overflows its stack (a SIGSEGV the handler must take on another stack)
+ *   blocked      as segv, but rank 0 first makes the runtime's temporary name for its partial statistics
+ *                ($IOTAME_STATS.partial.0.tmpPID) a FIFO nobody reads: the write blocks, the alarm must end it
  *   term         rank 0 raises SIGTERM; rank 1 waits in a barrier
  *   own-handler  as segv, but every rank installed a SIGSEGV handler before MPI_Init that prints
  *                "own handler" and exits with status 42
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void own_handler(int sig)
@@ -61,6 +64,14 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "overflow") == 0) {
         if (rank == 0) deep(0);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "blocked") == 0) {
+        if (rank == 0) {
+            char fifo[4096];
+            snprintf(fifo, sizeof fifo, "%s.partial.0.tmp%d", getenv("IOTAME_STATS"), (int)getpid());
+            if (mkfifo(fifo, 0600) != 0) perror("mkfifo");
+            raise(SIGSEGV);
+        }
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "term") == 0) {
         if (rank == 0) raise(SIGTERM);
