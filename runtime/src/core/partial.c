@@ -120,7 +120,7 @@ void iotame_partial_arm(void)
     /* An alternate stack, unless the application set one: a SIGSEGV from a stack overflow needs it. */
     stack_t old;
     if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE)) {
-        size_t size = 64 * 1024; /* JSON building runs on it */
+        size_t size = 256 * 1024; /* building the JSON (modules' report hooks, jansson) runs on it */
         stack_t st = {.ss_sp = malloc(size), .ss_size = size, .ss_flags = 0};
         if (st.ss_sp && sigaltstack(&st, NULL) != 0) free(st.ss_sp);
     }
