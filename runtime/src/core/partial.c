@@ -1,8 +1,9 @@
 /* Partial statistics: a process that cannot reach the collective write at MPI_Finalize (a fatal signal, an exit
  * before MPI_Finalize; MPI_Abort is wrapped in intercept/init.c) writes its own (docs/formats.md "Partial
  * statistics"). Nothing here may change how the job ends: handlers are installed only where the application left
- * the default action before MPI_Init (a handler the MPI library installed in MPI_Init is chained: it takes the
- * signal after us), and a handled signal is raised again once the statistics are written. */
+ * the default action before MPI_Init (a handler of the MPI library's stack, UCX's installed when it is loaded or
+ * Open MPI's installed in MPI_Init, is chained: it takes the signal after us), and a handled signal goes on once
+ * the statistics are written (a fault happens again, another signal is raised again). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
