@@ -7,6 +7,8 @@ from typing import IO, Iterable
 from rich.console import Console
 from rich.table import Table
 
+from .stats import partial_banner
+
 __all__ = ["console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_seconds", "fmt_mbs"]
 
 
@@ -127,7 +129,11 @@ def stats_tables(summary: dict) -> list[Table]:
 
 
 def print_stats(summary: dict, out: Console, title: str = "iotame statistics") -> None:
-    """Prints a header, stats_tables(), and the configuration error and pass-through reasons if any."""
+    """Prints a header (after the partial banner when the job aborted), stats_tables(), and the configuration
+    error and pass-through reasons if any."""
+    if summary.get("partial"):
+        for line in partial_banner(summary["partial"]):
+            out.print(line, markup=False, soft_wrap=True)
     out.print(stats_header(summary, title), markup=False)
     for t in stats_tables(summary):
         out.print(t)

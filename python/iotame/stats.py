@@ -4,13 +4,14 @@ Format: docs/formats.md. MB is 10^6 bytes.
 """
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 from typing import Any
 
 from .errors import StatsError
 
-__all__ = ["load_stats", "parse_stats", "summarize", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
+__all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
 
 # name -> (summary key, direction): what `iotame tune` can optimize.
 OBJECTIVES = {
@@ -41,10 +42,9 @@ def parse_stats(obj: Any, source: str = "statistics") -> dict:
     return obj
 
 
-def load_stats(path: str | Path) -> dict:
-    """The statistics at `path`; StatsError if it is missing, empty, not JSON or not a statistics file."""
+def _read_stats(path: Path) -> dict:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise StatsError(f"statistics {path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
@@ -56,6 +56,181 @@ def load_stats(path: str | Path) -> dict:
     except json.JSONDecodeError as e:
         raise StatsError(f"statistics {path}: line {e.lineno}, column {e.colno}: invalid JSON ({e.msg})") from None
     return parse_stats(obj, f"statistics {path}")
+
+
+def partial_paths(path: str | Path) -> list[Path]:
+    """The partial statistics STATS.partial.RANK that processes of an aborted job wrote beside `path`, by rank."""
+    p = Path(path)
+    found = []
+    for q in p.parent.glob(glob.escape(p.name) + ".partial.*"):
+        rank = q.name[len(p.name) + len(".partial."):]
+        if rank.isdigit():                       # not a temporary file (STATS.partial.R.tmpPID)
+            found.append((int(rank), q))
+    return [q for _, q in sorted(found)]
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("-inf")
+
+
+def load_stats(path: str | Path) -> dict:
+    """The statistics at `path`; StatsError if it is missing, empty, not JSON or not a statistics file.
+
+    When the job aborted (`path` is missing, or older than the partial statistics beside it), the partial
+    statistics its processes wrote, merged (merge_partials). A partial file given itself is read the same way.
+    """
+    p = Path(path)
+    partials = partial_paths(p)
+    if partials and (not p.exists() or max(_mtime(q) for q in partials) > _mtime(p)):
+        return load_partials(partials)
+    obj = _read_stats(p)
+    if isinstance(obj.get("partial"), dict) and "reason" in obj["partial"]:
+        return merge_partials([(str(p), obj)])
+    return obj
+
+
+def load_partials(paths: list[Path]) -> dict:
+    """Partial statistics files (partial_paths), merged (merge_partials; the newest file gives the job's size)."""
+    newest = max(paths, key=_mtime)
+    return merge_partials([(str(q), _read_stats(q)) for q in paths], newest=str(newest))
+
+
+def _partial_of(source: str, obj: dict) -> dict:
+    part = obj.get("partial")
+    if not isinstance(part, dict):
+        raise StatsError(f"statistics {source}: not partial statistics (no \"partial\" object)")
+    for key in ("rank", "job_nprocs"):
+        if not isinstance(part.get(key), int) or isinstance(part.get(key), bool) or part[key] < 0:
+            raise StatsError(f"statistics {source}: partial.{key} is not a non-negative integer")
+    if not isinstance(part.get("reason"), str):
+        raise StatsError(f"statistics {source}: partial.reason is not a string")
+    return part
+
+
+def _merge_minmax(a: dict | None, ra: int, b: dict | None, rb: int) -> dict:
+    """{min, avg, max} over the ranks of two records (avg weighted by their ranks)."""
+    a, b = a or {}, b or {}
+    if not a:
+        return dict(b)
+    if not b:
+        return dict(a)
+    n = ra + rb
+    return {"min": min(a.get("min", 0), b.get("min", 0)), "max": max(a.get("max", 0), b.get("max", 0)),
+            "avg": (a.get("avg", 0) * ra + b.get("avg", 0) * rb) / n if n else 0.0}
+
+
+def _sum_counts(a: dict | None, b: dict | None) -> dict:
+    out = dict(a or {})
+    for k, v in (b or {}).items():
+        out[k] = out.get(k, 0) + v if _num(v) else out.get(k, v)
+    return out
+
+
+def _merge_file(a: dict, b: dict) -> dict:
+    """One file's records of two sets of ranks: counts and bytes summed, times min/avg/max over all of them."""
+    ra, rb = int(a.get("ranks", 1) or 1), int(b.get("ranks", 1) or 1)
+    out = dict(a)
+    out["ranks"] = ra + rb
+    for key in ("opens", "bytes_read", "bytes_written"):
+        out[key] = int(a.get(key, 0) or 0) + int(b.get(key, 0) or 0)
+    ops = {k: dict(v) for k, v in (a.get("ops") or {}).items()}
+    for name, o in (b.get("ops") or {}).items():
+        if name not in ops:
+            ops[name] = dict(o)
+            continue
+        mine = ops[name]
+        mine["count"] = mine.get("count", 0) + o.get("count", 0)
+        if "bytes" in o or "bytes" in mine:
+            mine["bytes"] = mine.get("bytes", 0) + o.get("bytes", 0)
+        if "seconds" in o or "seconds" in mine:
+            mine["seconds"] = _merge_minmax(mine.get("seconds"), ra, o.get("seconds"), rb)
+    out["ops"] = ops
+    times = a.get("time") or {}
+    out["time"] = {k: _merge_minmax(times.get(k), ra, (b.get("time") or {}).get(k), rb)
+                   for k in set(times) | set(b.get("time") or {})}
+    hist = a.get("histogram") or {}
+    out["histogram"] = {d: _sum_counts(hist.get(d), (b.get("histogram") or {}).get(d))
+                        for d in set(hist) | set(b.get("histogram") or {})}
+    out["decisions"] = list(a.get("decisions") or []) + list(b.get("decisions") or [])
+    out["passthrough_reasons"] = _sum_counts(a.get("passthrough_reasons"), b.get("passthrough_reasons"))
+    return out
+
+
+def _merged_summary(parts: list[dict]) -> dict:
+    """Bytes summed over the ranks; each *_seconds the slowest rank's; MB/s recomputed (as the runtime does)."""
+    sums = [p["summary"] for p in parts]
+    out = {k: sum(int(s.get(k, 0) or 0) for s in sums) for k in ("bytes_read", "bytes_written")}
+    for k in ("read_seconds", "write_seconds", "sync_seconds", "meta_seconds", "io_seconds"):
+        out[k] = max(float(s.get(k, 0) or 0) for s in sums)
+
+    def mbs(n: int, sec: float) -> float:
+        return n / sec / 1e6 if sec > 0 else 0.0
+    out["read_mbs"] = mbs(out["bytes_read"], out["read_seconds"])
+    out["write_mbs"] = mbs(out["bytes_written"], out["write_seconds"])
+    out["io_mbs"] = mbs(out["bytes_read"] + out["bytes_written"], out["io_seconds"])
+    return out
+
+
+def merge_partials(parts: list[tuple[str, dict]], newest: str | None = None) -> dict:
+    """The partial statistics of an aborted job's processes ((source, object) pairs, each written by one rank)
+    merged into one statistics object with "partial": {"ranks", "missing", "reasons"} (docs/formats.md).
+
+    The job's size is the one the newest file (`newest`, else the last) recorded; files of other sizes or of
+    ranks outside it are an earlier job's and are left out. Modules' job-wide sections are the lowest rank's.
+    """
+    if not parts:
+        raise StatsError("partial statistics: no files to merge")
+    checked = [(src, obj, _partial_of(src, obj)) for src, obj in parts]
+    ref = next((c for c in checked if c[0] == newest), checked[-1])
+    nprocs = ref[2]["job_nprocs"]
+    by_rank: dict[int, tuple[str, dict, dict]] = {}
+    for src, obj, part in checked:
+        if part["job_nprocs"] == nprocs and part["rank"] < nprocs:
+            by_rank.setdefault(part["rank"], (src, obj, part))
+    ranks = sorted(by_rank)
+    objs = [by_rank[r][1] for r in ranks]
+    files: dict[str, dict] = {}
+    for obj in objs:
+        for f in obj.get("files", []):
+            path = str(f.get("path", "?"))
+            files[path] = _merge_file(files[path], f) if path in files else dict(f)
+    modules: dict = {}
+    reasons: dict = {}
+    for obj in objs:
+        for name, v in (obj.get("modules") or {}).items():
+            modules.setdefault(name, v)
+        reasons = _sum_counts(reasons, obj.get("passthrough_reasons"))
+    first = objs[0]
+    merged = {k: first.get(k) for k in ("version", "iotame_version", "mpi") if k in first}
+    merged.update({
+        "nprocs": nprocs, "config": first.get("config"), "config_error": first.get("config_error"),
+        "malloc_threshold": first.get("malloc_threshold"),
+        "wall_seconds": max(float(o.get("wall_seconds", 0) or 0) for o in objs),
+        "summary": _merged_summary(objs), "files": list(files.values()), "modules": modules,
+        "passthrough_reasons": reasons,
+        "partial": {"ranks": ranks, "missing": [r for r in range(nprocs) if r not in by_rank],
+                    "reasons": [{"rank": r, "reason": by_rank[r][2]["reason"], "signal": by_rank[r][2].get("signal")}
+                                for r in ranks],
+                    "files": [by_rank[r][0] for r in ranks]},
+    })
+    return merged
+
+
+def partial_banner(partial: dict) -> list[str]:
+    """The lines that say statistics are partial: the job aborted, why (per rank), and which ranks left none."""
+    reasons = partial.get("reasons") or []
+    first = reasons[0]["reason"] if reasons else "no process wrote why"
+    lines = [f"partial: the job aborted ({first}); statistics of rank{'' if len(reasons) == 1 else 's'} "
+             + ", ".join(str(r) for r in partial.get("ranks") or [])]
+    lines += [f"  rank {r['rank']}: {r['reason']}" for r in reasons]
+    missing = partial.get("missing") or []
+    if missing:
+        lines.append("  no statistics from rank" + ("" if len(missing) == 1 else "s") + " "
+                     + ", ".join(str(r) for r in missing) + " (killed before writing, e.g. by SIGKILL)")
+    return lines
 
 
 def _io_mbs(summary: dict) -> float:
@@ -181,4 +356,5 @@ def summarize(stats: dict) -> dict:
         "collective": dict(zip(("strategies", "decisions", "steady", "model"), _collective_rows(stats.get("files", [])))),
         "hdf5": _hdf5_rows(stats.get("files", [])),
         "staging": _staging_rows(stats.get("files", [])),
+        "partial": stats.get("partial"),
     }

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from iotame.stats import load_stats
 from conftest import ROOT, collective_config, file_stats, iotame_vars, served, write_json
 
 MPICC = Path("/usr/bin/mpicc.openmpi")
@@ -354,3 +355,19 @@ def test_replay_compare_of_the_dxt_sample_with_sixteen_processes(ompi, tmp_path)
     assert result["ok"] and result["nprocs"] == 16
     (written,) = [r for r in result["rows"] if r["what"] == "write bytes"]
     assert written["job"] == written["replay"] == 4000
+
+
+@pytest.mark.parametrize("mode, first", [("abort", "MPI_Abort(MPI_COMM_WORLD, 7) called on rank 1"),
+                                         ("segv", "signal 11 (SIGSEGV) on rank 0")])
+def test_an_aborted_job_leaves_partial_statistics_of_every_rank(ompi, mode, first):
+    """Open MPI's launcher ends the other ranks with SIGTERM: each writes its own partial statistics too, and the
+    job's exit status is what it is without the runtime."""
+    stats = ompi.tmp / "s.json"
+    argv = [PROGRAMS / "abort_modes", mode, ompi.tmp / "f.dat"]
+    p = ompi.run(2, argv, preload=True, stats=stats, check=False, timeout=60)
+    assert p.returncode == ompi.run(2, argv, check=False, timeout=60).returncode != 0
+    merged = load_stats(stats)
+    assert merged["partial"]["ranks"] == [0, 1] and merged["partial"]["missing"] == []
+    assert first in [r["reason"] for r in merged["partial"]["reasons"]]
+    assert "signal 15 (SIGTERM)" in " ".join(r["reason"] for r in merged["partial"]["reasons"])
+    assert merged["summary"]["bytes_written"] == 3000

@@ -44,6 +44,8 @@ with open(os.path.join(here, "log.jsonl"), "a") as log:
                ("LD_PRELOAD", "IOTAME_CONFIG", "IOTAME_STATS")}}}}) + "\n")
 if os.environ.get("IOTAME_STATS") and step.get("stats"):
     json.dump(step["stats"], open(os.environ["IOTAME_STATS"], "w"))
+for rank, partial in (step.get("partials") or {{}}).items():
+    json.dump(partial, open(os.environ["IOTAME_STATS"] + ".partial." + rank, "w"))
 sys.stdout.write(step.get("stdout", ""))
 sys.stderr.write(step.get("stderr", ""))
 sys.exit(step.get("exit", 0))
@@ -51,7 +53,8 @@ sys.exit(step.get("exit", 0))
 
 
 class FakeProgram:
-    """Writes the program and its plan: a list of steps {"exit", "stdout", "stderr", "stats"}, one per run."""
+    """Writes the program and its plan: a list of steps {"exit", "stdout", "stderr", "stats", "partials"
+    (rank -> partial statistics)}, one per run."""
 
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 from ..errors import StatsError
 from ..paths import require_lib
-from ..stats import load_stats
+from ..stats import load_partials, load_stats, partial_paths
 from .env import runtime_env
 
 __all__ = ["RunResult", "run_command", "exit_status"]
@@ -36,6 +36,7 @@ class RunResult:
     stats: dict | None = None
     stats_path: str | None = None      # None when the statistics went to a temporary file, since removed
     stats_error: str | None = None     # why there are no statistics, when the runtime was loaded
+    partial: dict | None = None        # the aborted job's partial statistics, merged (then stats is None)
     timed_out: bool = False
 
     @property
@@ -80,6 +81,21 @@ def _launch(argv: list[str], env: dict, cwd, capture: bool, timeout: float | Non
             return p.returncode, out, err, True
 
 
+def _partial(target: Path, started: float) -> dict | None:
+    """The partial statistics this run's processes wrote beside `target` (merged), or None."""
+    mine = []
+    for q in partial_paths(target):
+        try:
+            if q.stat().st_mtime >= started - 1:     # not an earlier job's (coarse file-system clocks)
+                mine.append(q)
+        except OSError:
+            continue
+    try:
+        return load_partials(mine) if mine else None
+    except StatsError:
+        return None
+
+
 def run_command(argv: Sequence[str], *, config: str | Path | None = None, stats_path: str | Path | None = None,
                 preload: bool = True, capture: bool = False, cwd: str | Path | None = None,
                 timeout: float | None = None, env: Mapping[str, str] | None = None) -> RunResult:
@@ -105,13 +121,21 @@ def run_command(argv: Sequence[str], *, config: str | Path | None = None, stats_
         target = Path(stats_path).resolve()
     try:
         before = _fingerprint(target)
+        started = time.time()
         t0 = time.monotonic()
         rc, out, err, timed_out = _launch(argv, runtime_env(lib, config, target, env), cwd, capture, timeout)
         result = RunResult(argv, rc, time.monotonic() - t0, out, err, timed_out=timed_out,
                            stats_path=None if tmpdir else str(target))
         after = _fingerprint(target)
         if after is None or after == before:
-            result.stats_error = "no statistics were written (not an MPI program, or it did not reach MPI_Finalize)"
+            result.partial = _partial(target, started)
+            if result.partial is not None:
+                first = result.partial["partial"]["reasons"][0]["reason"]
+                where = "" if tmpdir else f" ({target}.partial.*)"
+                result.stats_error = f"partial statistics only: the job aborted ({first}){where}"
+            else:
+                result.stats_error = ("no statistics were written (not an MPI program, or it did not reach "
+                                      "MPI_Finalize)")
         else:
             try:
                 result.stats = load_stats(target)

@@ -91,7 +91,8 @@ def _failure(result, timeout: float | None) -> str | None:
     if kernel is not None and kernel.get("verified") is False:
         return "data verification failed"
     if result.returncode != 0:
-        return f"exit status {result.exit_status}"
+        partial = f" ({result.stats_error})" if getattr(result, "partial", None) else ""
+        return f"exit status {result.exit_status}{partial}"
     return None
 
 

@@ -33,6 +33,17 @@ void iotame_core_init(int thread_level);
 /* Before PMPI_Finalize: reduces the statistics and writes them (rank 0). */
 void iotame_core_finalize(void);
 
+/* Partial statistics (core/partial.c): writes this process's own statistics to IOTAME_STATS.partial.RANK with
+ * `reason` (and `signo`, 0 when no signal) when IOTAME_STATS is set, at most once per process, and never after
+ * MPI_Finalize's write. Returns whether it wrote (attempted). */
+int iotame_core_write_partial(const char *reason, int signo);
+/* Before PMPI_Init: notes which fatal signals the application left at their default action. */
+void iotame_partial_snapshot(void);
+/* Installs the fatal-signal handlers (only where the application left the default action) and the exit hook. */
+void iotame_partial_arm(void);
+/* Restores the default action where our handlers are still installed (after MPI_Finalize's write). */
+void iotame_partial_disarm(void);
+
 /* Applies the `memory` section (defaults only; the settings' default without a configuration) at start-up. */
 void iotame_memory_prepare(const iotame_config_t *cfg);
 /* The malloc threshold applied at start-up, 0 when none was (statistics). */
@@ -153,5 +164,10 @@ void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason);
 /* Reduces every rank's records to rank 0 and writes the JSON statistics there. Collective. */
 void iotame_stats_write(MPI_Comm comm, const char *path, double wall_seconds, const char *config_path,
                         const char *config_error);
+/* This process's own statistics (nprocs 1, built as above) to PATH.partial.RANK with a top-level "partial":
+ * {"reason", "rank", "job_nprocs", "signal" (signo, or null when 0)}, for a process that cannot reach MPI_Finalize. Not
+ * collective; not async-signal-safe (core/partial.c bounds it with an alarm inside a signal handler). */
+void iotame_stats_write_partial(const char *path, int rank, int job_nprocs, double wall, const char *config_path,
+                                const char *config_error, const char *reason, int signo);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -20,7 +21,7 @@ _Thread_local int iotame__depth;
 
 static struct {
     MPI_Comm comm; /* our own duplicate of MPI_COMM_WORLD: our messages never meet the application's */
-    int rank;
+    int rank, nprocs;
     uint64_t start_ns, start_tick;
     iotame_config_t *config;
     char *config_path;
@@ -28,6 +29,8 @@ static struct {
     char *stats_path;
     int app_threaded;  /* the application asked for MPI_THREAD_MULTIPLE */
     int sync_at_close; /* posix.sync_at_close (the defaults', else the setting's default) */
+    pid_t pid;         /* the process that called MPI_Init: a forked child never writes partial statistics */
+    int written;       /* statistics written (partial, or MPI_Finalize's): claimed atomically, once */
 } rt = {.comm = MPI_COMM_NULL};
 
 const char *iotame_version(void) { return IOTAME_VERSION; }
@@ -184,6 +187,7 @@ void iotame_core_init(int thread_level)
     rt.app_threaded = iotame__threaded = thread_level == MPI_THREAD_MULTIPLE;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &rt.comm) != MPI_SUCCESS) return; /* stay a pass-through */
     PMPI_Comm_rank(rt.comm, &rt.rank);
+    PMPI_Comm_size(rt.comm, &rt.nprocs);
     load_config();
     const iotame_file_config_t process = {.defaults = rt.config ? &rt.config->defaults : NULL};
     rt.sync_at_close = json_is_true(iotame_config_setting(rt.config ? &process : NULL, "posix", "sync_at_close"));
@@ -191,6 +195,23 @@ void iotame_core_init(int thread_level)
     rt.stats_path = dup_env(IOTAME_ENV_STATS);
     iotame_modules_start(rt.config);
     iotame__active = 1;
+    rt.pid = getpid();
+    if (rt.stats_path) {
+        char stale[4096]; /* an earlier job's partial statistics of this rank must not be read as this job's */
+        snprintf(stale, sizeof stale, "%s.partial.%d", rt.stats_path, rt.rank);
+        remove(stale);
+        iotame_partial_arm();
+    }
+}
+
+int iotame_core_write_partial(const char *reason, int signo)
+{
+    if (!rt.stats_path || getpid() != rt.pid) return 0;
+    if (__atomic_exchange_n(&rt.written, 1, __ATOMIC_ACQ_REL)) return 0;
+    double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
+    iotame_stats_write_partial(rt.stats_path, rt.rank, rt.nprocs, wall, rt.config_path, rt.config_error, reason,
+                               signo);
+    return 1;
 }
 
 void iotame_core_finalize(void)
@@ -199,7 +220,11 @@ void iotame_core_finalize(void)
     iotame__active = 0; /* the modules' last work and the reductions below must not count themselves */
     iotame_modules_finalize();
     double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
-    if (rt.stats_path) iotame_stats_write(rt.comm, rt.stats_path, wall, rt.config_path, rt.config_error);
+    /* A process killed during the collective write below still writes its partial statistics. */
+    if (rt.stats_path && !__atomic_load_n(&rt.written, __ATOMIC_ACQUIRE))
+        iotame_stats_write(rt.comm, rt.stats_path, wall, rt.config_path, rt.config_error);
+    __atomic_store_n(&rt.written, 1, __ATOMIC_RELEASE);
+    if (rt.stats_path) iotame_partial_disarm();
     PMPI_Comm_free(&rt.comm);
     iotame_config_free(rt.config);
     rt.config = NULL;

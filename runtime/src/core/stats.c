@@ -427,6 +427,45 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
                      "passthrough_reasons", job_reasons_json);
 }
 
+/* Serializes this rank's records for build(): the job's reasons and sections, then one block per file. */
+static void stats_pack(buf_t *b)
+{
+    double ns_per_tick = iotame_ns_per_tick();
+    put_reasons(b, job_reasons);
+    for (int i = 0; iotame_modules[i]; i++) {
+        char *text = job_section[i] ? json_dumps(job_section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        put_str(b, text);
+        free(text);
+    }
+    for (iotame_file_stats_t *fs = files; fs; fs = fs->next) {
+        put_str(b, fs->path);
+        put_str(b, fs->rule);
+        put_str(b, fs->hints);
+        for (int i = 0; iotame_modules[i]; i++) {
+            char *text = fs->section[i] ? json_dumps(fs->section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+            put_str(b, text);
+            free(text);
+        }
+        put_reasons(b, fs->reasons);
+        numbers_t n = fs->n; /* every rank sends nanoseconds */
+        for (int t = 0; t < TIMES; t++) n.ns[t] = (uint64_t)((double)n.ns[t] * ns_per_tick);
+        put(b, &n, sizeof n);
+    }
+}
+
+/* Writes beside the target and renames, so a reader never sees half a file. 0 on success. */
+static int stats_dump(json_t *stats, const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    if (json_dump_file(stats, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0 ||
+        rename(tmp, path) != 0) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char *config_path,
                         const char *config_error)
 {
@@ -434,27 +473,7 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     buf_t b = {0};
-    double ns_per_tick = iotame_ns_per_tick();
-    put_reasons(&b, job_reasons);
-    for (int i = 0; iotame_modules[i]; i++) {
-        char *text = job_section[i] ? json_dumps(job_section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        put_str(&b, text);
-        free(text);
-    }
-    for (iotame_file_stats_t *fs = files; fs; fs = fs->next) {
-        put_str(&b, fs->path);
-        put_str(&b, fs->rule);
-        put_str(&b, fs->hints);
-        for (int i = 0; iotame_modules[i]; i++) {
-            char *text = fs->section[i] ? json_dumps(fs->section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-            put_str(&b, text);
-            free(text);
-        }
-        put_reasons(&b, fs->reasons);
-        numbers_t n = fs->n; /* every rank sends nanoseconds */
-        for (int t = 0; t < TIMES; t++) n.ns[t] = (uint64_t)((double)n.ns[t] * ns_per_tick);
-        put(&b, &n, sizeof n);
-    }
+    stats_pack(&b);
     if (b.failed) b.len = 0;
     int size = (int)b.len, *sizes = NULL, *displs = NULL;
     char *all = NULL;
@@ -483,17 +502,30 @@ void iotame_stats_write(MPI_Comm comm, const char *path, double wall, const char
     }
 
     json_t *stats = build(all, sizes, nprocs, wall, config_path, config_error);
-    /* Write beside the target and rename, so a reader never sees half a file. */
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    if (json_dump_file(stats, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0 || rename(tmp, path) != 0) {
-        iotame_log_warn("cannot write the statistics to %s\n", path);
-        remove(tmp);
-    }
+    if (!stats || stats_dump(stats, path) != 0) iotame_log_warn("cannot write the statistics to %s\n", path);
     json_decref(stats);
     free(all);
     free(sizes);
     free(displs);
+}
+
+void iotame_stats_write_partial(const char *path, int rank, int job_nprocs, double wall, const char *config_path,
+                                const char *config_error, const char *reason, int signo)
+{
+    buf_t b = {0};
+    stats_pack(&b);
+    if (b.failed) b.len = 0;
+    int size = (int)b.len;
+    json_t *stats = build(b.data ? b.data : "", &size, 1, wall, config_path, config_error);
+    free(b.data);
+    if (!stats) return;
+    json_object_set_new(stats, "partial", json_pack("{s:s,s:i,s:i,s:o}", "reason", reason, "rank", rank,
+                                                    "job_nprocs", job_nprocs, "signal",
+                                                    signo ? json_integer(signo) : json_null()));
+    char target[4096];
+    snprintf(target, sizeof target, "%s.partial.%d", path, rank);
+    if (stats_dump(stats, target) != 0) iotame_log_warn("cannot write the partial statistics to %s\n", target);
+    json_decref(stats);
 }
 
 /* ---- the module: every call counted as the application made it ---- */
