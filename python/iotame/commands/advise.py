@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -52,6 +53,8 @@ def add_parser(sub) -> None:
     t.add_argument("--replay-bytes", type=positive_int, default=DEFAULT_REPLAY_BYTES, metavar="B",
                    help=f"bytes a replay may move when --scale is not given (default {DEFAULT_REPLAY_BYTES})")
     t.add_argument("--dir", metavar="D", help="where the replay's files go (default: OUT/data)")
+    t.add_argument("--tune-options", default="", metavar="OPTS",
+                   help="more options of iotame tune, as one string (e.g. \"--repeat 3 --sampler ga\")")
     t.add_argument("launcher", nargs="*", metavar="-- LAUNCHER",
                    help="how to start the replay (default: mpiexec -n NPROCS); with a launcher, the options go "
                         "before LOG")
@@ -99,4 +102,4 @@ def tune_on_replay(args: argparse.Namespace) -> int:
         err.print(f"iotame: advise: replay: {note}")
     from ..cli import main as iotame_main        # the tune command as the user would run it
     return iotame_main(["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
-                        "--study", f"advise-{Path(args.log).stem}", "--", *replay])
+                        "--study", f"advise-{Path(args.log).stem}", *shlex.split(args.tune_options), "--", *replay])
