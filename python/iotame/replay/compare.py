@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .darshan_plan import SIZE_BINS, size_bin
+from .darshan_plan import SIZE_BINS, counter_total, size_bin
 
 
 @dataclass
@@ -37,16 +37,16 @@ def _add(bins: dict[int, int], key: int, n: int) -> None:
 
 def counts_from_darshan_rows(rows: list[dict], prefix: str) -> FileCounts:
     fc = FileCounts()
-
-    def total(key: str) -> int:
-        return int(sum(r.get(key, 0) for r in rows))
-
     agg = "_AGG" if prefix == "MPIIO" else ""
+
+    def total(*keys: str) -> int:
+        return sum(counter_total(rows, k) for k in keys)
+
     for d, kind, word in (("w", "WRITE", "WRITTEN"), ("r", "READ", "READ")):
         fc.bytes[d] = total(f"{prefix}_BYTES_{word}")
         if prefix == "MPIIO":
-            fc.collective[d] = total(f"MPIIO_COLL_{kind}S") + total(f"MPIIO_SPLIT_{kind}S")
-            fc.calls[d] = fc.collective[d] + total(f"MPIIO_INDEP_{kind}S") + total(f"MPIIO_NB_{kind}S")
+            fc.collective[d] = total(f"MPIIO_COLL_{kind}S", f"MPIIO_SPLIT_{kind}S")
+            fc.calls[d] = fc.collective[d] + total(f"MPIIO_INDEP_{kind}S", f"MPIIO_NB_{kind}S")
         else:
             fc.calls[d] = total(f"POSIX_{kind}S")
         for i, (name, _) in enumerate(SIZE_BINS):

@@ -16,17 +16,16 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..advise.load import load_log
+from ..advise.summary import IGNORED_PREFIXES, SIZE_BINS as BIN_NAMES
 from ..errors import UsageError
 from .plan import COLLECTIVE_OPS, Call, FilePlan, JobPlan, align_collectives, merge_runs, replay_names
 
 # Darshan's request-size bins: name suffix, largest size in the bin (DARSHAN_BUCKET_INC counts size <= bound).
-SIZE_BINS = [("0_100", 100), ("100_1K", 1024), ("1K_10K", 10240), ("10K_100K", 102400), ("100K_1M", 1 << 20),
-             ("1M_4M", 4 << 20), ("4M_10M", 10 << 20), ("10M_100M", 100 << 20), ("100M_1G", 1 << 30),
-             ("1G_PLUS", 1 << 62)]
+SIZE_BINS = list(zip(BIN_NAMES, (100, 1024, 10240, 102400, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30, 1 << 62)))
 
-# Files the MPI library or the system made for themselves: the replayed job makes its own.
-NOT_THE_JOBS = ["<STDIN>", "<STDOUT>", "<STDERR>", "/dev/*", "/proc/*", "/sys/*", "/tmp/ompi.*", "*.locktest.*",
-                "*/.nfs*", "*.sm"]
+# Files the MPI library or the system made for themselves (besides those advise ignores): the replayed job makes
+# its own.
+NOT_THE_JOBS = [p + "*" for p in IGNORED_PREFIXES] + ["/tmp/ompi.*", "*.locktest.*", "*/.nfs*", "*.sm"]
 
 DEFAULT_MAX_FILES = 1000
 SHUFFLE_SEED = 35
@@ -137,7 +136,8 @@ def _independent_calls(op: str, sizes_per_proc: list[list[int]], segmented: bool
 
 # ---- a file from its counters ----
 
-def _counter_value(rows: list[dict], key: str) -> int:
+def counter_total(rows: list[dict], key: str) -> int:
+    """A counter summed over a file's records."""
     return int(sum(r.get(key, 0) for r in rows))
 
 
@@ -181,7 +181,7 @@ def file_from_counters(rows: list[dict], prefix: str, procs: list[int], notes: s
                         per_proc[r] += cs
             else:
                 per_proc[idx] += _independent_calls(d, [sizes], False, shuffle)[0]
-    syncs = _counter_value(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS")
+    syncs = counter_total(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS")
     if syncs:
         per = max(1, syncs // nprocs) if shared else None
         for idx, proc in enumerate(per_proc):
@@ -235,11 +235,11 @@ def _counted_calls(rows: list[dict], prefix: str) -> int:
     keys = (["MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_READS",
              "MPIIO_SPLIT_WRITES", "MPIIO_NB_READS", "MPIIO_NB_WRITES"] if prefix == "MPIIO"
             else ["POSIX_READS", "POSIX_WRITES"])
-    return sum(_counter_value(rows, k) for k in keys)
+    return sum(counter_total(rows, k) for k in keys)
 
 
 def _file_bytes(rows: list[dict], prefix: str) -> int:
-    return _counter_value(rows, f"{prefix}_BYTES_READ") + _counter_value(rows, f"{prefix}_BYTES_WRITTEN")
+    return counter_total(rows, f"{prefix}_BYTES_READ") + counter_total(rows, f"{prefix}_BYTES_WRITTEN")
 
 
 def file_records(log: dict, mods: dict[str, list[dict]] | None = None) -> dict[int, tuple[str, str, list[dict]]]:
@@ -264,15 +264,15 @@ def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[
     counted syncs of a shared file after each process's calls (DXT does not trace them)."""
     collective = {}
     for d, kind in (("w", "WRITE"), ("r", "READ")):
-        coll = _counter_value(rows, f"MPIIO_COLL_{kind}S") + _counter_value(rows, f"MPIIO_SPLIT_{kind}S")
-        indep = _counter_value(rows, f"MPIIO_INDEP_{kind}S") + _counter_value(rows, f"MPIIO_NB_{kind}S")
+        coll = counter_total(rows, f"MPIIO_COLL_{kind}S") + counter_total(rows, f"MPIIO_SPLIT_{kind}S")
+        indep = counter_total(rows, f"MPIIO_INDEP_{kind}S") + counter_total(rows, f"MPIIO_NB_{kind}S")
         collective[d] = prefix == "MPIIO" and coll > 0 and indep == 0
         if prefix == "MPIIO" and coll and indep:
             notes.add("a file with both collective and independent calls of one direction is replayed with "
                       "independent ones (DXT does not say which call was which)")
     calls = file_from_dxt(traced, procs, collective)
     if rows[0]["rank"] == -1:
-        syncs = _counter_value(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS") // len(procs)
+        syncs = counter_total(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS") // len(procs)
         for proc in calls:
             proc += [Call("s")] * syncs
     return calls
@@ -280,7 +280,7 @@ def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[
 
 def _opens_per_proc(rows: list[dict], prefix: str, nprocs: int) -> float:
     keys = ["MPIIO_COLL_OPENS", "MPIIO_INDEP_OPENS"] if prefix == "MPIIO" else ["POSIX_OPENS"]
-    total = sum(_counter_value(rows, k) for k in keys)
+    total = sum(counter_total(rows, k) for k in keys)
     return total / nprocs if rows[0]["rank"] == -1 else total / max(1, len(rows))
 
 
