@@ -111,6 +111,15 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     dir = argv[1];
+    /* MPICH's ROMIO creates its global mutex at the first MPI-IO call of the process without synchronization: two
+     * threads making that first call at once may both initialize it and both enter (a hang or a race inside the
+     * library, not ours). The first call is therefore made here, before the threads start. */
+    char first[4096];
+    snprintf(first, sizeof first, "%s/stage_threads.first.%d", dir, rank);
+    MPI_File fh;
+    if (MPI_File_open(MPI_COMM_SELF, first, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_DELETE_ON_CLOSE,
+                      MPI_INFO_NULL, &fh) == MPI_SUCCESS)
+        MPI_File_close(&fh);
     worker_t w[MAX_THREADS];
     pthread_t th[MAX_THREADS];
     for (int t = 0; t < threads; t++) {
