@@ -1,5 +1,5 @@
 # iotame: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: setup build demo test clean
+.PHONY: setup build demo test faults soak clean
 
 setup:
 	./scripts/setup.sh
@@ -12,6 +12,15 @@ demo: setup
 
 test: setup
 	./tests/run_all.sh
+
+# The whole fault matrix and every death case (make test runs a sample of each; docs/reliability.md).
+faults: setup
+	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/preload/test_fault_matrix.py
+
+# Faults and the differential program in a loop for SOAK_MINUTES (default 60), then the counts.
+soak: setup
+	IOTAME_SOAK_MINUTES=$${SOAK_MINUTES:-60} .venv/bin/python -m pytest -q -s -p no:cacheprovider \
+	  tests/preload/test_fault_matrix.py -k test_soak
 
 clean:
 	rm -rf build .venv

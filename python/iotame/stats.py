@@ -143,8 +143,9 @@ def _merge_file(a: dict, b: dict) -> dict:
             continue
         mine = ops[name]
         mine["count"] = mine.get("count", 0) + o.get("count", 0)
-        if "bytes" in o or "bytes" in mine:
-            mine["bytes"] = mine.get("bytes", 0) + o.get("bytes", 0)
+        for key in ("bytes", "errors"):
+            if key in o or key in mine:
+                mine[key] = mine.get(key, 0) + o.get(key, 0)
         if "seconds" in o or "seconds" in mine:
             mine["seconds"] = _merge_minmax(mine.get("seconds"), ra, o.get("seconds"), rb)
     out["ops"] = ops

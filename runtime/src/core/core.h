@@ -149,6 +149,8 @@ void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes);
 /* Counts one call that moves no bytes of its own (metadata, sync, the _end of a split collective). */
 void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks);
+/* Counts a call of op that returned rc when rc is an error (ops[op].errors in the statistics). */
+void iotame_stats_record_error(iotame_file_stats_t *fs, iotame_op_t op, int rc);
 /* The path a record was created for. */
 const char *iotame_stats_path(const iotame_file_stats_t *fs);
 /* The record's statistics section of module m (a JSON object created on first use; NULL when fs is NULL or on

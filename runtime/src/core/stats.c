@@ -24,6 +24,7 @@ typedef struct {
 /* The numbers of one record, reduced as one block of uint64_t. */
 typedef struct {
     uint64_t count[IOTAME_OP_COUNT];
+    uint64_t errors[IOTAME_OP_COUNT]; /* calls that returned an error */
     uint64_t bytes[IOTAME_OP_COUNT];
     uint64_t ns[TIMES]; /* per operation, then per category (CAT_NS); iotame_now() ticks until packed */
     uint64_t hist[2][IOTAME_HIST_BUCKETS]; /* [0] reads, [1] writes */
@@ -133,6 +134,11 @@ void iotame_stats_record_time(iotame_file_stats_t *fs, iotame_op_t op, uint64_t 
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes)
 {
     if (fs) stats_update(&fs->n, op, ticks, 1, bytes);
+}
+
+void iotame_stats_record_error(iotame_file_stats_t *fs, iotame_op_t op, int rc)
+{
+    if (fs && rc != MPI_SUCCESS) __atomic_fetch_add(&fs->n.errors[op], 1, __ATOMIC_RELAXED);
 }
 
 const char *iotame_stats_path(const iotame_file_stats_t *fs) { return fs->path; }
@@ -274,6 +280,7 @@ static json_t *file_json(const merged_t *m)
         if (!m->sum.count[op]) continue;
         json_t *o = json_pack("{s:I,s:o}", "count", (json_int_t)m->sum.count[op], "seconds",
                               stats_time_json(m->ns_min[op], m->sum.ns[op], m->ns_max[op], m->ranks));
+        if (m->sum.errors[op]) json_object_set_new(o, "errors", json_integer((json_int_t)m->sum.errors[op]));
         if (op_cat[op] == IOTAME_CAT_READ || op_cat[op] == IOTAME_CAT_WRITE) {
             json_object_set_new(o, "bytes", json_integer((json_int_t)m->sum.bytes[op]));
             bytes[op_cat[op] == IOTAME_CAT_WRITE] += m->sum.bytes[op];
@@ -532,8 +539,8 @@ void iotame_stats_write_partial(const char *path, int rank, int job_nprocs, doub
 
 static void stats_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
 {
-    (void)rc;
     iotame_stats_record(io->file->fs, io->op, ticks, bytes);
+    iotame_stats_record_error(io->file->fs, io->op, rc);
 }
 
 const iotame_module_t iotame_module_stats = {

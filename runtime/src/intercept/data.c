@@ -41,6 +41,7 @@
         uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME(fh, buf, status);                                                            \
         iotame_modules_meta(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, iotame_now() - t0);                  \
+        iotame_stats_record_error(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, rc);                           \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }

@@ -10,6 +10,7 @@
         uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
         iotame_modules_meta(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, iotame_now() - t0);                  \
+        iotame_stats_record_error(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, rc);                           \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
@@ -24,6 +25,7 @@
         iotame_modules_sizing(f);                                                                              \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
         iotame_modules_meta(f->fs, IOTAME_OP_##NAME, iotame_now() - t0);                                       \
+        iotame_stats_record_error(f->fs, IOTAME_OP_##NAME, rc);                                                \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }
@@ -43,6 +45,7 @@ IOTAME_WRAPPER int MPI_File_set_atomicity(MPI_File fh, int flag)
     int rc = PMPI_File_set_atomicity(fh, flag);
     if (rc == MPI_SUCCESS) iotame_modules_set_atomicity(f, flag);
     iotame_modules_meta(f->fs, IOTAME_OP_set_atomicity, iotame_now() - t0);
+    iotame_stats_record_error(f->fs, IOTAME_OP_set_atomicity, rc);
     iotame__leave();
     return rc;
 }
@@ -56,6 +59,7 @@ IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
     int rc = PMPI_File_sync(fh);
     if (rc == MPI_SUCCESS) rc = mine;
     iotame_modules_meta(f->fs, IOTAME_OP_sync, iotame_now() - t0);
+    iotame_stats_record_error(f->fs, IOTAME_OP_sync, rc);
     iotame__leave();
     return rc;
 }
@@ -95,6 +99,7 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
     }
     if (have_fc) iotame_config_file_release(&fc);
     iotame_modules_meta(fs, IOTAME_OP_open, iotame_now() - t0);
+    iotame_stats_record_error(fs, IOTAME_OP_open, rc);
     iotame__leave();
     return rc;
 }
@@ -121,6 +126,7 @@ IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
     int rc = PMPI_File_close(fh);
     if (rc == MPI_SUCCESS) rc = mine;
     iotame_modules_meta(fs, IOTAME_OP_close, iotame_now() - t0);
+    iotame_stats_record_error(fs, IOTAME_OP_close, rc);
     if (*fh == MPI_FILE_NULL) iotame_file_close(f); /* closed: the modules' slots were freed by their close hooks */
     iotame__leave();
     return rc;

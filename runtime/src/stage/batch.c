@@ -75,13 +75,15 @@ static int64_t piece_at(const iotame_run_t *x, int64_t j) { return x->off + j * 
 static int write_all(int fd, int n, int64_t off, int64_t *done)
 {
     struct iovec *v = iov;
+    int interrupted = 0;
     *done = 0;
     while (n > 0) {
         ssize_t w = pwritev(fd, v, n, (off_t)off);
         if (w < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR && ++interrupted < STAGE_EINTR_RETRIES) continue;
             return -errno;
         }
+        interrupted = 0;
         if (w == 0) return -EIO;
         off += w;
         *done += w;

@@ -74,11 +74,12 @@ static void fill_prefetch(stage_area_t *a)
         int64_t off = p->off, want = p->len, got = 0;
         stage_unlock(a);
         char *buf = stage_prefetch_buffer(a, i);
-        while (fd >= 0 && got < want) {
+        for (int interrupted = 0; fd >= 0 && got < want;) {
             ssize_t r = pread(fd, buf + got, (size_t)(want - got), (off_t)(off + got));
-            if (r < 0 && errno == EINTR) continue;
+            if (r < 0 && errno == EINTR && ++interrupted < STAGE_EINTR_RETRIES) continue;
             if (r <= 0) break;
             got += r;
+            interrupted = 0;
         }
         stage_lock(a);
         p->len = got;

@@ -511,14 +511,16 @@ static int stage_through_fd(handle_t *h)
  * an error. */
 static int stage_write_through(handle_t *h, const char *data, int64_t *done)
 {
+    int interrupted = 0;
     *done = 0;
     for (size_t i = 0; i < runs.n; i++)
         for (int64_t j = 0; j < runs.v[i].count; j++) {
             const int64_t off = runs.v[i].off + j * runs.v[i].stride;
             for (int64_t b = 0; b < runs.v[i].len;) {
                 ssize_t w = pwrite(h->wfd, data + *done, (size_t)(runs.v[i].len - b), (off_t)(off + b));
-                if (w < 0 && errno == EINTR) continue;
+                if (w < 0 && errno == EINTR && ++interrupted < STAGE_EINTR_RETRIES) continue;
                 if (w <= 0) return w < 0 ? errno : EIO;
+                interrupted = 0;
                 b += w;
                 *done += w;
             }

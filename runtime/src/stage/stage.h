@@ -16,6 +16,9 @@
 #define STAGE_RANK_WORDS 16    /* node processes an error can name (bit per process) */
 #define STAGE_PATH_MAX 4096
 #define STAGE_PREFETCH_SLOTS 64 /* read-ahead buffers of the node */
+/* A transfer interrupted (EINTR) this many times in a row fails with EINTR: retried forever, storage that keeps
+ * answering EINTR would hang the job at its next sync. */
+#define STAGE_EINTR_RETRIES 64
 
 /* A file the node's processes stage data for, found by its device and inode. */
 typedef struct {

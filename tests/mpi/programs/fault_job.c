@@ -10,7 +10,8 @@
  *          MPI_File_read_at_all, a read that returns success checked value by value; close.
  * The faults are armed through iotame_fault_arm() of the preloaded test fault injector (libiotame_faults.so) when
  * it is there, so nothing before that point is faulted. Every rank notes each step's error class (0: success); rank
- * 0 prints {"nprocs": N, "steps": [names], "classes": [[rank 0's], ...], "bad": [values read wrong per rank]}.
+ * 0 prints {"nprocs": N, "steps": [names], "classes": [[rank 0's], ...], "bad": [values read wrong per rank],
+ * "class": {"io": MPI_ERR_IO, ...: this library's numbers}}.
  * With FAULT_JOB_INDEPENDENT set, the calls after the arming are independent (write_at, read_at).
  * Exit status 0 whatever the errors: the caller judges them. */
 #include <dlfcn.h>
@@ -165,7 +166,8 @@ int main(int argc, char **argv)
         }
         printf("], \"bad\": [");
         for (int r = 0; r < nprocs; r++) printf("%s%ld", r ? ", " : "", bads[r]);
-        printf("]}\n");
+        printf("], \"class\": {\"io\": %d, \"access\": %d, \"no_space\": %d, \"quota\": %d, \"file\": %d}}\n",
+               MPI_ERR_IO, MPI_ERR_ACCESS, MPI_ERR_NO_SPACE, MPI_ERR_QUOTA, MPI_ERR_FILE);
     }
     free(all);
     free(bads);
