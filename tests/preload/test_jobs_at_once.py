@@ -1,0 +1,122 @@
+"""Several jobs at once on one node: started together, each with staging, a throttle of one reader and one writer
+(so that its processes do queue at the gate) and strategy auto, all keeping the selector's knowledge in one file,
+each running the randomized differential program on its own files. Each job must pass on its own, the shared
+knowledge file must keep what every job learned, each job's statistics must count its own processes and files only
+(the gates and the staging area are the job's own: a gate or a ring shared by accident would count the other job's
+requests or write its records), and nothing may be left behind on the node. Real mpiexec jobs with libiotame.so
+preloaded; no test asserts a timing."""
+import fcntl
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import TEST_PROGRAMS, write_json
+
+RANDOM = TEST_PROGRAMS / "random_collective"
+SHM = Path("/dev/shm")
+# name: (processes, seed, cases). Different seeds and process counts: the jobs' call signatures differ. MPICH
+# busy-polls, so 5 processes on 2 cores at most, on files of a few kB.
+JOBS = {"a": (2, 20261128, 30), "b": (2, 20261129, 30), "c": (1, 20261130, 30)}
+# test.dat's reads may go to the library: memory types as packed bytes; sync-barrier-sync after each write, as
+# MPI-IO requires for reading what other processes wrote (staging writes behind)
+ENV = {"RANDOM_COLLECTIVE_BYTES": "1", "RANDOM_COLLECTIVE_SYNC": "1"}
+
+
+def shared_config(path, knowledge):
+    """Every file throttled to one reader and one writer per node; test.dat staged in a small area and routed by
+    the selector call by call (exam_budget 1, exam_calls 1: every signature decided or examined gets an entry),
+    whose knowledge goes to `knowledge`."""
+    collective = {"strategy": "auto", "exam_budget": 1, "exam_calls": 1, "virtual_node_size": 1, "readahead": 0,
+                  "knowledge": str(knowledge)}
+    return write_json(path, {"version": 1,
+                             "defaults": {"staging": {"cache_mb": 1}, "throttle": {"readers": 1, "writers": 1}},
+                             "files": [{"match": "*/test.dat", "staging": {"enabled": True},
+                                        "collective": collective}]})
+
+
+def iotame_segments():
+    """The names of the runtime's per-job segments in /dev/shm (/iotame-PID-RANDOM; not the emulated devices' state
+    files, iotame-emulate-*, which are kept on purpose)."""
+    return {p.name for p in SHM.glob("iotame-*") if not p.name.startswith("iotame-emulate-")}
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_at_once(job, config, jobs):
+    """Starts every job at once and waits for them all: their statistics, by name."""
+    procs = {}
+    for name, (n, seed, cases) in jobs.items():
+        (job.tmp / name).mkdir()
+        cmd = ["mpiexec", "-n", str(n), str(RANDOM), str(job.tmp / name), str(seed), str(cases)]
+        procs[name] = subprocess.Popen(cmd, env=job.env(True, config, job.tmp / f"{name}.stats.json", ENV),
+                                       cwd=job.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    outs = {name: p.communicate(timeout=300) for name, p in procs.items()}
+    for name, p in procs.items():
+        out, err = outs[name]
+        n, _, cases = jobs[name]
+        assert p.returncode == 0, f"job {name} exited {p.returncode}\n{out}\n{err[-3000:]}"
+        assert json.loads(out) == {"cases": cases, "calls": 4 * n * cases, "mismatches": 0}, (name, err[-3000:])
+        assert "knowledge" not in err, err[-3000:]  # nothing reported: no lock timed out, no file refused
+    return {name: json.loads((job.tmp / f"{name}.stats.json").read_text()) for name in jobs}
+
+
+def signatures(items):
+    return {json.dumps(i["signature"], sort_keys=True) for i in items}
+
+
+def check_own_statistics(stats, directory, n):
+    """A job's statistics are about its processes and its files only, and its gates and staging area counted its
+    own requests only."""
+    assert stats["nprocs"] == n
+    files = {f["path"]: f for f in stats["files"]}
+    assert set(files) == {str(directory / "test.dat"), str(directory / "ref.dat")}
+    test = files[str(directory / "test.dat")]
+    assert test["ranks"] == n and test["passthrough_reasons"] == {} and test["decisions"]
+    assert all(d["signature"]["nprocs"] == n for d in test["decisions"])
+    # the throttle: every POSIX request of the job's files passed its gate, and the gate (in the job's node
+    # segment) counted no other request; one process inside at a time
+    throttle = stats["modules"]["throttle"]
+    (target,) = throttle["targets"]
+    for direction, posix in (("read", "reads"), ("write", "writes")):
+        mine = sum(f["posix"][posix] for f in files.values())
+        assert throttle[direction]["requests"] == target[direction]["requests"] == mine, direction
+        assert target[direction]["max_inside"] == 1 and target[direction]["bypassed"] == 0
+    # staging: the job's flusher (reading the job's area) wrote exactly what the job's processes staged, all of
+    # it test.dat's
+    stage = stats["modules"]["stage"]
+    assert stage["calls"] > 0 and stage["written_through"] == 0
+    assert stage["bytes"] == stage["flusher"]["bytes_written"] == test["bytes_written"]
+    assert stage["flusher"]["lost_bytes"] == 0 and stage["flusher"]["failed"] == []
+
+
+def test_jobs_at_once_share_a_knowledge_file_and_nothing_else(job):
+    knowledge = job.tmp / "knowledge.json"
+    before = iotame_segments()
+    stats = run_at_once(job, shared_config(job.tmp / "c.json", knowledge), JOBS)
+    for name, (n, _, _) in JOBS.items():
+        check_own_statistics(stats[name], job.tmp / name, n)
+    # the knowledge file holds every signature each job decided or examined, and no other
+    entries = json.loads(knowledge.read_text())["modules"]["collective"]["entries"]
+    decided = {name: signatures(next(f for f in s["files"] if f["path"].endswith("test.dat"))["decisions"])
+               for name, s in stats.items()}
+    assert signatures(entries) == set().union(*decided.values())
+    assert len(entries) == len(signatures(entries))  # one entry per signature
+    for name, sigs in decided.items():  # each job left some knowledge no other job had
+        others = set().union(*(v for k, v in decided.items() if k != name))
+        assert sigs - others, name
+    # nothing left behind: no segment of the jobs', no save's temporary file; the lock file stays (removing it would
+    # let a waiting save lock a file nobody else opens), unheld
+    left = {s for s in iotame_segments() - before if not pid_alive(int(s.split("-")[1]))}
+    assert not left, left
+    assert sorted(p.name for p in job.tmp.glob("knowledge.json*")) == ["knowledge.json", "knowledge.json.lock"]
+    with open(job.tmp / "knowledge.json.lock") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
