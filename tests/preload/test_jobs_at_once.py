@@ -118,10 +118,13 @@ def check_knowledge_of_all(knowledge, tests):
 
 def check_nothing_left(knowledge, before):
     """No segment of the jobs' left in /dev/shm (before: the names there before they started; a name whose process
-    still runs is another job's), no save's temporary file; the lock file stays (removing it would let a waiting save
-    lock a file nobody else opens), unheld."""
+    still runs is another job's), no temporary file of a save (knowledge or statistics) nor partial statistics
+    beside the files; the lock file stays (removing it would let a waiting save lock a file nobody else opens),
+    unheld."""
     left = {s for s in iotame_segments() - before if not pid_alive(int(s.split("-")[1]))}
     assert not left, left
+    stray = [p.name for p in knowledge.parent.rglob("*") if ".tmp" in p.name or ".partial" in p.name]
+    assert not stray, stray
     assert sorted(p.name for p in knowledge.parent.glob(knowledge.name + "*")) == \
         [knowledge.name, knowledge.name + ".lock"]
     with open(f"{knowledge}.lock") as lock:
