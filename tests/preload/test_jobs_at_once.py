@@ -16,14 +16,14 @@ from conftest import TEST_PROGRAMS, write_json
 RANDOM = TEST_PROGRAMS / "random_collective"
 SHM = Path("/dev/shm")
 # name: (processes, seed, cases). Different seeds and process counts: the jobs' call signatures differ. MPICH
-# busy-polls, so 5 processes on 2 cores at most, on files of a few kB.
+# busy-polls: 5 processes on 2 cores at most, on files of a few kB.
 JOBS = {"a": (2, 20261128, 30), "b": (2, 20261129, 30), "c": (1, 20261130, 30)}
 # test.dat's reads may go to the library: memory types as packed bytes; sync-barrier-sync after each write, as
 # MPI-IO requires for reading what other processes wrote (staging writes behind)
 ENV = {"RANDOM_COLLECTIVE_BYTES": "1", "RANDOM_COLLECTIVE_SYNC": "1"}
 
 
-def shared_config(path, knowledge):
+def shared_config(path: Path, knowledge: Path) -> Path:
     """Every file throttled to one reader and one writer per node; test.dat staged in a small area and routed by
     the selector call by call (exam_budget 1, exam_calls 1: every signature decided or examined gets an entry),
     whose knowledge goes to `knowledge`."""
@@ -35,13 +35,13 @@ def shared_config(path, knowledge):
                                         "collective": collective}]})
 
 
-def iotame_segments():
+def iotame_segments() -> set[str]:
     """The names of the runtime's per-job segments in /dev/shm (/iotame-PID-RANDOM; not the emulated devices' state
     files, iotame-emulate-*, which are kept on purpose)."""
     return {p.name for p in SHM.glob("iotame-*") if not p.name.startswith("iotame-emulate-")}
 
 
-def pid_alive(pid):
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -51,7 +51,7 @@ def pid_alive(pid):
     return True
 
 
-def run_at_once(job, config, jobs):
+def run_at_once(job, config: Path, jobs: dict) -> dict:
     """Starts every job at once (mpiexec) and waits for them all: their statistics, by name."""
     procs = {}
     for name, (n, seed, cases) in jobs.items():
@@ -62,7 +62,7 @@ def run_at_once(job, config, jobs):
     return wait_for_all(procs, jobs, job.tmp)
 
 
-def wait_for_all(procs, jobs, tmp):
+def wait_for_all(procs: dict, jobs: dict, tmp: Path) -> dict:
     """Waits for the jobs started at once (procs: Popen by name, each job's statistics in tmp/NAME.stats.json):
     each passed its differential test alone and reported nothing about the knowledge file; their statistics."""
     outs = {name: p.communicate(timeout=600) for name, p in procs.items()}
@@ -75,11 +75,11 @@ def wait_for_all(procs, jobs, tmp):
     return {name: json.loads((tmp / f"{name}.stats.json").read_text()) for name in jobs}
 
 
-def signatures(items):
+def signatures(items: list) -> set[str]:
     return {json.dumps(i["signature"], sort_keys=True) for i in items}
 
 
-def check_own_statistics(stats, directory, n):
+def check_own_statistics(stats: dict, directory: Path, n: int) -> dict:
     """A job's statistics are about its processes and its files only, and its gates and staging area counted its
     own requests only."""
     assert stats["nprocs"] == n
@@ -105,7 +105,7 @@ def check_own_statistics(stats, directory, n):
     return test
 
 
-def check_knowledge_of_all(knowledge, tests):
+def check_knowledge_of_all(knowledge: Path, tests: list) -> None:
     """The knowledge file holds one entry per signature any job decided or examined (tests: each job's test.dat
     statistics), and no other; each job decided some signature no other job had."""
     entries = json.loads(knowledge.read_text())["modules"]["collective"]["entries"]
@@ -116,7 +116,7 @@ def check_knowledge_of_all(knowledge, tests):
         assert sigs - set().union(*(d for j, d in enumerate(decided) if j != i)), i
 
 
-def check_nothing_left(knowledge, before):
+def check_nothing_left(knowledge: Path, before: set[str]) -> None:
     """No segment of the jobs' left in /dev/shm (before: the names there before they started; a name whose process
     still runs is another job's), no temporary file of a save (knowledge or statistics) nor partial statistics
     beside the files; the lock file stays (removing it would let a waiting save lock a file nobody else opens),
@@ -132,6 +132,7 @@ def check_nothing_left(knowledge, before):
 
 
 def test_jobs_at_once_share_a_knowledge_file_and_nothing_else(job):
+    """Three jobs (2 + 2 + 1 processes) started at once, one knowledge file."""
     knowledge = job.tmp / "knowledge.json"
     before = iotame_segments()
     stats = run_at_once(job, shared_config(job.tmp / "c.json", knowledge), JOBS)
