@@ -58,14 +58,22 @@ class OmpiJob:
     def __init__(self, tmp):
         self.tmp = tmp
 
-    def run(self, n, argv, preload=False, config=None, stats=None, extra_env=None, check=True, timeout=240):
-        env = launcher_env()
+    @staticmethod
+    def command(n, argv, preload=False, config=None, stats=None, extra_env=None):
         ranks = iotame_vars(preload, config, stats, extra_env, lib=LIB)
         cmd = [str(MPIRUN), "--oversubscribe", "-n", str(n)]  # --oversubscribe: 3 ranks on 2 cores
         for k, v in ranks.items():
             cmd += ["-x", f"{k}={v}"]
-        cmd += [str(a) for a in argv]
-        p = subprocess.run(cmd, env=env, cwd=self.tmp, capture_output=True, text=True, timeout=timeout)
+        return cmd + [str(a) for a in argv]
+
+    def start(self, n, argv, **kw):
+        """The job started, not waited for (jobs at once): its Popen, output captured."""
+        return subprocess.Popen(self.command(n, argv, **kw), env=launcher_env(), cwd=self.tmp, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def run(self, n, argv, preload=False, config=None, stats=None, extra_env=None, check=True, timeout=240):
+        cmd = self.command(n, argv, preload, config, stats, extra_env)
+        p = subprocess.run(cmd, env=launcher_env(), cwd=self.tmp, capture_output=True, text=True, timeout=timeout)
         if check and p.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout[-3000:]}\n"
                                  f"stderr:\n{p.stderr[-3000:]}")
@@ -312,6 +320,70 @@ def test_staging_matches_open_mpi(ompi, n):
     config.write_text(json.dumps({"version": 1, "defaults": {"staging": {"enabled": True}}}))
     p = ompi.run(n, [PROGRAMS / "stage_check", "raw", ompi.tmp / "raw.dat"], preload=True, config=config)
     assert json.loads(p.stdout) == {"checked": 17 * n, "mismatches": 0, "size_ok": True}
+
+
+# ---- load: 64 processes, and jobs at once, through staging, throttling and auto ----
+
+sys.path.insert(0, str(ROOT / "tests" / "preload"))
+from test_jobs_at_once import (check_knowledge_of_all, check_nothing_left, check_own_statistics,  # noqa: E402
+                               iotame_segments, shared_config, wait_for_all)
+
+# sync-barrier-sync after each write (staging writes behind); types nested one deep, so that the files of 64 ranks
+# stay under about 1 MB per case (random_collective's usage)
+LOAD_ENV = {"RANDOM_COLLECTIVE_SYNC": "1", "RANDOM_COLLECTIVE_DEPTH": "1"}
+CANDIDATES = ["two_phase", "node_local", "target_aligned", "view_based", "passthrough", "independent"]
+
+
+def load_config(path, knowledge, first):
+    """tests/preload/test_jobs_at_once.py's configuration (test.dat staged, every file throttled to one reader and
+    one writer, auto call by call, knowledge kept), with virtual nodes of 8 ranks and `first` the candidate a new
+    signature starts with."""
+    config = json.loads(shared_config(path, knowledge).read_text())
+    config["files"][0]["collective"].update(virtual_node_size=8,
+                                            candidates=[first] + [c for c in CANDIDATES if c != first])
+    return write_json(path, config)
+
+
+@pytest.mark.parametrize("first", ["two_phase", "node_local", "target_aligned", "view_based"])
+def test_sixty_four_processes_through_staging_throttle_and_auto(ompi, first):
+    """64 ranks on 2 cores, the randomized oracle against OMPIO: the writes staged (a write larger than the area
+    goes through), every request through the node's gate of one reader and one writer, the reads routed by the
+    selector (each new signature to `first`); the files and buffers identical, the gate never held two processes,
+    every staged byte written by the flusher, the knowledge saved, nothing left behind."""
+    knowledge, stats, cases = ompi.tmp / "knowledge.json", ompi.tmp / "stats.json", 12
+    (ompi.tmp / "d").mkdir()
+    before = iotame_segments()
+    p = ompi.run(64, [PROGRAMS / "random_collective", ompi.tmp / "d", SEED, cases, 7000], preload=True,
+                 config=load_config(ompi.tmp / "c.json", knowledge, first), stats=stats, extra_env=LOAD_ENV,
+                 check=False, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout) == {"cases": cases, "calls": 4 * 64 * cases, "mismatches": 0}
+    test = check_own_statistics(json.loads(stats.read_text()), ompi.tmp / "d", 64)
+    assert sum(served(test).values()) == cases and first in served(test)  # one collective read per case
+    check_knowledge_of_all(knowledge, [test])
+    check_nothing_left(knowledge, before)
+
+
+# name: (processes, seed, cases): the jobs' call signatures differ
+OMPI_JOBS = {"a": (8, SEED + 1, 12), "b": (8, SEED + 2, 12), "c": (4, SEED + 3, 12)}
+
+
+def test_jobs_at_once_share_a_knowledge_file_and_nothing_else(ompi):
+    """tests/preload/test_jobs_at_once.py's jobs under Open MPI, with more processes each (20 on 2 cores): every
+    job passes alone, the knowledge file keeps what each learned, each job's gates and staging area counted only its
+    own requests, and nothing is left behind."""
+    knowledge = ompi.tmp / "knowledge.json"
+    config = load_config(ompi.tmp / "c.json", knowledge, "two_phase")
+    before = iotame_segments()
+    procs = {}
+    for name, (n, seed, cases) in OMPI_JOBS.items():
+        (ompi.tmp / name).mkdir()
+        procs[name] = ompi.start(n, [PROGRAMS / "random_collective", ompi.tmp / name, seed, cases], preload=True,
+                                 config=config, stats=ompi.tmp / f"{name}.stats.json", extra_env=LOAD_ENV)
+    stats = wait_for_all(procs, OMPI_JOBS, ompi.tmp)
+    tests = [check_own_statistics(stats[name], ompi.tmp / name, n) for name, (n, _, _) in OMPI_JOBS.items()]
+    check_knowledge_of_all(knowledge, tests)
+    check_nothing_left(knowledge, before)
 
 
 # ---- the replay kernel with more processes than MPICH runs well here ----

@@ -523,6 +523,50 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     remove_knowledge(path);
 }
 
+/* The credit an undecided signature's entry in the knowledge file at path carries (its examination's spent). */
+static double saved_spent(const char *path)
+{
+    json_t *k = load_section(path);
+    const json_t *x = json_object_get(json_array_get(json_object_get(k, "entries"), 0), "examination");
+    const double spent = json_number_value(json_object_get(x, "spent"));
+    CHECK(json_object_get(x, "added") == NULL && json_object_get(json_array_get(json_object_get(k, "entries"), 0),
+                                                                 "added") == NULL); /* the merge's alone */
+    json_decref(k);
+    return spent;
+}
+
+/* Two jobs at once both start from the credit of an earlier run (0.2 s) and save after each other: each adds its
+ * own calls' seconds, not its total over the other's (which lost the first save's 0.1 s); a job that saves twice
+ * (two closes) adds each second once. */
+static void test_jobs_at_once_each_add_their_credit(void)
+{
+    char path[] = "/tmp/iotame-test-select-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path);
+    const iotame_select_conf_t conf = {ALL, 4, 3, 0.03, 0, 0.03, 0, 0, &K, 0};
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double mbs[4] = {100, 400, 20, 100}; /* passthrough's calls of 10 ms, too few for another's turn */
+    iotame_selector_t *s1 = select_for(new_fs());
+    iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL, NULL);
+    for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
+    CHECK(iotame__coll_knowledge_save(s1, path) == 0 && fabs(saved_spent(path) - 0.2) < 1e-9);
+    json_t *k = load_section(path);
+    iotame_selector_t *s2 = select_for(new_fs()), *s3 = select_for(new_fs());
+    iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k), NULL);
+    iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &conf, knowledge_of(k), NULL);
+    for (int i = 0; i < 10; i++) CHECK(serve(s2, e2, mbs) == PT);
+    for (int i = 0; i < 30; i++) CHECK(serve(s3, e3, mbs) == PT);
+    CHECK(iotame__coll_knowledge_save(s2, path) == 0 && fabs(saved_spent(path) - 0.3) < 1e-9);
+    CHECK(iotame__coll_knowledge_save(s3, path) == 0 && fabs(saved_spent(path) - 0.6) < 1e-9);
+    for (int i = 0; i < 5; i++) CHECK(serve(s2, e2, mbs) == PT);
+    CHECK(iotame__coll_knowledge_save(s2, path) == 0 && fabs(saved_spent(path) - 0.65) < 1e-9);
+    CHECK(iotame__coll_knowledge_save(s2, path) == 0 && fabs(saved_spent(path) - 0.65) < 1e-9); /* nothing new */
+    json_decref(k);
+    remove_knowledge(path);
+}
+
 /* Serves calls of the entry until `until` serves one; returns how many calls came before it (at most 100). */
 static int serve_until(iotame_selector_t *s, iotame_sel_entry_t *e, const double mbs[4], int until)
 {
@@ -859,6 +903,7 @@ int main(void)
     test_knowledge_starts_with_the_winner_and_is_merged_on_save();
     test_an_unfinished_examination_starts_the_next_run_with_its_lead();
     test_an_unaffordable_examination_gets_its_credit_in_the_next_run();
+    test_jobs_at_once_each_add_their_credit();
     test_trace_records_the_first_calls();
     test_digests_agree_only_on_the_same_history();
     test_monitoring_windows_keep_their_gather_within_the_budget();

@@ -96,9 +96,12 @@ static json_t *decision_learned_json(const iotame_select_learned_t *l)
     json_t *o = json_pack("{s:o,s:o,s:o}", "signature", decision_sig(&l->sig), "strategy",
                           l->winner >= 0 ? json_string(decision_name(l->winner)) : json_null(), "throughputs",
                           decision_throughputs(l->ncand, l->cand, l->measured, l->mbs));
-    if (o && l->winner < 0)
+    if (o && l->winner < 0) {
         json_object_set_new(o, "examination", json_pack("{s:f,s:f,s:s}", "spent", l->spent, "debt", l->debt, "first",
                                                         decision_name(l->lead)));
+        /* for the save's merge alone (collective/knowledge.c), never in the file: this run's part of the credit */
+        json_object_set_new(o, "added", json_pack("{s:f,s:f}", "spent", l->spent_added, "debt", l->debt_added));
+    }
     if (o && l->modeled) /* the model's error, for the next run's examinations */
         json_object_set_new(o, "model", json_pack("{s:o,s:o}", "predicted_s", decision_seconds(l->predicted),
                                                   "measured_s", decision_seconds(l->measured_s)));

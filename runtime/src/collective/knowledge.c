@@ -30,8 +30,24 @@ json_t *iotame__coll_knowledge_load(const char *path, MPI_Comm comm, int rank, i
     return section;
 }
 
+/* An undecided entry's examination credit: the file's (item), plus what this run added since the file last had its
+ * own (fresh's "added"). Jobs at once start from the same credit: replacing the file's with
+ * this run's total would drop what the others saved meanwhile. */
+static int select_knowledge_add_credit(const json_t *item, json_t *fresh)
+{
+    static const char *const keys[] = {"spent", "debt"};
+    const json_t *added = json_object_get(fresh, "added"), *theirs = json_object_get(item, "examination");
+    json_t *mine = json_object_get(fresh, "examination");
+    for (int i = 0; i < 2 && added && mine; i++) {
+        const double had = json_number_value(json_object_get(theirs, keys[i])); /* 0 when the file's has none */
+        const double sum = (had > 0 ? had : 0) + json_number_value(json_object_get(added, keys[i]));
+        if (json_object_set_new(mine, keys[i], json_real(sum)) != 0) return -ENOMEM;
+    }
+    return 0;
+}
+
 /* Merges the entries this run learned into the file's: by signature, an undecided entry never replacing a winner
- * (another job decided meanwhile). */
+ * (another job decided meanwhile), and adding its credit to an undecided one's. */
 static int select_knowledge_merge(json_t *section, json_t *learned)
 {
     json_t *entries = json_object_get(section, "entries");
@@ -47,23 +63,27 @@ static int select_knowledge_merge(json_t *section, json_t *learned)
         int found = 0, rc = 0;
         json_array_foreach(entries, i, item) {
             if (!json_equal(json_object_get(item, "signature"), g)) continue;
-            if (decided || !json_is_string(json_object_get(item, "strategy"))) rc = json_array_set(entries, i, fresh);
+            if (decided) rc = json_array_set(entries, i, fresh);
+            else if (!json_is_string(json_object_get(item, "strategy")))
+                rc = select_knowledge_add_credit(item, fresh) ?: json_array_set(entries, i, fresh);
             found = 1;
             break;
         }
+        json_object_del(fresh, "added"); /* never in the file (a new entry's credit is this run's whole) */
         if (!found) rc = json_array_append(entries, fresh);
         if (rc) return -ENOMEM;
     }
     return 0;
 }
 
-int iotame__coll_knowledge_save(const iotame_selector_t *s, const char *path)
+int iotame__coll_knowledge_save(iotame_selector_t *s, const char *path)
 {
     json_t *learned = iotame__coll_learned(s);
     if (!learned) return 0;
     iotame_posix_quiet_begin();
     int rc = iotame_knowledge_merge(path, SELECT_KNOWLEDGE_MODULE, select_knowledge_merge, learned);
     iotame_posix_quiet_end();
+    if (rc == 0) iotame_select_saved(s); /* the next save adds only what comes after */
     json_decref(learned);
     return rc;
 }

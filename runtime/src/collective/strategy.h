@@ -348,7 +348,7 @@ json_t *iotame__coll_knowledge_load(const char *path, MPI_Comm comm, int rank, i
  * entries of other signatures and other modules' sections kept; a winner never replaced by an undecided entry;
  * locked against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left
  * alone: -EEXIST; a lock not had in time: -ETIMEDOUT; each reported). Returns 0 or -errno. */
-int iotame__coll_knowledge_save(const iotame_selector_t *s, const char *path);
+int iotame__coll_knowledge_save(iotame_selector_t *s, const char *path);
 
 /* ---- the aggregation engine strategies are built on ---- */
 

@@ -74,6 +74,9 @@ typedef struct {
 /* The examination budget: credit earned by the signature's calls, debt of what examinations lost. */
 typedef struct {
     double spent, debt; /* seconds of every call; seconds examination calls lost against the best so far */
+    /* the part of spent and debt a knowledge file holds already (loaded from it, or saved by this run): a save adds
+     * only the rest to the file's, so that jobs at once that started from the same credit each add their own */
+    double spent_saved, debt_saved;
     int waiting;        /* EXAMINING: cand[cur] waits for credit, the best so far serves */
     uint64_t deferred;  /* calls the best served while an examination waited */
 } sel_budget_t;
@@ -172,6 +175,14 @@ void iotame_select_free(iotame_selector_t *s)
 
 const iotame_sel_entry_t *iotame_select_first(const iotame_selector_t *s) { return s->entries; }
 const iotame_sel_entry_t *iotame_select_next(const iotame_sel_entry_t *e) { return e->next; }
+
+void iotame_select_saved(iotame_selector_t *s)
+{
+    for (iotame_sel_entry_t *e = s->entries; e; e = e->next) {
+        e->budget.spent_saved = e->budget.spent;
+        e->budget.debt_saved = e->budget.debt;
+    }
+}
 
 /* ---- means ---- */
 
@@ -773,8 +784,8 @@ static int known_start(iotame_sel_entry_t *e, const iotame_select_known_t *item,
     } else {
         exam_start(e, known_first(item, conf));
         if (item->examination) {
-            e->budget.spent = fmax(0, item->spent);
-            e->budget.debt = fmax(0, item->debt);
+            e->budget.spent = e->budget.spent_saved = fmax(0, item->spent);
+            e->budget.debt = e->budget.debt_saved = fmax(0, item->debt);
             e->from_knowledge = 1;
         }
         /* the earlier run's means price the turns (budget_turn_loss); the examination compares this run's own */
@@ -993,7 +1004,9 @@ int iotame_select_learned(const iotame_sel_entry_t *e, iotame_select_learned_t *
     if (!e->mon.decided && !(e->budget.spent > 0)) return 0; /* nothing decided, nothing spent */
     const sel_exam_t *x = &e->exam;
     *out = (iotame_select_learned_t){.sig = e->sig, .winner = e->mon.decided ? e->mon.winner : -1,
-                                     .spent = e->budget.spent, .debt = e->budget.debt, .lead = -1, .ncand = x->ncand};
+                                     .spent = e->budget.spent, .debt = e->budget.debt,
+                                     .spent_added = e->budget.spent - e->budget.spent_saved,
+                                     .debt_added = e->budget.debt - e->budget.debt_saved, .lead = -1, .ncand = x->ncand};
     if (!e->mon.decided) out->lead = learned_lead(e);
     out->modeled = e->prediction.on;
     for (int i = 0; i < IOTAME_SELECT_MAX && e->prediction.on; i++) {

@@ -152,6 +152,8 @@ int iotame_select_window_calls(const iotame_select_conf_t *conf, int shortest, i
 /* The selector's entries, oldest first: the first (NULL when none), and the one after e (NULL after the last). */
 const iotame_sel_entry_t *iotame_select_first(const iotame_selector_t *s);
 const iotame_sel_entry_t *iotame_select_next(const iotame_sel_entry_t *e);
+/* After a save of what the selector learned: every entry's spent and debt are in the file now. */
+void iotame_select_saved(iotame_selector_t *s);
 
 /* An entry's decision as of its last call (or its creation): what the statistics show of it. */
 typedef struct {
@@ -193,6 +195,8 @@ typedef struct {
     iotame_sig_t sig;
     int winner; /* -1: undecided: spent, debt and lead say where its examination stands */
     double spent, debt;
+    double spent_added, debt_added; /* the part of spent and debt no knowledge file had when this run started or last
+                                       saved (iotame_select_saved) */
     int lead;
     int ncand;
     int cand[IOTAME_SELECT_MAX];

@@ -16,7 +16,9 @@
  * ROMIO mishandles some of the memory types drawn here (wrong data, or a hang) and its large-count forms. With
  * RANDOM_COLLECTIVE_SYNC set, every write is followed by sync, barrier, sync on both files before another process
  * touches the bytes: MPI-IO's rule for seeing other processes' writes in nonatomic mode, which the library's
- * write-through does not need but a runtime that writes behind (staging) does. Rank 0
+ * write-through does not need but a runtime that writes behind (staging) does. RANDOM_COLLECTIVE_DEPTH=D (1 or 2)
+ * nests the drawn types at most D deep (3 by default): the files of many ranks stay small, since every rank's file
+ * type takes a slot as wide as the widest type of all ranks in each of the views' repetitions. Rank 0
  * prints {"cases": N, "calls": C, "mismatches": M}; exit 1 on a mismatch. */
 #include <mpi.h>
 #include <stdint.h>
@@ -29,6 +31,7 @@
 static int rank, nprocs, mismatches;
 static int bytes_only; /* RANDOM_COLLECTIVE_BYTES set: see the usage */
 static int sync_writes; /* RANDOM_COLLECTIVE_SYNC set: see the usage */
+static int max_depth = 3; /* RANDOM_COLLECTIVE_DEPTH: see the usage */
 static long long calls;
 
 static void check(int rc, const char *what)
@@ -412,6 +415,7 @@ static void run_case(files_t *f, uint64_t seed, int c, MPI_Offset *base)
     MPI_Datatype etype = four ? MPI_INT : MPI_BYTE;
     const int esize = four ? 4 : 1;
     int depth = rnd(&g, 1, 3);
+    if (depth > max_depth) depth = max_depth;
     /* Every rank's file type and memory type, drawn by every rank alike. */
     MPI_Datatype ft[64], mt[64];
     int counts[64], use_darray = rnd(&g, 0, 4) == 0;
@@ -422,7 +426,8 @@ static void run_case(files_t *f, uint64_t seed, int c, MPI_Offset *base)
         if (extent_of(ft[r], NULL) > slot) slot = extent_of(ft[r], NULL);
     }
     for (int r = 0; r < nprocs; r++) {
-        mt[r] = gen_mem(&g, rnd(&g, 0, 2), four);
+        int mdepth = rnd(&g, 0, 2);
+        mt[r] = gen_mem(&g, mdepth < max_depth ? mdepth : max_depth, four);
         counts[r] = rnd(&g, 0, 4) ? rnd(&g, 1, 3) : 0;
         if (size_of(mt[r]) == 0) counts[r] = 0;
     }
@@ -562,6 +567,7 @@ int main(int argc, char **argv)
     const char *verbose = getenv("RANDOM_COLLECTIVE_VERBOSE");
     bytes_only = getenv("RANDOM_COLLECTIVE_BYTES") != NULL;
     sync_writes = getenv("RANDOM_COLLECTIVE_SYNC") != NULL;
+    if (getenv("RANDOM_COLLECTIVE_DEPTH")) max_depth = atoi(getenv("RANDOM_COLLECTIVE_DEPTH"));
     for (int c = first; c < first + cases; c++) {
         if (verbose && rank == 0) fprintf(stderr, "case %d at %lld\n", c, (long long)base);
         run_case(&f, seed, c, &base);
