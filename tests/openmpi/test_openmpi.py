@@ -443,3 +443,23 @@ def test_an_aborted_job_leaves_partial_statistics_of_every_rank(ompi, mode, firs
     assert first in [r["reason"] for r in merged["partial"]["reasons"]]
     assert "signal 15 (SIGTERM)" in " ".join(r["reason"] for r in merged["partial"]["reasons"])
     assert merged["summary"]["bytes_written"] == 3000
+
+
+# ---- the fault matrix (tests/preload/test_fault_matrix.py) under Open MPI, 4 ranks: its oracle is OMPIO ----
+
+from test_fault_matrix import case_id, check_case, chosen_cases, oracle_dir  # noqa: E402,F401
+
+
+class OpenMpi4:
+    """The fault matrix's launcher: mpirun.openmpi, 4 ranks oversubscribed, build-openmpi's programs."""
+    program, faults, lib, nprocs = PROGRAMS / "fault_job", PROGRAMS / "libiotame_faults.so", LIB, 4
+
+    @classmethod
+    def command(cls, tmp, ranks, argv):
+        return OmpiJob.command(cls.nprocs, argv, extra_env=ranks), launcher_env()
+
+
+@pytest.mark.parametrize("case", chosen_cases(sample=3, always_only=True, salt="openmpi"), ids=case_id)
+def test_fault_matrix(build, case, tmp_path, oracle_dir):
+    """A sample of the fault matrix's cases of the `always` trigger (all of them with IOTAME_FULL_MATRIX=1)."""
+    check_case(case, tmp_path, oracle_dir, OpenMpi4)

@@ -54,12 +54,14 @@ def all_cases():
             itertools.product(FAULTS_TRIED, TRIGGERS, STRATEGIES, (False, True), (False, True))]
 
 
-def chosen_cases():
-    cases = all_cases()
+def chosen_cases(sample=12, always_only=False, salt=""):
+    """The cases this run takes: all of them with IOTAME_FULL_MATRIX=1 (always_only: those of the `always` trigger),
+    else IOTAME_FAULT_SAMPLE of them (default `sample`) drawn with IOTAME_FAULT_SEED (default: the day) and salt."""
+    cases = [c for c in all_cases() if not always_only or c[3] == "always"]
     if os.environ.get("IOTAME_FULL_MATRIX") == "1":
         return cases
-    seed = os.environ.get("IOTAME_FAULT_SEED") or datetime.date.today().isoformat()
-    return random.Random(seed).sample(cases, int(os.environ.get("IOTAME_FAULT_SAMPLE", "12")))
+    seed = (os.environ.get("IOTAME_FAULT_SEED") or datetime.date.today().isoformat()) + salt
+    return random.Random(seed).sample(cases, int(os.environ.get("IOTAME_FAULT_SAMPLE", str(sample))))
 
 
 def case_id(case):
@@ -68,20 +70,31 @@ def case_id(case):
                     (["throttled"] if throttle else []))
 
 
-def run_job(tmp: Path, mode, op, fail, trigger, config=None):
+class Mpich:
+    """How a case's job is launched: MPICH's mpiexec, 2 ranks, the default build (tests/openmpi has Open MPI's)."""
+    program, faults, lib, nprocs = PROGRAM, FAULTS, LIBIOTAME, NPROCS
+
+    @classmethod
+    def command(cls, tmp: Path, ranks: dict, argv: list) -> tuple[list, dict]:
+        cmd = ["mpiexec", "-n", str(cls.nprocs)]
+        for k, v in ranks.items():
+            cmd += ["-genv", k, str(v)]
+        return cmd + [str(a) for a in argv], Job(tmp).env()
+
+
+def run_job(tmp: Path, mode, op, fail, trigger, config=None, launcher=Mpich):
     """fault_job under the fault (and the runtime when config is given): (result, fault log lines, stats path)."""
     tmp.mkdir(parents=True, exist_ok=True)
     log, stats = tmp / "faults.log", tmp / "stats.json"
-    rule = f"op={op},file=fault.dat,fail={fail},arm=program,log={log},{TRIGGERS[trigger]}"
-    preload = f"{LIBIOTAME}:{FAULTS}" if config else str(FAULTS)
-    extra = {"IOTAME_FAULT": rule}
-    job = Job(tmp)
-    env = job.env(config=config, stats=stats if config else None, extra=extra)
-    cmd = ["mpiexec", "-n", str(NPROCS), "-genv", "LD_PRELOAD", preload, str(PROGRAM), str(tmp), mode]
+    ranks = {"IOTAME_FAULT": f"op={op},file=fault.dat,fail={fail},arm=program,log={log},{TRIGGERS[trigger]}",
+             "LD_PRELOAD": f"{launcher.lib}:{launcher.faults}" if config else launcher.faults}
+    if config:
+        ranks.update(IOTAME_CONFIG=config, IOTAME_STATS=stats)
+    cmd, env = launcher.command(tmp, ranks, [launcher.program, tmp, mode])
     try:
         p = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=HANG)
     except subprocess.TimeoutExpired as e:
-        subprocess.run(["pkill", "-9", "-f", f"{PROGRAM} {tmp} "], check=False)
+        subprocess.run(["pkill", "-9", "-f", f"{launcher.program} {tmp} "], check=False)
         raise Hang(f"the job was still running after {HANG} s") from e
     assert p.returncode == 0 and p.stdout.strip().startswith("{"), f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}"
     lines = [line for f in sorted(tmp.glob("faults.log.*")) for line in f.read_text().splitlines()]
@@ -95,11 +108,11 @@ def value_bytes(rank, call):
     return b"".join((base + j).to_bytes(4, "little") for j in range(ints))
 
 
-def part_intact(data: bytes, rank, call):
+def part_intact(data: bytes, rank, call, nprocs):
     """Whether rank's part of call is in the file (its blocks at their place in the interleaving)."""
     want = value_bytes(rank, call)
     for b in range(BLOCKS):
-        at = ((call * BLOCKS + b) * NPROCS + rank) * BLOCK
+        at = ((call * BLOCKS + b) * nprocs + rank) * BLOCK
         if data[at:at + BLOCK] != want[b * BLOCK:(b + 1) * BLOCK]:
             return False
     return True
@@ -120,17 +133,18 @@ def violations(result, lines, tmp: Path, mode, op, fail, staged=False):
     if any(result["bad"]):
         out.append(("read", f"reads that returned success with wrong values, per rank: {result['bad']}"))
     keep = (tmp / "keep.dat").read_bytes() if (tmp / "keep.dat").exists() else b""
-    if not all(part_intact(keep, r, c) for r in range(NPROCS) for c in range(CALLS)):
+    n = result["nprocs"]
+    if not all(part_intact(keep, r, c, n) for r in range(n) for c in range(CALLS)):
         out.append(("keep", "keep.dat (written and closed before the fault) differs"))
     data = (tmp / "fault.dat").read_bytes() if (tmp / "fault.dat").exists() else b""
     durable = range(1) if mode == "write" else range(CALLS)
-    if not all(part_intact(data, r, c) for r in range(NPROCS) for c in durable):
+    if not all(part_intact(data, r, c, n) for r in range(n) for c in durable):
         out.append(("durable", "fault.dat: data written and synced before the fault differs"))
     if mode == "write" and op == "write":
         for rank, row in enumerate(classes):
             for c in range(1, CALLS):
                 step = f"write {c}"
-                if step in steps and not part_intact(data, rank, c):
+                if step in steps and not part_intact(data, rank, c, n):
                     seen = row[steps.index(step):] if staged else [row[steps.index(step)]]
                     if not any(seen):
                         out.append(("lost", f"rank {rank}: its part of {step} is not in the file and it saw no error "
@@ -140,7 +154,7 @@ def violations(result, lines, tmp: Path, mode, op, fail, staged=False):
         where = ["sync", "close"] if op == "sync" else ["set_size"]
         for rank in sorted(fired):
             row = classes[rank] if op == "sync" else [c for r in classes for c in r]
-            names = steps if op == "sync" else steps * NPROCS
+            names = steps if op == "sync" else steps * n
             if not any(c for s, c in zip(names, row) if s in where):
                 out.append(("unreported", f"rank {rank}: its {op} failed and no error came back at {' or '.join(where)}"))
     return out
@@ -164,13 +178,13 @@ def oracle_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("oracle")
 
 
-def oracle(oracle_dir: Path, mode, op, fail, trigger):
-    """The MPI library's run of the same fault: the rules it breaks (cached per fault)."""
-    key = (mode, op, fail, trigger)
+def oracle(oracle_dir: Path, mode, op, fail, trigger, launcher=Mpich):
+    """The MPI library's run of the same fault: the rules it breaks (cached per fault and launcher)."""
+    key = (launcher.__name__, mode, op, fail, trigger)
     if key not in _oracle:
         tmp = oracle_dir / "-".join(key)
         try:
-            result, lines, _ = run_job(tmp, mode, op, fail, trigger)
+            result, lines, _ = run_job(tmp, mode, op, fail, trigger, launcher=launcher)
             _oracle[key] = {rule for rule, _ in violations(result, lines, tmp, mode, op, fail)}
         except Hang:
             _oracle[key] = {"hang"}
@@ -186,25 +200,30 @@ def case_config(tmp: Path, strategy, staging, throttle):
     return write_json(tmp / "config.json", {"version": 1, "files": [rule]})
 
 
-@pytest.mark.parametrize("case", chosen_cases(), ids=case_id)
-def test_fault(case, tmp_path, oracle_dir):
+def check_case(case, tmp_path: Path, oracle_dir: Path, launcher=Mpich):
+    """Runs one case under the runtime and fails the test with every rule it breaks that the library keeps."""
     mode, op, fail, trigger, strategy, staging, throttle = case
-    library = oracle(oracle_dir, mode, op, fail, trigger)
+    library = oracle(oracle_dir, mode, op, fail, trigger, launcher)
     if "hang" in library and strategy in LIBRARY_SERVED:
         pytest.skip(f"the MPI library alone hangs on this fault, and {strategy} hands it the call")
+    tmp = tmp_path / "job"
     try:
-        result, lines, stats = run_job(tmp_path / "job", mode, op, fail, trigger,
-                                       case_config(tmp_path, strategy, staging, throttle))
+        result, lines, stats = run_job(tmp, mode, op, fail, trigger, case_config(tmp_path, strategy, staging, throttle),
+                                       launcher)
     except Hang as e:
         pytest.fail(f"{case_id(case)}: {e}" + (" (the library alone hangs too)" if "hang" in library else ""),
                     pytrace=False)
-    tmp = tmp_path / "job"
     found = violations(result, lines, tmp, mode, op, fail, staging)
     broken = [what for rule, what in found if rule not in library] + stats_violations(result, stats)
     waived = [what for rule, what in found if rule in library]
     assert not broken, (f"{case_id(case)}: {len(lines)} faults injected\n" + "\n".join(broken) +
                         "".join(f"\n(the library breaks it too: {what})" for what in waived) +
                         f"\nresult: {json.dumps(result)}\nfaults: {lines[:6]}")
+
+
+@pytest.mark.parametrize("case", chosen_cases(), ids=case_id)
+def test_fault(case, tmp_path, oracle_dir):
+    check_case(case, tmp_path, oracle_dir)
 
 
 SOAK_MINUTES = float(os.environ.get("IOTAME_SOAK_MINUTES", "0"))
@@ -255,7 +274,7 @@ def test_soak(tmp_path, oracle_dir):
             TRIGGERS["random"] = f"prob={rng.choice([0.1, 0.3, 0.6])},seed={rng.randrange(1 << 30)}"
             name, failure = case_id(case) + " " + TRIGGERS["random"], None
             try:
-                test_fault(case, tmp, oracle_dir)
+                check_case(case, tmp, oracle_dir)
             except pytest.skip.Exception:
                 counts["library hangs"] += 1
             except (AssertionError, pytest.fail.Exception) as e:
