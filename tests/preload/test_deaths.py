@@ -87,6 +87,8 @@ def config_of(case, tmp):
         # a ring of 1 MiB on a 10 MB/s disk: the flusher writes nearly all the time, the writers wait for room
         "flusher": {"staging": {"enabled": True, "cache_mb": 1}, "emulate": slow},
         "ring": {"staging": {"enabled": True}},
+        # a large staging area: its segment takes a while to set up, named in /dev/shm meanwhile
+        "init": {"staging": {"enabled": True, "cache_mb": 1024}},
         # library candidates: their calls run in steady windows whose gathers stay posted between the calls
         "gather": {"collective": {"strategy": "auto", "candidates": ["passthrough", "independent"], "exam_calls": 1,
                                   "steady_windows": 1, "knowledge": str(tmp / "knowledge.json")}},
@@ -179,13 +181,13 @@ def await_moment(case, pids, proc):
 class Run:
     """One job of the deaths program, started in its own session, its processes found by a token."""
 
-    def __init__(self, job, case, iters, mark, stats):
+    def __init__(self, job, case, iters, mark, stats, name):
         for m in markers(job.tmp):  # an earlier job's
             m.unlink()
         self.token = f"IOTAME_DEATHS_TOKEN={uuid.uuid4().hex}"
         env = job.env(preload=True, config=config_of(case, job.tmp), stats=stats,
                       extra={"IOTAME_DEATHS_TOKEN": self.token.split("=")[1]})
-        self.out, self.err = open(job.tmp / "out.txt", "w+"), open(job.tmp / "err.txt", "w+")
+        self.out, self.err = open(job.tmp / f"{name}.out", "w+"), open(job.tmp / f"{name}.err", "w+")
         self.proc = subprocess.Popen(["mpiexec", "-n", "2", DEATHS, case.moment, job.tmp, str(iters), str(mark),
                                       str(case.victim)], env=env, cwd=job.tmp, stdout=self.out, stderr=self.err,
                                      start_new_session=True)
@@ -206,7 +208,7 @@ class Run:
 
 def killed_run(job, case):
     """Runs the job until the case's moment, kills the victim; (a) checked. Returns the ranks' pids."""
-    run = Run(job, case, -1, case.mark, job.tmp / "killed.json")
+    run = Run(job, case, -1, case.mark, job.tmp / "killed.json", "killed")
     try:
         pid_files = [job.tmp / f"pid.{r}" for r in range(2)]
         for f in pid_files + [job.tmp / "synced.0"]:
@@ -220,6 +222,8 @@ def killed_run(job, case):
         out, err = run.output()
         assert status is not None, f"the job did not end within {END_BOUND} s of the kill ({seen}): {case}\n{err}"
         assert status != 0, f"the job ended well after a kill ({seen}): {case}"
+        # the launcher ended the job for the victim's death, not for another failure
+        assert f"PID {pids[case.victim]} " in out and "signal 9" in out, f"{case}\n{out}\n{err}"
         time.sleep(0.2)  # the launcher's last children are reaped
         left = job_processes(run.token)
         assert not left, f"processes of the killed job left: {left} ({seen}): {case}\n{err}"
@@ -230,10 +234,10 @@ def killed_run(job, case):
             run.proc.wait()
 
 
-def next_run(job, case):
+def next_run(job, case, name="next"):
     """(c): the next job on the same files and configuration, to its end."""
-    stats = job.tmp / "next.json"
-    run = Run(job, case, CYCLE, -1, stats)
+    stats = job.tmp / f"{name}.json"
+    run = Run(job, case, CYCLE, -1, stats, stats.stem)
     status = run.end(120)
     out, err = run.output()
     assert status == 0, f"the next job failed (status {status}): {case}\n{out}\n{err}"
@@ -249,7 +253,7 @@ def test_a_killed_rank_ends_the_job_keeps_synced_data_and_the_next_job_starts_cl
     if case.moment == "gather":
         # a run to its end first: its statistics show every call served in steady windows (whose gathers stay
         # posted from one window's end to the next), and it leaves the knowledge file the killed job reads
-        first = next_run(job, case)
+        first = next_run(job, case, "first")
         (f,) = [f for f in first["files"] if f["path"].endswith("data.dat")]
         assert f["steady_calls"] == CYCLE and f["steady_windows_measured"] >= 2, f
         before = knowledge.read_bytes()
@@ -276,3 +280,41 @@ def test_a_killed_rank_ends_the_job_keeps_synced_data_and_the_next_job_starts_cl
         assert json.loads(knowledge.read_text())["version"] == 2, case
         (f,) = [f for f in stats["files"] if f["path"].endswith("data.dat")]
         assert f["decisions"] and all(d["from_knowledge"] for d in f["decisions"]), (f["decisions"], str(case))
+
+
+def test_a_job_killed_while_it_sets_up_its_segment_leaves_it_to_the_next_job_which_removes_it(job):
+    """The node's first process killed in MPI_Init between the creation of a node segment and its unlink (every
+    process of the node has to map it first): the segment is left in /dev/shm, holding its memory; the node's first
+    process of the next job removes it (its creator is gone) with a warning naming it, and stages as usual."""
+    case = Case("init", "", 0, -1, 0.0)
+    run = Run(job, case, -1, -1, job.tmp / "killed.json", "killed")
+    try:
+        t0, seen = time.monotonic(), None
+        while seen is None:
+            assert run.proc.poll() is None and time.monotonic() - t0 < MOMENT_BOUND, "no segment seen"
+            for name in os.listdir("/dev/shm"):
+                parts = name.split("-")
+                if len(parts) == 3 and parts[0] == "iotame" and parts[1].isdigit() and \
+                        int(parts[1]) in job_processes(run.token):
+                    os.kill(int(parts[1]), signal.SIGKILL)
+                    seen = (int(parts[1]), name)
+                    break
+        status = run.end(END_BOUND)
+        out, err = run.output()
+        assert status not in (None, 0) and f"PID {seen[0]} " in out, f"{out}\n{err}"
+        time.sleep(0.2)
+        assert not job_processes(run.token), err
+    finally:
+        if run.proc.poll() is None:
+            os.killpg(run.proc.pid, signal.SIGKILL)
+            run.proc.wait()
+    left = Path("/dev/shm") / seen[1]
+    try:
+        assert left.exists(), f"{left} was unlinked before the kill: the moment was missed"
+        stats = next_run(job, case)
+        assert not left.exists(), f"the next job left {left} in place"
+        assert f"removed {left}" in (job.tmp / "next.err").read_text()
+        assert stats["modules"]["stage"]["calls"] > 0
+        check_file(job.tmp, case, killed=False)
+    finally:
+        left.unlink(missing_ok=True)
