@@ -206,32 +206,51 @@ class Run:
             return None
 
 
+def check_end(run, victim_pid, seen, case):
+    """(a): the job ends within END_BOUND of the kill, for the victim's death, and none of its processes is left."""
+    status = run.end(END_BOUND)
+    out, err = run.output()
+    assert status is not None, f"the job did not end within {END_BOUND} s of the kill ({seen}): {case}\n{err}"
+    assert status != 0, f"the job ended well after a kill ({seen}): {case}"
+    # the launcher ended the job for the victim's death, not for another failure
+    assert f"PID {victim_pid} " in out and "signal 9" in out, f"{case}\n{out}\n{err}"
+    time.sleep(0.2)  # the launcher's last children are reaped
+    left = job_processes(run.token)
+    assert not left, f"processes of the killed job left: {left} ({seen}): {case}\n{err}"
+
+
+def start_killed(job, case, iters=-1):
+    """The job to kill, and its ranks' pids once both are past MPI_Init."""
+    run = Run(job, case, iters, case.mark, job.tmp / "killed.json", "killed")
+    pid_files = [job.tmp / f"pid.{r}" for r in range(2)]
+    try:
+        for f in pid_files:
+            wait_for(f, run.proc, case, f.name)
+    except BaseException:
+        stop(run)
+        raise
+    return run, [int(f.read_text()) for f in pid_files]
+
+
+def stop(run):
+    if run.proc.poll() is None:
+        os.killpg(run.proc.pid, signal.SIGKILL)
+        run.proc.wait()
+
+
 def killed_run(job, case):
     """Runs the job until the case's moment, kills the victim; (a) checked. Returns the ranks' pids."""
-    run = Run(job, case, -1, case.mark, job.tmp / "killed.json", "killed")
+    run, pids = start_killed(job, case)
     try:
-        pid_files = [job.tmp / f"pid.{r}" for r in range(2)]
-        for f in pid_files + [job.tmp / "synced.0"]:
-            wait_for(f, run.proc, case, f.name)
-        pids = [int(f.read_text()) for f in pid_files]
+        wait_for(job.tmp / "synced.0", run.proc, case, "synced.0")
         wait_for(job.tmp / f"phase.{case.victim}", run.proc, case, "the marked iteration")
         time.sleep(case.delay)
         seen = await_moment(case, pids, run.proc)
         os.kill(pids[case.victim], signal.SIGKILL)
-        status = run.end(END_BOUND)
-        out, err = run.output()
-        assert status is not None, f"the job did not end within {END_BOUND} s of the kill ({seen}): {case}\n{err}"
-        assert status != 0, f"the job ended well after a kill ({seen}): {case}"
-        # the launcher ended the job for the victim's death, not for another failure
-        assert f"PID {pids[case.victim]} " in out and "signal 9" in out, f"{case}\n{out}\n{err}"
-        time.sleep(0.2)  # the launcher's last children are reaped
-        left = job_processes(run.token)
-        assert not left, f"processes of the killed job left: {left} ({seen}): {case}\n{err}"
+        check_end(run, pids[case.victim], seen, case)
         return pids
     finally:
-        if run.proc.poll() is None:
-            os.killpg(run.proc.pid, signal.SIGKILL)
-            run.proc.wait()
+        stop(run)
 
 
 def next_run(job, case, name="next"):
@@ -280,6 +299,37 @@ def test_a_killed_rank_ends_the_job_keeps_synced_data_and_the_next_job_starts_cl
         assert json.loads(knowledge.read_text())["version"] == 2, case
         (f,) = [f for f in stats["files"] if f["path"].endswith("data.dat")]
         assert f["decisions"] and all(d["from_knowledge"] for d in f["decisions"]), (f["decisions"], str(case))
+        assert "not saved" not in (job.tmp / "next.err").read_text(), case
+
+
+def test_a_rank_killed_inside_the_knowledge_save_leaves_the_file_and_its_lock_to_the_next_job(job):
+    """Rank 0 killed in the knowledge file's save at the end of a job, holding the file's lock (its write aside,
+    knowledge.json.tmp.PID, held open by a FIFO the test puts there): the file is as it was, valid, and the next job
+    reads it and saves its own knowledge under the same lock."""
+    case = Case("gather", "save", 0, -1, 0.0)
+    knowledge = job.tmp / "knowledge.json"
+    next_run(job, case, "first")
+    before = knowledge.read_bytes()
+    run, pids = start_killed(job, case, iters=20 * CYCLE)
+    fifo = job.tmp / f"knowledge.json.tmp.{pids[0]}"
+    try:
+        os.mkfifo(fifo)
+        t0 = time.monotonic()
+        while wchan(pids[0]) != "wait_for_partner":
+            assert run.proc.poll() is None and time.monotonic() - t0 < MOMENT_BOUND, \
+                f"rank 0 never opened {fifo} (status {run.proc.poll()})"
+            time.sleep(0.005)
+        os.kill(pids[0], signal.SIGKILL)
+        check_end(run, pids[0], "rank 0 opening the knowledge file's write aside", case)
+    finally:
+        stop(run)
+        fifo.unlink(missing_ok=True)
+    assert knowledge.read_bytes() == before and json.loads(before)["version"] == 2
+    stats = next_run(job, case)
+    assert "not saved" not in (job.tmp / "next.err").read_text()
+    (f,) = [f for f in stats["files"] if f["path"].endswith("data.dat")]
+    assert f["decisions"] and all(d["from_knowledge"] for d in f["decisions"]), f["decisions"]
+    assert json.loads(knowledge.read_text())["version"] == 2
 
 
 def test_a_job_killed_while_it_sets_up_its_segment_leaves_it_to_the_next_job_which_removes_it(job):
@@ -299,15 +349,9 @@ def test_a_job_killed_while_it_sets_up_its_segment_leaves_it_to_the_next_job_whi
                     os.kill(int(parts[1]), signal.SIGKILL)
                     seen = (int(parts[1]), name)
                     break
-        status = run.end(END_BOUND)
-        out, err = run.output()
-        assert status not in (None, 0) and f"PID {seen[0]} " in out, f"{out}\n{err}"
-        time.sleep(0.2)
-        assert not job_processes(run.token), err
+        check_end(run, seen[0], f"creator of {seen[1]}", case)
     finally:
-        if run.proc.poll() is None:
-            os.killpg(run.proc.pid, signal.SIGKILL)
-            run.proc.wait()
+        stop(run)
     left = Path("/dev/shm") / seen[1]
     try:
         assert left.exists(), f"{left} was unlinked before the kill: the moment was missed"
