@@ -15,7 +15,9 @@ test: setup
 
 # The whole fault matrix and every death case (make test runs a sample of each; docs/reliability.md).
 faults: setup
-	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/preload/test_fault_matrix.py
+	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/preload/test_fault_matrix.py \
+	  tests/preload/test_deaths.py
+	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/openmpi/test_openmpi.py -k fault_matrix
 
 # Faults and the differential program in a loop for SOAK_MINUTES (default 60), then the counts.
 soak: setup

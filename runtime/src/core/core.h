@@ -82,8 +82,9 @@ static inline uint64_t iotame_now(void)
 
 /* Node-shared memory (core/shm.c): a segment of `bytes`, created by the node's first process (`init` runs there on
  * the zeroed map before the others see it) and mapped by every process of `node`; its name is unique to the job
- * and node and unlinked once all have mapped it, so nothing is left behind whatever happens later. Collective over
- * node; NULL on every process when any could not map it. */
+ * and node and unlinked once all have mapped it, so nothing is left behind whatever happens later (a segment left by
+ * a job that died before, while still named, is removed here by the next job's first process of the node).
+ * Collective over node; NULL on every process when any could not map it. */
 void *iotame_node_shared(MPI_Comm node, size_t bytes, void (*init)(void *map, void *arg), void *arg);
 
 /* Nanoseconds per iotame_now() tick (1 without a TSC). */
