@@ -79,11 +79,17 @@ static void file_io(iotame_coll_call_t *c, int write, int64_t off, char *buf, in
             if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
             return;
         }
-        if (!write) {
-            if (got < n) { /* end of file: what lies beyond reads as zeros */
-                memset(buf + (got > 0 ? got : 0), 0, (size_t)(len - (got > 0 ? got : 0)));
+        if (!write && got < n) {
+            /* end of file: what lies beyond reads as zeros. OMPIO also returns MPI_SUCCESS and fewer bytes when
+             * pread fails: a read that stops short of the file's end failed. */
+            const int64_t end = off + (got > 0 ? got : 0);
+            MPI_Offset size = 0;
+            if (PMPI_File_get_size(c->env->shadow, &size) != MPI_SUCCESS || end < (int64_t)size) {
+                if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
                 return;
             }
+            memset(buf + (got > 0 ? got : 0), 0, (size_t)(len - (got > 0 ? got : 0)));
+            return;
         }
         off += n;
         buf += n;
