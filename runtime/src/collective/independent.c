@@ -39,7 +39,9 @@ static int independent_call(iotame_coll_call_t *c)
 {
     /* where it does not apply: the library's collective call */
     const int applies = independent_applies(c->env);
+    const unsigned long failed = iotame_posix_failed_requests();
     c->mpi_error = iotame_coll_library(c->args, applies);
+    if (c->mpi_error == MPI_SUCCESS && iotame_posix_failed_requests() != failed) c->mpi_error = MPI_ERR_IO;
     const int write = c->args->op == IOTAME_COLL_WRITE_ALL || c->args->op == IOTAME_COLL_WRITE_AT_ALL;
     if (c->mpi_error != MPI_SUCCESS && applies && write) independent_release_locks(c->env->path);
     return c->mpi_error == MPI_SUCCESS ? 0 : -EIO;

@@ -20,6 +20,11 @@ extern _Thread_local int iotame__posix_quiet __attribute__((tls_model("initial-e
 static inline void iotame_posix_quiet_begin(void) { iotame__posix_quiet++; }
 static inline void iotame_posix_quiet_end(void) { iotame__posix_quiet--; }
 
+/* Data requests on recorded descriptors that failed in this thread so far: compared before and after a library
+ * call, it shows a failure the library swallowed (OMPIO returns MPI_SUCCESS when pread or pwrite fails). */
+extern _Thread_local unsigned long iotame__posix_failed __attribute__((tls_model("initial-exec")));
+static inline unsigned long iotame_posix_failed_requests(void) { return iotame__posix_failed; }
+
 /* ---- the node's shared segment ----
  * One POSIX shared-memory segment per job and node (created at MPI_Init by the node's first rank, opened by the
  * others, unlinked once all have mapped it): a header and a table of file slots found by a hash of the file's

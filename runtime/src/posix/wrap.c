@@ -26,6 +26,7 @@ ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 
 _Thread_local int iotame__posix_quiet __attribute__((tls_model("initial-exec")));
+_Thread_local unsigned long iotame__posix_failed __attribute__((tls_model("initial-exec")));
 
 /* ---- the real functions ---- */
 
@@ -238,6 +239,7 @@ static size_t iov_bytes(const struct iovec *iov, int n)
     uint64_t t = iotame_now() - t0;                                                                            \
     int careful = iotame__hooks_posix_after.n || (W && d->append), e = careful ? errno : 0;                    \
     if (W && rc > 0) d->written = 1;                                                                           \
+    if (rc < 0) iotame__posix_failed++;                                                                        \
     if (POSITIONAL && rc > 0) {                                                                                \
         if (W && d->append) {                                                                                  \
             off_t end = real.lseek ? real.lseek(fd, 0, SEEK_CUR) : -1;                                         \
