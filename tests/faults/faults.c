@@ -87,7 +87,8 @@ static void faults_parse_pair(char *key, char *value, char *log)
         rule.fail = !strcmp(value, "short") ? FAIL_SHORT : !strcmp(value, "kill") ? FAIL_KILL : 0;
         for (size_t i = 0; i < sizeof faults_errnos / sizeof *faults_errnos; i++)
             if (!strcmp(value, faults_errnos[i].name)) rule.fail = faults_errnos[i].value;
-        if (!rule.fail) faults_die(key, value, "an errno name (EIO, ENOSPC, EDQUOT, EINTR, EACCES, EFBIG, EROFS), short or kill");
+        if (!rule.fail)
+            faults_die(key, value, "an errno name (EIO, ENOSPC, EDQUOT, EINTR, EACCES, EFBIG, EROFS), short or kill");
     } else if (!strcmp(key, "nth") || !strcmp(key, "count") || !strcmp(key, "rank") || !strcmp(key, "seed")) {
         long v = strtol(value, &end, 10);
         if (*end || v < 0) faults_die(key, value, "a whole number >= 0");
@@ -250,7 +251,8 @@ FAULTS_EXPORT int close(int fd)
         return real_##name ARGS;                                                                               \
     }
 
-DATA_WRAPPER(write, OP_WRITE, (int fd, const void *b, size_t n), (int, const void *, size_t), (fd, b, n), (fd, b, n), -1)
+DATA_WRAPPER(write, OP_WRITE, (int fd, const void *b, size_t n), (int, const void *, size_t), (fd, b, n), (fd, b, n),
+             -1)
 DATA_WRAPPER(read, OP_READ, (int fd, void *b, size_t n), (int, void *, size_t), (fd, b, n), (fd, b, n), -1)
 DATA_WRAPPER(pwrite, OP_WRITE, (int fd, const void *b, size_t n, off_t o), (int, const void *, size_t, off_t),
              (fd, b, n, o), (fd, b, n, o), (long long)o)

@@ -19,6 +19,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,8 @@ def run_job(tmp: Path, mode, op, fail, trigger, config=None, launcher=Mpich):
     except subprocess.TimeoutExpired as e:
         subprocess.run(["pkill", "-9", "-f", f"{launcher.program} {tmp} "], check=False)
         raise Hang(f"the job was still running after {HANG} s") from e
-    assert p.returncode == 0 and p.stdout.strip().startswith("{"), f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}"
+    assert p.returncode == 0 and p.stdout.strip().startswith("{"), \
+        f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}"
     lines = [line for f in sorted(tmp.glob("faults.log.*")) for line in f.read_text().splitlines()]
     return json.loads(p.stdout.strip().splitlines()[-1]), lines, stats
 
@@ -118,18 +120,19 @@ def part_intact(data: bytes, rank, call, nprocs):
     return True
 
 
-def violations(result, lines, tmp: Path, mode, op, fail, staged=False):
+def violations(result, tmp: Path, mode, op, fail, staged=False):
     """The rules a run breaks, as (rule, what) pairs (an empty list: none)."""
     out = []
     steps, classes, cls = result["steps"], result["classes"], result["class"]
-    allowed = {cls["io"], {"ENOSPC": cls["no_space"], "EDQUOT": cls["quota"], "EACCES": cls["access"]}.get(fail,
-                                                                                                        cls["io"])}
+    own = {"ENOSPC": cls["no_space"], "EDQUOT": cls["quota"], "EACCES": cls["access"]}
+    allowed = {cls["io"], own.get(fail, cls["io"])}
     armed_at = steps.index("write 1") if mode == "write" and "write 1" in steps else steps.index("open")
     for rank, row in enumerate(classes):
         if any(row[:armed_at]):
             out.append(("before", f"rank {rank}: an error before the faults were armed: {dict(zip(steps, row))}"))
         if {c for c in row if c} - allowed:
-            out.append(("class", f"rank {rank}: error classes {sorted(set(row) - {0})} where the fault gives {sorted(allowed)}"))
+            out.append(("class", f"rank {rank}: error classes {sorted(set(row) - {0})} where the fault gives "
+                                 f"{sorted(allowed)}"))
     if any(result["bad"]):
         out.append(("read", f"reads that returned success with wrong values, per rank: {result['bad']}"))
     keep = (tmp / "keep.dat").read_bytes() if (tmp / "keep.dat").exists() else b""
@@ -156,7 +159,8 @@ def violations(result, lines, tmp: Path, mode, op, fail, staged=False):
             row = classes[rank] if op == "sync" else [c for r in classes for c in r]
             names = steps if op == "sync" else steps * n
             if not any(c for s, c in zip(names, row) if s in where):
-                out.append(("unreported", f"rank {rank}: its {op} failed and no error came back at {' or '.join(where)}"))
+                out.append(("unreported", f"rank {rank}: its {op} failed and no error came back at "
+                                          f"{' or '.join(where)}"))
     return out
 
 
@@ -168,6 +172,24 @@ def stats_violations(result, stats: Path):
     files = [f for f in json.loads(stats.read_text())["files"] if f["path"].endswith("/fault.dat")]
     counted = sum(o.get("errors", 0) for f in files for o in f["ops"].values())
     return [] if counted == seen else [f"statistics count {counted} errors on fault.dat, the program saw {seen}"]
+
+
+def test_the_injector_fails_the_named_file_from_the_nth_call_and_logs_it(tmp_path):
+    """The injector alone under a plain process: the second and third writes of b.txt fail with ENOSPC, a.txt's
+    never; a malformed rule stops the process naming the key."""
+    script = ("import os, sys\n"
+              "a, b = (os.open(f'{sys.argv[1]}/{n}.txt', os.O_CREAT | os.O_WRONLY) for n in 'ab')\n"
+              "for fd in (a, b, a, b, b, b):\n"
+              "    try: os.write(fd, b'x'); print('ok')\n"
+              "    except OSError as e: print(e.strerror)\n")
+    env = dict(os.environ, LD_PRELOAD=str(FAULTS),
+               IOTAME_FAULT=f"op=write,file=b.txt,fail=ENOSPC,nth=2,count=2,log={tmp_path}/log")
+    p = subprocess.run([sys.executable, "-c", script, tmp_path], env=env, capture_output=True, text=True, timeout=60)
+    assert p.stdout.split("\n")[:6] == ["ok", "ok", "ok", "No space left on device", "No space left on device", "ok"]
+    assert [line.split()[0] for line in (tmp_path / "log.0").read_text().splitlines()] == ["op=write"] * 2
+    env["IOTAME_FAULT"] = "op=write,when=2"
+    p = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "IOTAME_FAULT: when=2: expected one of op, file, fail" in p.stderr
 
 
 _oracle: dict = {}
@@ -184,8 +206,8 @@ def oracle(oracle_dir: Path, mode, op, fail, trigger, launcher=Mpich):
     if key not in _oracle:
         tmp = oracle_dir / "-".join(key)
         try:
-            result, lines, _ = run_job(tmp, mode, op, fail, trigger, launcher=launcher)
-            _oracle[key] = {rule for rule, _ in violations(result, lines, tmp, mode, op, fail)}
+            result, _, _ = run_job(tmp, mode, op, fail, trigger, launcher=launcher)
+            _oracle[key] = {rule for rule, _ in violations(result, tmp, mode, op, fail)}
         except Hang:
             _oracle[key] = {"hang"}
     return _oracle[key]
@@ -213,7 +235,7 @@ def check_case(case, tmp_path: Path, oracle_dir: Path, launcher=Mpich):
     except Hang as e:
         pytest.fail(f"{case_id(case)}: {e}" + (" (the library alone hangs too)" if "hang" in library else ""),
                     pytrace=False)
-    found = violations(result, lines, tmp, mode, op, fail, staging)
+    found = violations(result, tmp, mode, op, fail, staging)
     broken = [what for rule, what in found if rule not in library] + stats_violations(result, stats)
     waived = [what for rule, what in found if rule in library]
     assert not broken, (f"{case_id(case)}: {len(lines)} faults injected\n" + "\n".join(broken) +
