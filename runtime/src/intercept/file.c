@@ -9,8 +9,9 @@
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
         uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        iotame_modules_meta(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, iotame_now() - t0);                  \
-        iotame_stats_record_error(iotame_file_lookup(fh)->fs, IOTAME_OP_##NAME, rc);                           \
+        iotame_file_stats_t *fs = iotame_file_lookup(fh)->fs;                                                  \
+        iotame_modules_meta(fs, IOTAME_OP_##NAME, iotame_now() - t0);                                          \
+        iotame_stats_record_error(fs, IOTAME_OP_##NAME, rc);                                                   \
         iotame__leave();                                                                                       \
         return rc;                                                                                             \
     }

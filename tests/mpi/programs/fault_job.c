@@ -12,7 +12,6 @@
  * it is there, so nothing before that point is faulted. Every rank notes each step's error class (0: success); rank
  * 0 prints {"nprocs": N, "steps": [names], "classes": [[rank 0's], ...], "bad": [values read wrong per rank],
  * "class": {"io": MPI_ERR_IO, ...: this library's numbers}}.
- * With FAULT_JOB_INDEPENDENT set, the calls after the arming are independent (write_at, read_at).
  * Exit status 0 whatever the errors: the caller judges them. */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -63,14 +62,11 @@ static int open_view(const char *path, int amode, MPI_Datatype stripe, MPI_File 
     return rc;
 }
 
-static int independent; /* the calls after the arming are independent (write_at, read_at) */
-
 static int write_call(MPI_File fh, int *buf, int c)
 {
     fill(buf, c);
-    MPI_Offset at = (MPI_Offset)c * BLOCK * BLOCKS;
-    return independent ? MPI_File_write_at(fh, at, buf, BLOCK * BLOCKS, MPI_BYTE, MPI_STATUS_IGNORE)
-                       : MPI_File_write_at_all(fh, at, buf, BLOCK * BLOCKS, MPI_BYTE, MPI_STATUS_IGNORE);
+    return MPI_File_write_at_all(fh, (MPI_Offset)c * BLOCK * BLOCKS, buf, BLOCK * BLOCKS, MPI_BYTE,
+                                 MPI_STATUS_IGNORE);
 }
 
 /* keep.dat: every call, synced and closed before anything is faulted. */
@@ -105,7 +101,6 @@ static void write_mode(const char *path, MPI_Datatype stripe, int *buf)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File_sync(fh);
     arm();
-    independent = getenv("FAULT_JOB_INDEPENDENT") != NULL;
     for (int c = 1; c < CALLS; c++) note(write_steps[c], write_call(fh, buf, c));
     note("set_size", MPI_File_set_size(fh, (MPI_Offset)CALLS * BLOCK * BLOCKS * nprocs));
     note("sync", MPI_File_sync(fh));
@@ -124,11 +119,8 @@ static long read_mode(const char *path, MPI_Datatype stripe, int *buf)
     if (note("open", open_view(path, MPI_MODE_RDONLY, stripe, &fh)) != MPI_SUCCESS) return 0;
     for (int c = 0; c < CALLS; c++) {
         memset(buf, 0, BLOCK * BLOCKS);
-        MPI_Offset at = (MPI_Offset)c * BLOCK * BLOCKS;
-        int rc = note(read_steps[c], getenv("FAULT_JOB_INDEPENDENT")
-                                         ? MPI_File_read_at(fh, at, buf, BLOCK * BLOCKS, MPI_BYTE, MPI_STATUS_IGNORE)
-                                         : MPI_File_read_at_all(fh, at, buf, BLOCK * BLOCKS, MPI_BYTE,
-                                                                MPI_STATUS_IGNORE));
+        int rc = note(read_steps[c], MPI_File_read_at_all(fh, (MPI_Offset)c * BLOCK * BLOCKS, buf, BLOCK * BLOCKS,
+                                                          MPI_BYTE, MPI_STATUS_IGNORE));
         for (int j = 0; rc == MPI_SUCCESS && j < INTS; j++) bad += buf[j] != value(rank, c, j);
     }
     note("close", MPI_File_close(&fh));
