@@ -41,6 +41,7 @@ typedef struct stage_handle {
     iotame_file_stats_t *fs;
     int file; /* index in the area's file table */
     int amode, atomic, sync_on_close, prefetch;
+    int aggregators; /* staging.collective "aggregators": not acted on yet (docs/design/aggregator-caching.md) */
     int writes; /* staging.enabled: writes are staged (else only prefetch) */
     int view_ok, view_ok_all, native;
     int64_t disp, etype_size;
@@ -155,6 +156,13 @@ static void stage_view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI
 static int stage_enabled(const iotame_file_t *f, const char *key)
 {
     return json_is_true(iotame_file_setting(f, "staging", key));
+}
+
+/* Whether staging.collective names the aggregators for the file's staged collective writes. */
+static int stage_collective_aggregators(const iotame_file_t *f)
+{
+    const json_t *v = iotame_file_setting(f, "staging", "collective");
+    return json_is_string(v) && strcmp(json_string_value(v), "aggregators") == 0;
 }
 
 /* An open of a file whose staged data (of a closed handle, with sync_on_close false) is not written yet waits. */
@@ -325,6 +333,7 @@ static void stage_open(const iotame_open_t *o)
     h->writes = all[1];
     h->sync_on_close = stage_enabled(o->file, "sync_on_close");
     h->prefetch = stage_enabled(o->file, "prefetch");
+    h->aggregators = stage_collective_aggregators(o->file);
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
     h->pend_lo = INT64_MAX;
