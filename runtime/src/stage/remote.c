@@ -12,6 +12,7 @@
 #include "stage.h"
 
 static MPI_Win stage_tail_win = MPI_WIN_NULL;
+static MPI_Comm stage_tail_comm = MPI_COMM_NULL; /* the window's: MPI_COMM_WORLD's ranks, errors returned */
 static int *stage_leaders; /* the world rank of every world rank's node's first process */
 static int stage_my_rank;
 
@@ -37,8 +38,16 @@ int stage_remote_start(stage_area_t *a, int node_rank)
         return -1;
     }
     PMPI_Allgather(&leader, 1, MPI_INT, stage_leaders, 1, MPI_INT, MPI_COMM_WORLD);
-    ok = PMPI_Win_create(node_rank == 0 ? (void *)&a->tail : NULL, node_rank == 0 ? sizeof a->tail : 0,
-                         sizeof a->tail, MPI_INFO_NULL, MPI_COMM_WORLD, &stage_tail_win) == MPI_SUCCESS &&
+    /* RATIONALE: a library whose one-sided component cannot serve the network fails the window's creation (Open
+     * MPI 4.1's osc/rdma over TCP): that must turn caching off, never end the job. */
+    ok = PMPI_Comm_dup(MPI_COMM_WORLD, &stage_tail_comm) == MPI_SUCCESS &&
+         PMPI_Comm_set_errhandler(stage_tail_comm, MPI_ERRORS_RETURN) == MPI_SUCCESS;
+    if (ok && PMPI_Win_create(node_rank == 0 ? (void *)&a->tail : NULL, node_rank == 0 ? sizeof a->tail : 0,
+                              sizeof a->tail, MPI_INFO_NULL, stage_tail_comm, &stage_tail_win) != MPI_SUCCESS) {
+        stage_tail_win = MPI_WIN_NULL;
+        ok = 0;
+    }
+    ok = ok && PMPI_Win_set_errhandler(stage_tail_win, MPI_ERRORS_RETURN) == MPI_SUCCESS &&
          PMPI_Win_lock_all(MPI_MODE_NOCHECK, stage_tail_win) == MPI_SUCCESS;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
@@ -54,6 +63,7 @@ void stage_remote_stop(void)
         PMPI_Win_unlock_all(stage_tail_win);
         PMPI_Win_free(&stage_tail_win);
     }
+    if (stage_tail_comm != MPI_COMM_NULL) PMPI_Comm_free(&stage_tail_comm);
     free(stage_leaders);
     stage_leaders = NULL;
 }
