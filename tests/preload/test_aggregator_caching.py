@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conftest import LIBIOTAME, TEST_PROGRAMS, write_json
+from test_profile_runtime import profile_for
 
 RANDOM = TEST_PROGRAMS / "random_collective"
 SEQUENCES = TEST_PROGRAMS / "agg_sequences"
@@ -145,3 +146,52 @@ def test_a_killed_aggregator_ends_the_job(job, nth):
     assert logged and logged[0]["fail"] == "kill"
     assert subprocess.run(["pgrep", "-f", str(FAULT)], capture_output=True).returncode == 1
     assert not [n for n in set(os.listdir("/dev/shm")) - before if n.startswith("iotame-")]
+
+
+def auto_noncontig(job, profile, *args):
+    """The noncontig kernel (collective, 2 ranks, each a virtual node) with staging.collective "auto" under
+    view_based: the kernel's verification, the file's stage record and the job's stage section."""
+    collective = {"strategy": "view_based", "virtual_node_size": 1, "block_size": 65536}
+    if profile:
+        collective["profile"] = str(profile)
+    config = write_json(job.tmp / "c.json", {"version": 1, "defaults": {
+        "staging": {"enabled": True, "collective": "auto", "cache_mb": 4}, "collective": collective}})
+    stats = job.tmp / "s.json"
+    res, p = job.kernel(2, "noncontig", "--collective", "--loops", "4", *args, preload=True, config=config,
+                        stats=stats, extra_env={"IOTAME_PROFILE": str(job.tmp / "none.json")})
+    assert res["verified"] is True, p.stderr
+    st = json.loads(stats.read_text())
+    (f,) = [f for f in st["files"] if f["path"].endswith("iotame-noncontig.dat")]
+    return f["stage"], st["modules"]["stage"]
+
+
+def synchronous_profile(job):
+    """The sample machine profile keyed to the job's file system, its writes synchronous (no write-back): small
+    scattered writes cost a positioning each."""
+    path = profile_for(job.tmp, job.tmp / "p.json")
+    prof = json.loads(path.read_text())
+    prof["storage"]["write_back"].update(absorbed_bytes=0, absorbed_mbs=0)
+    return write_json(path, prof)
+
+
+def test_auto_caches_small_interleaved_pieces_where_the_model_says_it_pays(job):
+    """64-byte pieces of the two ranks interleaved through the file, on storage that positions for each small write:
+    the model predicts that whole blocks written by the aggregators take far less than each node's pieces, and
+    the file's collective writes are cached from the first call on."""
+    stage, section = auto_noncontig(job, synchronous_profile(job), "--elmtcount", "16", "--veclen", "4096")
+    assert stage["collective"] == "aggregators" and stage["collective_reason"].startswith("the model: ")
+    assert section["aggregated_calls"] == 2 * 4
+
+
+def test_auto_stages_large_pieces_per_node(job):
+    """1 MiB pieces: nothing to merge, and the exchange would cost more than it saves: node staging after the first
+    call (which ran uncached)."""
+    stage, section = auto_noncontig(job, synchronous_profile(job), "--elmtcount", "262144", "--veclen", "2")
+    assert stage["collective"] == "node" and stage["collective_reason"].startswith("the model: ")
+    assert "aggregated_calls" not in section
+
+
+def test_auto_without_a_profile_stages_per_node(job):
+    stage, section = auto_noncontig(job, None, "--elmtcount", "16", "--veclen", "4096")
+    assert (stage["collective"], stage["collective_reason"]) == ("node", "no machine profile")
+    assert "aggregated_calls" not in section and section["calls"] == 2 * 3

@@ -379,9 +379,7 @@ static void auto_served(iotame_coll_env_t *env, int write, const iotame_coll_par
 /* The selector's digest: ranks whose digests differ have diverged (the path was used by different communicators). */
 static int64_t auto_tag(const iotame_coll_env_t *env) { return (int64_t)iotame_select_digest(env->choice->w.sel); }
 
-/* Whether the ranks' ranges of a call overlap (their lengths sum to more than the call's whole range): what the
- * model calls interleaved. */
-static int auto_interleaved(const iotame_coll_facts_t *facts)
+int iotame__coll_interleaved(const iotame_coll_facts_t *facts)
 {
     int64_t spans = 0;
     for (int r = 0; r < facts->nprocs; r++) {
@@ -405,7 +403,7 @@ static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
         iotame_stats_passthrough(a->fs, "selector state differed between ranks (reset)");
         iotame_select_reset(a->w.sel);
     }
-    a->entry = iotame_window_entry(&a->w, &sig, a->w.predict.fn && auto_interleaved(facts));
+    a->entry = iotame_window_entry(&a->w, &sig, a->w.predict.fn && iotame__coll_interleaved(facts));
     auto_link(a->selector);
     return a->entry ? iotame_select_choose(a->entry) : 0;
 }

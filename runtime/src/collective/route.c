@@ -40,6 +40,8 @@ struct iotame_coll_file {
     const iotame_sink_t *sink;
     void *sink_arg;
     int64_t *ends;
+    const char *profile; /* collective.profile (borrowed from the configuration): staging.collective auto's model */
+    double model_error;
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
      * end) */
@@ -114,6 +116,8 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     e->path = f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
     if (!f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
+    f->profile = set->profile;
+    f->model_error = set->model_error;
     if (file->sink) {
         f->sink = file->sink;
         f->sink_arg = file->sink_arg;
@@ -456,8 +460,12 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     const int s = route_choose(f, &g);
     const iotame_strategy_t *st = iotame_strategies[s];
     if ((why = route_setup(f, s))) return route_pass(f, a, why);
-    /* aggregator caching: view_based serves the call through the sink; any other strategy after cached data drains */
-    const int cached = f->sink && st == &iotame_strategy_view_based;
+    /* aggregator caching: view_based serves the call through the sink (once decided, with staging.collective auto);
+     * any other strategy after cached data drains */
+    int cached = f->sink && st == &iotame_strategy_view_based ? f->sink->caching(f->sink_arg) : 0;
+    if (cached < 0)
+        cached = g.write && g.gbytes > 0 &&
+                 iotame__coll_cache_decide(&f->env, &g, f->profile, f->model_error, f->sink, f->sink_arg);
     if (!cached) route_sink_drain(f);
     iotame_coll_call_t c = {.env = &f->env, .args = a, .write = g.write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = g.nbytes, .info = f->info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,

@@ -324,8 +324,17 @@ int iotame_strategy_find(const char *name);
 const iotame_strategy_t *iotame_strategy_named(const char *name);
 /* The strategy that chooses among the registry's (auto.c; registry.c lists it apart). */
 extern const iotame_strategy_t iotame_strategy_auto;
-/* The strategy whose aggregators cache a write behind them when the file offers a sink (view_based.c). */
+/* The strategy whose aggregators cache a write behind them when the file offers a sink (view_based.c), and its
+ * block (bytes) on the handle. */
 extern const iotame_strategy_t iotame_strategy_view_based;
+int64_t iotame__coll_view_block(const iotame_coll_env_t *e);
+/* Whether the ranks' ranges of a call overlap (their lengths sum to more than the call's whole range): what the
+ * cost model calls interleaved (auto.c). */
+int iotame__coll_interleaved(const iotame_coll_facts_t *facts);
+/* staging.collective "auto" (cache_decision.c): the cost model's decision at the handle's first call that could be
+ * cached, agreed over the file's ranks (collective) and told to the sink; returns it (1: cached). */
+int iotame__coll_cache_decide(const iotame_coll_env_t *e, const iotame_coll_facts_t *g, const char *profile,
+                              double error, const iotame_sink_t *sink, void *sink_arg);
 /* Calls the finalize hook of every strategy that has one (MPI_Finalize, collective). */
 void iotame__coll_strategies_finalize(void);
 

@@ -246,7 +246,7 @@ static int view_based_extents_of(void *arg, int agg, int r, iotame_extents_t *ou
 
 /* ---- a call ---- */
 
-static int64_t view_based_block(const iotame_coll_env_t *e)
+int64_t iotame__coll_view_block(const iotame_coll_env_t *e)
 {
     if (e->conf_block_size > 0) return e->conf_block_size;
     if (e->striping_unit > 0) return e->striping_unit;
@@ -261,7 +261,7 @@ static int view_based_run(iotame_coll_call_t *c)
     const iotame_coll_env_t *e = c->env;
     struct iotame_coll_views *cv = e->views; /* set up (agreed) before the strategy's first call */
     const int nagg = (int)view_based_clamp(e->nnodes, 1, e->nprocs);
-    const int64_t unit = view_based_block(e);
+    const int64_t unit = iotame__coll_view_block(e);
     int64_t window = e->cb_buffer_size / unit * unit;
     if (window < unit) window = unit;
     if (window > ((int64_t)1 << 30)) window = ((int64_t)1 << 30) / unit * unit > 0 ? ((int64_t)1 << 30) / unit * unit : unit;

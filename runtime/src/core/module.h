@@ -46,6 +46,11 @@ typedef struct iotame_sink {
     void (*staged)(void *arg, const int64_t *end, int64_t lo, int64_t hi);
     /* Whether cached data of the handle may be unwritten (the same on every rank of the file). */
     int (*dirty)(void *arg);
+    /* Whether the handle's collective writes are cached: 1, 0 (no more: they go to node staging), or -1 when the
+     * first call that could be cached is to decide (staging.collective "auto"); then `decided` is told, on every
+     * rank alike, before that call runs (cached 0: it runs uncached), with the reason for the statistics. */
+    int (*caching)(void *arg);
+    void (*decided)(void *arg, int cached, const char *why);
     /* Collective over the file's communicator: every cached byte of the handle is written when it returns. */
     void (*drain_all)(void *arg);
     /* An aggregator is about to read [lo, hi) of the file: its own cached records there are written first. */

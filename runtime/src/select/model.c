@@ -335,6 +335,36 @@ static double model_view_based(const iotame_profile_t *p, const model_shape_t *m
     return model_aggregate(p, m, &plan);
 }
 
+/* ---- staged collective writes (aggregator caching) ---- */
+
+/* A staged collective write (docs/design/aggregator-caching.md, section 6). node: each process copies its part
+ * into its node's ring, and each node's flusher writes what the node's processes staged, merged within the node
+ * only: with interleaved pieces, runs of the node's ppn consecutive ranks' pieces, each positioning when the
+ * other nodes' pieces lie between them. cached: view_based's exchange ((N - 1) / N of the bytes cross nodes, a
+ * latency per window round) and the aggregators' copy, then each aggregator's flusher writes whole blocks, one
+ * stream per node walking its blocks in order. Returns the seconds the application sees; *behind: the flushers'
+ * device seconds (hidden by computation between the calls, else paid at sync or close). */
+static double model_staged(const iotame_profile_t *p, const model_shape_t *m, int cached, double *behind)
+{
+    model_io_t io = {.write = 1, .streams = m->N, .nodes = m->N, .extent = m->span, .bytes = m->B};
+    double visible;
+    if (cached) {
+        const double cross = m->N > 1 ? m->B / m->N * (m->N - 1) / m->N : 0;
+        const double rounds = ceil(m->B / m->N / model_max(m->C, m->block));
+        visible = cross / model_exchange_rate(p, m, model_min(m->C, m->B / m->N)) + rounds * p->inter_latency +
+                  model_copy(p, m->B / m->N, m->k * m->ppn);
+        io.request = model_min(m->block, model_max(1, m->span / m->N));
+        io.lockstep = 1;
+    } else {
+        visible = model_copy(p, m->B / m->P, 1);
+        const int apart = m->interleaved && m->N > 1; /* the node's runs have the other nodes' between them */
+        io.request = apart ? m->ppn * m->s : m->B / m->N;
+        io.scattered = apart || m->gap > 0;
+    }
+    *behind = model_store(p, m, &io);
+    return visible;
+}
+
 /* ---- the interface ---- */
 
 static model_shape_t model_shape(const iotame_profile_t *p, const iotame_model_call_t *c)
@@ -369,6 +399,21 @@ double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t
     case IOTAME_MODEL_VIEW_BASED: return setup + model_view_based(p, &m);
     default: return -1;
     }
+}
+
+double iotame_model_staged(const iotame_profile_t *p, const iotame_model_call_t *c, int cached, double *behind)
+{
+    const model_shape_t m = model_shape(p, c);
+    return model_staged(p, &m, cached, behind);
+}
+
+int iotame_model_cache_pays(const iotame_profile_t *p, const iotame_model_call_t *c, double error, double *node,
+                            double *cached)
+{
+    double behind;
+    *node = iotame_model_staged(p, c, 0, &behind) + behind;
+    *cached = iotame_model_staged(p, c, 1, &behind) + behind;
+    return *cached * (1 + model_max(0, error)) < *node;
 }
 
 int iotame_model_rank(const iotame_profile_t *p, const iotame_model_call_t *c, const int *kinds, int n, int *order,

@@ -297,6 +297,15 @@ typedef struct {
 /* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind. The
  * profile must pass iotame_model_profile_problem. */
 double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t *c, int kind);
+/* A collective write staged (cached 0: node staging, each process's part in its node's area; 1: aggregator caching,
+ * view_based's blocks cached at their aggregators): the seconds the application sees, and in *behind the flushers'
+ * device seconds after it. The call's fields as for iotame_model_predict (block_size: view_based's block). */
+double iotame_model_staged(const iotame_profile_t *p, const iotame_model_call_t *c, int cached, double *behind);
+/* Whether caching at the aggregators pays for the call: its time in the end (what the application sees and the
+ * flushers' device time, which the close pays unless computation hid it) below node staging's by more than the
+ * model's relative error; *node and *cached receive both. */
+int iotame_model_cache_pays(const iotame_profile_t *p, const iotame_model_call_t *c, double error, double *node,
+                            double *cached);
 /* The kinds[0..n) ordered by predicted time, fastest first (ties keep the given order), into order[] (n entries)
  * and their seconds into seconds[] (may be NULL). Returns n, or -1 when a kind is unknown or n is not in
  * 0..4 * IOTAME_MODEL_KINDS. */

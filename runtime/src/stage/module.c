@@ -46,6 +46,7 @@ typedef struct stage_handle {
      * rank of the file (set by every cached call; dirty cleared by a collective drain, unreported by the error
      * reduction of a sync or close) */
     int aggregators, agg_dirty, agg_unreported, nprocs, me;
+    int agg_undecided; /* staging.collective auto: the first call that could be cached decides (the model) */
     int *world_of;        /* the world rank of every rank of the file's communicator */
     uint64_t *agg_end;    /* per rank of the file: the ring position after its cached records this rank may need
                              written (0: none) */
@@ -310,6 +311,25 @@ static void stage_sink_staged(void *arg, const int64_t *end, int64_t lo, int64_t
 
 static int stage_sink_dirty(void *arg) { return ((handle_t *)arg)->agg_dirty; }
 
+static int stage_sink_caching(void *arg)
+{
+    const handle_t *h = arg;
+    return h->agg_undecided ? -1 : h->aggregators;
+}
+
+/* staging.collective auto decided (every rank alike, before any write was cached): not cached, the handle's
+ * collective writes are staged per node from the next call on. */
+static void stage_sink_decided(void *arg, int cached, const char *why)
+{
+    handle_t *h = arg;
+    h->agg_undecided = 0;
+    h->aggregators = cached;
+    json_t *s = iotame_stats_section(h->fs, &iotame_module_stage);
+    if (!s) return;
+    json_object_set_new(s, "collective", json_string(cached ? "aggregators" : "node"));
+    json_object_set_new(s, "collective_reason", json_string(why));
+}
+
 /* Collective over the file's ranks: each waits for its own node's flusher, which holds the records of the node's
  * aggregators; the barrier then tells every rank that every node's are written. */
 static void stage_sink_drain_all(void *arg)
@@ -333,8 +353,9 @@ static void stage_sink_read_ready(void *arg, int64_t lo, int64_t hi)
         stage_module_drain(h->agg_own_end);
 }
 
-static const iotame_sink_t stage_sink = {stage_sink_put, stage_sink_staged, stage_sink_dirty, stage_sink_drain_all,
-                                         stage_sink_read_ready};
+static const iotame_sink_t stage_sink = {.put = stage_sink_put, .staged = stage_sink_staged, .dirty = stage_sink_dirty,
+                                         .caching = stage_sink_caching, .decided = stage_sink_decided,
+                                         .drain_all = stage_sink_drain_all, .read_ready = stage_sink_read_ready};
 
 /* At sync and close (collective): the errors of cached records are carried to the ranks whose data they were, in
  * one reduction over the file's ranks (which is also the barrier after the drain). The node's error word is taken
@@ -398,13 +419,22 @@ static int stage_enabled(const iotame_file_t *f, const char *key)
 
 static int stage_is_aggregators(const json_t *v)
 {
-    return json_is_string(v) && strcmp(json_string_value(v), "aggregators") == 0;
+    return json_is_string(v) && (strcmp(json_string_value(v), "aggregators") == 0 ||
+                                 strcmp(json_string_value(v), "auto") == 0);
 }
 
-/* Whether staging.collective names the aggregators for the file's staged collective writes. */
+/* Whether staging.collective may cache the file's collective writes at the aggregators ("aggregators", or "auto":
+ * where the model predicts that it pays). */
 static int stage_collective_aggregators(const iotame_file_t *f)
 {
     return stage_is_aggregators(iotame_file_setting(f, "staging", "collective"));
+}
+
+/* Whether staging.collective leaves the choice to the model ("auto"). */
+static int stage_collective_auto(const iotame_file_t *f)
+{
+    const json_t *v = iotame_file_setting(f, "staging", "collective");
+    return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0;
 }
 
 /* Why the file's collective writes are not cached at the aggregators, or NULL: they are. The same on every rank (the
@@ -603,6 +633,7 @@ static void stage_open(const iotame_open_t *o)
     h->sync_on_close = stage_enabled(o->file, "sync_on_close");
     h->prefetch = stage_enabled(o->file, "prefetch");
     h->aggregators = !cached;
+    h->agg_undecided = !cached && stage_collective_auto(o->file);
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
     h->pend_lo = INT64_MAX;
