@@ -366,7 +366,8 @@ static void test_staged_cached_or_node(void)
                        i == 0 ? "small interleaved" : i == 1 ? "large interleaved" : "apart", fast ? "fast" : "slow",
                        node, node_behind, cached, cached_behind, pays ? "cached" : "node");
             CHECK(node > 0 && cached > node && node_behind > 0 && cached_behind > 0);
-            CHECK(fabs(node_total - (node + node_behind)) < 1e-9 && fabs(cached_total - (cached + cached_behind)) < 1e-9);
+            CHECK(fabs(node_total - (node + node_behind)) < 1e-9);
+            CHECK(fabs(cached_total - (cached + cached_behind)) < 1e-9);
             CHECK(pays == (i == 0 || (i == 1 && fast)));
             if (i == 0) CHECK(cached_behind < node_behind / 4);
         }

@@ -160,9 +160,10 @@ def _hdf5_collective_rule(space: Space, w: Workload) -> Space:
 def prune(space: Space, w: Workload) -> Space:
     """The space without the settings this workload cannot feel: read-side hints (and the throttle's readers, staging's
     prefetch) when it reads nothing, write-side and striping hints (and the throttle's writers, staging's write-behind)
-    when it writes nothing, collective-buffering hints and iotame's collective
-    settings (strategies, staging's aggregator caching) when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5 properties
-    when the statistics show no file opened through HDF5 (the runtime adds an "hdf5" object to such files).
+    when it writes nothing, collective-buffering hints and iotame's collective settings (strategies, staging's
+    aggregator caching) when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5
+    properties when the statistics show no file opened through HDF5 (the runtime adds an "hdf5" object to such
+    files).
     A workload with no data calls keeps everything."""
     if w.data_ops == 0:
         return space
