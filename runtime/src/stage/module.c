@@ -403,7 +403,8 @@ static int stage_agg_before(handle_t *h, const iotame_io_t *io)
     if (h->agg_hi <= h->agg_lo) return MPI_SUCCESS;
     int64_t nbytes = 0, lo = 0, end = 0;
     MPI_Offset pos = 0;
-    if (h->view_ok && !stage_map_call(h, io, &nbytes, &pos)) {
+    /* a shared file pointer's position is not the individual one stage_map_call reads: such a call waits */
+    if (io->kind != IOTAME_IO_SHARED && h->view_ok && !stage_map_call(h, io, &nbytes, &pos)) {
         stage_runs_range(&lo, &end);
         if (end <= h->agg_lo || lo >= h->agg_hi) return MPI_SUCCESS;
     }
