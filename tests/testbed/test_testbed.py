@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LIBIOTAME, ROOT, served
+from conftest import LIBIOTAME, ROOT, served, write_json
 from tbjobs import STRATEGIES, TESTBED, assert_clean, job, ok, random_job, root_view, tb
 
 AGENT = ROOT / "scripts" / "testbed-agent"
@@ -163,3 +163,35 @@ def test_node_local_on_two_hosts_of_two_ranks_under_open_mpi(hosts, ompi_build, 
                    lib=ompi_build / "runtime" / "libiotame.so", program=ompi_build / "tests" / "random_collective")
     assert set(served(f)) == {"node_local"} and f["passthrough_reasons"] == {}
     assert f["nodes"] == 2
+
+
+# ---- aggregator caching across two hosts (docs/design/aggregator-caching.md) ----
+
+CACHED = {"staging": {"enabled": True, "collective": "aggregators"},
+          "collective": {"strategy": "view_based", "readahead": 0, "block_size": 4096}}
+
+
+def test_cached_collective_writes_across_two_hosts_match_the_library(hosts, ompi_build, tmp_path):
+    """Open MPI, 2 hosts x 2 ranks, test.dat's collective writes cached at the two hosts' aggregators (sync-barrier-
+    sync after each write): files, buffers, statuses and pointers identical to OMPIO's on ref.dat."""
+    f = random_job(tmp_path, 4, "view_based", 30, 9000, per_host=2, openmpi=True, settings=CACHED,
+                   lib=ompi_build / "runtime" / "libiotame.so", program=ompi_build / "tests" / "random_collective")
+    assert set(served(f)) == {"view_based"} and f["nodes"] == 2
+    stage = json.loads((tmp_path / "s.json").read_text())["modules"]["stage"]
+    assert stage["aggregated_calls"] > 0 and stage["agg_drains"] >= stage["aggregated_calls"]
+
+
+def test_consistency_sequences_across_two_hosts(hosts, ompi_build, tmp_path):
+    """agg_sequences, Open MPI, 2 hosts x 2 ranks: a rank's own cached data read at once (collectively, and
+    independently while its aggregator is on the other host: the remote wait), overwritten independently, get_size,
+    the others' data after sync-barrier-sync, set_size, atomic mode, split collective, close and reopen."""
+    config = write_json(tmp_path / "c.json", {"version": 1, "files": [{"match": "*/seq.dat", **CACHED}]})
+    stats = tmp_path / "s.json"
+    env = {"LD_PRELOAD": str(ompi_build / "runtime" / "libiotame.so"), "IOTAME_CONFIG": str(config),
+           "IOTAME_STATS": str(stats)}
+    out, err, rc = job(tmp_path, 4, [ompi_build / "tests" / "agg_sequences", tmp_path / "seq.dat"], per_host=2,
+                       openmpi=True, env=env)
+    assert ok(rc), err[-3000:]
+    assert json.loads(out) == {"checked": 4 * 14, "mismatches": 0}
+    stage = json.loads(stats.read_text())["modules"]["stage"]
+    assert stage["aggregated_calls"] == 4 * 6 and stage["agg_waits"] > 0

@@ -160,7 +160,7 @@ static uint64_t put(stage_area_t *a, int f, int rank, const iotame_extent_t *x, 
         memcpy(image + x[i].off, d + at, (size_t)x[i].len);
     iotame_run_t *r = runs_of(x, n, &nruns);
     const stage_source_t src = {test_fill, d};
-    uint64_t blocked = 0, end = stage_put(a, f, rank, r, nruns, &src, 1.0, &blocked);
+    uint64_t blocked = 0, end = stage_put(a, f, rank, -1, r, nruns, &src, 1.0, &blocked);
     free(r);
     free(d);
     return end;
@@ -475,7 +475,7 @@ static void flusher_under_pressure(void)
     const iotame_run_t second = {10000, 10000, 1, 10000};
     const stage_source_t src = {inflight_fill, d};
     uint64_t blocked = 0;
-    stage_put(a, f, 0, &second, 1, &src, k.threshold, &blocked);
+    stage_put(a, f, 0, -1, &second, 1, &src, k.threshold, &blocked);
     CHECK(inflight_saw_tail);
     stage_drain(a, stage_head(a));
     stage_flusher_stop(a);
@@ -510,7 +510,7 @@ static pid_t child_dies_in_copy(stage_area_t *a, int f, int rank, int64_t good_a
         iotame_run_t dead = {dead_at, 2 * page, 1, 2 * page};
         const stage_source_t src = {test_fill, mem};
         uint64_t blocked = 0;
-        stage_put(a, f, rank, &dead, 1, &src, 1.0, &blocked);
+        stage_put(a, f, rank, -1, &dead, 1, &src, 1.0, &blocked);
         _exit(0); /* not reached: the copy faults */
     }
     for (size_t i = 0; i < 4096; i++) image[good_at + (int64_t)i] = pattern(40, i);

@@ -139,6 +139,8 @@ typedef struct {
     msg_t *selfmsg;                      /* my own messages to myself, by window */
     size_t nself;
     const msg_t *cur_self;               /* the current window's message to myself */
+    iotame_run_t *runs;                  /* a sink's writes: the current window's pieces as runs, by source */
+    int64_t *srcfirst;                   /* nprocs + 1: where each source's runs start in `runs` */
 } ctx_t;
 
 static void ctx_free(ctx_t *x)
@@ -154,6 +156,8 @@ static void ctx_free(ctx_t *x)
     free(x->srcbytes);
     free(x->srcoff);
     free(x->cursor);
+    free(x->runs);
+    free(x->srcfirst);
 }
 
 static int engine_agree(MPI_Comm comm, int ok)
@@ -361,6 +365,7 @@ static int prepare_windows(ctx_t *x, int ok)
         if (!x->win || !x->srcbytes || !x->srcoff || !x->cursor) ok = 0;
     }
     int64_t span_max = 0, stage_max = 0;
+    size_t pieces_max = 0;
     for (size_t i = 0; ok && i < x->nap;) {
         /* positions grow with file offsets in a domain: the window's first piece and its last byte bound it */
         win_t w = {i, i, domain_pos(x->p, x->my_agg, x->ap[i].off), 0};
@@ -373,6 +378,7 @@ static int prepare_windows(ctx_t *x, int ok)
         w.hi = domain_pos(x->p, x->my_agg, last) + 1;
         if (w.hi - w.lo > span_max) span_max = w.hi - w.lo;
         if (others > stage_max) stage_max = others;
+        if (w.end - w.first > pieces_max) pieces_max = w.end - w.first;
         x->win[x->nwin++] = w;
         i = w.end;
     }
@@ -380,6 +386,11 @@ static int prepare_windows(ctx_t *x, int ok)
         x->wbuf = malloc((size_t)(span_max ? span_max : 1));
         x->stage = malloc((size_t)(stage_max ? stage_max : 1));
         if (!x->wbuf || !x->stage) ok = 0;
+    }
+    if (ok && x->nap && x->c->sink && x->c->write) {
+        x->runs = malloc(pieces_max * sizeof *x->runs);
+        x->srcfirst = malloc(((size_t)x->np + 1) * sizeof *x->srcfirst);
+        if (!x->runs || !x->srcfirst) ok = 0;
     }
     /* My messages to myself, in window order (they are consecutive: messages are sorted by aggregator). */
     if (ok && x->my_agg >= 0) {
@@ -452,6 +463,50 @@ static void write_group(ctx_t *x, const win_t *w, size_t first, size_t end, int6
     file_io(x->c, 1, gs, img, ge - gs);
 }
 
+/* Pieces of one source in offset order (each a run of one piece) collapsed in place: adjacent ones joined, equal ones
+ * at an equal stride made one strided run, so that a record grows with the view, not with its pieces. Returns the
+ * runs left. */
+static size_t engine_runs_collapse(iotame_run_t *r, size_t n)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        iotame_run_t *t = out ? &r[out - 1] : NULL;
+        const iotame_run_t q = r[i];
+        if (t && t->count == 1 && q.off == t->off + t->len) {
+            t->len += q.len;
+            t->stride = t->len;
+        } else if (t && q.len == t->len &&
+                   (t->count == 1 ? q.off - t->off > t->len : q.off == t->off + t->count * t->stride)) {
+            if (t->count == 1) t->stride = q.off - t->off;
+            t->count++;
+        } else {
+            r[out++] = q;
+        }
+    }
+    return out;
+}
+
+/* A complete window into the sink instead of the file (aggregator caching): every source's pieces as runs, with its
+ * bytes as they arrived (in offset order). No read-modify-write: the flusher writes the pieces only. */
+static void engine_window_put(ctx_t *x, const win_t *w)
+{
+    int64_t *first = x->srcfirst, *at = x->cursor; /* the cursors serve write_group only, which a sink replaces */
+    for (int s = 0; s <= x->np; s++) first[s] = 0;
+    for (size_t k = w->first; k < w->end; k++) first[x->ap[k].src + 1]++;
+    for (int s = 0; s < x->np; s++) first[s + 1] += first[s];
+    for (int s = 0; s < x->np; s++) at[s] = first[s];
+    for (size_t k = w->first; k < w->end; k++) {
+        const apiece_t *q = &x->ap[k];
+        x->runs[at[q->src]++] = (iotame_run_t){q->off, q->len, 1, q->len};
+    }
+    for (int s = 0; s < x->np; s++) {
+        const size_t n = engine_runs_collapse(x->runs + first[s], (size_t)(first[s + 1] - first[s]));
+        if (!n) continue;
+        const char *data = s == x->me ? x->sbuf + x->cur_self->boff : x->stage + x->srcoff[s];
+        x->c->sink_end = (int64_t)x->c->sink->put(x->c->sink_arg, s, x->runs + first[s], n, data);
+    }
+}
+
 static void read_group(ctx_t *x, const win_t *w, size_t first, size_t end, int64_t gs, int64_t ge, int holes)
 {
     char *img = x->wbuf + (domain_pos(x->p, x->my_agg, gs) - w->lo);
@@ -522,7 +577,8 @@ static int engine_write(ctx_t *x)
         if (cw < x->nwin && posted && rdone == nr) { /* every byte of the window is here */
             const win_t *w = &x->win[cw];
             x->cur_self = self_msg(x, w);
-            for_groups(x, w, x->p->fill_holes, write_group);
+            if (x->c->sink) engine_window_put(x, w);
+            else for_groups(x, w, x->p->fill_holes, write_group);
             engine_window_done(x);
             cw++;
             posted = 0;
@@ -583,6 +639,14 @@ static int engine_read(ctx_t *x)
         const msg_t *g = &x->msg[m];
         if (g->agg == x->my_agg) continue; /* filled by my own aggregator loop */
         PMPI_Irecv(x->sbuf + g->boff, (int)g->bytes, MPI_BYTE, x->p->agg_rank[g->agg], TAG_DATA, comm, &rreq[nrecv++]);
+    }
+    if (x->c->sink && x->nap) { /* cached blocks of this aggregator are written before it reads them */
+        int64_t lo = x->ap[0].off, hi = 0;
+        for (size_t k = 0; k < x->nap; k++) {
+            if (x->ap[k].off < lo) lo = x->ap[k].off;
+            if (x->ap[k].off + x->ap[k].len > hi) hi = x->ap[k].off + x->ap[k].len;
+        }
+        x->c->sink->read_ready(x->c->sink_arg, lo, hi);
     }
     int ns = 0;
     for (size_t cw = 0; cw < x->nwin; cw++) {

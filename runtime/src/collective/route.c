@@ -35,6 +35,11 @@ struct iotame_coll_file {
     char *pack;
     size_t pack_cap;
     int64_t *info;
+    /* aggregator caching: the sink the stage module offers for the handle (core/module.h), and the agreement of a
+     * cached call (its 2 fields, then every rank's position after its puts) */
+    const iotame_sink_t *sink;
+    void *sink_arg;
+    int64_t *ends;
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
      * end) */
@@ -75,6 +80,7 @@ static void route_free(iotame_coll_file_t *f)
     iotame__coll_view_release(&f->view);
     iotame_extents_free(&f->ext);
     free(f->info);
+    free(f->ends);
     free(f->pack);
     free(f->path);
     free(f);
@@ -83,7 +89,7 @@ static void route_free(iotame_coll_file_t *f)
 /* The handle's state; NULL when something could not be allocated. A native strategy fixed for the file serves every
  * call itself: no per-call buffers. */
 static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, const iotame_coll_settings_t *set,
-                                     iotame_file_stats_t *fs)
+                                     iotame_file_stats_t *fs, const iotame_file_t *file)
 {
     iotame_coll_file_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
@@ -108,6 +114,11 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     e->path = f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
     if (!f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
+    if (file->sink) {
+        f->sink = file->sink;
+        f->sink_arg = file->sink_arg;
+        ok &= (f->ends = malloc(((size_t)e->nprocs + 2) * sizeof *f->ends)) != NULL;
+    }
     if (!ok) {
         route_free(f);
         return NULL;
@@ -136,7 +147,7 @@ void iotame__coll_open(const iotame_open_t *o)
     int ok = st->native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
     enum { FAILED, LOCAL, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
-    iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, fs) : NULL;
+    iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, fs, o->file) : NULL;
     int failed = !f;
     const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set, (int64_t)o->open_ns};
     if (st->open) failed |= st->open(f ? &f->env : NULL, &co, mine + CHOICE) != 0; /* collective: every rank */
@@ -177,8 +188,16 @@ static iotame_coll_fn route_function(const iotame_strategy_t *st, iotame_coll_op
                                             : st->read_at_all;
 }
 
+/* The sink's contract (core/module.h): a call not served through the handle's sink waits for its cached data first
+ * (collective: every rank of the file takes the same path). */
+static void route_sink_drain(iotame_coll_file_t *f)
+{
+    if (f->sink && f->sink->dirty(f->sink_arg)) f->sink->drain_all(f->sink_arg);
+}
+
 static int route_pass(iotame_coll_file_t *f, const iotame_coll_args_t *a, const char *reason)
 {
+    route_sink_drain(f);
     iotame_stats_passthrough(f->fs, reason);
     return iotame_coll_library(a, 0);
 }
@@ -240,6 +259,7 @@ static int route_serve_direct(iotame_coll_file_t *f, const iotame_coll_args_t *a
     iotame_coll_part_t part = {0, &f->ext}, *mine = NULL;
     if (f->st->served && route_prepare(f, a, &pos, &nbytes) == NULL) part.nbytes = nbytes, mine = &part;
     int mpi_error;
+    route_sink_drain(f);
     const double seconds = route_own_call(f, a, s, &mpi_error);
     if (f->st->served) f->st->served(&f->env, route_is_write(a->op), mine, seconds);
     return mpi_error;
@@ -359,6 +379,24 @@ static int route_agree(const iotame_coll_file_t *f, int rc, uint64_t called, dou
     return worst[0] != 0;
 }
 
+/* 8, for a write cached at the aggregators: the same agreement, which also gives every rank every aggregator's ring
+ * position after the call (the sink's `staged`). */
+static int route_agree_cached(const iotame_coll_file_t *f, const iotame_coll_call_t *c, int rc, uint64_t called,
+                              double *slowest)
+{
+    const int np = f->env.nprocs;
+    for (int r = 0; r < np; r++) f->ends[2 + r] = 0;
+    f->ends[0] = rc == -EIO;
+    f->ends[1] = (int64_t)(iotame_monotonic_ns() - called);
+    f->ends[2 + f->env.rank] = c->sink_end;
+    PMPI_Allreduce(MPI_IN_PLACE, f->ends, np + 2, MPI_INT64_T, MPI_MAX, f->env.comm);
+    *slowest = (double)f->ends[1] * 1e-9;
+    if (rc == 0 && c->gbytes > 0) /* every rank alike */
+        f->sink->staged(f->sink_arg, f->ends + 2, f->ext.n ? f->ext.v[0].off : 0,
+                        f->ext.n ? f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len : 0);
+    return f->ends[0] != 0;
+}
+
 /* The bytes of a read that lie before the end of the file, in stream order. */
 static int64_t route_before_eof(const iotame_coll_file_t *f, int64_t nbytes)
 {
@@ -418,15 +456,19 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     const int s = route_choose(f, &g);
     const iotame_strategy_t *st = iotame_strategies[s];
     if ((why = route_setup(f, s))) return route_pass(f, a, why);
+    /* aggregator caching: view_based serves the call through the sink; any other strategy after cached data drains */
+    const int cached = f->sink && st == &iotame_strategy_view_based;
+    if (!cached) route_sink_drain(f);
     iotame_coll_call_t c = {.env = &f->env, .args = a, .write = g.write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = g.nbytes, .info = f->info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,
-                            .view = &f->view};
+                            .view = &f->view, .sink = cached ? f->sink : NULL, .sink_arg = f->sink_arg};
     int packed;
     const uint64_t t0 = iotame_monotonic_ns();
     const int rc = route_run(f, a, st, &c, &packed);
     const double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
     double slowest;
-    const int failed = route_agree(f, rc, called, &slowest);
+    const int failed = cached && g.write ? route_agree_cached(f, &c, rc, called, &slowest)
+                                         : route_agree(f, rc, called, &slowest);
     if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
         return route_pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
     if (f->st->measured) f->st->measured(&f->env, &g, s, slowest);

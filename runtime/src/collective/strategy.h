@@ -183,6 +183,11 @@ typedef struct {
     int mpi_error;              /* out: the first MPI error code of this rank's I/O, or MPI_SUCCESS */
     int64_t list_bytes;         /* out: bytes of offset/length lists this rank sent to other ranks (the engine) */
     int64_t view_bytes;         /* out: bytes of file views this rank sent to other ranks (view_based) */
+    /* aggregator caching (core/module.h, iotame_sink_t): the engine's aggregators put the windows of a write there
+     * instead of writing them, and call read_ready before a read; NULL: none */
+    const iotame_sink_t *sink;
+    void *sink_arg;
+    int64_t sink_end; /* out: this aggregator's position after its last put (0: none) */
 } iotame_coll_call_t;
 
 typedef int (*iotame_coll_fn)(iotame_coll_call_t *call);
@@ -319,6 +324,8 @@ int iotame_strategy_find(const char *name);
 const iotame_strategy_t *iotame_strategy_named(const char *name);
 /* The strategy that chooses among the registry's (auto.c; registry.c lists it apart). */
 extern const iotame_strategy_t iotame_strategy_auto;
+/* The strategy whose aggregators cache a write behind them when the file offers a sink (view_based.c). */
+extern const iotame_strategy_t iotame_strategy_view_based;
 /* Calls the finalize hook of every strategy that has one (MPI_Finalize, collective). */
 void iotame__coll_strategies_finalize(void);
 

@@ -32,6 +32,8 @@ struct iotame_coll_views {
     iotame_flat_t *flat;  /* aggregators: nprocs flattened filetypes pointing into blob */
     iotame_view_t *view;  /* aggregators: nprocs views */
     iotame_extents_t tmp; /* aggregators: one block's extents while mapping */
+    int64_t sink_unit;    /* aggregator caching: the block and aggregators of the cached calls (0: none yet) */
+    int sink_nagg;
 };
 
 static int64_t view_based_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -269,6 +271,11 @@ static int view_based_run(iotame_coll_call_t *c)
     if (stale) {
         int rc = send_views(c, cv, nagg);
         if (rc) return rc;
+    }
+    if (c->sink) { /* cached blocks stay in their aggregator's ring: a new block map waits for them first */
+        if (cv->sink_unit && (cv->sink_unit != unit || cv->sink_nagg != nagg)) c->sink->drain_all(c->sink_arg);
+        cv->sink_unit = unit;
+        cv->sink_nagg = nagg;
     }
     mapping_t m = {.c = c, .cv = cv, .unit = unit, .nagg = nagg};
     iotame_plan_t plan = {

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "core.h"
+#include "flatten/flatten.h"
 
 #define IOTAME_MODULE_MAX 10 /* the registry holds 8 with HDF5 */
 
@@ -29,6 +30,27 @@
  * threads (MPI_THREAD_MULTIPLE) may run a module's data hooks at once: what those change in the slot, or in state the
  * module shares between handles, the module protects with its own lock. A module never takes another module's lock,
  * never reads another module's slot. */
+/* A sink (docs/design/aggregator-caching.md): where a module (stage) takes a collective write's data at the
+ * aggregators of the call instead of the file, to write it behind. Offered for a handle through its record. The
+ * contract: whoever serves a blocking collective call of a handle with a sink either runs it through the sink
+ * (an aggregating strategy: put at the aggregators, staged on every rank, read_ready before an aggregator reads) or
+ * calls drain_all before the call reaches the file; and dirty is the same on every rank of the file. */
+typedef struct iotame_sink {
+    /* At an aggregator: one source's data of one window, `origin` that source's rank in the file's communicator,
+     * nruns ascending file runs and their bytes in run order. Returns the ring position after it (what the aggregator
+     * reports to `staged`). */
+    uint64_t (*put)(void *arg, int origin, const iotame_run_t *runs, size_t nruns, const char *data);
+    /* After the call's agreement, on every rank: end[r] is the position the rank r of the file's communicator
+     * reported from its puts of the call (0: it put nothing); [lo, hi) the file range of this rank's data. */
+    void (*staged)(void *arg, const int64_t *end, int64_t lo, int64_t hi);
+    /* Whether cached data of the handle may be unwritten (the same on every rank of the file). */
+    int (*dirty)(void *arg);
+    /* Collective over the file's communicator: every cached byte of the handle is written when it returns. */
+    void (*drain_all)(void *arg);
+    /* An aggregator is about to read [lo, hi) of the file: its own cached records there are written first. */
+    void (*read_ready)(void *arg, int64_t lo, int64_t hi);
+} iotame_sink_t;
+
 typedef struct iotame_file {
     MPI_File fh;              /* MPI_FILE_NULL: the shared record of handles the runtime did not see opened */
     iotame_file_stats_t *fs;  /* the path's statistics record (shared by the path's handles), or NULL */
@@ -37,6 +59,9 @@ typedef struct iotame_file {
     const iotame_file_config_t *fc; /* the file's settings (matched rule over the defaults, parsed once at open),
                                        NULL without a configuration */
     void *slot[IOTAME_MODULE_MAX];  /* each module's state of the handle, by registry index */
+    const iotame_sink_t *sink;      /* the sink a module offers for the handle's collective writes (set in its open
+                                       hook, cleared in its close hook), or NULL */
+    void *sink_arg;
 } iotame_file_t;
 
 /* A new record of a handle the library just opened, bound to it; fc (may be NULL) is taken over and released with

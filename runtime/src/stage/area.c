@@ -170,7 +170,7 @@ void stage_file_release(stage_area_t *a, int file)
     stage_lock(a);
     stage_file_t *f = &a->file[file];
     if (f->users > 0) f->users--;
-    if (!f->users && !f->pending && !f->error) f->key = 0;
+    if (!f->users && !f->pending && !f->error && !f->agg_error) f->key = 0;
     stage_unlock(a);
 }
 
@@ -187,6 +187,19 @@ int stage_take_error(stage_area_t *a, int file, int rank)
         for (int i = 0; i < STAGE_RANK_WORDS; i++) left |= f->error_ranks[i] != 0;
         if (!left) f->error = 0;
     }
+    stage_unlock(a);
+    return err;
+}
+
+int stage_take_agg_error(stage_area_t *a, int file, uint64_t *origins, int *all)
+{
+    stage_lock(a);
+    stage_file_t *f = &a->file[file];
+    int err = f->agg_error;
+    memcpy(origins, f->agg_origins, sizeof f->agg_origins);
+    *all = f->agg_all;
+    f->agg_error = f->agg_all = 0;
+    memset(f->agg_origins, 0, sizeof f->agg_origins);
     stage_unlock(a);
     return err;
 }
@@ -332,7 +345,7 @@ int stage_one_record(const stage_area_t *a, size_t nruns, uint64_t bytes)
     return (nruns + 1) * sizeof(iotame_run_t) + bytes < area_record_room(a);
 }
 
-uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs, size_t nruns,
+uint64_t stage_put(stage_area_t *a, int file, int rank, int origin, const iotame_run_t *runs, size_t nruns,
                    const stage_source_t *src, double threshold, uint64_t *blocked_ns)
 {
     const uint64_t room = area_record_room(a);
@@ -340,7 +353,7 @@ uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs
     uint64_t end = 0, from = 0;
     while (c.i < c.n) {
         area_cursor_t plan = c;
-        stage_record_t head = {.file = file, .rank = (uint32_t)rank};
+        stage_record_t head = {.file = file, .rank = (uint32_t)rank, .origin = origin};
         head.nruns = area_take(&plan, room, NULL, &head);
         head.size = stage_record_bytes(head.nruns, head.bytes);
         stage_lock(a);

@@ -28,6 +28,7 @@
 typedef struct {
     int32_t file;
     uint32_t rank;
+    int32_t origin; /* the record's (aggregator caching), -1: the staging process's own data */
     int64_t off, len;
     const char *data;
     uint64_t seq;
@@ -93,11 +94,9 @@ static int write_all(int fd, int n, int64_t off, int64_t *done)
     return 0;
 }
 
-/* A failure of `failed` bytes of file f: kept for the processes (their bits set by the caller) and logged. */
+/* A failure of `failed` bytes of file f (kept for the processes by blame) logged. */
 static void failed_write(stage_area_t *a, stage_file_t *f, int err, uint64_t failed)
 {
-    int none = 0;
-    __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     stage_lock(a);
     f->failed_bytes += failed;
     stage_failure_t *log = a->problems.nfailures ? &a->problems.failure[a->problems.nfailures - 1] : NULL;
@@ -112,9 +111,21 @@ static void failed_write(stage_area_t *a, stage_file_t *f, int err, uint64_t fai
     stage_unlock(a);
 }
 
-static void blame(stage_file_t *f, uint32_t rank)
+/* Data of node process `rank` (origin -1), or of world rank `origin` cached here, failed with -err: kept for them
+ * (the first error of the file stays). */
+static void blame(stage_file_t *f, uint32_t rank, int32_t origin, int err)
 {
-    __atomic_or_fetch(&f->error_ranks[(rank / 64) % STAGE_RANK_WORDS], 1ull << (rank % 64), __ATOMIC_RELAXED);
+    int none = 0;
+    if (origin < 0) {
+        __atomic_or_fetch(&f->error_ranks[(rank / 64) % STAGE_RANK_WORDS], 1ull << (rank % 64), __ATOMIC_RELAXED);
+        __atomic_compare_exchange_n(&f->error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        return;
+    }
+    if (origin < STAGE_ORIGIN_WORDS * 64)
+        __atomic_or_fetch(&f->agg_origins[origin / 64], 1ull << (origin % 64), __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&f->agg_all, 1, __ATOMIC_RELAXED);
+    __atomic_compare_exchange_n(&f->agg_error, &none, -err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 /* ---- dense ranges ---- */
@@ -199,7 +210,7 @@ static const char *dense_copy_run(const iotame_run_t *x, const char *d, int64_t 
 
 /* The bytes of file f's pieces in [from, to) that the window [wlo, whi) no longer covers (not written), each
  * piece's process named. */
-static uint64_t dense_blame(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t wlo, int64_t whi)
+static uint64_t dense_blame(stage_area_t *a, int f, uint64_t from, uint64_t to, int64_t wlo, int64_t whi, int err)
 {
     uint64_t failed = 0;
     for (uint64_t pos = from; pos < to; pos += record_at(a, pos)->size) {
@@ -213,7 +224,7 @@ static uint64_t dense_blame(stage_area_t *a, int f, uint64_t from, uint64_t to, 
                     if (o >= wlo && o < whi) missing += !(covered[(o - wlo) >> 6] >> ((o - wlo) & 63) & 1);
             if (!missing) continue;
             failed += (uint64_t)missing;
-            blame(&a->file[f], r->rank);
+            blame(&a->file[f], r->rank, r->origin, err);
         }
     }
     return failed;
@@ -256,7 +267,7 @@ static int write_dense(stage_area_t *a, int f, uint64_t from, uint64_t to, int64
             /* bytes not written: uncovered from now on, which names their processes below */
             for (int64_t b = at + done; err && b < stop; b++) covered[b >> 6] &= ~(1ull << (b & 63));
         }
-        if (window_err) failed += dense_blame(a, f, from, to, wlo, whi);
+        if (window_err) failed += dense_blame(a, f, from, to, wlo, whi, window_err);
         if (window_err && !first_err) first_err = window_err;
     }
     __atomic_sub_fetch(&sf->pending, bytes, __ATOMIC_RELAXED);
@@ -329,7 +340,7 @@ static void settle(stage_area_t *a, const piece_t *p, const piece_t *q, int err,
         }
         failed += (uint64_t)(x->len - done);
         done = 0;
-        blame(f, x->rank);
+        blame(f, x->rank, x->origin, err);
     }
     __atomic_sub_fetch(&f->pending, bytes, __ATOMIC_RELAXED);
     if (err) failed_write(a, f, err, failed);
@@ -388,14 +399,14 @@ static void write_extents(stage_area_t *a, int f, uint64_t from, uint64_t to, in
             whole = 0;
             for (uint32_t i = 0; i < r->nruns; i++)
                 for (int64_t j = 0; j < x[i].count; j++, d += x[i].len) {
-                    piece_t p = {f, r->rank, piece_at(&x[i], j), x[i].len, d, 0};
+                    piece_t p = {f, r->rank, r->origin, piece_at(&x[i], j), x[i].len, d, 0};
                     write_sorted(a, f, &p, 1);
                 }
             continue;
         }
         for (uint32_t i = 0; i < r->nruns; i++)
             for (int64_t j = 0; j < x[i].count; j++, d += x[i].len, npieces++)
-                pieces[npieces] = (piece_t){f, r->rank, piece_at(&x[i], j), x[i].len, d, npieces};
+                pieces[npieces] = (piece_t){f, r->rank, r->origin, piece_at(&x[i], j), x[i].len, d, npieces};
     }
     if (!npieces) return;
     if (whole) sort_pieces(lo, end);

@@ -147,7 +147,7 @@ static void flusher_close_unused(stage_area_t *a)
         stage_file_t *f = &a->file[i];
         if (f->key && !f->users && !f->pending) {
             flusher_close_fds(i);
-            if (!f->error) f->key = 0;
+            if (!f->error && !f->agg_error) f->key = 0;
         } else if (!f->key && (fds[i].wfd >= 0 || fds[i].rfd >= 0)) {
             flusher_close_fds(i);
         }
@@ -170,7 +170,7 @@ static uint64_t flusher_holes_wait(stage_area_t *a, uint64_t from, uint64_t to, 
     for (uint64_t pos = from; pos < to;) {
         const stage_record_t *r = (const stage_record_t *)(stage_ring(a) + pos % a->cap);
         pos += r->size;
-        if (r->file < 0 || !r->bytes) continue;
+        if (r->file < 0 || !r->bytes || r->origin >= 0) continue; /* cached windows: nobody else fills their holes */
         int i = 0;
         while (i < n && f[i].file != r->file) i++;
         if (i == TRACKED) return 0; /* many files: not one call's parts */

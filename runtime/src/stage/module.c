@@ -41,7 +41,17 @@ typedef struct stage_handle {
     iotame_file_stats_t *fs;
     int file; /* index in the area's file table */
     int amode, atomic, sync_on_close, prefetch;
-    int aggregators; /* staging.collective "aggregators": not acted on yet (docs/design/aggregator-caching.md) */
+    /* aggregator caching (staging.collective "aggregators", docs/design/aggregator-caching.md): the collective
+     * writes view_based serves are cached at its aggregators; agg_dirty and agg_unreported are the same on every
+     * rank of the file (set by every cached call; dirty cleared by a collective drain, unreported by the error
+     * reduction of a sync or close) */
+    int aggregators, agg_dirty, agg_unreported, nprocs, me;
+    int *world_of;        /* the world rank of every rank of the file's communicator */
+    uint64_t *agg_end;    /* per rank of the file: the ring position after its cached records this rank may need
+                             written (0: none) */
+    int32_t *agg_errs;    /* per rank of the file: the sync's error reduction */
+    int64_t agg_lo, agg_hi; /* the file range of this rank's own cached data (lo > hi: none) */
+    uint64_t agg_own_end;   /* as an aggregator: the ring position after its last cached record of the file */
     int writes; /* staging.enabled: writes are staged (else only prefetch) */
     int view_ok, view_ok_all, native;
     int64_t disp, etype_size;
@@ -71,7 +81,8 @@ static size_t pack_cap;
 /* this process's counters, updated with stage_count from any thread */
 static struct {
     uint64_t calls, bytes, blocked_ns, drain_ns, close_ns, reads_waited, reads_not_waited, bypassed, errors_returned,
-        prefetch_hits, prefetch_misses, prefetch_bytes, through_full, through_absorbed, written_through_bytes;
+        prefetch_hits, prefetch_misses, prefetch_bytes, through_full, through_absorbed, written_through_bytes,
+        agg_calls, agg_records, agg_bytes, agg_waits, agg_wait_ns, agg_drains;
 } mine;
 
 static void stage_count(uint64_t *counter, uint64_t n) { __atomic_fetch_add(counter, n, __ATOMIC_RELAXED); }
@@ -151,6 +162,233 @@ static void stage_view_set(handle_t *h, MPI_Offset disp, MPI_Datatype etype, MPI
     PMPI_Allreduce(&h->view_ok, &h->view_ok_all, 1, MPI_INT, MPI_MIN, h->comm);
 }
 
+/* ---- the call's file runs and data ---- */
+
+/* The call's data stream and file runs (into `runs`); NULL, or why they cannot be had. */
+static const char *stage_map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos)
+{
+    MPI_Count tsize = 0;
+    if (PMPI_Type_size_x(io->datatype, &tsize) != MPI_SUCCESS || tsize < 0 || io->count < 0) return "invalid datatype";
+    *nbytes = (int64_t)tsize * (int64_t)io->count;
+    if (*nbytes % h->etype_size) return "request not a whole number of etypes";
+    *pos = io->offset;
+    if (!io->at && PMPI_File_get_position(io->fh, pos) != MPI_SUCCESS) return "no file pointer";
+    iotame_view_t v = {h->disp, h->etype_size, h->flat};
+    if (iotame_flatten_view_runs(&v, (int64_t)*pos * h->etype_size, *nbytes, &runs) != 0)
+        return "out of memory (staging)";
+    return NULL;
+}
+
+/* The file range [*lo, *end) of the call's runs, and its pieces. */
+static uint64_t stage_runs_range(int64_t *lo, int64_t *end)
+{
+    uint64_t pieces = 0;
+    *lo = runs.n ? runs.v[0].off : 0; /* ascending */
+    *end = *lo;
+    for (size_t i = 0; i < runs.n; i++) {
+        const iotame_run_t *x = &runs.v[i];
+        if (x->off + (x->count - 1) * x->stride + x->len > *end) *end = x->off + (x->count - 1) * x->stride + x->len;
+        pieces += (uint64_t)x->count;
+    }
+    return pieces;
+}
+
+/* The call's data, as staging takes it: its memory when that is contiguous, else packed by MPI, straight into the
+ * ring when the call is one record (packed here first otherwise). */
+typedef struct {
+    const iotame_io_t *io;
+    const char *mem; /* the contiguous data, or NULL */
+    int64_t nbytes;
+} stage_data_t;
+
+static int stage_fill(void *arg, char *dst, uint64_t from, uint64_t n)
+{
+    const stage_data_t *d = arg;
+    if (d->mem) {
+        memcpy(dst, d->mem + from, n);
+        return 0;
+    }
+    MPI_Count at = 0; /* the whole call in one record (stage_write packed it first otherwise) */
+    if (from != 0 || n != (uint64_t)d->nbytes) return -1;
+    return PMPI_Pack_c(d->io->buf, d->io->count, d->io->datatype, dst, (MPI_Count)n, &at, MPI_COMM_SELF) ==
+                   MPI_SUCCESS ? 0 : -1;
+}
+
+/* ---- aggregator caching (docs/design/aggregator-caching.md) ---- */
+
+/* The per-rank tables of a cached handle: 0, or -1 when they cannot be had. */
+static int stage_agg_setup(handle_t *h, MPI_Comm comm)
+{
+    PMPI_Comm_size(comm, &h->nprocs);
+    PMPI_Comm_rank(comm, &h->me);
+    h->world_of = malloc((size_t)h->nprocs * sizeof *h->world_of);
+    h->agg_end = calloc((size_t)h->nprocs, sizeof *h->agg_end);
+    h->agg_errs = malloc((size_t)h->nprocs * sizeof *h->agg_errs);
+    int *ranks = malloc((size_t)h->nprocs * sizeof *ranks);
+    MPI_Group mine, world;
+    int ok = h->world_of && h->agg_end && h->agg_errs && ranks;
+    if (ok) {
+        for (int r = 0; r < h->nprocs; r++) ranks[r] = r;
+        PMPI_Comm_group(comm, &mine);
+        PMPI_Comm_group(MPI_COMM_WORLD, &world);
+        ok = PMPI_Group_translate_ranks(mine, h->nprocs, ranks, world, h->world_of) == MPI_SUCCESS;
+        PMPI_Group_free(&mine);
+        PMPI_Group_free(&world);
+    }
+    free(ranks);
+    h->agg_lo = INT64_MAX;
+    h->agg_hi = INT64_MIN;
+    return ok ? 0 : -1;
+}
+
+static void stage_agg_free(handle_t *h)
+{
+    free(h->world_of);
+    free(h->agg_end);
+    free(h->agg_errs);
+}
+
+/* Forgets the cached records this rank waited for (they are written). */
+static void stage_agg_forget(handle_t *h)
+{
+    for (int r = 0; r < h->nprocs; r++) h->agg_end[r] = 0;
+    h->agg_lo = INT64_MAX;
+    h->agg_hi = INT64_MIN;
+}
+
+/* Waits (this rank alone) until every cached record of the handle it learnt of is written: its own node's by a
+ * drain, another node's through the tail that node exposes. MPI_SUCCESS, or MPI_ERR_IO when MPI could not read a
+ * remote position. */
+static int stage_agg_wait(handle_t *h)
+{
+    const uint64_t t0 = iotame_monotonic_ns();
+    int rc = MPI_SUCCESS, waited = 0;
+    for (int r = 0; r < h->nprocs && rc == MPI_SUCCESS; r++) {
+        if (!h->agg_end[r]) continue;
+        const int w = h->world_of[r];
+        if (stage_remote_local(w)) stage_drain(area, h->agg_end[r]);
+        else if (stage_remote_wait(w, h->agg_end[r]) != 0) rc = MPI_ERR_IO;
+        if (rc == MPI_SUCCESS) h->agg_end[r] = 0;
+        waited = 1;
+    }
+    if (rc == MPI_SUCCESS) stage_agg_forget(h);
+    if (waited) {
+        stage_count(&mine.agg_waits, 1);
+        stage_count(&mine.agg_wait_ns, iotame_monotonic_ns() - t0);
+    }
+    return rc;
+}
+
+/* The sink (core/module.h), offered for the handle's collective writes when they are cached. */
+static uint64_t stage_sink_put(void *arg, int origin, const iotame_run_t *runs, size_t nruns, const char *data)
+{
+    handle_t *h = arg;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < nruns; i++) bytes += (uint64_t)(runs[i].len * runs[i].count);
+    stage_data_t d = {NULL, data, (int64_t)bytes};
+    const stage_source_t src = {stage_fill, &d};
+    uint64_t blocked = 0;
+    h->agg_own_end = stage_put(area, h->file, node_rank, h->world_of[origin], runs, nruns, &src, threshold, &blocked);
+    stage_count(&mine.blocked_ns, blocked);
+    stage_count(&mine.agg_records, 1);
+    stage_count(&mine.agg_bytes, bytes);
+    return h->agg_own_end;
+}
+
+static void stage_sink_staged(void *arg, const int64_t *end, int64_t lo, int64_t hi)
+{
+    handle_t *h = arg;
+    h->agg_dirty = h->agg_unreported = 1;
+    for (int r = 0; r < h->nprocs; r++)
+        if ((uint64_t)end[r] > h->agg_end[r]) h->agg_end[r] = (uint64_t)end[r];
+    if (hi > lo) {
+        if (lo < h->agg_lo) h->agg_lo = lo;
+        if (hi > h->agg_hi) h->agg_hi = hi;
+    }
+    stage_count(&mine.agg_calls, 1);
+}
+
+static int stage_sink_dirty(void *arg) { return ((handle_t *)arg)->agg_dirty; }
+
+/* Collective over the file's ranks: each waits for its own node's flusher, which holds the records of the node's
+ * aggregators; the barrier then tells every rank that every node's are written. */
+static void stage_sink_drain_all(void *arg)
+{
+    handle_t *h = arg;
+    if (!h->agg_dirty) return;
+    stage_module_drain(stage_head(area));
+    PMPI_Barrier(h->comm);
+    h->agg_dirty = 0;
+    stage_agg_forget(h);
+    stage_count(&mine.agg_drains, 1);
+}
+
+/* An aggregator reads its own blocks: its cached records are written first (those of the blocks it reads are
+ * its own: blocks map to aggregators alike for reads and writes). */
+static void stage_sink_read_ready(void *arg, int64_t lo, int64_t hi)
+{
+    handle_t *h = arg;
+    (void)lo, (void)hi;
+    if (h->agg_own_end && __atomic_load_n(&area->tail, __ATOMIC_ACQUIRE) < h->agg_own_end)
+        stage_module_drain(h->agg_own_end);
+}
+
+static const iotame_sink_t stage_sink = {stage_sink_put, stage_sink_staged, stage_sink_dirty, stage_sink_drain_all,
+                                         stage_sink_read_ready};
+
+/* At sync and close (collective): the errors of cached records are carried to the ranks whose data they were, in
+ * one reduction over the file's ranks (which is also the barrier after the drain). The node's error word is taken
+ * by the first of its processes; the others add nothing. Returns this rank's errno, 0 when none. */
+static int stage_agg_report(handle_t *h)
+{
+    if (!h->agg_unreported) return 0;
+    uint64_t origins[STAGE_ORIGIN_WORDS];
+    int every = 0;
+    const int err = stage_take_agg_error(area, h->file, origins, &every);
+    for (int r = 0; r < h->nprocs; r++) {
+        const int w = h->world_of[r];
+        h->agg_errs[r] = err && (every || (w < STAGE_ORIGIN_WORDS * 64 && (origins[w / 64] >> (w % 64) & 1))) ? err : 0;
+    }
+    PMPI_Allreduce(MPI_IN_PLACE, h->agg_errs, h->nprocs, MPI_INT32_T, MPI_MAX, h->comm);
+    h->agg_dirty = h->agg_unreported = 0;
+    stage_agg_forget(h);
+    stage_count(&mine.agg_drains, 1);
+    return h->agg_errs[h->me];
+}
+
+/* A sync's or close's return code: rc (the node-level error, already through the error handler), else the error of
+ * this rank's cached data (stage_agg_report, collective), through the file's error handler. */
+static int stage_agg_returned(handle_t *h, int rc)
+{
+    const int err = stage_agg_report(h);
+    if (rc != MPI_SUCCESS || !err) return rc;
+    stage_count(&mine.errors_returned, 1);
+    const int code = stage_error_class(err);
+    PMPI_File_call_errhandler(h->fh, code);
+    return code;
+}
+
+/* Before a call of a cached handle that is not a blocking collective one: a collective form (split, nonblocking,
+ * ordered) drains every rank's cached data; an independent access that meets this rank's own cached data (or
+ * cannot be mapped) waits for it. MPI_SUCCESS, or the error that fails the call. */
+static int stage_agg_before(handle_t *h, const iotame_io_t *io)
+{
+    const int ordered = io->op == IOTAME_OP_write_ordered || io->op == IOTAME_OP_read_ordered ||
+                        io->op == IOTAME_OP_write_ordered_begin || io->op == IOTAME_OP_read_ordered_begin;
+    if (io->kind == IOTAME_IO_SPLIT || io->kind == IOTAME_IO_NONBLOCKING_COLLECTIVE || ordered) {
+        stage_sink_drain_all(h);
+        return MPI_SUCCESS;
+    }
+    if (h->agg_hi <= h->agg_lo) return MPI_SUCCESS;
+    int64_t nbytes = 0, lo = 0, end = 0;
+    MPI_Offset pos = 0;
+    if (h->view_ok && !stage_map_call(h, io, &nbytes, &pos)) {
+        stage_runs_range(&lo, &end);
+        if (end <= h->agg_lo || lo >= h->agg_hi) return MPI_SUCCESS;
+    }
+    return stage_agg_wait(h);
+}
+
 /* ---- open and close ---- */
 
 static int stage_enabled(const iotame_file_t *f, const char *key)
@@ -158,11 +396,37 @@ static int stage_enabled(const iotame_file_t *f, const char *key)
     return json_is_true(iotame_file_setting(f, "staging", key));
 }
 
+static int stage_is_aggregators(const json_t *v)
+{
+    return json_is_string(v) && strcmp(json_string_value(v), "aggregators") == 0;
+}
+
 /* Whether staging.collective names the aggregators for the file's staged collective writes. */
 static int stage_collective_aggregators(const iotame_file_t *f)
 {
-    const json_t *v = iotame_file_setting(f, "staging", "collective");
-    return json_is_string(v) && strcmp(json_string_value(v), "aggregators") == 0;
+    return stage_is_aggregators(iotame_file_setting(f, "staging", "collective"));
+}
+
+/* Why the file's collective writes are not cached at the aggregators, or NULL: they are. The same on every rank (the
+ * configuration, and the remote waits set up at MPI_Init on every process or none). */
+static const char *stage_agg_reason(const iotame_file_t *f, int writes)
+{
+    if (!f || !stage_collective_aggregators(f)) return "staging.collective is node";
+    if (!writes) return "writes not staged";
+    const json_t *st = iotame_file_setting(f, "collective", "strategy");
+    if (!json_is_string(st) || strcmp(json_string_value(st), "view_based") != 0)
+        return "collective.strategy is not view_based";
+    if (!stage_remote_ready()) return "no window on the nodes' rings (MPI one-sided communication)";
+    return NULL;
+}
+
+/* The file's "stage" statistics: whether its collective writes are cached at the aggregators, and why not. */
+static void stage_note_cached(iotame_file_stats_t *fs, const char *why)
+{
+    json_t *s = iotame_stats_section(fs, &iotame_module_stage);
+    if (!s) return;
+    json_object_set_new(s, "collective", json_string(why ? "node" : "aggregators"));
+    if (why) json_object_set_new(s, "collective_reason", json_string(why));
 }
 
 /* An open of a file whose staged data (of a closed handle, with sync_on_close false) is not written yet waits. */
@@ -310,15 +574,16 @@ static void stage_open(const iotame_open_t *o)
         if (noted) stage_note_decision(o->fs, enabled, 0, decided, profile);
         return;
     }
+    const char *cached = stage_agg_reason(o->file, all[1]);
     handle_t *h = all[0] ? calloc(1, sizeof *h) : NULL;
     if (h && PMPI_Comm_dup(o->comm, &h->comm) != MPI_SUCCESS) {
         free(h);
         h = NULL;
     }
-    int have = h != NULL, every = 0;
+    int have = h != NULL && (cached || stage_agg_setup(h, o->comm) == 0), every = 0;
     PMPI_Allreduce(&have, &every, 1, MPI_INT, MPI_MIN, o->comm);
     if (!every) {
-        if (h) PMPI_Comm_free(&h->comm), free(h);
+        if (h) stage_agg_free(h), PMPI_Comm_free(&h->comm), free(h);
         if (file >= 0) stage_file_release(area, file);
         iotame_stats_passthrough(o->fs, why        ? why
                                         : all[0] ? "out of memory (staging)"
@@ -326,6 +591,7 @@ static void stage_open(const iotame_open_t *o)
         return;
     }
     if (noted) stage_note_decision(o->fs, enabled, all[1], decided, profile);
+    if (noted && stage_collective_aggregators(o->file)) stage_note_cached(o->fs, cached);
     h->fh = o->fh;
     h->fs = o->fs;
     h->file = file;
@@ -333,7 +599,7 @@ static void stage_open(const iotame_open_t *o)
     h->writes = all[1];
     h->sync_on_close = stage_enabled(o->file, "sync_on_close");
     h->prefetch = stage_enabled(o->file, "prefetch");
-    h->aggregators = stage_collective_aggregators(o->file);
+    h->aggregators = !cached;
     h->next_read = -1;
     h->slot[0] = h->slot[1] = -1;
     h->pend_lo = INT64_MAX;
@@ -343,6 +609,7 @@ static void stage_open(const iotame_open_t *o)
     if (have_profile) stage_profile_absorbs(h, &prof);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
+    if (h->aggregators) o->file->sink = &stage_sink, o->file->sink_arg = h;
 }
 
 static void stage_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
@@ -358,6 +625,7 @@ static void stage_set_atomicity(iotame_file_t *f, int flag)
     if (!h) return;
     h->atomic = flag;
     if (flag) stage_own_data_written(h);
+    if (flag && h->aggregators) stage_sink_drain_all(h); /* collective, as MPI_File_set_atomicity */
 }
 
 static void stage_prefetch_release(handle_t *h);
@@ -368,7 +636,8 @@ static int stage_sync(iotame_file_t *f)
     if (!h) return MPI_SUCCESS;
     stage_module_drain(stage_head(area));
     stage_prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
-    return stage_return_error(h);
+    int rc = stage_return_error(h);
+    return stage_agg_returned(h, rc);
 }
 
 static int stage_close(iotame_file_t *f)
@@ -376,14 +645,18 @@ static int stage_close(iotame_file_t *f)
     handle_t *h = stage_handle(f);
     if (!h) return MPI_SUCCESS;
     uint64_t t0 = iotame_monotonic_ns();
-    if (h->sync_on_close) stage_module_drain(stage_head(area));
-    int rc = stage_return_error(h);
+    /* cached data never outlives the handle: another rank could not be told of its failure */
+    if (h->sync_on_close || h->agg_unreported) stage_module_drain(stage_head(area));
+    int rc = stage_agg_returned(h, stage_return_error(h));
     stage_count(&mine.close_ns, iotame_monotonic_ns() - t0);
     stage_prefetch_release(h);
     stage_file_release(area, h->file);
     *iotame_file_slot(f, &iotame_module_stage) = NULL;
+    f->sink = NULL;
+    f->sink_arg = NULL;
     stage_view_free(h);
     PMPI_Comm_free(&h->comm);
+    stage_agg_free(h);
     if (h->wfd >= 0) close(h->wfd);
     free(h->path);
     free(h);
@@ -392,7 +665,10 @@ static int stage_close(iotame_file_t *f)
 
 static void stage_sizing(iotame_file_t *f)
 {
-    if (stage_handle(f)) stage_module_drain(stage_head(area));
+    handle_t *h = stage_handle(f);
+    if (!h) return;
+    stage_module_drain(stage_head(area));
+    if (h->aggregators) stage_agg_wait(h); /* MPI's own failure shows in the size call that follows */
 }
 
 /* ---- the data path ---- */
@@ -414,43 +690,6 @@ static const char *stage_write_reason(const handle_t *h, const iotame_io_t *io)
     return NULL;
 }
 
-/* The call's data stream and file runs (into `runs`); NULL, or why they cannot be had. */
-static const char *stage_map_call(handle_t *h, const iotame_io_t *io, int64_t *nbytes, MPI_Offset *pos)
-{
-    MPI_Count tsize = 0;
-    if (PMPI_Type_size_x(io->datatype, &tsize) != MPI_SUCCESS || tsize < 0 || io->count < 0) return "invalid datatype";
-    *nbytes = (int64_t)tsize * (int64_t)io->count;
-    if (*nbytes % h->etype_size) return "request not a whole number of etypes";
-    *pos = io->offset;
-    if (!io->at && PMPI_File_get_position(io->fh, pos) != MPI_SUCCESS) return "no file pointer";
-    iotame_view_t v = {h->disp, h->etype_size, h->flat};
-    if (iotame_flatten_view_runs(&v, (int64_t)*pos * h->etype_size, *nbytes, &runs) != 0)
-        return "out of memory (staging)";
-    return NULL;
-}
-
-/* The file range [*lo, *end) of the call's runs, and its pieces. */
-static uint64_t stage_runs_range(int64_t *lo, int64_t *end)
-{
-    uint64_t pieces = 0;
-    *lo = runs.n ? runs.v[0].off : 0; /* ascending */
-    *end = *lo;
-    for (size_t i = 0; i < runs.n; i++) {
-        const iotame_run_t *x = &runs.v[i];
-        if (x->off + (x->count - 1) * x->stride + x->len > *end) *end = x->off + (x->count - 1) * x->stride + x->len;
-        pieces += (uint64_t)x->count;
-    }
-    return pieces;
-}
-
-/* The call's data, as staging takes it: its memory when that is contiguous, else packed by MPI, straight into the
- * ring when the call is one record (packed here first otherwise). */
-typedef struct {
-    const iotame_io_t *io;
-    const char *mem; /* the contiguous data, or NULL */
-    int64_t nbytes;
-} stage_data_t;
-
 /* Packs the whole call into the process's packing buffer; NULL, or why it cannot be. */
 static const char *stage_pack(stage_data_t *d)
 {
@@ -467,19 +706,6 @@ static const char *stage_pack(stage_data_t *d)
         return "the buffer cannot be packed (staging)";
     d->mem = pack;
     return NULL;
-}
-
-static int stage_fill(void *arg, char *dst, uint64_t from, uint64_t n)
-{
-    const stage_data_t *d = arg;
-    if (d->mem) {
-        memcpy(dst, d->mem + from, n);
-        return 0;
-    }
-    MPI_Count at = 0; /* the whole call in one record (stage_write packed it first otherwise) */
-    if (from != 0 || n != (uint64_t)d->nbytes) return -1;
-    return PMPI_Pack_c(d->io->buf, d->io->count, d->io->datatype, dst, (MPI_Count)n, &at, MPI_COMM_SELF) ==
-                   MPI_SUCCESS ? 0 : -1;
 }
 
 static void stage_complete(const iotame_io_t *io, const handle_t *h, MPI_Offset pos, int64_t nbytes, int64_t done)
@@ -592,7 +818,7 @@ static int stage_write(handle_t *h, const iotame_io_t *io, int *rc)
         stage_own_pending(h); /* forgets a written range */
         if (runs.n) {
             const stage_source_t src = {stage_fill, &d};
-            uint64_t last = stage_put(area, h->file, node_rank, runs.v, runs.n, &src, threshold, &mine.blocked_ns);
+            uint64_t last = stage_put(area, h->file, node_rank, -1, runs.v, runs.n, &src, threshold, &mine.blocked_ns);
             if (!last) { /* MPI could not pack the buffer into the ring: nothing was staged */
                 stage_bypass(h, "the buffer cannot be packed (staging)");
                 return 0;
@@ -699,6 +925,16 @@ static int stage_prefetch_read(handle_t *h, const iotame_io_t *io, int *rc)
 
 static int stage_serve_call(handle_t *h, const iotame_io_t *io, int *rc)
 {
+    if (h->aggregators && io->kind == IOTAME_IO_COLLECTIVE && io->write) {
+        /* the collective module serves it through the sink: this process's staged data first, as for a write that
+         * is not staged */
+        stage_own_data_written(h);
+        return 0;
+    }
+    if (h->aggregators && io->kind != IOTAME_IO_COLLECTIVE && (*rc = stage_agg_before(h, io)) != MPI_SUCCESS) {
+        PMPI_File_call_errhandler(h->fh, *rc);
+        return 1;
+    }
     if (io->write && h->writes) return stage_write(h, io, rc);
     if (io->write) { /* the library writes: what this process read ahead may be stale */
         if (h->slot[0] >= 0 || h->slot[1] >= 0) stage_prefetch_release(h);
@@ -782,6 +1018,10 @@ static int stage_start(const iotame_config_t *cfg)
         area = NULL;
         return 0;
     }
+    /* aggregator caching somewhere: the remote waits (collective; files then stay with node staging when it fails) */
+    if (iotame_config_any(cfg, "staging", "collective", stage_is_aggregators) && stage_remote_start(area, node_rank))
+        iotame_stats_passthrough(NULL, "staging: no window on the nodes' rings; collective writes not cached at the "
+                                       "aggregators");
     return 1;
 }
 
@@ -802,6 +1042,10 @@ static json_t *stage_node_report(stage_area_t *a)
         if (a->file[i].key && a->file[i].error)
             iotame_log_warn("staging: writing %s failed (%s) and no sync or close returned it\n", a->file[i].path,
                             strerror(a->file[i].error));
+    for (int i = 0; i < STAGE_FILES; i++)
+        if (a->file[i].key && a->file[i].agg_error)
+            iotame_log_warn("staging: writing %s failed (%s) at an aggregator and no sync or close returned it\n",
+                            a->file[i].path, strerror(a->file[i].agg_error));
     stage_lost_t log[STAGE_LOST];
     int nlost = stage_lost_records(a, log, STAGE_LOST);
     for (int i = 0; i < nlost && i < STAGE_LOST; i++)
@@ -826,6 +1070,7 @@ static void stage_finalize(void)
     if (!area) return; /* auto without a profile: nothing was staged */
     stage_module_drain(stage_head(area));
     PMPI_Barrier(MPI_COMM_WORLD); /* every process of the node has staged its last write */
+    if (stage_remote_ready()) stage_remote_stop();
     json_t *s = iotame_stats_job_section(&iotame_module_stage);
     stage_flusher_stop(area); /* in the process that runs it: the node's first, or with auto alone the first to stage */
     if (!s) return;
@@ -844,6 +1089,14 @@ static void stage_finalize(void)
                                (json_int_t)mine.prefetch_bytes);
     json_object_update(s, counts);
     json_decref(counts);
+    if (mine.agg_calls || mine.agg_records || mine.agg_drains) {
+        counts = json_pack("{s:I,s:I,s:I,s:I,s:f,s:I}", "aggregated_calls", (json_int_t)mine.agg_calls,
+                           "aggregated_records", (json_int_t)mine.agg_records, "aggregated_bytes",
+                           (json_int_t)mine.agg_bytes, "agg_waits", (json_int_t)mine.agg_waits, "agg_wait_seconds",
+                           stage_seconds(mine.agg_wait_ns), "agg_drains", (json_int_t)mine.agg_drains);
+        json_object_update(s, counts);
+        json_decref(counts);
+    }
     if (node_rank == 0) json_object_set_new(s, "node", stage_node_report(area));
 }
 

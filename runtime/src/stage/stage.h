@@ -14,6 +14,7 @@
 
 #define STAGE_FILES 256        /* files with staged data on a node at once */
 #define STAGE_RANK_WORDS 16    /* node processes an error can name (bit per process) */
+#define STAGE_ORIGIN_WORDS 64  /* world ranks a cached collective write's error can name (aggregator caching) */
 #define STAGE_PATH_MAX 4096
 #define STAGE_PREFETCH_SLOTS 64 /* read-ahead buffers of the node */
 /* A transfer interrupted (EINTR) this many times in a row fails with EINTR: retried forever, storage that keeps
@@ -27,6 +28,11 @@ typedef struct {
     int32_t users;        /* open handles of the node's processes */
     int32_t error;        /* errno of a failed background write not yet returned to every process it concerns */
     uint64_t error_ranks[STAGE_RANK_WORDS]; /* the node processes whose data failed and who were not told yet */
+    /* aggregator caching: the errno of a failed write of records with an origin (another rank's data, cached here
+     * by an aggregator of this node) and the origins' world ranks (agg_all: one of 4096 or more failed too, so
+     * every rank of the file is told); taken whole by the next sync or close of the file (stage_take_agg_error) */
+    int32_t agg_error, agg_all;
+    uint64_t agg_origins[STAGE_ORIGIN_WORDS];
     uint64_t pending;     /* bytes staged and not yet written (or failed) */
     uint64_t failed_bytes, generation; /* generation: bumped by every write, so that prefetched data is dropped */
     char path[STAGE_PATH_MAX];
@@ -128,6 +134,8 @@ typedef struct {
     int32_t file;       /* index in stage_area_t.file, or -1: padding up to the ring's end, or a lost record */
     uint32_t rank;      /* the node process that staged it (its index in stage_area_t.proc) */
     uint32_t nruns;
+    int32_t origin;     /* aggregator caching: the world rank whose data it is (-1: the staging process's own) */
+    int32_t pad;
     uint64_t size;      /* of the whole record */
     uint64_t bytes;     /* of data */
     uint64_t pieces;    /* of its runs */
@@ -187,10 +195,12 @@ void stage_file_release(stage_area_t *a, int file);
 /* The index of (dev, ino) if staged data of it may be pending, else -1. */
 int stage_file_find(stage_area_t *a, uint64_t dev, uint64_t ino);
 
-/* Copies one write into the ring: `runs` (ascending file runs) and their data, in records of at most half the ring.
- * Blocks while the ring is full (*blocked_ns adds the time). Returns the ring position after the last record (what
- * stage_drain waits for), or 0 when the source failed (only a call of one record may fail: nothing is staged). The lock is taken once per record, to reserve it; the copy and the commit take none. */
-uint64_t stage_put(stage_area_t *a, int file, int rank, const iotame_run_t *runs, size_t nruns,
+/* Copies one write into the ring: `runs` (ascending file runs) and their data, in records of at most half the ring,
+ * staged by node process `rank` for world rank `origin` (-1: its own data). Blocks while the ring is full
+ * (*blocked_ns adds the time). Returns the ring position after the last record (what stage_drain waits for), or 0
+ * when the source failed (only a call of one record may fail: nothing is staged). The lock is taken once per record,
+ * to reserve it; the copy and the commit take none. */
+uint64_t stage_put(stage_area_t *a, int file, int rank, int origin, const iotame_run_t *runs, size_t nruns,
                    const stage_source_t *src, double threshold, uint64_t *blocked_ns);
 /* Whether a write of nruns runs and `bytes` of data is staged as one record. */
 int stage_one_record(const stage_area_t *a, size_t nruns, uint64_t bytes);
@@ -205,9 +215,25 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto);
 uint64_t stage_head(stage_area_t *a);
 /* Takes this process's pending error of a file (0 when none): returned once per process it concerns. */
 int stage_take_error(stage_area_t *a, int file, int rank);
+/* Takes the file's error of cached records (aggregator caching): its errno (0: none), the origins' bits into
+ * origins[STAGE_ORIGIN_WORDS] and *all; cleared, so that one process of the node takes it. */
+int stage_take_agg_error(stage_area_t *a, int file, uint64_t *origins, int *all);
 /* The records lost with their writers: up to max entries of the log copied into out; returns how many it holds
  * (a->lost_bytes and a->lost_records count every lost record, also beyond the log). */
 int stage_lost_records(stage_area_t *a, stage_lost_t *out, int max);
+
+/* ---- another node's ring (remote.c: aggregator caching) ---- */
+
+/* Collective over MPI_COMM_WORLD, after stage_area_map: every process learns every process's node, and the node's
+ * first process exposes a's tail to the others. 0, or -1 on every process (then no remote wait is possible). */
+int stage_remote_start(stage_area_t *a, int node_rank);
+void stage_remote_stop(void); /* collective over MPI_COMM_WORLD */
+int stage_remote_ready(void);
+/* Whether world rank w stages into this process's area (the same node). */
+int stage_remote_local(int world_rank);
+/* Waits until the ring of world rank w's node has written everything before position upto (w on another node).
+ * 0, or -1 when MPI failed to read the position. */
+int stage_remote_wait(int world_rank, uint64_t upto);
 
 /* ---- the flusher (flusher.c): a thread of the node's first process ---- */
 
