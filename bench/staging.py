@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple, Optional
 
@@ -570,13 +571,23 @@ def write_op_seconds(st: Optional[dict], name: str) -> float:
     return total
 
 
+def cached_at(st: Optional[dict], name: str) -> Optional[str]:
+    """Where file `name`'s staged collective writes were cached, as its statistics say ("aggregators", or "node:
+    REASON" when aggregator caching fell back), or None (not staged)."""
+    for f in (st or {}).get("files", []):
+        s = f.get("stage") or {}
+        if (f["path"] == name or f["path"].endswith("/" + name)) and s.get("collective"):
+            return s["collective"] + (f": {s['collective_reason']}" if s.get("collective_reason") else "")
+    return None
+
+
 def caching_record(experiment: str, setting: Setting, np_: int, device: str, name: str, compute: float,
-                   rep: int, st, **fields) -> dict:
+                   rep: int, st, file: str, **fields) -> dict:
     if st and st.get("config_error"):
         raise RuntimeError(f"{experiment} {name}: the runtime refused the configuration: {st['config_error']}")
     return {"experiment": experiment, "hosts": setting.hosts, "per_host": setting.per_host, "np": np_,
             "device": device, "targets": setting.targets, "config": name, "compute_per_phase": compute,
-            "repeat": rep + 1, **fields, "stage": stage_numbers(st)}
+            "repeat": rep + 1, **fields, "stage": stage_numbers(st), "cached_at": cached_at(st, file)}
 
 
 def caching_rounds(a, names: list, job) -> None:
@@ -607,7 +618,7 @@ def phases_caching(a, tmp, data, names):
                                       caching_config(name, setting, device, np_, tmp), tmp)
                         app = res["application"]
                         data["runs"].append(caching_record(
-                            "phases_caching", setting, np_, device, name, compute, rep, st, record=rs,
+                            "phases_caching", setting, np_, device, name, compute, rep, st, "p.dat", record=rs,
                             bytes=app["bytes"], write_seconds=app["io_seconds"], close_seconds=app["close_seconds"],
                             compute_seconds=app["compute_seconds"], total_seconds=app["wall_seconds"]))
                         print(f"phases {setting.hosts}x{setting.per_host} np {np_} {device} {size} compute "
@@ -634,7 +645,7 @@ def btio_caching(a, tmp, data, names):
                     res, st = run(a, np_, args + ["--compute-seconds", compute],
                                   caching_config(name, setting, device, np_, tmp), tmp)
                     w = next(p for p in res["phases"] if p["name"] == "write")
-                    r = caching_record("btio_caching", setting, np_, device, name, compute, rep, st,
+                    r = caching_record("btio_caching", setting, np_, device, name, compute, rep, st, "bt.dat",
                                        record=a.grid, bytes=w["bytes"], write_seconds=write_op_seconds(st, "bt.dat"),
                                        close_seconds=sync_close_seconds(st), compute_seconds=compute * a.steps,
                                        total_seconds=w["seconds"] + compute * a.steps)
@@ -757,6 +768,9 @@ def caching_report(runs: list) -> list:
                          f"{c['mbs'] / s['mbs']:.2f}" if s else "—",
                          targets_text(caching_targets(s, c)) if s and n != "sync" else "—"]
                 out.append(f"| {shape} | {device} | {size} | {key[6]:.3f} | {n} | " + " | ".join(cells) + " |")
+        where = Counter(f"{r['config']}: {r.get('cached_at') or 'not staged'}" for r in rs)
+        out += ["", "Where the collective writes were cached, as the statistics say (runs): "
+                + "; ".join(f"{k} ({v})" for k, v in sorted(where.items())) + "."]
     return out
 
 
