@@ -572,13 +572,14 @@ def write_op_seconds(st: Optional[dict], name: str) -> float:
 
 
 def cached_at(st: Optional[dict], name: str) -> Optional[str]:
-    """Where file `name`'s staged collective writes were cached, as its statistics say ("aggregators", or "node:
-    REASON" when aggregator caching fell back), or None (not staged)."""
+    """Where file `name`'s staged collective writes were cached, as its statistics say: "aggregators", "node:
+    REASON" where aggregator caching was asked for and fell back, "node" where the flusher took extents otherwise
+    (node staging notes nothing per file), None where nothing was staged."""
     for f in (st or {}).get("files", []):
         s = f.get("stage") or {}
         if (f["path"] == name or f["path"].endswith("/" + name)) and s.get("collective"):
             return s["collective"] + (f": {s['collective_reason']}" if s.get("collective_reason") else "")
-    return None
+    return "node" if (stage_numbers(st) or {}).get("extents_in") else None
 
 
 def caching_record(experiment: str, setting: Setting, np_: int, device: str, name: str, compute: float,
