@@ -17,6 +17,13 @@ each repeat, medians over the repeats.
   With --profile F, phases and btio also run staging.enabled "auto" deciding by the machine profile F (named in
   collective.profile), with the decision its statistics recorded; phases then adds a table of auto against staging
   off and always on.
+  With --configs sync,node,aggregators (issue 37's table), phases (collective writes) and btio (a dump after every
+  step) instead run those configurations side by side: sync = staging off, collective.strategy view_based (the
+  synchronous collective write through the same aggregation); node = node-level staging; aggregators = aggregator
+  caching (staging.collective "aggregators" under view_based). Compute 0, and 1.5 x sync's I/O phase (btio: write
+  per dump) measured first. Columns: visible write, close, total, throughput, and the issue's targets. --hosts runs
+  the jobs on the testbed's hosts (scripts/testbed up beforehand; Open MPI by default), --targets on emulated disks
+  striped over that many targets.
   noncontig  Noncontig with 64-byte elements, collective writes, 2 ranks: ROMIO's own collective I/O under a grid
              of its hints (the best one is the reference) against staged writes that the flusher merges.
   patterns   Issue 32's table with our own kernels: millions of 4-byte and 64-byte pieces a call as many instances
@@ -34,6 +41,8 @@ MPICH busy-polls: more than 2 processes use the Open MPI build (--mpi openmpi, m
 
 Usage: bench/staging.py phases [--mpi mpich] [--np 1,2] [--devices none,disk] [--sizes 1k,16k,64k,1m]
                                [--phase-mb 4] [--phases 3] [--profile F] [--repeat 3] [--json F] [--out F.md]
+       bench/staging.py phases|btio --configs sync,node,aggregators [--hosts 2,4 [--per-host 1]] [--targets 4
+                               --devices disk] [--layout interleaved] ...
        bench/staging.py btio|noncontig [--profile F] [--repeat 5] ...
        bench/staging.py patterns [--devices none,disk] [--rows R1,R2] [--nc-veclen V] [--tile-rows R] ...
                                  [--profile F] [--instructions] [--repeat 3]
@@ -741,7 +750,8 @@ def caching_report(runs: list) -> list:
         what = ("phases, collective writes (compute/phase: seconds before each I/O phase; write = the I/O phases as "
                 "the kernel times them, max over ranks)" if experiment == "phases_caching" else
                 "BT-IO (a dump after every step; compute/phase: seconds per step; write = the write calls, close = "
-                "sync + close, from the statistics, slowest rank per call)")
+                "sync + close (the verification read's close included), from the statistics: per function the "
+                "slowest rank's time)")
         out += ["", f"{what}; total = open to close; MB/s = bytes / (write + close); targets (issue 37, all but "
                     "sync): with compute >= sync's write, write <= 0.1 x sync's and total <= 1.1 x (compute + close); "
                     "with compute 0, MB/s >= 0.9 x sync's.", "",
