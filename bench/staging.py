@@ -546,6 +546,19 @@ def caching_arguments(a) -> list:
     return names
 
 
+def testbed_link(needed: int) -> str:
+    """The testbed's link rate ("1gbit"), after checking that it is up with at least `needed` hosts (SystemExit
+    saying what to run otherwise)."""
+    p = subprocess.run([str(ROOT / "scripts" / "testbed"), "status", "--json"], capture_output=True, text=True)
+    try:
+        status = json.loads(p.stdout)
+    except ValueError:
+        status = {}
+    if not status.get("up") or len(status.get("hosts", [])) < needed:
+        raise SystemExit(f"--hosts: the testbed must be up with {needed} hosts: scripts/testbed up --hosts {needed}")
+    return status.get("rate") or "unshaped"
+
+
 def caching_setting(a, hosts: int, per_host: int, device: str) -> Setting:
     return Setting(hosts, per_host or 1, a.mpi, a.targets, a.target_unit, device)
 
@@ -562,9 +575,11 @@ def caching_config(name: str, setting: Setting, device: str, nprocs: int, tmp: P
 
 
 def caching_jobs(a, device: str):
-    """(setting, process count) of every job shape: each --hosts layout on the testbed, else each --np here."""
+    """(setting, process count) of every job shape: each --hosts layout on the testbed (setting.link its links'
+    rate), else each --np here."""
     for hosts, per_host in host_layouts(a.hosts, a.per_host):
         setting = caching_setting(a, hosts, per_host, device)
+        setting.link = a.link if hosts else None
         for np_ in [hosts * per_host] if hosts else map(int, a.np.split(",")):
             yield setting, np_
 
@@ -597,7 +612,7 @@ def caching_record(experiment: str, setting: Setting, np_: int, device: str, nam
         raise RuntimeError(f"{experiment} {name}: the runtime refused the configuration: {st['config_error']}")
     return {"experiment": experiment, "hosts": setting.hosts, "per_host": setting.per_host, "np": np_,
             "device": device, "targets": setting.targets, "config": name, "compute_per_phase": compute,
-            "repeat": rep + 1, **fields, "stage": stage_numbers(st), "cached_at": cached_at(st, file)}
+            "link": getattr(setting, "link", None), "repeat": rep + 1, **fields, "stage": stage_numbers(st), "cached_at": cached_at(st, file)}
 
 
 def caching_rounds(a, names: list, job) -> None:
@@ -758,14 +773,15 @@ def caching_report(runs: list) -> list:
                 f"| hosts x ranks | device | {unit} | compute/phase s | configuration | write s | close s | total s | "
                 "MB/s | write / sync | total / (compute + close) | MB/s / sync | targets |",
                 "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-        keys = sorted({(r["hosts"], r["per_host"], r["np"], r["device"], r["targets"], r["record"],
-                        r["compute_per_phase"]) for r in rs})
-        for key in keys:
-            mine = [r for r in rs if (r["hosts"], r["per_host"], r["np"], r["device"], r["targets"], r["record"],
-                                      r["compute_per_phase"]) == key]
+        def row_key(r):
+            return (r.get("link") or "", r["hosts"], r["per_host"], r["np"], r["device"], r["targets"], r["record"],
+                    r["compute_per_phase"])
+        for key in sorted({row_key(r) for r in rs}):
+            mine = [r for r in rs if row_key(r) == key]
             names = list(dict.fromkeys(r["config"] for r in mine))
             m = {n: caching_medians([r for r in mine if r["config"] == n]) for n in names}
-            shape = f"{key[0]} x {key[1]}" if key[0] else f"local, np {key[2]}"
+            link, key = key[0], key[1:]
+            shape = (f"{key[0]} x {key[1]}" + (f" ({link})" if link else "")) if key[0] else f"local, np {key[2]}"
             device = f"{key[3]} x {key[4]}" if key[4] else key[3]
             size = key[5] if unit == "grid" else (f"{key[5] // KiB} KiB" if key[5] < KiB * KiB
                                                   else f"{key[5] // KiB // KiB} MiB")
@@ -1052,6 +1068,7 @@ def main():
             ap.error(str(e))
         a.mpi = a.mpi or ("openmpi" if a.hosts else "mpich")
         a.setting = caching_setting(a, 0, 1, "none")  # the default experiments' (the caching ones set their own)
+        a.link = testbed_link(max(h for h, _ in host_layouts(a.hosts, a.per_host))) if a.hosts else None
         data = {"date": time.strftime("%Y-%m-%d %H:%M"), "mpi": a.mpi, "repeat": a.repeat,
                 "args": {k: v for k, v in vars(a).items() if k != "setting"}, "argv": sys.argv[1:], "runs": []}
         with tempfile.TemporaryDirectory(dir=a.dir, prefix="bench-staging-") as tmp, steady_memory() as memory:

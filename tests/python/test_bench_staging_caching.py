@@ -111,3 +111,11 @@ def test_the_report_takes_medians_ratios_and_targets(bench):
     assert rows["sync"][12] == "—"
     assert "node: node: no window (3)" in text and "aggregators: aggregators (3)" in text
     assert "| device | np | record |" not in text  # the default phases table is left out
+
+
+def test_rows_of_other_link_rates_stay_apart(bench):
+    runs = [{**run_record(n, w, 0.01, 1.0, 0.0, 0), "link": link}
+            for link, w in (("1gbit", 0.4), ("10gbit", 0.1)) for n in ("sync", "aggregators")]
+    text = bench.report({"date": "d", "mpi": "openmpi", "repeat": 1, "runs": runs})
+    assert [line.split("|")[1].strip() for line in text.splitlines() if "| sync |" in line] == [
+        "2 x 1 (10gbit)", "2 x 1 (1gbit)"]
