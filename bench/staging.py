@@ -754,6 +754,20 @@ def targets_text(t: dict) -> str:
     return ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in t.items() if v is not None) or "—"
 
 
+def link_bits(link: Optional[str]) -> float:
+    """A testbed link rate in tc's units ("1gbit", "100mbit") as bits per second, to order rows by it; 0 without
+    one (this machine), infinite when unshaped or not understood."""
+    if not link:
+        return 0.0
+    for unit, scale in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)):
+        if link.endswith(unit):
+            try:
+                return float(link[:-len(unit)]) * scale
+            except ValueError:
+                break
+    return float("inf")
+
+
 def caching_report(runs: list) -> list:
     """The table of issue 37 per experiment: per job shape, record size (phases) or grid (btio), compute and
     configuration the medians, the ratios to sync and the targets (for every configuration but sync)."""
@@ -774,13 +788,13 @@ def caching_report(runs: list) -> list:
                 "MB/s | write / sync | total / (compute + close) | MB/s / sync | targets |",
                 "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         def row_key(r):
-            return (r.get("link") or "", r["hosts"], r["per_host"], r["np"], r["device"], r["targets"], r["record"],
+            return (link_bits(r.get("link")), r.get("link") or "", r["hosts"], r["per_host"], r["np"], r["device"], r["targets"], r["record"],
                     r["compute_per_phase"])
         for key in sorted({row_key(r) for r in rs}):
             mine = [r for r in rs if row_key(r) == key]
             names = list(dict.fromkeys(r["config"] for r in mine))
             m = {n: caching_medians([r for r in mine if r["config"] == n]) for n in names}
-            link, key = key[0], key[1:]
+            link, key = key[1], key[2:]
             shape = (f"{key[0]} x {key[1]}" + (f" ({link})" if link else "")) if key[0] else f"local, np {key[2]}"
             device = f"{key[3]} x {key[4]}" if key[4] else key[3]
             size = key[5] if unit == "grid" else (f"{key[5] // KiB} KiB" if key[5] < KiB * KiB
@@ -789,9 +803,9 @@ def caching_report(runs: list) -> list:
                 if n not in m:
                     continue
                 c, s = m[n], m.get("sync")
-                ratio = c["total"] / (c["compute"] + c["close"]) if c["compute"] else float("nan")
+                ratio = c["total"] / (c["compute"] + c["close"]) if c["compute"] else None
                 cells = [f"{c['write']:.4f}", f"{c['close']:.4f}", f"{c['total']:.3f}", f"{c['mbs']:.1f}",
-                         f"{c['write'] / s['write']:.3f}" if s else "—", f"{ratio:.3f}",
+                         f"{c['write'] / s['write']:.3f}" if s else "—", dash_or(ratio, ".3f"),
                          f"{c['mbs'] / s['mbs']:.2f}" if s else "—",
                          targets_text(caching_targets(s, c)) if s and n != "sync" else "—"]
                 out.append(f"| {shape} | {device} | {size} | {key[6]:.3f} | {n} | " + " | ".join(cells) + " |")

@@ -118,4 +118,5 @@ def test_rows_of_other_link_rates_stay_apart(bench):
             for link, w in (("1gbit", 0.4), ("10gbit", 0.1)) for n in ("sync", "aggregators")]
     text = bench.report({"date": "d", "mpi": "openmpi", "repeat": 1, "runs": runs})
     assert [line.split("|")[1].strip() for line in text.splitlines() if "| sync |" in line] == [
-        "2 x 1 (10gbit)", "2 x 1 (1gbit)"]
+        "2 x 1 (1gbit)", "2 x 1 (10gbit)"]  # by rate, not by name
+    assert bench.link_bits("100mbit") == 1e8 and bench.link_bits(None) == 0 and bench.link_bits("none") > 1e12
