@@ -2,12 +2,14 @@
 caching side by side): the options' checks, the configurations, the targets row by row and the report on synthetic
 runs. Nothing is timed."""
 import argparse
+import subprocess
+import sys
 
 import pytest
 
 from iotame.bench.setting import Setting
 
-from .scripts import load_script
+from .scripts import ROOT, load_script
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +122,15 @@ def test_rows_of_other_link_rates_stay_apart(bench):
     assert [line.split("|")[1].strip() for line in text.splitlines() if "| sync |" in line] == [
         "2 x 1 (1gbit)", "2 x 1 (10gbit)"]  # by rate, not by name
     assert bench.link_bits("100mbit") == 1e8 and bench.link_bits(None) == 0 and bench.link_bits("none") > 1e12
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["btio", "--configs", "sync,aggregators", "--np", "2"], "square number of processes, not 2 (--np)"),
+    (["phases", "--hosts", "2"], "--hosts: only with --configs"),
+    (["noncontig", "--configs", "sync"], "--configs: for phases and btio only, not noncontig"),
+    (["phases", "--configs", "sync", "--targets", "4"], "--devices none,disk: one device with --targets"),
+])
+def test_the_command_line_refuses_before_running_anything(argv, message):
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "staging.py"), *argv], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and message in p.stderr, p.stderr
