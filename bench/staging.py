@@ -96,14 +96,16 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None,
 
 
 def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
-    """One job in a fresh directory, launched where a.setting says (this machine or the testbed's hosts); the
-    kernel's result and the statistics (None without preload). prefix goes before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
+    """One job in a fresh directory, launched where a.setting says (this machine or the testbed's hosts; without
+    a.setting, this machine under a.mpi); the kernel's result and the statistics (None without preload). prefix
+    goes before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
     seconds is killed with its processes (subprocess.TimeoutExpired)."""
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
-    env.update(a.setting.env())
+    setting = getattr(a, "setting", None) or Setting(mpi=a.mpi)  # main sets a.setting; else this machine
+    env.update(setting.env())
     stats = tmp / "stats.json"
     stats.unlink(missing_ok=True)
     if config:
@@ -111,7 +113,7 @@ def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
         env.update(LD_PRELOAD=str(tmp / "libiotame.so"), IOTAME_CONFIG=str(tmp / "config.json"),
                    IOTAME_STATS=str(stats))
     os.sync()
-    argv = [*prefix] + a.setting.argv(np_, a.setting.kernel, *kernel_args)
+    argv = [*prefix] + setting.argv(np_, setting.kernel, *kernel_args)
     with subprocess.Popen(argv, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as p:
         try:
