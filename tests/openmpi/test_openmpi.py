@@ -463,3 +463,25 @@ class OpenMpi4:
 def test_fault_matrix(build, case, tmp_path, oracle_dir):
     """A sample of the fault matrix's cases of the `always` trigger (all of them with IOTAME_FULL_MATRIX=1)."""
     check_case(case, tmp_path, oracle_dir, OpenMpi4)
+
+
+# ---- aggregator caching (docs/staging.md) ----
+
+@pytest.mark.parametrize("osc", ["pt2pt", "rdma"])
+def test_aggregator_caching_under_open_mpi(ompi, osc):
+    """agg_sequences with seq.dat's collective writes cached at the aggregators (each rank a virtual node): with
+    one-sided communication that works (osc/pt2pt) the writes are cached; where the library cannot create the
+    window on the nodes' rings (osc/rdma here) the job runs on with node staging, correct, and says why."""
+    config = write_json(ompi.tmp / "c.json", {"version": 1, "files": [{
+        "match": "*/seq.dat", "staging": {"enabled": True, "collective": "aggregators"},
+        "collective": {"strategy": "view_based", "virtual_node_size": 1, "block_size": 4096}}]})
+    stats = ompi.tmp / "s.json"
+    p = ompi.run(2, [PROGRAMS / "agg_sequences", ompi.tmp / "seq.dat"], preload=True, config=config, stats=stats,
+                 extra_env={"OMPI_MCA_osc": osc})
+    assert json.loads(p.stdout) == {"checked": 28, "mismatches": 0}
+    s = json.loads(stats.read_text())
+    if osc == "pt2pt":
+        assert s["modules"]["stage"]["aggregated_calls"] == 2 * 6
+    else:
+        assert "aggregated_calls" not in s["modules"]["stage"]
+        assert any("no window on the nodes' rings" in r for r in s["passthrough_reasons"])

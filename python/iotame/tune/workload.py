@@ -161,7 +161,7 @@ def prune(space: Space, w: Workload) -> Space:
     """The space without the settings this workload cannot feel: read-side hints (and the throttle's readers, staging's
     prefetch) when it reads nothing, write-side and striping hints (and the throttle's writers, staging's write-behind)
     when it writes nothing, collective-buffering hints and iotame's collective
-    settings when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5 properties
+    settings (strategies, staging's aggregator caching) when it makes no collective call (and the space cannot make it: HDF5 transfer), HDF5 properties
     when the statistics show no file opened through HDF5 (the runtime adds an "hdf5" object to such files).
     A workload with no data calls keeps everything."""
     if w.data_ops == 0:
@@ -175,8 +175,8 @@ def prune(space: Space, w: Workload) -> Space:
     for p in space:
         if p.layer == "hdf5" and w.hdf5_files == 0:
             reasons[p.key] = "opens no file through HDF5"
-        if p.section == "collective" and not collective:           # iotame's collective strategies
-            reasons[p.key] = "makes no collective calls"
+        if (p.section == "collective" or p.key == "iotame.staging.collective") and not collective:
+            reasons[p.key] = "makes no collective calls"  # iotame's strategies, and where staging caches them
         if p.section == "throttle" and p.name == "readers" and w.read_ops == 0:
             reasons[p.key] = "makes no reads"
         if p.section == "throttle" and p.name == "writers" and w.write_ops == 0:

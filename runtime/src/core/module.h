@@ -14,7 +14,8 @@
 #include <sys/types.h>
 
 #include "core.h"
-#include "flatten/flatten.h"
+
+struct iotame_run; /* flatten/flatten.h: a strided run of file offsets */
 
 #define IOTAME_MODULE_MAX 10 /* the registry holds 8 with HDF5 */
 
@@ -39,7 +40,7 @@ typedef struct iotame_sink {
     /* At an aggregator: one source's data of one window, `origin` that source's rank in the file's communicator,
      * nruns ascending file runs and their bytes in run order. Returns the ring position after it (what the aggregator
      * reports to `staged`). */
-    uint64_t (*put)(void *arg, int origin, const iotame_run_t *runs, size_t nruns, const char *data);
+    uint64_t (*put)(void *arg, int origin, const struct iotame_run *runs, size_t nruns, const char *data);
     /* After the call's agreement, on every rank: end[r] is the position the rank r of the file's communicator
      * reported from its puts of the call (0: it put nothing); [lo, hi) the file range of this rank's data. */
     void (*staged)(void *arg, const int64_t *end, int64_t lo, int64_t hi);

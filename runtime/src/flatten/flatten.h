@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
+typedef struct iotame_run {
     int64_t off, len, count, stride; /* count >= 1; stride == len when count == 1 */
 } iotame_run_t;
 

@@ -565,8 +565,10 @@ static void stage_open(const iotame_open_t *o)
         writes = 0;
         decided = "the node's flusher could not be started";
     }
-    int mine[2] = {file >= 0, writes}, all[2] = {0, 0};
-    PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, o->comm);
+    /* another open of the file caching on this node would share the node's error word of the file (stage.h) */
+    const int alone = file < 0 || !__atomic_load_n(&area->file[file].agg_users, __ATOMIC_ACQUIRE);
+    int mine[3] = {file >= 0, writes, alone}, all[3] = {0, 0, 0};
+    PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, o->comm);
     if (writes && !all[1]) decided = "another rank decided not to stage";
     const int noted = stage_is_on(enabled) && !(o->amode & MPI_MODE_RDONLY);
     if (all[0] && !all[1] && !json_is_true(iotame_config_setting(o->fc, "staging", "prefetch"))) {
@@ -575,6 +577,7 @@ static void stage_open(const iotame_open_t *o)
         return;
     }
     const char *cached = stage_agg_reason(o->file, all[1]);
+    if (!cached && !all[2]) cached = "another open of the file caches its collective writes";
     handle_t *h = all[0] ? calloc(1, sizeof *h) : NULL;
     if (h && PMPI_Comm_dup(o->comm, &h->comm) != MPI_SUCCESS) {
         free(h);
@@ -609,7 +612,11 @@ static void stage_open(const iotame_open_t *o)
     if (have_profile) stage_profile_absorbs(h, &prof);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
-    if (h->aggregators) o->file->sink = &stage_sink, o->file->sink_arg = h;
+    if (h->aggregators) {
+        __atomic_add_fetch(&area->file[file].agg_users, 1, __ATOMIC_ACQ_REL);
+        o->file->sink = &stage_sink;
+        o->file->sink_arg = h;
+    }
 }
 
 static void stage_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
@@ -650,6 +657,7 @@ static int stage_close(iotame_file_t *f)
     int rc = stage_agg_returned(h, stage_return_error(h));
     stage_count(&mine.close_ns, iotame_monotonic_ns() - t0);
     stage_prefetch_release(h);
+    if (h->aggregators) __atomic_sub_fetch(&area->file[h->file].agg_users, 1, __ATOMIC_ACQ_REL);
     stage_file_release(area, h->file);
     *iotame_file_slot(f, &iotame_module_stage) = NULL;
     f->sink = NULL;

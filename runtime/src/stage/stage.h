@@ -33,6 +33,7 @@ typedef struct {
      * every rank of the file is told); taken whole by the next sync or close of the file (stage_take_agg_error) */
     int32_t agg_error, agg_all;
     uint64_t agg_origins[STAGE_ORIGIN_WORDS];
+    int32_t agg_users, pad; /* open handles caching the file (one at a time: they would share the word) */
     uint64_t pending;     /* bytes staged and not yet written (or failed) */
     uint64_t failed_bytes, generation; /* generation: bumped by every write, so that prefetched data is dropped */
     char path[STAGE_PATH_MAX];
