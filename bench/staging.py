@@ -577,11 +577,9 @@ def caching_config(name: str, setting: Setting, device: str, nprocs: int, tmp: P
 
 
 def caching_jobs(a, device: str):
-    """(setting, process count) of every job shape: each --hosts layout on the testbed (setting.link its links'
-    rate), else each --np here."""
+    """(setting, process count) of every job shape: each --hosts layout on the testbed, else each --np here."""
     for hosts, per_host in host_layouts(a.hosts, a.per_host):
         setting = caching_setting(a, hosts, per_host, device)
-        setting.link = a.link if hosts else None
         for np_ in [hosts * per_host] if hosts else map(int, a.np.split(",")):
             yield setting, np_
 
@@ -608,13 +606,16 @@ def cached_at(st: Optional[dict], name: str) -> Optional[str]:
     return "node" if (stage_numbers(st) or {}).get("extents_in") else None
 
 
-def caching_record(experiment: str, setting: Setting, np_: int, device: str, name: str, compute: float,
+def caching_record(a, experiment: str, setting: Setting, np_: int, device: str, name: str, compute: float,
                    rep: int, st, file: str, **fields) -> dict:
+    """A run of issue 37's table: its job shape (with the testbed's link rate, a.link), configuration, compute,
+    the measured fields, and what the staging statistics say."""
     if st and st.get("config_error"):
         raise RuntimeError(f"{experiment} {name}: the runtime refused the configuration: {st['config_error']}")
     return {"experiment": experiment, "hosts": setting.hosts, "per_host": setting.per_host, "np": np_,
             "device": device, "targets": setting.targets, "config": name, "compute_per_phase": compute,
-            "link": getattr(setting, "link", None), "repeat": rep + 1, **fields, "stage": stage_numbers(st), "cached_at": cached_at(st, file)}
+            "link": a.link if setting.hosts else None, "repeat": rep + 1, **fields, "stage": stage_numbers(st),
+            "cached_at": cached_at(st, file)}
 
 
 def caching_rounds(a, names: list, job) -> None:
@@ -645,7 +646,7 @@ def phases_caching(a, tmp, data, names):
                                       caching_config(name, setting, device, np_, tmp), tmp)
                         app = res["application"]
                         data["runs"].append(caching_record(
-                            "phases_caching", setting, np_, device, name, compute, rep, st, "p.dat", record=rs,
+                            a, "phases_caching", setting, np_, device, name, compute, rep, st, "p.dat", record=rs,
                             bytes=app["bytes"], write_seconds=app["io_seconds"], close_seconds=app["close_seconds"],
                             compute_seconds=app["compute_seconds"], total_seconds=app["wall_seconds"]))
                         print(f"phases {setting.hosts}x{setting.per_host} np {np_} {device} {size} compute "
@@ -672,7 +673,7 @@ def btio_caching(a, tmp, data, names):
                     res, st = run(a, np_, args + ["--compute-seconds", compute],
                                   caching_config(name, setting, device, np_, tmp), tmp)
                     w = next(p for p in res["phases"] if p["name"] == "write")
-                    r = caching_record("btio_caching", setting, np_, device, name, compute, rep, st, "bt.dat",
+                    r = caching_record(a, "btio_caching", setting, np_, device, name, compute, rep, st, "bt.dat",
                                        record=a.grid, bytes=w["bytes"], write_seconds=write_op_seconds(st, "bt.dat"),
                                        close_seconds=sync_close_seconds(st), compute_seconds=compute * a.steps,
                                        total_seconds=w["seconds"] + compute * a.steps)
@@ -790,8 +791,8 @@ def caching_report(runs: list) -> list:
                 "MB/s | write / sync | total / (compute + close) | MB/s / sync | targets |",
                 "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         def row_key(r):
-            return (link_bits(r.get("link")), r.get("link") or "", r["hosts"], r["per_host"], r["np"], r["device"], r["targets"], r["record"],
-                    r["compute_per_phase"])
+            return (link_bits(r.get("link")), r.get("link") or "", r["hosts"], r["per_host"], r["np"], r["device"],
+                    r["targets"], r["record"], r["compute_per_phase"])
         for key in sorted({row_key(r) for r in rs}):
             mine = [r for r in rs if row_key(r) == key]
             names = list(dict.fromkeys(r["config"] for r in mine))
