@@ -134,3 +134,19 @@ def test_the_command_line_refuses_before_running_anything(argv, message):
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "staging.py"), *argv], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+def test_the_statistics_give_the_visible_write_and_where_writes_were_cached(bench):
+    ops = {"write_at_all": {"seconds": {"max": 0.25}}, "iwrite_at": {"seconds": {"max": 0.5}},
+           "read_at_all": {"seconds": {"max": 4.0}}, "sync": {"seconds": {"max": 8.0}}}
+    st = {"files": [{"path": "/run/bt.dat", "ops": ops, "stage": {"collective": "aggregators"}},
+                    {"path": "/run/other.dat", "ops": ops, "stage": {"collective": "node",
+                                                                      "collective_reason": "one caching open"}}],
+          "modules": {}}
+    assert bench.write_op_seconds(st, "bt.dat") == 0.75  # writes only, of this file only
+    assert bench.cached_at(st, "bt.dat") == "aggregators"
+    assert bench.cached_at(st, "other.dat") == "node: one caching open"
+    flushed = {"files": [{"path": "/run/bt.dat"}], "modules": {"stage": {
+        "flusher": {"flush_seconds": 1, "overlapped_seconds": 0, "extents_in": 3, "writes_out": 1},
+        "blocked_seconds": 0}}}
+    assert bench.cached_at(flushed, "bt.dat") == "node" and bench.cached_at({"files": []}, "bt.dat") is None
