@@ -17,6 +17,13 @@ each repeat, medians over the repeats.
   With --profile F, phases and btio also run staging.enabled "auto" deciding by the machine profile F (named in
   collective.profile), with the decision its statistics recorded; phases then adds a table of auto against staging
   off and always on.
+  With --configs sync,node,aggregators (issue 37's table), phases (collective writes) and btio (a dump after every
+  step) instead run those configurations side by side: sync = staging off, collective.strategy view_based (the
+  synchronous collective write through the same aggregation); node = node-level staging; aggregators = aggregator
+  caching (staging.collective "aggregators" under view_based). Compute 0, and 1.5 x sync's I/O phase (btio: write
+  per dump) measured first. Columns: visible write, close, total, throughput, and the issue's targets. --hosts runs
+  the jobs on the testbed's hosts (scripts/testbed up beforehand; Open MPI by default), --targets on emulated disks
+  striped over that many targets.
   noncontig  Noncontig with 64-byte elements, collective writes, 2 ranks: ROMIO's own collective I/O under a grid
              of its hints (the best one is the reference) against staged writes that the flusher merges.
   patterns   Issue 32's table with our own kernels: millions of 4-byte and 64-byte pieces a call as many instances
@@ -34,6 +41,8 @@ MPICH busy-polls: more than 2 processes use the Open MPI build (--mpi openmpi, m
 
 Usage: bench/staging.py phases [--mpi mpich] [--np 1,2] [--devices none,disk] [--sizes 1k,16k,64k,1m]
                                [--phase-mb 4] [--phases 3] [--profile F] [--repeat 3] [--json F] [--out F.md]
+       bench/staging.py phases|btio --configs sync,node,aggregators [--hosts 2,4 [--per-host 1]] [--targets 4
+                               --devices disk] [--layout interleaved] ...
        bench/staging.py btio|noncontig [--profile F] [--repeat 5] ...
        bench/staging.py patterns [--devices none,disk] [--rows R1,R2] [--nc-veclen V] [--tile-rows R] ...
                                  [--profile F] [--instructions] [--repeat 3]
@@ -49,10 +58,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 from iotame.bench.memory import steady_memory
+from iotame.bench.setting import Setting
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILDS = {"mpich": ROOT / "build", "openmpi": ROOT / "build-openmpi"}
@@ -85,18 +96,16 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None,
 
 
 def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
-    """One job in a fresh directory; the kernel's result and the statistics (None without preload). prefix goes
-    before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
+    """One job in a fresh directory, launched where a.setting says (this machine or the testbed's hosts; without
+    a.setting, this machine under a.mpi); the kernel's result and the statistics (None without preload). prefix
+    goes before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
     seconds is killed with its processes (subprocess.TimeoutExpired)."""
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    launcher = (["mpirun.openmpi", "--oversubscribe", "-n", str(np_)] if a.mpi == "openmpi"
-                else ["mpiexec", "-n", str(np_)])
     env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
-    if a.mpi == "openmpi":
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    setting = getattr(a, "setting", None) or Setting(mpi=a.mpi)  # main sets a.setting; else this machine
+    env.update(setting.env())
     stats = tmp / "stats.json"
     stats.unlink(missing_ok=True)
     if config:
@@ -104,7 +113,7 @@ def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
         env.update(LD_PRELOAD=str(tmp / "libiotame.so"), IOTAME_CONFIG=str(tmp / "config.json"),
                    IOTAME_STATS=str(stats))
     os.sync()
-    argv = [*prefix] + launcher + [str(BUILDS[a.mpi] / "kernels" / "iotame-kernel"), *map(str, kernel_args)]
+    argv = [*prefix] + setting.argv(np_, setting.kernel, *kernel_args)
     with subprocess.Popen(argv, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as p:
         try:
@@ -471,6 +480,211 @@ def save(a, data):
         Path(a.json).write_text(json.dumps(data))
 
 
+# ---- issue 37: the synchronous collective write, node staging and aggregator caching side by side ----
+
+# --configs: the defaults section of each (emulated storage added per run). sync is the synchronous collective write
+# through the same aggregation as aggregators; node stages each process's part in its own node's area.
+CACHING_CONFIGS = {
+    "sync": {"staging": {"enabled": False}, "collective": {"strategy": "view_based"}},
+    "node": {"staging": {"enabled": True, "collective": "node"}},
+    "aggregators": {"staging": {"enabled": True, "collective": "aggregators"},
+                    "collective": {"strategy": "view_based"}},
+}
+
+
+def caching_names(text: str) -> list:
+    """--configs' names in order, sync first whether named or not (the reference of every ratio and target);
+    ValueError naming an unknown one."""
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in CACHING_CONFIGS]
+    if unknown:
+        raise ValueError(f"--configs: unknown configuration {', '.join(unknown)} (expected some of "
+                         f"{', '.join(CACHING_CONFIGS)})")
+    return ["sync"] + [n for n in names if n != "sync"]
+
+
+def host_layouts(hosts: str, per_host: str) -> list:
+    """(hosts, ranks per host) of each --hosts value, --per-host one value for all or one per --hosts value;
+    [(0, 0)] without --hosts (this machine). ValueError naming the option."""
+    def ints(option, text):
+        try:
+            values = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"{option} {text}: expected comma-separated integers") from None
+        if not values or min(values) < 1:
+            raise ValueError(f"{option} {text}: expected integers of at least 1")
+        return values
+    if not hosts:
+        return [(0, 0)]
+    h, k = ints("--hosts", hosts), ints("--per-host", per_host)
+    if len(k) not in (1, len(h)):
+        raise ValueError(f"--per-host {per_host}: one value, or one per --hosts value ({len(h)})")
+    return list(zip(h, k * len(h) if len(k) == 1 else k))
+
+
+def caching_arguments(a) -> list:
+    """The configurations of issue 37's table ([]: the experiment's default runs), after checking the options that
+    go with them; ValueError naming the option and what was expected."""
+    if not a.configs:
+        for option, value in (("--hosts", a.hosts), ("--targets", a.targets)):
+            if value:
+                raise ValueError(f"{option}: only with --configs")
+        return []
+    if a.experiment not in ("phases", "btio"):
+        raise ValueError(f"--configs: for phases and btio only, not {a.experiment}")
+    names = caching_names(a.configs)
+    layouts = host_layouts(a.hosts, a.per_host)
+    if a.targets and "," in a.devices:
+        raise ValueError(f"--devices {a.devices}: one device with --targets (each target one such device)")
+    if a.targets and a.devices == "none":
+        raise ValueError("--targets: needs an emulated device in --devices (disk or raid5)")
+    if a.experiment == "btio":
+        for hosts, per_host in layouts:
+            nprocs = [hosts * per_host] if hosts else [int(n) for n in a.np.split(",")]
+            odd = [n for n in nprocs if round(n ** 0.5) ** 2 != n]
+            if odd:
+                raise ValueError(f"btio needs a square number of processes, not {odd[0]}"
+                                 + (f" (--hosts {hosts} x --per-host {per_host})" if hosts else " (--np)"))
+    return names
+
+
+def testbed_link(needed: int) -> str:
+    """The testbed's link rate ("1gbit"), after checking that it is up with at least `needed` hosts (SystemExit
+    saying what to run otherwise)."""
+    p = subprocess.run([str(ROOT / "scripts" / "testbed"), "status", "--json"], capture_output=True, text=True)
+    try:
+        status = json.loads(p.stdout)
+    except ValueError:
+        status = {}
+    if not status.get("up") or len(status.get("hosts", [])) < needed:
+        raise SystemExit(f"--hosts: the testbed must be up with {needed} hosts: scripts/testbed up --hosts {needed}")
+    return status.get("rate") or "unshaped"
+
+
+def caching_setting(a, hosts: int, per_host: int, device: str) -> Setting:
+    return Setting(hosts, per_host or 1, a.mpi, a.targets, a.target_unit, device)
+
+
+def caching_config(name: str, setting: Setting, device: str, nprocs: int, tmp: Path) -> dict:
+    """The runtime configuration of configuration `name`: on setting's striped emulated targets (--targets), else
+    on the emulated `device` of this machine, else on the real file system."""
+    section = json.loads(json.dumps(CACHING_CONFIGS[name]))
+    if setting.targets:
+        section = setting.section(section, nprocs, tmp / "device.state")
+    elif device != "none":
+        section["emulate"] = {"device": device, "state": str(tmp / "device.state")}
+    return {"version": 1, "defaults": section}
+
+
+def caching_jobs(a, device: str):
+    """(setting, process count) of every job shape: each --hosts layout on the testbed, else each --np here."""
+    for hosts, per_host in host_layouts(a.hosts, a.per_host):
+        setting = caching_setting(a, hosts, per_host, device)
+        for np_ in [hosts * per_host] if hosts else map(int, a.np.split(",")):
+            yield setting, np_
+
+
+def write_op_seconds(st: Optional[dict], name: str) -> float:
+    """The seconds the application spent in the write calls of file `name` (per function the slowest rank's,
+    summed): what its writes cost it visibly."""
+    total = 0.0
+    for f in (st or {}).get("files", []):
+        if f["path"] == name or f["path"].endswith("/" + name):
+            total += sum(o.get("seconds", {}).get("max", 0.0) for op, o in (f.get("ops") or {}).items()
+                         if op.startswith("write") or op.startswith("iwrite"))
+    return total
+
+
+def cached_at(st: Optional[dict], name: str) -> Optional[str]:
+    """Where file `name`'s staged collective writes were cached, as its statistics say: "aggregators", "node:
+    REASON" where aggregator caching was asked for and fell back, "node" where the flusher took extents otherwise
+    (node staging notes nothing per file), None where nothing was staged."""
+    for f in (st or {}).get("files", []):
+        s = f.get("stage") or {}
+        if (f["path"] == name or f["path"].endswith("/" + name)) and s.get("collective"):
+            return s["collective"] + (f": {s['collective_reason']}" if s.get("collective_reason") else "")
+    return "node" if (stage_numbers(st) or {}).get("extents_in") else None
+
+
+def caching_record(a, experiment: str, setting: Setting, np_: int, device: str, name: str, compute: float,
+                   rep: int, st, file: str, **fields) -> dict:
+    """A run of issue 37's table: its job shape (with the testbed's link rate, a.link), configuration, compute,
+    the measured fields, and what the staging statistics say."""
+    if st and st.get("config_error"):
+        raise RuntimeError(f"{experiment} {name}: the runtime refused the configuration: {st['config_error']}")
+    return {"experiment": experiment, "hosts": setting.hosts, "per_host": setting.per_host, "np": np_,
+            "device": device, "targets": setting.targets, "config": name, "compute_per_phase": compute,
+            "link": a.link if setting.hosts else None, "repeat": rep + 1, **fields, "stage": stage_numbers(st),
+            "cached_at": cached_at(st, file)}
+
+
+def caching_rounds(a, names: list, job) -> None:
+    """job(name, rep) for every configuration in every repeat, the first configuration rotating from repeat to
+    repeat (side by side, alternating)."""
+    for rep in range(a.repeat):
+        for i in range(len(names)):
+            job(names[(i + rep) % len(names)], rep)
+
+
+def phases_caching(a, tmp, data, names):
+    """phases, collective: per job shape and record size, the sync configuration's I/O phase measured first
+    (compute 0, three runs), then every configuration with compute 0 and 1.5 x that per phase."""
+    for device in a.devices.split(","):
+        for setting, np_ in caching_jobs(a, device):
+            for size in a.sizes.split(","):
+                rs = size_of(size)
+                records = max(1, int(a.phase_mb * KiB * KiB) // rs)
+                base = ["phases", "--phases", a.phases, "--records", records, "--record-size", rs, "--collective",
+                        "--compute-mode", "sleep", "--layout", a.layout, "--file", "p.dat"]
+                sync = caching_config("sync", setting, device, np_, tmp)
+                a.setting = setting
+                calib = [run(a, np_, base, sync, tmp)[0]["application"] for _ in range(3)]
+                io_phase = statistics.median(statistics.median(c["io_phase_seconds"]) for c in calib)
+                for compute in (0.0, round(max(0.02, 1.5 * io_phase), 4)):
+                    def job(name, rep):
+                        res, st = run(a, np_, base + ["--compute", compute],
+                                      caching_config(name, setting, device, np_, tmp), tmp)
+                        app = res["application"]
+                        data["runs"].append(caching_record(
+                            a, "phases_caching", setting, np_, device, name, compute, rep, st, "p.dat", record=rs,
+                            bytes=app["bytes"], write_seconds=app["io_seconds"], close_seconds=app["close_seconds"],
+                            compute_seconds=app["compute_seconds"], total_seconds=app["wall_seconds"]))
+                        print(f"phases {setting.hosts}x{setting.per_host} np {np_} {device} {size} compute "
+                              f"{compute}: {name:11} write {app['io_seconds']:.4f} close {app['close_seconds']:.4f}"
+                              f" total {app['wall_seconds']:.4f}", file=sys.stderr, flush=True)
+                        save(a, data)
+                    caching_rounds(a, names, job)
+
+
+def btio_caching(a, tmp, data, names):
+    """btio (a dump after every step): per job shape the sync configuration's write per dump measured first
+    (compute 0, three runs), then every configuration with compute 0 and 1.5 x that per step. Visible write = the
+    write calls (the statistics), close = sync + close; total = the kernel's write phase (compute excluded) + the
+    compute."""
+    for device in a.devices.split(","):
+        for setting, np_ in caching_jobs(a, device):
+            a.setting = setting
+            args = ["btio", "--grid", a.grid, "--steps", a.steps, "--write-interval", 1, "--file", "bt.dat"]
+            sync = caching_config("sync", setting, device, np_, tmp)
+            per_dump = statistics.median(write_op_seconds(run(a, np_, args + ["--compute-seconds", 0], sync, tmp)[1],
+                                                          "bt.dat") for _ in range(3)) / a.steps
+            for compute in (0.0, round(max(0.02, 1.5 * per_dump), 4)):
+                def job(name, rep):
+                    res, st = run(a, np_, args + ["--compute-seconds", compute],
+                                  caching_config(name, setting, device, np_, tmp), tmp)
+                    w = next(p for p in res["phases"] if p["name"] == "write")
+                    r = caching_record(a, "btio_caching", setting, np_, device, name, compute, rep, st, "bt.dat",
+                                       record=a.grid, bytes=w["bytes"], write_seconds=write_op_seconds(st, "bt.dat"),
+                                       close_seconds=sync_close_seconds(st), compute_seconds=compute * a.steps,
+                                       total_seconds=w["seconds"] + compute * a.steps)
+                    data["runs"].append(r)
+                    print(f"btio {setting.hosts}x{setting.per_host} np {np_} {device} compute {compute}: {name:11} "
+                          f"write {r['write_seconds']:.4f} close {r['close_seconds']:.4f} total "
+                          f"{r['total_seconds']:.4f}", file=sys.stderr, flush=True)
+                    save(a, data)
+                caching_rounds(a, names, job)
+
+
 # ---- the report ----
 
 def med(xs):
@@ -520,6 +734,90 @@ def phases_auto_report(ph: list) -> list:
     return out
 
 
+def caching_medians(rs: list) -> dict:
+    """Medians over a configuration's runs: visible write, close, total and compute seconds, and throughput (bytes
+    over write + close, MB/s)."""
+    m = {k: med([r[f"{k}_seconds"] for r in rs]) for k in ("write", "close", "total", "compute")}
+    m["mbs"] = med([r["bytes"] / (r["write_seconds"] + r["close_seconds"]) / 1e6 for r in rs])
+    return m
+
+
+def caching_targets(sync: dict, m: dict) -> dict:
+    """Issue 37's targets for a configuration's medians m against sync's (caching_medians), each True, False, or
+    None where it does not apply: with compute at least sync's visible write, "write" (visible write <= 10 % of
+    sync's) and "total" (total <= 1.1 x (compute + close)); with no compute, "throughput" (>= 0.9 x sync's)."""
+    overlap = m["compute"] > 0 and m["compute"] >= sync["write"]
+    return {"write": m["write"] <= 0.1 * sync["write"] if overlap else None,
+            "total": m["total"] <= 1.1 * (m["compute"] + m["close"]) if overlap else None,
+            "throughput": m["mbs"] >= 0.9 * sync["mbs"] if m["compute"] == 0 else None}
+
+
+def targets_text(t: dict) -> str:
+    """The targets that apply, each met (yes) or missed (NO)."""
+    return ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in t.items() if v is not None) or "—"
+
+
+def link_bits(link: Optional[str]) -> float:
+    """A testbed link rate in tc's units ("1gbit", "100mbit") as bits per second, to order rows by it; 0 without
+    one (this machine), infinite when unshaped or not understood."""
+    if not link:
+        return 0.0
+    for unit, scale in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)):
+        if link.endswith(unit):
+            try:
+                return float(link[:-len(unit)]) * scale
+            except ValueError:
+                break
+    return float("inf")
+
+
+def caching_report(runs: list) -> list:
+    """The table of issue 37 per experiment: per job shape, record size (phases) or grid (btio), compute and
+    configuration the medians, the ratios to sync and the targets (for every configuration but sync)."""
+    out = []
+    for experiment, unit in (("phases_caching", "record"), ("btio_caching", "grid")):
+        rs = [r for r in runs if r["experiment"] == experiment]
+        if not rs:
+            continue
+        what = ("phases, collective writes (compute/phase: seconds before each I/O phase; write = the I/O phases as "
+                "the kernel times them, max over ranks)" if experiment == "phases_caching" else
+                "BT-IO (a dump after every step; compute/phase: seconds per step; write = the write calls, close = "
+                "sync + close (the verification read's close included), from the statistics: per function the "
+                "slowest rank's time)")
+        out += ["", f"{what}; total = open to close; MB/s = bytes / (write + close); targets (issue 37, all but "
+                    "sync): with compute >= sync's write, write <= 0.1 x sync's and total <= 1.1 x (compute + close); "
+                    "with compute 0, MB/s >= 0.9 x sync's.", "",
+                f"| hosts x ranks | device | {unit} | compute/phase s | configuration | write s | close s | total s | "
+                "MB/s | write / sync | total / (compute + close) | MB/s / sync | targets |",
+                "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        def row_key(r):
+            return (link_bits(r.get("link")), r.get("link") or "", r["hosts"], r["per_host"], r["np"], r["device"],
+                    r["targets"], r["record"], r["compute_per_phase"])
+        for key in sorted({row_key(r) for r in rs}):
+            mine = [r for r in rs if row_key(r) == key]
+            names = list(dict.fromkeys(r["config"] for r in mine))
+            m = {n: caching_medians([r for r in mine if r["config"] == n]) for n in names}
+            link, key = key[1], key[2:]
+            shape = (f"{key[0]} x {key[1]}" + (f" ({link})" if link else "")) if key[0] else f"local, np {key[2]}"
+            device = f"{key[3]} x {key[4]}" if key[4] else key[3]
+            size = key[5] if unit == "grid" else (f"{key[5] // KiB} KiB" if key[5] < KiB * KiB
+                                                  else f"{key[5] // KiB // KiB} MiB")
+            for n in CACHING_CONFIGS:
+                if n not in m:
+                    continue
+                c, s = m[n], m.get("sync")
+                ratio = c["total"] / (c["compute"] + c["close"]) if c["compute"] else None
+                cells = [f"{c['write']:.4f}", f"{c['close']:.4f}", f"{c['total']:.3f}", f"{c['mbs']:.1f}",
+                         f"{c['write'] / s['write']:.3f}" if s else "—", dash_or(ratio, ".3f"),
+                         f"{c['mbs'] / s['mbs']:.2f}" if s else "—",
+                         targets_text(caching_targets(s, c)) if s and n != "sync" else "—"]
+                out.append(f"| {shape} | {device} | {size} | {key[6]:.3f} | {n} | " + " | ".join(cells) + " |")
+        where = Counter(f"{r['config']}: {r.get('cached_at') or 'not staged'}" for r in rs)
+        out += ["", "Where the collective writes were cached, as the statistics say (runs): "
+                + "; ".join(f"{k} ({v})" for k, v in sorted(where.items())) + "."]
+    return out
+
+
 def report(data):
     runs, out = data["runs"], [f"Measured {data['date']}, {data['mpi']}; medians of {data['repeat']} repeats."]
     ph = [r for r in runs if r["experiment"] == "phases"]
@@ -542,6 +840,7 @@ def report(data):
                        f"{io_s / io_y:.3f} | {close_s:.4f} | {wall_s:.3f} | "
                        f"{wall_s / (comp + close_s) if comp else float('nan'):.3f} | {tput:.2f} |")
     out += phases_auto_report(ph)
+    out += caching_report(runs)
     bt = [r for r in runs if r["experiment"] == "btio"]
     if bt:
         out += ["", "| device | np | configuration | write s | write / library's | job s (launch included) |",
@@ -711,7 +1010,17 @@ def instruction_report(runs: list) -> list:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("experiment", nargs="?", choices=("phases", "btio", "noncontig", "patterns"))
-    ap.add_argument("--mpi", choices=sorted(BUILDS), default="mpich")
+    ap.add_argument("--mpi", choices=sorted(BUILDS), help="the MPI build (default mpich; openmpi with --hosts)")
+    ap.add_argument("--configs", help="phases and btio: issue 37's table instead of the default runs: some of "
+                                      + ",".join(CACHING_CONFIGS) + " side by side (sync always; phases collective)")
+    ap.add_argument("--hosts", help="with --configs: run on the testbed's first N hosts (scripts/testbed up --hosts "
+                                    "N beforehand), comma-separated to run several counts; replaces --np")
+    ap.add_argument("--per-host", default="1", dest="per_host",
+                    help="ranks per testbed host: one value, or one per --hosts value (default 1)")
+    ap.add_argument("--targets", type=int, default=0, help="with --configs: files striped over this many emulated "
+                    "targets of the one device of --devices (emulate.targets); 0: --devices as they are")
+    ap.add_argument("--target-unit", type=int, default=65536, dest="target_unit",
+                    help="stripe unit of the emulated targets (default 65536)")
     ap.add_argument("--np", help="process counts (default 1,2; patterns: one count, default 2)")
     ap.add_argument("--devices", default="none,disk")
     ap.add_argument("--sizes", default="1k,16k,64k,1m")
@@ -770,13 +1079,24 @@ def main():
             pattern_rows(a, int(a.np))  # the sizes' errors before anything runs
         if a.profile and not Path(a.profile).exists():
             ap.error(f"--profile {a.profile}: no such file or directory")
-        data = {"date": time.strftime("%Y-%m-%d %H:%M"), "mpi": a.mpi, "repeat": a.repeat, "args": vars(a),
-                "runs": []}
+        try:
+            names = caching_arguments(a)
+        except ValueError as e:
+            ap.error(str(e))
+        a.mpi = a.mpi or ("openmpi" if a.hosts else "mpich")
+        a.setting = caching_setting(a, 0, 1, "none")  # the default experiments' (the caching ones set their own)
+        a.link = testbed_link(max(h for h, _ in host_layouts(a.hosts, a.per_host))) if a.hosts else None
+        data = {"date": time.strftime("%Y-%m-%d %H:%M"), "mpi": a.mpi, "repeat": a.repeat,
+                "args": {k: v for k, v in vars(a).items() if k != "setting"}, "argv": sys.argv[1:], "runs": []}
         with tempfile.TemporaryDirectory(dir=a.dir, prefix="bench-staging-") as tmp, steady_memory() as memory:
             tmp = Path(tmp)
             data["memory"] = memory
             shutil.copy2(BUILDS[a.mpi] / "runtime" / "libiotame.so", tmp / "libiotame.so")
-            {"phases": phases, "btio": btio, "noncontig": noncontig, "patterns": patterns}[a.experiment](a, tmp, data)
+            if names:
+                {"phases": phases_caching, "btio": btio_caching}[a.experiment](a, tmp, data, names)
+            else:
+                {"phases": phases, "btio": btio, "noncontig": noncontig, "patterns": patterns}[a.experiment](
+                    a, tmp, data)
         text = report(data)
     if a.out:
         Path(a.out).write_text(text)

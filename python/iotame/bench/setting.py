@@ -31,12 +31,22 @@ class Setting:
 
     def argv(self, np_, *command):
         if not self.hosts:
-            return ["mpiexec", "-n", str(np_), *map(str, command)]
+            # Open MPI on this machine: more ranks than cores (it yields when idle)
+            launcher = ["mpirun.openmpi", "--oversubscribe"] if self.mpi == "openmpi" else ["mpiexec"]
+            return [*launcher, "-n", str(np_), *map(str, command)]
         # Open MPI's ROMIO rather than its default OMPIO: ROMIO is the library MPICH has, Orthrus', and the one
         # whose hints the runtime sets
         mpi = ["env", "OMPI_MCA_io=romio321", str(TESTBED), "mpiexec", "--openmpi"] if self.mpi == "openmpi" else \
             [str(TESTBED), "mpiexec"]
         return [*mpi, "-n", str(np_), "--per-host", str(self.per_host), "--", *map(str, command)]
+
+    def env(self):
+        """What the launcher's environment needs besides the caller's: Open MPI as root, its shared-memory transport
+        without single-copy, as this VM needs (docs/slurm.md)."""
+        if self.mpi != "openmpi":
+            return {}
+        return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 
     def section(self, section, nprocs, state):
         """A configuration's defaults in this setting (None: no preload)."""
