@@ -219,3 +219,29 @@ def test_a_recommendation_equal_to_the_default_is_not_enqueued(tmp_path, job, ca
     assert "model: the model recommends the default configuration for this workload" in err
     left = json.loads((tmp_path / "out" / "summary.json").read_text())["recommendation"]["left"]
     assert any(x["what"] == "staging.enabled" and "page cache absorbs" in x["why"] for x in left)
+
+
+def test_first_configurations_are_tried_first_flattened_with_what_the_space_lacks_named(tmp_path, job, capsys):
+    advice = tmp_path / "advice.json"
+    advice.write_text(json.dumps({"version": 1, "defaults": {"staging": {"enabled": False}},
+                                  "files": [{"match": "*.dat", "staging": {"enabled": True},
+                                             "mpiio_hints": {"romio_cb_write": "enable", "cb_nodes": 1}}]}))
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps({"version": 1, "defaults": {"staging": {"enabled": True},
+                                                           "mpiio_hints": {"romio_cb_write": "enable"}}}))
+    assert tune(tmp_path, job, "--sampler", "random", "--seed", "1", "--trials", "3", "--final-repeat", "0",
+                "--first", str(advice), "--first", str(same), space=SPACE_WITH_STAGING) == 0
+    trials = search_trials(load(tmp_path))
+    assert trials[1].user_attrs["seed"] == str(advice)
+    assert trials[1].params == {"mpiio.romio_cb_write": "enable", "iotame.staging.enabled": True}
+    assert all("seed" not in t.user_attrs for t in trials[2:])         # the second one is the same point
+    err = capsys.readouterr().err
+    assert f"{advice}: not in this space, left out of its trial: mpiio_hints.cb_nodes" in err
+    assert f"{same}: its trial is the default or one already queued: not tried again" in err
+
+
+def test_a_first_configuration_that_is_not_valid_is_an_error_naming_it(tmp_path, job, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": 1, "defaults": {"staging": {"enabled": "yes"}}}))
+    assert tune(tmp_path, job, "--trials", "2", "--first", str(bad), space=SPACE_WITH_STAGING) == 2
+    assert f"{bad}" in capsys.readouterr().err and not (job.parent / "log.jsonl").exists()   # nothing ran

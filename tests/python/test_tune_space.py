@@ -6,7 +6,7 @@ import pytest
 from iotame.config import validate, validate_many
 from iotame.settings import load_schema, schema_from_dict
 from iotame.tune import UNSET, SpaceError, builtin_space, load_space, parse_space
-from iotame.tune.space import config_for, pow2_values
+from iotame.tune.space import config_for, flatten_rules, pow2_values
 
 
 def write(tmp_path, text, name="space.toml"):
@@ -274,6 +274,24 @@ def test_point_from_config_keeps_what_the_space_has():
     assert point["mpiio.cb_nodes"] == 2 and point["mpiio.romio_ds_write"] == "disable"
     assert point["mpiio.cb_buffer_size"] == UNSET            # not one of the space's values
     assert "striping.striping_factor" not in point            # not in the space
+
+
+def test_left_out_names_what_the_point_drops():
+    space = builtin_space("local", 2)
+    config = {"version": 1, "defaults": {"mpiio_hints": {"cb_nodes": 2, "cb_buffer_size": 3 << 20,
+                                                         "striping_factor": 4}}}
+    assert space.left_out(config) == ["mpiio_hints.cb_buffer_size", "mpiio_hints.striping_factor"]
+    assert space.left_out({"version": 1}) == []
+
+
+def test_flatten_rules_first_rule_wins_then_defaults():
+    config = {"version": 1, "defaults": {"mpiio_hints": {"cb_nodes": 1, "romio_ds_write": "enable"},
+                                         "staging": {"enabled": False}},
+              "files": [{"match": "*.h5", "override": True, "mpiio_hints": {"cb_nodes": 2}},
+                        {"match": "*", "mpiio_hints": {"cb_nodes": 4, "romio_cb_write": "enable"}}]}
+    assert flatten_rules(config) == {"defaults": {
+        "mpiio_hints": {"cb_nodes": 2, "romio_cb_write": "enable", "romio_ds_write": "enable"},
+        "staging": {"enabled": False}}}
 
 
 def test_space_json_round_trip():

@@ -75,11 +75,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_advice(advice, console(), args.config_out)
-    return tune_on_replay(args) if args.tune else 0
+    return tune_on_replay(args, advice["config"]) if args.tune else 0
 
 
-def tune_on_replay(args: argparse.Namespace) -> int:
-    """The log as a replay spec in OUT, scaled to --replay-bytes unless --scale, and `iotame tune` on its replay."""
+def tune_on_replay(args: argparse.Namespace, config: dict) -> int:
+    """The log as a replay spec in OUT, scaled to --replay-bytes unless --scale, and `iotame tune` on its replay,
+    the advice's configuration (OUT/advice.json) its first trial after the default."""
     launcher = args.launcher
     if args.scale is not None and not 0 < args.scale <= 1:
         raise UsageError(f"advise: --scale must be in (0, 1], got {args.scale}")
@@ -88,6 +89,7 @@ def tune_on_replay(args: argparse.Namespace) -> int:
     spec = to_spec(job_plan(args.log, nprocs=args.nprocs))
     spec_path = out / "replay.json"
     spec_path.write_text(json.dumps(spec))
+    advice_path = save_config(config, out / "advice.json")
     total = spec_bytes(spec)
     scale = args.scale or (min(1.0, args.replay_bytes / total) if total else 1.0)
     data = Path(args.dir) if args.dir else out / "data"
@@ -102,4 +104,4 @@ def tune_on_replay(args: argparse.Namespace) -> int:
         err.print(f"iotame: advise: replay: {note}")
     from ..cli import main as iotame_main        # the tune command as the user would run it
     return iotame_main(["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
-                        "--study", f"advise-{Path(args.log).stem}", *shlex.split(args.tune_options), "--", *replay])
+                        "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path), *shlex.split(args.tune_options), "--", *replay])

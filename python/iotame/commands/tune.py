@@ -85,6 +85,10 @@ def add_parser(sub) -> None:
     p.add_argument("--base", metavar="F", type=Path,
                    help="a configuration every trial starts from, the default trial included: settings the search "
                         "keeps (an emulated device for an experiment, hints a site requires)")
+    p.add_argument("--first", metavar="F", type=Path, action="append", default=[],
+                   help="a configuration to try first, after the default (repeatable; e.g. iotame advise's): its "
+                        "per-file rules and defaults as one set of defaults, the first rule's value winning; "
+                        "settings outside the space are named and left out")
     p.add_argument("--no-durable", dest="durable", action="store_false",
                    help="do not make the job's written files durable at their close in the tuning runs (by default "
                         "every run syncs them, so that the objective measures the storage, not the page cache; "
@@ -337,7 +341,8 @@ def run(args: argparse.Namespace) -> int:
                     final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
                     knowledge=knowledge, space_source=source,
                     base=base, durable=args.durable, ablation_rounds=max(0, args.ablation_rounds),
-                    max_noise=args.max_noise, profile=profile, where=where)
+                    max_noise=args.max_noise, profile=profile, where=where,
+                    first=tuple((str(f), load_config(f)) for f in args.first))
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if args.recommend:
         return _tune_recommend(spec, events, args.json)

@@ -254,6 +254,14 @@ class Space:
             point[p.key] = v if v in p.choices else UNSET
         return point
 
+    def left_out(self, config: Mapping[str, Any]) -> list[str]:
+        """The settings of a configuration's `defaults` that point_from_config drops (`section.name`): not
+        parameters of this space, or values it does not try."""
+        point = self.point_from_config(config)
+        kept = {(p.section, p.name) for p in self.params if point[p.key] != UNSET}
+        return [f"{section}.{name}" for section, values in (config.get("defaults") or {}).items()
+                if isinstance(values, Mapping) for name in values if (section, name) not in kept]
+
     def without(self, keys: Iterable[str], note: str | None = None) -> "Space":
         drop = set(keys)
         notes = self.notes + ((note,) if note else ())
@@ -274,6 +282,18 @@ class Space:
 def _shown(v: Any) -> str:
     """A value in a note: strings as they are, the rest as JSON (true, not True)."""
     return v if isinstance(v, str) else json.dumps(v)
+
+
+def flatten_rules(config: Mapping[str, Any]) -> dict:
+    """A configuration as one set of `defaults`, the tuner's unit: per-file rules in their order (the first rule
+    that sets a value wins, as for the first file it matches), then the defaults for what no rule sets."""
+    flat: dict[str, dict[str, Any]] = {}
+    for layer in [*(config.get("files") or []), config.get("defaults") or {}]:
+        for section, values in layer.items():
+            if isinstance(values, Mapping):
+                for name, value in values.items():
+                    flat.setdefault(section, {}).setdefault(name, value)
+    return {"defaults": flat}
 
 
 def apply_base(space: Space, base: Mapping[str, Any] | None) -> Space:

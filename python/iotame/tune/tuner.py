@@ -44,7 +44,7 @@ from .noise import MAX_NOISE, NOISE_RUNS, too_noisy
 from .page_cache import PageCache
 from .recommend import DEFAULT_STRATEGY, MODEL_SEED, Recommendation, point_is_default, recommend_for_default
 from .samplers import DEFAULT_SAMPLER, get_sampler
-from .space import UNSET, Space, apply_base
+from .space import UNSET, Space, apply_base, flatten_rules
 from .study import (ATTR_DEFAULT, ATTR_ERROR, ATTR_REUSED, ATTR_ROLE, ATTR_SEED, ATTR_TUNER, Claims, Heartbeat, counts,
                     counted_trials, fail_interrupted, heartbeat_seconds, interrupted_numbers, is_default,
                     mark_interrupted, normalize_url, open_study, role, sqlite_url, tuner_id)
@@ -95,6 +95,7 @@ class TuneSpec:
     heartbeat: int | None = None            # seconds between heartbeats; None: $IOTAME_TUNE_HEARTBEAT, else 20
     profile: Path | None = None             # machine profile of the cost model's recommendation; None: none
     where: str = "the job's directory"      # where the profile was looked for (the message without one)
+    first: tuple[tuple[str, dict], ...] = ()  # (label, configuration) tried first (--first), in this order
 
     def layered(self, config: dict) -> dict:
         """The configuration a run uses: `config` over the base configuration (the base's defaults and rules, the
@@ -521,6 +522,7 @@ class Tuner:
         if w is not None and not study.user_attrs.get("seeded") \
                 and self.claims.claim("seeded", self._token) == self._token:      # one tuner seeds the study
             seen = {_config_key({})}
+            self._seed_first(seen)
             self._seed_recommendation(default, seen)
             if spec.knowledge is not None:
                 self._seed(signature(w, spec.fs), seen)
@@ -541,6 +543,23 @@ class Tuner:
                                     where=spec.where, cwd=spec.cwd, timeout=self.timeout, page_cache=self.page_cache)
         self.study.set_user_attr("recommendation", rec.to_json())
         return rec
+
+    def _seed_first(self, seen: set) -> None:
+        """Enqueues the configurations given to try first (--first), each flattened to defaults and as the space's
+        closest point; the settings the space cannot express are named, not silently lost."""
+        for label, given in self.spec.first:
+            config = flatten_rules(given)
+            point = self.space.point_from_config(config)
+            key = _config_key(self.space.config(point))
+            outside = self.space.left_out(config)
+            if outside:
+                self.events.note(f"{label}: not in this space, left out of its trial: {', '.join(outside)}")
+            if key in seen:
+                self.events.note(f"{label}: its trial is the default or one already queued: not tried again")
+                continue
+            seen.add(key)
+            self.study.enqueue_trial(point, user_attrs={ATTR_SEED: label})
+            self.events.note(f"trying first the configuration of {label}")
 
     def _seed_recommendation(self, default: FrozenTrial, seen: set) -> None:
         """Enqueues the model's recommendation first, unless it is the default."""
