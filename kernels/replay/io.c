@@ -1,4 +1,4 @@
-/* The replay of one file: its calls through MPI-IO (file views for collective noncontiguous calls) or POSIX. */
+/* The replay of one file: its calls through MPI-IO (file views for noncontiguous calls) or POSIX. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c11 too */
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +103,7 @@ static void replay_io_after(replay_io_t *io, const replay_file_t *f, const repla
     io->calls++;
 }
 
-/* ---- collective calls through file views ---- */
+/* ---- file views (collective calls, and independent entries every proc makes alike) ---- */
 
 /* The view in place on this rank: the default one, or the runs of a call relative to its first offset (disp), the
  * filetype's extent being `tile`. Whether it is the default is the same on every proc of the file. */
@@ -267,11 +267,22 @@ static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t
 
 /* ---- the file ---- */
 
-static void replay_io_independent(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, const replay_call_t *c)
+/* An independent entry. Marked viewed (every proc of the file sets the view of its own runs here, as the job did
+ * before its noncontiguous independent calls): call i at i x its bytes in etypes; otherwise one call per contiguous
+ * piece in the default view, set back first where a viewed entry left its view (on every proc alike). */
+static void replay_io_independent(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, const replay_call_t *c,
+                                  replay_view_t *view)
 {
+    if (c->viewed) replay_io_set_view(fh, view, c, (MPI_Offset)c->at[0].offset,
+                                      c->repeat > 1 ? c->advance : replay_io_span(c));
+    else if (f->api == IOTAME_API_MPIIO && !view->is_default) replay_io_default_view(fh, view);
     for (uint64_t i = 0; i < c->repeat; i++) {
         replay_io_before(io, f, c, i);
-        replay_io_pieces(io, f, fh, c, i, c->op == 'w' ? replay_io_piece_write : replay_io_piece_read);
+        if (!c->viewed)
+            replay_io_pieces(io, f, fh, c, i, c->op == 'w' ? replay_io_piece_write : replay_io_piece_read);
+        else if (c->op == 'w')
+            iotame_view_write(fh, (MPI_Offset)(i * c->bytes), io->buf, (int)c->bytes, MPI_BYTE, false);
+        else iotame_view_read(fh, (MPI_Offset)(i * c->bytes), io->buf, (int)c->bytes, MPI_BYTE, false);
         replay_io_after(io, f, c, i);
     }
 }
@@ -311,7 +322,7 @@ void replay_io_file(replay_io_t *io, const replay_file_t *f, MPI_Comm comm)
         if (c->repeat == 0) continue;
         replay_io_reserve(io, c->bytes);
         if (replay_op_collective(c->op)) replay_io_collective(io, f, j, &fh, &view, comm);
-        else replay_io_independent(io, f, &fh, c);
+        else replay_io_independent(io, f, &fh, c, &view);
     }
     iotame_file_close(&fh);
 }

@@ -214,6 +214,44 @@ static int replay_spec_sequences(const replay_spec_ctx_t *c, size_t fi, const re
     return 0;
 }
 
+/* Bytes from a call's first offset to the end of its last piece. */
+static uint64_t replay_spec_span(const replay_call_t *call)
+{
+    const replay_extent_t *e = &call->at[call->nat - 1];
+    return e->offset + (e->count - 1) * e->stride + e->length - call->at[0].offset;
+}
+
+/* Marks this rank's independent entries that are made under a file view, as the job made them: where every proc of
+ * the MPIIO file has the same entries (ops and repeats, so --scale cuts them alike), at entry j some proc's call is
+ * noncontiguous, and no proc's calls there repeat closer than their span (one view holds every call of the entry).
+ * Each proc decides from the whole spec, so all of them set the (collective) view at the same entries. */
+static void replay_spec_views(const replay_spec_ctx_t *c, replay_file_t *f, json_t *calls)
+{
+    if (f->me < 0 || f->ncalls == 0) return;
+    bool *several = calloc(f->ncalls, sizeof *several), *fits = malloc(f->ncalls * sizeof *fits), same = true;
+    for (size_t j = 0; j < f->ncalls; j++) fits[j] = true;
+    for (size_t p = 0; p < f->nprocs && same; p++) {
+        json_t *list = json_array_get(calls, p);
+        same = json_array_size(list) == f->ncalls;
+        for (size_t j = 0; j < f->ncalls && same; j++) {
+            replay_call_t call; /* parsed and checked before: no error here */
+            if (replay_spec_call(c, "", json_array_get(list, j), f->api, &call)) {
+                same = false;
+                break;
+            }
+            same = call.op == f->calls[j].op && call.repeat == f->calls[j].repeat;
+            if (same && (call.op == 'w' || call.op == 'r') && call.nat > 0) {
+                several[j] |= call.nat > 1 || (call.at[0].count > 1 && call.at[0].stride != call.at[0].length);
+                fits[j] &= call.repeat == 1 || call.advance >= replay_spec_span(&call);
+            }
+            free(call.at);
+        }
+    }
+    for (size_t j = 0; j < f->ncalls && same; j++) f->calls[j].viewed = several[j] && fits[j];
+    free(several);
+    free(fits);
+}
+
 /* A relative path without "..", "." or empty components. */
 static bool replay_spec_name_ok(const char *name)
 {
@@ -314,8 +352,10 @@ static int replay_spec_file(const replay_spec_ctx_t *c, size_t fi, json_t *v, co
             if (rc) return rc;
         }
     }
-    if (f->api == IOTAME_API_MPIIO) return replay_spec_sequences(c, fi, f, calls);
-    return 0;
+    if (f->api != IOTAME_API_MPIIO) return 0;
+    int rc = replay_spec_sequences(c, fi, f, calls);
+    if (!rc) replay_spec_views(c, f, calls);
+    return rc;
 }
 
 int replay_spec_parse(iotame_run_t *run, const char *text, size_t len, const char *what, const char *dir,

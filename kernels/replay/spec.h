@@ -29,6 +29,7 @@ typedef struct {
     double gap;
     uint64_t bytes;         /* one call's bytes */
     uint64_t pieces;        /* one call's pieces */
+    bool viewed;            /* an independent MPIIO entry made under a view every proc of the file sets here */
 } replay_call_t;
 
 typedef struct {

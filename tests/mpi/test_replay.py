@@ -244,6 +244,32 @@ def test_runtime_statistics_count_the_views(job):
     assert (ops["read_at"]["count"], ops["read_at"]["bytes"]) == (2, 200)
 
 
+def independent_noncontig(n, repeats, chunk=64, veclen=32):
+    """The noncontig kernel's independent layout: each proc writes its strided chunks, syncs, reopens and reads
+    them back, `repeats[r]` calls a region apart."""
+    region = n * veclen * chunk
+    calls = [[{"op": op, "at": [[r * chunk, chunk, veclen, n * chunk]], "repeat": repeats[r], "advance": region}
+              for op in ("w", "s", "o", "r")] for r in range(n)]
+    for c in calls:
+        del c[1]["at"], c[1]["advance"], c[2]["at"], c[2]["advance"], c[1]["repeat"], c[2]["repeat"]
+    return {"name": "indep.dat", "api": "MPIIO", "procs": list(range(n)), "calls": calls}
+
+
+@pytest.mark.parametrize("repeats, viewed", [((2, 2), True), ((2, 1), False)])
+def test_independent_noncontiguous_calls_under_a_view_where_every_proc_makes_them(job, repeats, viewed):
+    """Where every proc makes the same entries, a noncontiguous independent call is one call under a view every
+    proc sets at the entry (as the job did: the view set collectively, the calls independent); where the procs'
+    entries differ, no proc can count on the others to set a view: one call per piece in the default view."""
+    s = spec(2, independent_noncontig(2, repeats))
+    stats = job.tmp / "stats.json"
+    res, _ = replay(job, 2, s, "--keep", preload=True, stats=stats)
+    check_replay(job, res, s)
+    ops = file_stats(stats, "indep.dat")["ops"]
+    calls = sum(repeats) if viewed else 32 * sum(repeats)
+    assert ops["write_at"]["count"] == ops["read_at"]["count"] == calls
+    assert ops.get("set_view", {}).get("count", 0) == (2 * 2 if viewed else 0)   # at the write and after reopen
+
+
 # ---- the converter path ----
 
 FAKE_CLI = """#!/bin/sh

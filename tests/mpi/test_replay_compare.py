@@ -51,12 +51,12 @@ def test_the_dxt_log_is_compared_on_its_counters(tmp_path):
     assert small["replay"] == mpi["MPIIO_SIZE_READ_AGG_100_1K"].sum()
 
 
-def record_noncontig(tmp_path):
-    """The demo's kernel (ROMIO's noncontig pattern, collective) run under the runtime with a request trace."""
+def record_noncontig(tmp_path, collective=True):
+    """The demo's kernel (ROMIO's noncontig pattern, collective or not) run under the runtime with a request trace."""
     config = write_json(tmp_path / "trace.json", {"version": 1, "defaults": {"trace": {"requests": 1000}}})
     stats = tmp_path / "rec.json"
-    job = [str(KERNEL), "noncontig", "--elmtcount", "16", "--veclen", "256", "--loops", "3", "--collective",
-           "--file", str(tmp_path / "noncontig.dat")]
+    job = [str(KERNEL), "noncontig", "--elmtcount", "16", "--veclen", "256", "--loops", "3",
+           *(["--collective"] if collective else []), "--file", str(tmp_path / "noncontig.dat")]
     p = subprocess.run([str(IOTAME_CLI), "run", "--quiet", "--config", str(config), "--stats", str(stats), "--",
                         "mpiexec", "-n", "2", *job], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -70,6 +70,17 @@ def test_a_kernels_trace_replays_to_the_same_calls(tmp_path):
     rc, result, err = compare(stats, data)
     assert rc == 0, err
     assert rows(result, "noncontig.dat", "collective write calls")[0]["replay"] == 6   # 3 loops x 2 ranks
+    assert all(r["ok"] for r in result["rows"])
+
+
+def test_a_kernels_independent_noncontiguous_calls_replay_as_calls_not_pieces(tmp_path):
+    """Independent calls through the job's strided view are replayed as the same calls (not one per piece)."""
+    stats = record_noncontig(tmp_path, collective=False)
+    data = tmp_path / "replay"
+    data.mkdir()
+    rc, result, err = compare(stats, data)
+    assert rc == 0, err
+    assert rows(result, "noncontig.dat", "write calls")[0]["replay"] == 6
     assert all(r["ok"] for r in result["rows"])
 
 
