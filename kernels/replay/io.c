@@ -114,12 +114,6 @@ typedef struct {
     uint64_t tile;
 } replay_view_t;
 
-static uint64_t replay_io_span(const replay_call_t *c)
-{
-    const replay_extent_t *e = &c->at[c->nat - 1];
-    return e->offset + (e->count - 1) * e->stride + e->length - c->at[0].offset;
-}
-
 static bool replay_io_contiguous(const replay_call_t *c)
 {
     return c->nat == 1 && (c->at[0].count == 1 || c->at[0].stride == c->at[0].length);
@@ -172,7 +166,7 @@ static void replay_io_set_view(iotame_file_t *fh, replay_view_t *v, const replay
                                uint64_t tile)
 {
     bool data = c && c->bytes > 0;
-    MPI_Datatype ft = data ? replay_io_filetype(c, tile == replay_io_span(c) ? 0 : tile) : MPI_BYTE;
+    MPI_Datatype ft = data ? replay_io_filetype(c, tile == replay_call_span(c) ? 0 : tile) : MPI_BYTE;
     iotame_view_set(fh, data ? disp : 0, MPI_BYTE, ft);
     if (data) MPI_Type_free(&ft);
     *v = (replay_view_t){.is_default = false, .disp = data ? disp : 0, .shape = data ? c : NULL, .tile = tile};
@@ -224,7 +218,7 @@ static void replay_io_collective(replay_io_t *io, const replay_file_t *f, size_t
 {
     const replay_call_t *c = &f->calls[j];
     bool data = c->bytes > 0;
-    uint64_t span = data ? replay_io_span(c) : 0;
+    uint64_t span = data ? replay_call_span(c) : 0;
     uint64_t tile = c->repeat > 1 ? c->advance : span;
     MPI_Offset first = data ? (MPI_Offset)c->at[0].offset : 0;
     int need[4] = {data && !replay_io_contiguous(c), data && c->repeat > 1 && c->advance < span,
@@ -274,7 +268,7 @@ static void replay_io_independent(replay_io_t *io, const replay_file_t *f, iotam
                                   replay_view_t *view)
 {
     if (c->viewed) replay_io_set_view(fh, view, c, (MPI_Offset)c->at[0].offset,
-                                      c->repeat > 1 ? c->advance : replay_io_span(c));
+                                      c->repeat > 1 ? c->advance : replay_call_span(c));
     else if (f->api == IOTAME_API_MPIIO && !view->is_default) replay_io_default_view(fh, view);
     for (uint64_t i = 0; i < c->repeat; i++) {
         replay_io_before(io, f, c, i);

@@ -214,13 +214,6 @@ static int replay_spec_sequences(const replay_spec_ctx_t *c, size_t fi, const re
     return 0;
 }
 
-/* Bytes from a call's first offset to the end of its last piece. */
-static uint64_t replay_spec_span(const replay_call_t *call)
-{
-    const replay_extent_t *e = &call->at[call->nat - 1];
-    return e->offset + (e->count - 1) * e->stride + e->length - call->at[0].offset;
-}
-
 /* Marks this rank's independent entries that are made under a file view, as the job made them: where every proc of
  * the MPIIO file has the same entries (ops and repeats, so --scale cuts them alike), at entry j some proc's call is
  * noncontiguous, and no proc's calls there repeat closer than their span (one view holds every call of the entry).
@@ -242,7 +235,7 @@ static void replay_spec_views(const replay_spec_ctx_t *c, replay_file_t *f, json
             same = call.op == f->calls[j].op && call.repeat == f->calls[j].repeat;
             if (same && (call.op == 'w' || call.op == 'r') && call.nat > 0) {
                 several[j] |= call.nat > 1 || (call.at[0].count > 1 && call.at[0].stride != call.at[0].length);
-                fits[j] &= call.repeat == 1 || call.advance >= replay_spec_span(&call);
+                fits[j] &= call.repeat == 1 || call.advance >= replay_call_span(&call);
             }
             free(call.at);
         }
@@ -436,6 +429,12 @@ void replay_spec_free(replay_spec_t *spec)
     free(spec->files);
     if (spec->source) json_decref(spec->source);
     memset(spec, 0, sizeof *spec);
+}
+
+uint64_t replay_call_span(const replay_call_t *c)
+{
+    const replay_extent_t *e = &c->at[c->nat - 1];
+    return e->offset + (e->count - 1) * e->stride + e->length - c->at[0].offset;
 }
 
 bool replay_op_collective(char op)

@@ -62,6 +62,9 @@ void replay_spec_scale(replay_spec_t *spec, double f);
 
 void replay_spec_free(replay_spec_t *spec);
 
+/* Bytes from a call's first offset to the end of its last piece (a call with runs). */
+uint64_t replay_call_span(const replay_call_t *c);
+
 /* True for the ops that move data collectively ('W', 'R'), for entries of the collective sequence of an MPIIO
  * file ('W', 'R', 's', 'o'), and for the ops that move data (all but 's' and 'o'). */
 bool replay_op_collective(char op);
