@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .venvs import venv_with_checkout_deps
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 
@@ -95,9 +97,8 @@ def test_pip_install_outside_the_checkout_uses_the_installed_runtime(prefix, tmp
     src = tmp_path / "src"
     shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    # the dependencies are the checkout environment's (already downloaded); the package itself is built fresh
-    pip = [str(venv / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # the dependencies are the checkout environment's; the package itself is built fresh
+    pip = [str(venv_with_checkout_deps(venv)), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check"]
     p = subprocess.run([*pip, str(src)], env=dict(os.environ, IOTAME_PREFIX=str(prefix)), capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .venvs import venv_with_checkout_deps
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 RECIPE = ROOT / "packaging/spack/packages/iotame/package.py"
@@ -39,9 +41,9 @@ def clean_env() -> dict:
 @pytest.mark.skipif(not LMOD_INIT.exists(), reason="Lmod is not installed (Debian's lmod; make setup installs it)")
 def test_the_module_file_loads_a_one_prefix_install(tmp_path):
     prefix = tmp_path / "opt/iotame/0.1.0"
-    subprocess.run([sys.executable, "-m", "venv", str(prefix)], check=True)
-    p = subprocess.run([str(prefix / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        str(package_copy(tmp_path))], capture_output=True, text=True, timeout=600)
+    p = subprocess.run([str(venv_with_checkout_deps(prefix)), "-m", "pip", "install", "-q", "--no-deps",
+                        "--disable-pip-version-check", str(package_copy(tmp_path))], capture_output=True, text=True,
+                       timeout=600)
     assert p.returncode == 0, p.stderr
     cmake_install(prefix)
     modules = tmp_path / "modulefiles/iotame"
