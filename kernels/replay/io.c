@@ -269,7 +269,7 @@ static void replay_io_independent(replay_io_t *io, const replay_file_t *f, iotam
 {
     if (c->viewed) replay_io_set_view(fh, view, c, (MPI_Offset)c->at[0].offset,
                                       c->repeat > 1 ? c->advance : replay_call_span(c));
-    else if (f->api == IOTAME_API_MPIIO && !view->is_default) replay_io_default_view(fh, view);
+    else if (!view->is_default) replay_io_default_view(fh, view);
     for (uint64_t i = 0; i < c->repeat; i++) {
         replay_io_before(io, f, c, i);
         if (!c->viewed)

@@ -214,35 +214,50 @@ static int replay_spec_sequences(const replay_spec_ctx_t *c, size_t fi, const re
     return 0;
 }
 
-/* Marks this rank's independent entries that are made under a file view, as the job made them: where every proc of
- * the MPIIO file has the same entries (ops and repeats, so --scale cuts them alike), at entry j some proc's call is
- * noncontiguous, and no proc's calls there repeat closer than their span (one view holds every call of the entry).
- * Each proc decides from the whole spec, so all of them set the (collective) view at the same entries. */
-static void replay_spec_views(const replay_spec_ctx_t *c, replay_file_t *f, json_t *calls)
+/* Which independent entries of an MPIIO file are made under a file view, as the job made them: where every proc has
+ * the same entries (ops and repeats, so --scale cuts them alike; proc 0's list is the reference), at entry j some
+ * proc's call is noncontiguous, and no proc's calls there repeat closer than their span (one view holds every call of
+ * the entry). Gathered while the calls are parsed; every proc reads the whole spec, so all of them set the
+ * (collective) view at the same entries. */
+typedef struct {
+    size_t n;
+    char *op;
+    uint64_t *repeat;
+    bool *several, *fits, same;
+} replay_views_t;
+
+static void replay_spec_views_add(replay_views_t *v, size_t p, size_t j, size_t n, const replay_call_t *call)
 {
-    if (f->me < 0 || f->ncalls == 0) return;
-    bool *several = calloc(f->ncalls, sizeof *several), *fits = malloc(f->ncalls * sizeof *fits), same = true;
-    for (size_t j = 0; j < f->ncalls; j++) fits[j] = true;
-    for (size_t p = 0; p < f->nprocs && same; p++) {
-        json_t *list = json_array_get(calls, p);
-        same = json_array_size(list) == f->ncalls;
-        for (size_t j = 0; j < f->ncalls && same; j++) {
-            replay_call_t call; /* parsed and checked before: no error here */
-            if (replay_spec_call(c, "", json_array_get(list, j), f->api, &call)) {
-                same = false;
-                break;
-            }
-            same = call.op == f->calls[j].op && call.repeat == f->calls[j].repeat;
-            if (same && (call.op == 'w' || call.op == 'r') && call.nat > 0) {
-                several[j] |= call.nat > 1 || (call.at[0].count > 1 && call.at[0].stride != call.at[0].length);
-                fits[j] &= call.repeat == 1 || call.advance >= replay_call_span(&call);
-            }
-            free(call.at);
-        }
+    if (p == 0 && j == 0) {
+        *v = (replay_views_t){.n = n, .op = calloc(n, 1), .repeat = calloc(n, sizeof *v->repeat),
+                              .several = calloc(n, sizeof *v->several), .fits = calloc(n, sizeof *v->fits),
+                              .same = true};
+        for (size_t k = 0; k < n; k++) v->fits[k] = true;
     }
-    for (size_t j = 0; j < f->ncalls && same; j++) f->calls[j].viewed = several[j] && fits[j];
-    free(several);
-    free(fits);
+    if (p == 0) {
+        v->op[j] = call->op;
+        v->repeat[j] = call->repeat;
+    }
+    v->same &= n == v->n && call->op == v->op[j] && call->repeat == v->repeat[j];
+    if (!v->same || !(call->op == 'w' || call->op == 'r') || call->nat == 0) return;
+    const replay_extent_t *e = &call->at[0];
+    v->several[j] |= call->nat > 1 || (e->count > 1 && e->stride != e->length);
+    v->fits[j] &= call->repeat == 1 || call->advance >= replay_call_span(call);
+}
+
+/* Marks this rank's viewed entries. */
+static void replay_spec_views_mark(const replay_views_t *v, replay_file_t *f)
+{
+    for (size_t j = 0; j < f->ncalls && v->same && v->n == f->ncalls; j++)
+        f->calls[j].viewed = v->several[j] && v->fits[j];
+}
+
+static void replay_spec_views_free(replay_views_t *v)
+{
+    free(v->op);
+    free(v->repeat);
+    free(v->several);
+    free(v->fits);
 }
 
 /* A relative path without "..", "." or empty components. */
@@ -325,29 +340,33 @@ static int replay_spec_file(const replay_spec_ctx_t *c, size_t fi, json_t *v, co
         return replay_spec_fail(c, k, "expected an array of %zu call lists (one per entry of procs), got %s%s",
                                 f->nprocs, calls ? replay_spec_kind(calls) : "nothing",
                                 json_is_array(calls) ? " of another size" : "");
-    for (size_t p = 0; p < f->nprocs; p++) {
+    replay_views_t views = {.same = true};
+    int rc = 0;
+    for (size_t p = 0; p < f->nprocs && !rc; p++) {
         char kp[160];
         json_t *list = json_array_get(calls, p);
         snprintf(kp, sizeof kp, "%s[%zu]", k, p);
-        if (!json_is_array(list)) return replay_spec_fail(c, kp, "expected an array of calls, got %s",
-                                                          replay_spec_kind(list));
+        if (!json_is_array(list)) {
+            rc = replay_spec_fail(c, kp, "expected an array of calls, got %s", replay_spec_kind(list));
+            break;
+        }
         bool mine = (int)p == f->me;
         if (mine) {
             f->ncalls = json_array_size(list);
             f->calls = f->ncalls ? calloc(f->ncalls, sizeof *f->calls) : NULL;
         }
-        for (size_t i = 0; i < json_array_size(list); i++) {
+        for (size_t i = 0; i < json_array_size(list) && !rc; i++) {
             char kc[200];
             replay_call_t tmp, *call = mine ? &f->calls[i] : &tmp;
             snprintf(kc, sizeof kc, "%s[%zu]", kp, i);
-            int rc = replay_spec_call(c, kc, json_array_get(list, i), f->api, call);
+            rc = replay_spec_call(c, kc, json_array_get(list, i), f->api, call);
+            if (!rc) replay_spec_views_add(&views, p, i, json_array_size(list), call);
             if (!mine) free(tmp.at);
-            if (rc) return rc;
         }
     }
-    if (f->api != IOTAME_API_MPIIO) return 0;
-    int rc = replay_spec_sequences(c, fi, f, calls);
-    if (!rc) replay_spec_views(c, f, calls);
+    if (!rc && f->api == IOTAME_API_MPIIO) rc = replay_spec_sequences(c, fi, f, calls);
+    if (!rc && f->api == IOTAME_API_MPIIO) replay_spec_views_mark(&views, f);
+    replay_spec_views_free(&views);
     return rc;
 }
 

@@ -104,4 +104,5 @@ def tune_on_replay(args: argparse.Namespace, config: dict) -> int:
         err.print(f"iotame: advise: replay: {note}")
     from ..cli import main as iotame_main        # the tune command as the user would run it
     return iotame_main(["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
-                        "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path), *shlex.split(args.tune_options), "--", *replay])
+                        "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path),
+                        *shlex.split(args.tune_options), "--", *replay])

@@ -488,7 +488,7 @@ static size_t engine_runs_collapse(iotame_run_t *r, size_t n)
 
 /* A complete window into the sink instead of the file (aggregator caching): every source's pieces as runs, with its
  * bytes as they arrived (in offset order). No read-modify-write: the flusher writes the pieces only. */
-static void engine_window_put(ctx_t *x, const win_t *w)
+static void engine_window_to_sink(ctx_t *x, const win_t *w)
 {
     int64_t *first = x->srcfirst, *at = x->cursor; /* the cursors serve write_group only, which a sink replaces */
     for (int s = 0; s <= x->np; s++) first[s] = 0;
@@ -577,7 +577,7 @@ static int engine_write(ctx_t *x)
         if (cw < x->nwin && posted && rdone == nr) { /* every byte of the window is here */
             const win_t *w = &x->win[cw];
             x->cur_self = self_msg(x, w);
-            if (x->c->sink) engine_window_put(x, w);
+            if (x->c->sink) engine_window_to_sink(x, w);
             else for_groups(x, w, x->p->fill_holes, write_group);
             engine_window_done(x);
             cw++;

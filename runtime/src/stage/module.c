@@ -249,8 +249,8 @@ static void stage_agg_free(handle_t *h)
     free(h->agg_errs);
 }
 
-/* Forgets the cached records this rank waited for (they are written). */
-static void stage_agg_forget(handle_t *h)
+/* Clears what this rank had to wait for: the ends of the cached records it learnt of (they are written). */
+static void stage_agg_waits_clear(handle_t *h)
 {
     for (int r = 0; r < h->nprocs; r++) h->agg_end[r] = 0;
     h->agg_lo = INT64_MAX;
@@ -272,7 +272,7 @@ static int stage_agg_wait(handle_t *h)
         if (rc == MPI_SUCCESS) h->agg_end[r] = 0;
         waited = 1;
     }
-    if (rc == MPI_SUCCESS) stage_agg_forget(h);
+    if (rc == MPI_SUCCESS) stage_agg_waits_clear(h);
     if (waited) {
         stage_count(&mine.agg_waits, 1);
         stage_count(&mine.agg_wait_ns, iotame_monotonic_ns() - t0);
@@ -339,7 +339,7 @@ static void stage_sink_drain_all(void *arg)
     stage_module_drain(stage_head(area));
     PMPI_Barrier(h->comm);
     h->agg_dirty = 0;
-    stage_agg_forget(h);
+    stage_agg_waits_clear(h);
     stage_count(&mine.agg_drains, 1);
 }
 
@@ -372,7 +372,7 @@ static int stage_agg_report(handle_t *h)
     }
     PMPI_Allreduce(MPI_IN_PLACE, h->agg_errs, h->nprocs, MPI_INT32_T, MPI_MAX, h->comm);
     h->agg_dirty = h->agg_unreported = 0;
-    stage_agg_forget(h);
+    stage_agg_waits_clear(h);
     stage_count(&mine.agg_drains, 1);
     return h->agg_errs[h->me];
 }
