@@ -36,7 +36,7 @@ ALLOWED = {
     "core": set(),
     "flatten": set(),
     "select": set(),
-    "profile": {"select"},
+    "profile": set(),
     "intercept": {"core"},
     "posix": {"core", "intercept"},
     "hdf5": {"core", "intercept", "posix"},

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "select/select.h"
+#include "profile/profile.h"
 
 #include "check.h"
 

@@ -1,15 +1,119 @@
-/* profile: the machine profile that `iotame calibrate` writes (JSON, docs/formats.md "Machine profile"), read into
- * the cost model's iotame_profile_t (load.c), and found for a data file's file system without being named each time
+/* profile: the machine profile that `iotame calibrate` writes (JSON, docs/formats.md "Machine profile"), the cost
+ * model that predicts from it (model.c), the profile read into iotame_profile_t (load.c) and found for a data file's file system without being named each time
  * (find.c). The decisions that predict from the machine use it: the collective strategy, and staging's
  * write-through. docs/design/cost-model.md says how its keys map to the fields and what is taken for what it leaves
- * out. load.c needs no MPI, so that the MPI-free validator (`iotame-config profile`) links it. The only interface of
+ * out. load.c and model.c need no MPI, so that the MPI-free validator (`iotame-config profile`) links it. The only interface of
  * runtime/src/profile/. */
 #ifndef IOTAME_PROFILE_H
 #define IOTAME_PROFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#include "select/select.h"
+/* ---- the cost model (model.c) ----
+ * The predicted time of one collective call under each strategy, from a machine profile (what `iotame calibrate`
+ * measures once per machine and file system) and the call's signature; docs/design/cost-model.md gives the
+ * equations, their assumptions and what they leave out. Pure arithmetic: the strategies are the
+ * model's own kinds (iotame_model_kind_t), which the collective side maps to its registry ids. Units: bytes, seconds,
+ * bytes per second. */
+
+#define IOTAME_MODEL_POINTS 16 /* points of a curve at most */
+
+/* A measured curve: y against x at n points, x ascending and > 0, y > 0. Between points y follows a power law of x
+ * (straight in log x, log y); outside them y is clamped to the end point's. */
+typedef struct {
+    int n;
+    double x[IOTAME_MODEL_POINTS];
+    double y[IOTAME_MODEL_POINTS];
+} iotame_model_curve_t;
+
+/* A machine profile: storage per target, network, memory. A field 0 where a rate or size is expected is invalid
+ * (iotame_model_profile_problem says which); latencies, writeback_bytes and the per-operation costs may be 0. */
+typedef struct {
+    /* storage: one target, one stream of requests of one size (x: request size in bytes, 4 KiB..16 MiB; y: bytes
+     * per second), measured durable (writes through sync, reads from the device). Sequential: each request starts
+     * where the last ended; scattered: each request positions (random offsets in a large file). */
+    iotame_model_curve_t write_seq, write_scattered, read_seq, read_scattered;
+    /* one target under concurrent streams (x: streams, 1 first; y: the target's aggregate throughput relative to one
+     * stream: 1 at one stream, below 1 when streams make it position, above when it needs parallelism) */
+    iotame_model_curve_t streams;
+    /* each direction's own curve of the same kind, relative to its own one-stream figure, at every count that
+     * direction measured (the throttle predicts each direction's level from its own) */
+    iotame_model_curve_t streams_write, streams_read;
+    double writeback_bytes;   /* bytes a node's writes may leave in memory (the page cache) before the device's speed
+                                 applies; 0: writes are synchronous */
+    double writeback_rate;    /* bytes per second of one stream's writes the page cache absorbs (0: copy_rate): a new
+                                 file's pages are allocated and a file system's bookkeeping done as they are written */
+    double syscall_seconds;   /* one read or write call served from memory (absorbed), without the copy */
+    int64_t targets;          /* storage targets the file system stripes a file over (1: a local disk) */
+    int64_t stripe_unit;      /* bytes of a stripe on one target */
+    /* network: one message's latency (seconds) and a node's bandwidth (bytes per second), between the processes of
+     * one node (shared memory) and between nodes (a node's link, shared by its processes) */
+    double intra_latency, intra_rate;
+    double inter_latency, inter_rate;
+    /* a node's bytes per second to the other nodes while every node exchanges at once (x: bytes per pair of
+     * processes, y: bytes per second a node sends), from the alltoallv rows at the calibrated layout; n 0: not
+     * measured (inter_rate alone). Below inter_rate where the nodes' links or their hosts cannot carry every
+     * exchange at once. */
+    iotame_model_curve_t exchange;
+    /* memory */
+    double copy_rate;     /* bytes per second of one process's large memcpy */
+    double piece_seconds; /* one pass of software over one piece (cut, list, sort step, copy call), without its bytes */
+} iotame_profile_t;
+
+/* Why a profile cannot be used: "field: what was expected" (its key in the JSON profile), or NULL when it can. */
+const char *iotame_model_profile_problem(const iotame_profile_t *p);
+
+/* The strategies the model knows (the collective side maps its registry ids to these). */
+typedef enum {
+    IOTAME_MODEL_PASSTHROUGH,    /* the library's collective call: ROMIO's two-phase with its hints */
+    IOTAME_MODEL_INDEPENDENT,    /* each process's part as the library's independent call (data sieving) */
+    IOTAME_MODEL_TWO_PHASE,      /* even stripe-aligned domains, cb_nodes aggregators, lookahead rounds */
+    IOTAME_MODEL_NODE_LOCAL,     /* one aggregator per node, no inter-node exchange */
+    IOTAME_MODEL_TARGET_ALIGNED, /* one aggregator per storage target */
+    IOTAME_MODEL_VIEW_BASED,     /* one aggregator per node, file blocks round robin, no offset lists */
+    IOTAME_MODEL_KINDS
+} iotame_model_kind_t;
+
+/* One call as the model sees it: every value the same on every rank (reduced). Processes are placed on nodes in
+ * blocks of ppn consecutive ranks. Interleaved: the pieces of all processes alternate through the file (piece j of
+ * rank r before piece j of rank r + 1), so every process's pieces span the whole accessed range; otherwise each
+ * process's pieces follow one another in one region, in rank order. */
+typedef struct {
+    int write;
+    int64_t nprocs, nodes, ppn;  /* ppn 0: nprocs / nodes */
+    int64_t bytes;               /* of the call, all processes */
+    int64_t pieces;              /* file pieces per process (contiguous runs of its view) */
+    int64_t piece_size;          /* their mean size (0: bytes / (nprocs * pieces)) */
+    int interleaved;
+    int64_t gap;                 /* mean hole between consecutive pieces in file order, bytes (0: dense) */
+    int64_t targets, unit;       /* the file's layout (0: the profile's) */
+    int64_t cb_nodes, cb_buffer_size; /* the file's hints (0: one per node, 16 MiB: ROMIO's defaults) */
+    int64_t block_size;          /* view_based's block (0: 1 MiB, the runtime's without a striping_unit hint) */
+    int sieves;                  /* the library's writes sieve small pieces (ROMIO), not one by one (OMPIO) */
+    double setup_seconds;        /* what the engine strategies' first call on a handle adds (the shadow handle's open
+                                    and close); 0: set up already */
+} iotame_model_call_t;
+
+/* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind. The
+ * profile must pass iotame_model_profile_problem. */
+double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t *c, int kind);
+/* A collective write staged (cached 0: node staging, each process's part in its node's area; 1: aggregator caching,
+ * view_based's blocks cached at their aggregators): the seconds the application sees, and in *behind the flushers'
+ * device seconds after it. The call's fields as for iotame_model_predict (block_size: view_based's block). */
+double iotame_model_staged(const iotame_profile_t *p, const iotame_model_call_t *c, int cached, double *behind);
+/* Whether caching at the aggregators pays for the call: its time in the end (what the application sees and the
+ * flushers' device time, which the close pays unless computation hid it) below node staging's by more than the
+ * model's relative error; *node and *cached receive both. */
+int iotame_model_cache_pays(const iotame_profile_t *p, const iotame_model_call_t *c, double error, double *node,
+                            double *cached);
+/* The kinds[0..n) ordered by predicted time, fastest first (ties keep the given order), into order[] (n entries)
+ * and their seconds into seconds[] (may be NULL). Returns n, or -1 when a kind is unknown or n is not in
+ * 0..4 * IOTAME_MODEL_KINDS. */
+int iotame_model_rank(const iotame_profile_t *p, const iotame_model_call_t *c, const int *kinds, int n, int *order,
+                      double *seconds);
+/* The name of a kind ("two_phase", ...), or NULL. */
+const char *iotame_model_kind_name(int kind);
 
 /* Reads the profile named `path`, from text[0..len) or, when text is NULL, from the file `path`, into *out. Returns 0
  * when it is valid and iotame_model_profile_problem() accepts it; else a negative errno (-EINVAL: invalid, another:

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "select.h"
+#include "profile.h"
 
 #define MODEL_HOLE_MAX 65536.0    /* the engine fills (writes) or reads over holes up to this (collective/engine.c) */
 #define MODEL_WR_SIEVE 524288.0   /* ROMIO's independent write sieving buffer (ind_wr_buffer_size) */
