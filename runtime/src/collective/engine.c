@@ -139,7 +139,7 @@ typedef struct {
     msg_t *selfmsg;                      /* my own messages to myself, by window */
     size_t nself;
     const msg_t *cur_self;               /* the current window's message to myself */
-    iotame_run_t *runs;                  /* a sink's writes: the current window's pieces as runs, by source */
+    iotame_run_t *runs;                  /* a handed write: the current window's pieces as runs, by source */
     int64_t *srcfirst;                   /* nprocs + 1: where each source's runs start in `runs` */
 } ctx_t;
 
@@ -387,7 +387,7 @@ static int prepare_windows(ctx_t *x, int ok)
         x->stage = malloc((size_t)(stage_max ? stage_max : 1));
         if (!x->wbuf || !x->stage) ok = 0;
     }
-    if (ok && x->nap && x->c->sink && x->c->write) {
+    if (ok && x->nap && x->c->consumer && x->c->write) {
         x->runs = malloc(pieces_max * sizeof *x->runs);
         x->srcfirst = malloc(((size_t)x->np + 1) * sizeof *x->srcfirst);
         if (!x->runs || !x->srcfirst) ok = 0;
@@ -486,11 +486,11 @@ static size_t engine_runs_collapse(iotame_run_t *r, size_t n)
     return out;
 }
 
-/* A complete window into the sink instead of the file (aggregator caching): every source's pieces as runs, with its
- * bytes as they arrived (in offset order). No read-modify-write: the flusher writes the pieces only. */
-static void engine_window_to_sink(ctx_t *x, const win_t *w)
+/* A complete window handed to the block consumer instead of the file (core/module.h): every source's pieces as runs,
+ * with its bytes as they arrived (in offset order). No read-modify-write: the consumer writes the pieces only. */
+static void engine_window_to_consumer(ctx_t *x, const win_t *w)
 {
-    int64_t *first = x->srcfirst, *at = x->cursor; /* the cursors serve write_group only, which a sink replaces */
+    int64_t *first = x->srcfirst, *at = x->cursor; /* the cursors serve write_group only, which a consumer replaces */
     for (int s = 0; s <= x->np; s++) first[s] = 0;
     for (size_t k = w->first; k < w->end; k++) first[x->ap[k].src + 1]++;
     for (int s = 0; s < x->np; s++) first[s + 1] += first[s];
@@ -503,7 +503,7 @@ static void engine_window_to_sink(ctx_t *x, const win_t *w)
         const size_t n = engine_runs_collapse(x->runs + first[s], (size_t)(first[s + 1] - first[s]));
         if (!n) continue;
         const char *data = s == x->me ? x->sbuf + x->cur_self->boff : x->stage + x->srcoff[s];
-        x->c->sink_end = (int64_t)x->c->sink->put(x->c->sink_arg, s, x->runs + first[s], n, data);
+        x->c->handed_end = (int64_t)x->c->consumer->put(x->c->consumer_arg, s, x->runs + first[s], n, data);
     }
 }
 
@@ -577,7 +577,7 @@ static int engine_write(ctx_t *x)
         if (cw < x->nwin && posted && rdone == nr) { /* every byte of the window is here */
             const win_t *w = &x->win[cw];
             x->cur_self = self_msg(x, w);
-            if (x->c->sink) engine_window_to_sink(x, w);
+            if (x->c->consumer) engine_window_to_consumer(x, w);
             else for_groups(x, w, x->p->fill_holes, write_group);
             engine_window_done(x);
             cw++;
@@ -640,13 +640,13 @@ static int engine_read(ctx_t *x)
         if (g->agg == x->my_agg) continue; /* filled by my own aggregator loop */
         PMPI_Irecv(x->sbuf + g->boff, (int)g->bytes, MPI_BYTE, x->p->agg_rank[g->agg], TAG_DATA, comm, &rreq[nrecv++]);
     }
-    if (x->c->sink && x->nap) { /* cached blocks of this aggregator are written before it reads them */
+    if (x->c->consumer && x->nap) { /* the blocks this aggregator handed over are written before it reads them */
         int64_t lo = x->ap[0].off, hi = 0;
         for (size_t k = 0; k < x->nap; k++) {
             if (x->ap[k].off < lo) lo = x->ap[k].off;
             if (x->ap[k].off + x->ap[k].len > hi) hi = x->ap[k].off + x->ap[k].len;
         }
-        x->c->sink->read_ready(x->c->sink_arg, lo, hi);
+        x->c->consumer->read_ready(x->c->consumer_arg, lo, hi);
     }
     int ns = 0;
     for (size_t cw = 0; cw < x->nwin; cw++) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,13 +36,12 @@ struct iotame_coll_file {
     char *pack;
     size_t pack_cap;
     int64_t *info;
-    /* aggregator caching: the sink the stage module offers for the handle (core/module.h), and the agreement of a
-     * cached call (its 2 fields, then every rank's position after its puts) */
-    const iotame_sink_t *sink;
-    void *sink_arg;
+    /* the block consumer the handle's record names, once bound (core/module.h), and the agreement of a handed
+     * write (its 2 fields, then every rank's position after its puts) */
+    const iotame_block_consumer_t *consumer;
+    void *consumer_arg;
     int64_t *ends;
-    const char *profile; /* collective.profile (borrowed from the configuration): staging.collective auto's model */
-    double model_error;
+    double model_error; /* collective.model_error: handed to the consumer with a call's facts */
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
      * end) */
@@ -116,18 +116,41 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     e->path = f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
     if (!f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
-    f->profile = set->profile;
     f->model_error = set->model_error;
-    if (file->sink) {
-        f->sink = file->sink;
-        f->sink_arg = file->sink_arg;
+    if (file->consumer && set->strategy->blocks) /* bound once the open agreed (route_bind) */
         ok &= (f->ends = malloc(((size_t)e->nprocs + 2) * sizeof *f->ends)) != NULL;
-    }
     if (!ok) {
         route_free(f);
         return NULL;
     }
     return f;
+}
+
+/* The names of the strategies that hand blocks, as the reason a consumer is refused otherwise. */
+static const char *route_blocks_refusal(char *why, size_t size)
+{
+    size_t n = (size_t)snprintf(why, size, "collective.strategy is not");
+    for (int s = 0, first = 1; s < iotame_nstrategies && n < size; s++)
+        if (iotame_strategies[s]->blocks) {
+            n += (size_t)snprintf(why + n, size - n, "%s %s", first ? "" : " or", iotame_strategies[s]->name);
+            first = 0;
+        }
+    return why;
+}
+
+/* The block consumer the handle's record names (core/module.h) is told, every rank alike, whether its blocks will be
+ * handed (f: the handle is routed, NULL: it is not, `why`). */
+static void route_bind(const iotame_open_t *o, iotame_coll_file_t *f, const char *why)
+{
+    const iotame_block_consumer_t *consumer = o->file ? o->file->consumer : NULL;
+    if (!consumer) return;
+    char refusal[160];
+    if (f && !f->st->blocks) why = route_blocks_refusal(refusal, sizeof refusal);
+    if (f && !why) {
+        f->consumer = consumer;
+        f->consumer_arg = o->file->consumer_arg;
+    }
+    consumer->bind(o->file->consumer_arg, f && !why ? NULL : why);
 }
 
 /* The open agrees on everything in one reduction, inside the application's collective open (docs/design/
@@ -138,7 +161,11 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
 void iotame__coll_open(const iotame_open_t *o)
 {
     iotame_coll_settings_t set;
-    if (!o->fc || !iotame__coll_settings(o->fc, &set)) return; /* the library's own collective I/O: nothing to do */
+    if (!o->fc || !iotame__coll_settings(o->fc, &set)) { /* the library's own collective I/O: nothing to do */
+        char refusal[160];
+        route_bind(o, NULL, route_blocks_refusal(refusal, sizeof refusal));
+        return;
+    }
     const MPI_File fh = o->fh;
     const MPI_Comm comm = o->comm;
     iotame_file_stats_t *fs = o->fs;
@@ -170,6 +197,7 @@ void iotame__coll_open(const iotame_open_t *o)
         }
         if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
         if (fs) iotame_stats_passthrough(fs, "a rank could not set up collective routing (out of memory, or no communicator)");
+        route_bind(o, NULL, "a rank could not set up collective routing");
         return;
     }
     f->env.comm = own;
@@ -177,6 +205,7 @@ void iotame__coll_open(const iotame_open_t *o)
     f->env.write_sieving = iotame_coll_write_sieving();
     if (st->agreed) st->agreed(&f->env, all + CHOICE, cost_ns);
     *iotame_file_slot(o->file, &iotame_module_collective) = f;
+    route_bind(o, f, NULL);
 }
 
 /* ---- a call's jobs ---- */
@@ -192,16 +221,36 @@ static iotame_coll_fn route_function(const iotame_strategy_t *st, iotame_coll_op
                                             : st->read_at_all;
 }
 
-/* The sink's contract (core/module.h): a call not served through the handle's sink waits for its cached data first
- * (collective: every rank of the file takes the same path). */
-static void route_sink_drain(iotame_coll_file_t *f)
+/* The consumer's contract (core/module.h): a call whose blocks are not handed to the handle's consumer reaches the file
+ * after every block the consumer holds (collective: every rank of the file takes the same path). */
+static void route_consumer_flush(iotame_coll_file_t *f)
 {
-    if (f->sink && f->sink->dirty(f->sink_arg)) f->sink->drain_all(f->sink_arg);
+    if (f->consumer) f->consumer->flush(f->consumer_arg);
+}
+
+/* Whether the call's blocks are handed to the handle's consumer: asked, with the call's facts, where its strategy
+ * hands blocks (collective, every rank alike); else what the consumer holds is written first. */
+static int route_consumer_take(iotame_coll_file_t *f, const iotame_strategy_t *st, const iotame_coll_facts_t *g)
+{
+    int handed = 0;
+    if (f->consumer && st->blocks) {
+        iotame_block_call_t call = {.write = g->write,
+                                    .nprocs = f->env.nprocs,
+                                    .nodes = f->env.nnodes,
+                                    .bytes = g->gbytes,
+                                    .pieces = (g->requests + f->env.nprocs - 1) / f->env.nprocs,
+                                    .interleaved = iotame__coll_interleaved(g),
+                                    .model_error = f->model_error};
+        st->blocks(&f->env, &call.block_size, &call.aggregators);
+        handed = f->consumer->take(f->consumer_arg, &call);
+    }
+    if (!handed) route_consumer_flush(f);
+    return handed;
 }
 
 static int route_pass(iotame_coll_file_t *f, const iotame_coll_args_t *a, const char *reason)
 {
-    route_sink_drain(f);
+    route_consumer_flush(f);
     iotame_stats_passthrough(f->fs, reason);
     return iotame_coll_library(a, 0);
 }
@@ -263,7 +312,7 @@ static int route_serve_direct(iotame_coll_file_t *f, const iotame_coll_args_t *a
     iotame_coll_part_t part = {0, &f->ext}, *mine = NULL;
     if (f->st->served && route_prepare(f, a, &pos, &nbytes) == NULL) part.nbytes = nbytes, mine = &part;
     int mpi_error;
-    route_sink_drain(f);
+    route_consumer_flush(f);
     const double seconds = route_own_call(f, a, s, &mpi_error);
     if (f->st->served) f->st->served(&f->env, route_is_write(a->op), mine, seconds);
     return mpi_error;
@@ -383,20 +432,20 @@ static int route_agree(const iotame_coll_file_t *f, int rc, uint64_t called, dou
     return worst[0] != 0;
 }
 
-/* 8, for a write cached at the aggregators: the same agreement, which also gives every rank every aggregator's ring
- * position after the call (the sink's `staged`). */
-static int route_agree_cached(const iotame_coll_file_t *f, const iotame_coll_call_t *c, int rc, uint64_t called,
+/* 8, for a write whose blocks were handed to the consumer: the same agreement, which also gives every rank every
+ * aggregator's position after the call (the consumer's `staged`). */
+static int route_agree_handed(const iotame_coll_file_t *f, const iotame_coll_call_t *c, int rc, uint64_t called,
                               double *slowest)
 {
     const int np = f->env.nprocs;
     for (int r = 0; r < np; r++) f->ends[2 + r] = 0;
     f->ends[0] = rc == -EIO;
     f->ends[1] = (int64_t)(iotame_monotonic_ns() - called);
-    f->ends[2 + f->env.rank] = c->sink_end;
+    f->ends[2 + f->env.rank] = c->handed_end;
     PMPI_Allreduce(MPI_IN_PLACE, f->ends, np + 2, MPI_INT64_T, MPI_MAX, f->env.comm);
     *slowest = (double)f->ends[1] * 1e-9;
     if (rc == 0 && c->gbytes > 0) /* every rank alike */
-        f->sink->staged(f->sink_arg, f->ends + 2, f->ext.n ? f->ext.v[0].off : 0,
+        f->consumer->staged(f->consumer_arg, f->ends + 2, f->ext.n ? f->ext.v[0].off : 0,
                         f->ext.n ? f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len : 0);
     return f->ends[0] != 0;
 }
@@ -460,22 +509,16 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     const int s = route_choose(f, &g);
     const iotame_strategy_t *st = iotame_strategies[s];
     if ((why = route_setup(f, s))) return route_pass(f, a, why);
-    /* aggregator caching: view_based serves the call through the sink (once decided, with staging.collective auto);
-     * any other strategy after cached data drains */
-    int cached = f->sink && st == &iotame_strategy_view_based ? f->sink->caching(f->sink_arg) : 0;
-    if (cached < 0)
-        cached = g.write && g.gbytes > 0 &&
-                 iotame__coll_cache_decide(&f->env, &g, f->profile, f->model_error, f->sink, f->sink_arg);
-    if (!cached) route_sink_drain(f);
+    const int handed = route_consumer_take(f, st, &g);
     iotame_coll_call_t c = {.env = &f->env, .args = a, .write = g.write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = g.nbytes, .info = f->info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,
-                            .view = &f->view, .sink = cached ? f->sink : NULL, .sink_arg = f->sink_arg};
+                            .view = &f->view, .consumer = handed ? f->consumer : NULL, .consumer_arg = f->consumer_arg};
     int packed;
     const uint64_t t0 = iotame_monotonic_ns();
     const int rc = route_run(f, a, st, &c, &packed);
     const double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
     double slowest;
-    const int failed = cached && g.write ? route_agree_cached(f, &c, rc, called, &slowest)
+    const int failed = handed && g.write ? route_agree_handed(f, &c, rc, called, &slowest)
                                          : route_agree(f, rc, called, &slowest);
     if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
         return route_pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");

@@ -183,11 +183,11 @@ typedef struct {
     int mpi_error;              /* out: the first MPI error code of this rank's I/O, or MPI_SUCCESS */
     int64_t list_bytes;         /* out: bytes of offset/length lists this rank sent to other ranks (the engine) */
     int64_t view_bytes;         /* out: bytes of file views this rank sent to other ranks (view_based) */
-    /* aggregator caching (core/module.h, iotame_sink_t): the engine's aggregators put the windows of a write there
-     * instead of writing them, and call read_ready before a read; NULL: none */
-    const iotame_sink_t *sink;
-    void *sink_arg;
-    int64_t sink_end; /* out: this aggregator's position after its last put (0: none) */
+    /* the block consumer the call's blocks are handed to (core/module.h): the engine's aggregators put the windows of
+     * a write there instead of writing them, and call read_ready before a read; NULL: none */
+    const iotame_block_consumer_t *consumer;
+    void *consumer_arg;
+    int64_t handed_end; /* out: this aggregator's position after its last put (0: none) */
 } iotame_coll_call_t;
 
 typedef int (*iotame_coll_fn)(iotame_coll_call_t *call);
@@ -274,6 +274,11 @@ struct iotame_strategy {
     int (*setup)(iotame_coll_env_t *env);
     void (*teardown)(iotame_coll_env_t *env);
     iotame_coll_fn write_all, read_all, write_at_all, read_at_all;
+    /* whether it can hand a call's finished blocks to the handle's block consumer (core/module.h) instead of the file
+     * (NULL: never): its aggregators own fixed blocks, and this gives their map on the handle (set up): block b of
+     * block_size bytes is at aggregator b mod aggregators, for writes and reads alike. Its functions then serve a call
+     * with call->consumer set through it. */
+    void (*blocks)(const iotame_coll_env_t *env, int64_t *block_size, int64_t *aggregators);
 
     /* ---- choosing (a strategy that delegates each call to one of the registry's) ---- */
     /* At the handle's open (collective over o->comm): the strategy's state of the handle (env->choice; env NULL when
@@ -324,17 +329,9 @@ int iotame_strategy_find(const char *name);
 const iotame_strategy_t *iotame_strategy_named(const char *name);
 /* The strategy that chooses among the registry's (auto.c; registry.c lists it apart). */
 extern const iotame_strategy_t iotame_strategy_auto;
-/* The strategy whose aggregators cache a write behind them when the file offers a sink (view_based.c), and its
- * block (bytes) on the handle. */
-extern const iotame_strategy_t iotame_strategy_view_based;
-int64_t iotame__coll_view_block(const iotame_coll_env_t *e);
 /* Whether the ranks' ranges of a call overlap (their lengths sum to more than the call's whole range): what the
  * cost model calls interleaved (auto.c). */
 int iotame__coll_interleaved(const iotame_coll_facts_t *facts);
-/* staging.collective "auto" (cache_decision.c): the cost model's decision at the handle's first call that could be
- * cached, agreed over the file's ranks (collective) and told to the sink; returns it (1: cached). */
-int iotame__coll_cache_decide(const iotame_coll_env_t *e, const iotame_coll_facts_t *g, const char *profile,
-                              double error, const iotame_sink_t *sink, void *sink_arg);
 /* Calls the finalize hook of every strategy that has one (MPI_Finalize, collective). */
 void iotame__coll_strategies_finalize(void);
 

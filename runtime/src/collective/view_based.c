@@ -32,8 +32,6 @@ struct iotame_coll_views {
     iotame_flat_t *flat;  /* aggregators: nprocs flattened filetypes pointing into blob */
     iotame_view_t *view;  /* aggregators: nprocs views */
     iotame_extents_t tmp; /* aggregators: one block's extents while mapping */
-    int64_t sink_unit;    /* aggregator caching: the block and aggregators of the cached calls (0: none yet) */
-    int sink_nagg;
 };
 
 static int64_t view_based_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -246,7 +244,8 @@ static int view_based_extents_of(void *arg, int agg, int r, iotame_extents_t *ou
 
 /* ---- a call ---- */
 
-int64_t iotame__coll_view_block(const iotame_coll_env_t *e)
+/* The block (bytes) on the handle. */
+static int64_t view_based_block(const iotame_coll_env_t *e)
 {
     if (e->conf_block_size > 0) return e->conf_block_size;
     if (e->striping_unit > 0) return e->striping_unit;
@@ -261,7 +260,7 @@ static int view_based_run(iotame_coll_call_t *c)
     const iotame_coll_env_t *e = c->env;
     struct iotame_coll_views *cv = e->views; /* set up (agreed) before the strategy's first call */
     const int nagg = (int)view_based_clamp(e->nnodes, 1, e->nprocs);
-    const int64_t unit = iotame__coll_view_block(e);
+    const int64_t unit = view_based_block(e);
     int64_t window = e->cb_buffer_size / unit * unit;
     if (window < unit) window = unit;
     if (window > ((int64_t)1 << 30)) window = ((int64_t)1 << 30) / unit * unit > 0 ? ((int64_t)1 << 30) / unit * unit : unit;
@@ -271,11 +270,6 @@ static int view_based_run(iotame_coll_call_t *c)
     if (stale) {
         int rc = send_views(c, cv, nagg);
         if (rc) return rc;
-    }
-    if (c->sink) { /* cached blocks stay in their aggregator's ring: a new block map waits for them first */
-        if (cv->sink_unit && (cv->sink_unit != unit || cv->sink_nagg != nagg)) c->sink->drain_all(c->sink_arg);
-        cv->sink_unit = unit;
-        cv->sink_nagg = nagg;
     }
     mapping_t m = {.c = c, .cv = cv, .unit = unit, .nagg = nagg};
     iotame_plan_t plan = {
@@ -291,6 +285,14 @@ static int view_based_run(iotame_coll_call_t *c)
     return iotame_coll_engine(c, &plan);
 }
 
+/* The block map: blocks round robin over one aggregator per node (the same for writes and reads), so the strategy
+ * can hand a call's blocks to the handle's block consumer. */
+static void view_based_blocks(const iotame_coll_env_t *e, int64_t *block_size, int64_t *aggregators)
+{
+    *block_size = view_based_block(e);
+    *aggregators = view_based_clamp(e->nnodes, 1, e->nprocs);
+}
+
 const iotame_strategy_t iotame_strategy_view_based = {
     .name = "view_based",
     .summary = "view-based collective I/O: file blocks round robin to one aggregator per node, views cached there at "
@@ -302,4 +304,5 @@ const iotame_strategy_t iotame_strategy_view_based = {
     .read_all = view_based_run,
     .write_at_all = view_based_run,
     .read_at_all = view_based_run,
+    .blocks = view_based_blocks,
 };

@@ -31,31 +31,53 @@ struct iotame_run; /* flatten/flatten.h: a strided run of file offsets */
  * threads (MPI_THREAD_MULTIPLE) may run a module's data hooks at once: what those change in the slot, or in state the
  * module shares between handles, the module protects with its own lock. A module never takes another module's lock,
  * never reads another module's slot. */
-/* A sink (docs/design/aggregator-caching.md): where a module (stage) takes a collective write's data at the
- * aggregators of the call instead of the file, to write it behind. Offered for a handle through its record. The
- * contract: whoever serves a blocking collective call of a handle with a sink either runs it through the sink
- * (an aggregating strategy: put at the aggregators, staged on every rank, read_ready before an aggregator reads) or
- * calls drain_all before the call reaches the file; and dirty is the same on every rank of the file. */
-typedef struct iotame_sink {
-    /* At an aggregator: one source's data of one window, `origin` that source's rank in the file's communicator,
-     * nruns ascending file runs and their bytes in run order. Returns the ring position after it (what the aggregator
-     * reports to `staged`). */
+/* A block consumer (docs/design/block-consumer.md): the one tie between the collective engine and a module that
+ * takes the finished blocks of a handle's collective calls instead of the file (the stage module: aggregator
+ * caching, docs/design/aggregator-caching.md). It runs one way: the consumer names itself on the handle's record
+ * (iotame_file_t.consumer, set in its open hook, cleared in its close hook, both before the collective module's);
+ * the collective module calls it and names no module; every decision about the blocks (whether a call's are taken,
+ * where they go, when they are written) is the consumer's. Which strategies can hand blocks is theirs to declare:
+ * those whose aggregators own fixed blocks (block b at aggregator b mod n, for writes and reads alike), so that every
+ * byte of a block taken is in one consumer's hands, in call order.
+ *
+ * The collective module calls, per handle, in this order and nothing else:
+ *  - bind: once, in its open hook (collective over the file's communicator, every rank alike): why NULL, the
+ *    handle's blocking collective calls go through a strategy that hands blocks, and take/flush will be called as
+ *    below; else why not (for the consumer's statistics), and no other function is called for the handle. Not
+ *    called at all where the collective module does not run: the consumer then assumes a refusal.
+ *  - take: before each blocking collective call routed through a strategy that hands blocks (collective: every rank
+ *    alike, with the same `call`, gathered and reduced). Returns 1: the call's blocks are handed (a write's through
+ *    put and staged, a read calls read_ready); 0: the call reaches the file, and the consumer has made every block it
+ *    holds of the handle written before it returns. The consumer may make collective MPI calls here on its own
+ *    communicator of the file (a duplicate: never the file's, never the collective module's).
+ *  - flush: before any other blocking collective call of the handle reaches the file (another strategy, a call
+ *    passed to the library): collective, every rank alike; every block the consumer holds is written when it returns.
+ *  - put: at an aggregator, during a write handed over, for one source's data of one window: `origin` that source's
+ *    rank in the file's communicator, nruns ascending file runs and their bytes in run order. Returns the position
+ *    the aggregator reports (to staged). Local: no MPI call, no wait for another rank (it may wait for room).
+ *  - staged: after a handed write's agreement, on every rank alike: end[r] the position rank r reported from its
+ *    puts of the call (0: none), [lo, hi) the file range of this rank's data. Local: no MPI call.
+ *  - read_ready: at an aggregator, during a read handed over, before it reads [lo, hi) of the file: what the
+ *    consumer holds there is written first. Local: no MPI call.
+ * A consumer's functions never call the collective module and make no MPI call on the file's handle. */
+typedef struct {
+    int write;
+    int64_t nprocs, nodes, aggregators; /* the call's ranks, the nodes they are on, the strategy's aggregators */
+    int64_t bytes;                      /* over all ranks */
+    int64_t pieces;                     /* file pieces per rank (rounded up) */
+    int interleaved;                    /* the ranks' ranges overlap (the cost model's "interleaved") */
+    int64_t block_size;                 /* the strategy's block: block b is at aggregator b mod aggregators */
+    double model_error;                 /* the margin the collective module's cost model is trusted to */
+} iotame_block_call_t;
+
+typedef struct iotame_block_consumer {
+    void (*bind)(void *arg, const char *why);
+    int (*take)(void *arg, const iotame_block_call_t *call);
+    void (*flush)(void *arg);
     uint64_t (*put)(void *arg, int origin, const struct iotame_run *runs, size_t nruns, const char *data);
-    /* After the call's agreement, on every rank: end[r] is the position the rank r of the file's communicator
-     * reported from its puts of the call (0: it put nothing); [lo, hi) the file range of this rank's data. */
     void (*staged)(void *arg, const int64_t *end, int64_t lo, int64_t hi);
-    /* Whether cached data of the handle may be unwritten (the same on every rank of the file). */
-    int (*dirty)(void *arg);
-    /* Whether the handle's collective writes are cached: 1, 0 (no more: they go to node staging), or -1 when the
-     * first call that could be cached is to decide (staging.collective "auto"); then `decided` is told, on every
-     * rank alike, before that call runs (cached 0: it runs uncached), with the reason for the statistics. */
-    int (*caching)(void *arg);
-    void (*decided)(void *arg, int cached, const char *why);
-    /* Collective over the file's communicator: every cached byte of the handle is written when it returns. */
-    void (*drain_all)(void *arg);
-    /* An aggregator is about to read [lo, hi) of the file: its own cached records there are written first. */
     void (*read_ready)(void *arg, int64_t lo, int64_t hi);
-} iotame_sink_t;
+} iotame_block_consumer_t;
 
 typedef struct iotame_file {
     MPI_File fh;              /* MPI_FILE_NULL: the shared record of handles the runtime did not see opened */
@@ -65,9 +87,9 @@ typedef struct iotame_file {
     const iotame_file_config_t *fc; /* the file's settings (matched rule over the defaults, parsed once at open),
                                        NULL without a configuration */
     void *slot[IOTAME_MODULE_MAX];  /* each module's state of the handle, by registry index */
-    const iotame_sink_t *sink;      /* the sink a module offers for the handle's collective writes (set in its open
-                                       hook, cleared in its close hook), or NULL */
-    void *sink_arg;
+    const iotame_block_consumer_t *consumer; /* the module that takes the finished blocks of the handle's collective
+                                                calls (set in its open hook, cleared in its close hook), or NULL */
+    void *consumer_arg;
 } iotame_file_t;
 
 /* A new record of a handle the library just opened, bound to it; fc (may be NULL) is taken over and released with
