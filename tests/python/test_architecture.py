@@ -129,3 +129,131 @@ def test_static_function_names_say_whose_they_are():
             seen.setdefault(name, []).append(str(path.relative_to(SRC)))
     repeated = {n: f for n, f in seen.items() if len(f) > 1}
     assert not repeated, repeated
+
+
+# ---- ties through function pointers ----
+#
+# Includes do not show every tie: a part that fills an interface's function pointers (a table it registers on a
+# record) is called by the part that calls through them, whatever either includes. The layering below sees those
+# calls: which part fills an interface's function pointers (a designated initializer of the interface's type naming
+# its functions), which part calls them (a call through a variable or field of that type), and which parts depend on
+# which otherwise (includes, and reads of another part's settings section). A tie between two parts runs one way:
+# the part whose functions are called must not depend on the caller by any path. The core is left out: it calls every
+# module through the registry (core/module.h's iotame_module_t) by design, and every part includes it.
+
+import json
+
+SETTINGS = json.loads((ROOT / "runtime" / "settings.json").read_text())["sections"]
+# A setting read by parts other than its section's owner as the setting of another part: collective.profile says
+# where the machine profile (profile/) is found, and every part that predicts from the profile reads it until the
+# core finds the profile once per file (issue 47, item 1).
+SETTING_OWNER = {("collective", "profile"): "profile"}
+
+
+def stripped(path):
+    return re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)
+
+
+def interfaces(root=SRC):
+    """{type name: set of its function-pointer members}, for every struct declared in a header of the runtime."""
+    out = {}
+    for path in root.rglob("*.h"):
+        text = stripped(path)
+        tags = dict((tag, name) for tag, name in re.findall(r"typedef\s+struct\s+(\w+)\s+(\w+)\s*;", text))
+        for tag, body, name in re.findall(r"(?:typedef\s+)?struct\s*(\w*)\s*\{([^{}]*)\}\s*(\w*)\s*;", text):
+            name = name or tags.get(tag)
+            members = set(re.findall(r"\(\s*\*\s*(\w+)\s*\)\s*\(", body))
+            if name and members:
+                out.setdefault(name, set()).update(members)
+    return out
+
+
+def pointer_ties(root=SRC):
+    """{(caller part, filler part, interface)}: calls through an interface's function pointers that another part
+    filled."""
+    kinds = interfaces(root)
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h"))
+    texts = {p: stripped(p) for p in files}
+    fillers, names = {}, {}
+    for path, text in texts.items():
+        part = path.relative_to(root).parts[0]
+        for kind in kinds:
+            for body in re.findall(rf"\b{kind}\s+\w+\s*=\s*\{{(.*?)\}};", text, re.S):
+                if re.search(r"\.\w+\s*=\s*&?\w+", body):
+                    fillers.setdefault(kind, set()).add(part)
+            # variables, parameters and fields of the interface's type (pointers to it)
+            for name in re.findall(rf"\b{kind}\s*\*\s*(?:const\s+)?(\w+)", text):
+                names.setdefault(kind, set()).add(name)
+    ties = set()
+    for path, text in texts.items():
+        part = path.relative_to(root).parts[0]
+        for kind, members in kinds.items():
+            for name in names.get(kind, ()):
+                for member in set(re.findall(rf"\b{name}\s*->\s*(\w+)\s*\(", text)) & members:
+                    ties.update((part, filler, kind) for filler in fillers.get(kind, ()) if filler != part)
+    return ties
+
+
+def dependencies(root=SRC):
+    """{(part, part it depends on): why}: includes and reads of another part's settings section."""
+    deps = {}
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h")):
+        part, where = path.relative_to(root).parts[0], path.relative_to(root).as_posix()
+        for inc in includes(path):
+            if "/" in inc:
+                deps.setdefault((part, inc.split("/", 1)[0]), f"{where} includes {inc}")
+        text = stripped(path)
+        reads = re.findall(r'iotame_(?:config|file)_(?:setting|value|any)\(\s*[^,()]+(?:\([^()]*\))?,\s*"(\w+)",\s*"(\w+)"',
+                           text)
+        for section, key in reads:
+            owner = SETTING_OWNER.get((section, key)) or SETTINGS.get(section, {}).get("owner")
+            deps.setdefault((part, owner), f"{where} reads {section}.{key}")
+    return {edge: why for edge, why in deps.items() if edge[0] != edge[1]}
+
+
+def reaches(edges, start, goal):
+    seen, todo = {start}, [start]
+    while todo:
+        here = todo.pop()
+        if here == goal:
+            return True
+        for a, b in edges:
+            if a == here and b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return False
+
+
+def one_way_violations(root=SRC):
+    """The ties through function pointers that run both ways: the called part depends on its caller."""
+    ties = {(a, b, k) for a, b, k in pointer_ties(root) if "core" not in (a, b)}
+    deps = dependencies(root)
+    edges = set(deps) | {(a, b) for a, b, _ in ties}
+    out = []
+    for caller, callee, kind in sorted(ties):
+        if reaches(edges - {(caller, callee)}, callee, caller):
+            how = deps.get((callee, caller), "through other parts")
+            out.append(f"{caller} calls {callee}'s functions through {kind}, and {callee} depends on {caller} ({how})")
+    return out
+
+
+def test_the_pointer_ties_are_seen():
+    """The collective engine calls the stage module's functions through an interface the core declares: the test
+    must see that tie, or it could not judge it."""
+    ties = pointer_ties()
+    assert any(a == "collective" and b == "stage" for a, b, _ in ties), ties
+    for _, _, kind in ties:
+        assert any(kind in stripped(SRC / "core" / h) for h in PUBLIC["core"]), f"{kind} is not declared by the core"
+
+
+def test_ties_through_function_pointers_run_one_way():
+    """A part whose functions another part calls through an interface (the block consumer: stage's functions, called
+    by the collective engine) neither includes, nor reads the settings of, nor calls through pointers the caller."""
+    assert not one_way_violations()
+
+
+def test_no_strategy_is_recognised_by_identity():
+    """What a strategy can do is a property it declares in its table (strategy.h), not a comparison of its address."""
+    for path in sources():
+        assert not re.search(r"[=!]=\s*&iotame_strategy_\w+|&iotame_strategy_\w+\s*[=!]=", stripped(path)), \
+            f"{path.relative_to(SRC)} compares a strategy's address"
