@@ -257,3 +257,28 @@ def test_no_strategy_is_recognised_by_identity():
     for path in sources():
         assert not re.search(r"[=!]=\s*&iotame_strategy_\w+|&iotame_strategy_\w+\s*[=!]=", stripped(path)), \
             f"{path.relative_to(SRC)} compares a strategy's address"
+
+
+# ---- sizes ----
+# The parts that went through issue 47's shape step: no file over 700 lines, no struct over 20 fields unless the
+# comment before it says why ("over 20 fields"). The other parts join as they are split.
+SHAPED = {"stage"}
+
+
+def struct_fields(body):
+    n = 0
+    for decl in (d.strip() for d in body.split(";")):
+        if decl:
+            n += 1 if re.search(r"\(\s*\*", decl) else re.sub(r"\[[^\]]*\]", "", decl).count(",") + 1
+    return n
+
+
+@pytest.mark.parametrize("path", [p for p in sources() if part_of(p) in SHAPED], ids=lambda p: str(p.relative_to(SRC)))
+def test_files_and_structs_stay_small(path):
+    assert len(path.read_text().splitlines()) <= 700, f"{path.relative_to(SRC)} is over 700 lines"
+    text = path.read_text()
+    for m in re.finditer(r"(/\*(?:(?!\*/).)*\*/\s*)?(?:typedef\s+)?struct\s*(\w*)\s*\{([^{}]*)\}\s*(\w*)\s*;", text, re.S):
+        body = re.sub(r"/\*.*?\*/", "", m.group(3), flags=re.S)
+        if struct_fields(body) > 20:
+            assert m.group(1) and "over 20 fields" in re.sub(r"\s+\*?\s*", " ", m.group(1)).lower(), \
+                f"{path.relative_to(SRC)}: struct {m.group(4) or m.group(2)} has {struct_fields(body)} fields"

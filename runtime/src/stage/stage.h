@@ -99,7 +99,9 @@ typedef struct {
 /* The node's area: this header, then the prefetch buffers, then the ring. Positions in the ring grow without end;
  * a position's byte is at ring[pos % cap]. Writers reserve [head, head + n) under the lock (the record's header is
  * written there and then) and copy the data outside it; the flusher writes committed records from tail and advances
- * tail, which frees their room. A record whose writer died before committing it is skipped and reported as lost. */
+ * tail, which frees their room. A record whose writer died before committing it is skipped and reported as lost.
+ * Over 20 fields, as one struct: it is the layout of the node's shared memory, which every process of the node maps
+ * (its counters, problems and tables are structs of their own). */
 typedef struct {
     uint32_t magic, nprocs;
     pthread_mutex_t lock; /* process-shared, robust; held for bookkeeping only, never across a copy or a write */
