@@ -40,7 +40,7 @@ struct iotame_coll_file {
     const iotame_sink_t *sink;
     void *sink_arg;
     int64_t *ends;
-    const char *profile; /* collective.profile (borrowed from the configuration): staging.collective auto's model */
+    const iotame_file_profile_t *profile; /* the file record's machine profile: staging.collective auto's model */
     double model_error;
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
@@ -116,7 +116,7 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     e->path = f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
     if (!f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
-    f->profile = set->profile;
+    f->profile = &file->profile;
     f->model_error = set->model_error;
     if (file->sink) {
         f->sink = file->sink;
@@ -153,7 +153,7 @@ void iotame__coll_open(const iotame_open_t *o)
     int mine[FIELDS] = {0}, all[FIELDS];
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, fs, o->file) : NULL;
     int failed = !f;
-    const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set, (int64_t)o->open_ns};
+    const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set, (int64_t)o->open_ns, o->file ? &o->file->profile : NULL};
     if (st->open) failed |= st->open(f ? &f->env : NULL, &co, mine + CHOICE) != 0; /* collective: every rank */
     mine[FAILED] = failed;
     mine[LOCAL] = rank == 0 && !failed && iotame_coll_local_fs(f->path);
