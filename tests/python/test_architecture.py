@@ -36,8 +36,8 @@ ALLOWED = {
     "core": set(),
     "flatten": set(),
     "select": set(),
-    "profile": set(),
-    "intercept": {"core"},
+    "profile": {"core"},
+    "intercept": {"core", "profile"},
     "posix": {"core", "intercept"},
     "hdf5": {"core", "intercept", "posix"},
     "stage": {"core", "flatten", "posix", "profile"},
@@ -144,9 +144,8 @@ def test_static_function_names_say_whose_they_are():
 import json
 
 SETTINGS = json.loads((ROOT / "runtime" / "settings.json").read_text())["sections"]
-# A setting read by parts other than its section's owner as the setting of another part: collective.profile says
-# where the machine profile (profile/) is found, and every part that predicts from the profile reads it until the
-# core finds the profile once per file (issue 47, item 1).
+# A setting that belongs to another part than its section's owner: collective.profile says where the machine profile
+# is found, and profile/ (iotame_profile_for) is its one reader.
 SETTING_OWNER = {("collective", "profile"): "profile"}
 
 

@@ -180,7 +180,7 @@ void iotame__coll_open(const iotame_open_t *o)
     int mine[FIELDS] = {0}, all[FIELDS];
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, fs, o->file) : NULL;
     int failed = !f;
-    const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set, (int64_t)o->open_ns};
+    const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set, (int64_t)o->open_ns, o->file ? &o->file->profile : NULL};
     if (st->open) failed |= st->open(f ? &f->env : NULL, &co, mine + CHOICE) != 0; /* collective: every rank */
     mine[FAILED] = failed;
     mine[LOCAL] = rank == 0 && !failed && iotame_coll_local_fs(f->path);

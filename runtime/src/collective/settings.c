@@ -61,8 +61,6 @@ int iotame__coll_settings(const iotame_file_config_t *fc, iotame_coll_settings_t
     set->readahead = settings_int(fc, "readahead", -1);
     const char *knowledge = json_string_value(settings_value(fc, "knowledge"));
     set->knowledge = knowledge && *knowledge ? knowledge : NULL;
-    const char *profile = json_string_value(settings_value(fc, "profile"));
-    set->profile = profile && *profile ? profile : NULL;
     set->model_error = settings_number(fc, "model_error");
     return 1;
 }

@@ -224,7 +224,6 @@ typedef struct {
     int64_t trace, readahead; /* readahead -1: not configured */
     double threshold, exam_budget, window_seconds, drop, threshold_max, gate_calls, window_max_seconds;
     const char *knowledge; /* the knowledge file, or NULL (borrowed from the configuration) */
-    const char *profile;   /* the machine profile (a file or a directory), or NULL (borrowed) */
     double model_error;
 } iotame_coll_settings_t;
 /* Reads them; returns whether the file's collective calls are routed (its strategy is not passthrough). */
@@ -237,10 +236,11 @@ typedef struct {
     iotame_file_stats_t *fs; /* the file's record (NULL: this rank has none) */
     const iotame_coll_settings_t *set;
     int64_t open_ns; /* what the library's open of the handle took on this rank */
+    const iotame_file_profile_t *profile; /* the file's machine profile, agreed by the core (core/module.h) */
 } iotame_coll_open_t;
 
 /* The ints a choosing strategy adds to the open's one agreement (reduced with MPI_MAX). */
-enum { IOTAME_COLL_AGREE = 18 };
+enum { IOTAME_COLL_AGREE = 16 };
 
 /* A strategy (a backend, in the manner of IOR's): functions return 0, or -errno when they could not run (nothing
  * done: the call then passes through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies

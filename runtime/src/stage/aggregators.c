@@ -65,8 +65,6 @@ void stage_agg_free(stage_handle_t *h)
     free(h->agg.world_of);
     free(h->agg.end);
     free(h->agg.errs);
-    free(h->agg.profile);
-    h->agg.profile = NULL;
 }
 
 /* ---- waits ---- */
@@ -131,11 +129,11 @@ void stage_agg_note(iotame_file_stats_t *fs, const char *why)
 /* The cost model's decision at the handle's first call that could be cached (docs/design/aggregator-caching.md,
  * section 6): from the call's facts and the machine profile of the file's file system, cached where the time in the
  * end (what the application sees and the flushers' device time behind it) is below node staging's by more than the
- * model's error. Without a profile agreed by every rank the writes stay with node staging. Collective over the
- * file's ranks; every rank decides alike. */
+ * model's error. The profile is the file record's, which every rank found, and the facts are every rank's alike, so
+ * every rank decides alike without a collective. Without a profile the writes stay with node staging. */
 static void stage_agg_decide(stage_handle_t *h, const iotame_block_call_t *call)
 {
-    const iotame_profile_found_t *found = h->agg.profile;
+    const iotame_profile_found_t *found = h->agg.profile ? h->agg.profile->found : NULL; /* agreed at the open */
     double node = 0, cached = 0;
     int pays = 0;
     if (found) {
@@ -148,21 +146,17 @@ static void stage_agg_decide(stage_handle_t *h, const iotame_block_call_t *call)
                                         .block_size = call->block_size};
         pays = iotame_model_cache_pays(&found->profile, &mc, call->model_error, &node, &cached);
     }
-    /* the same profile on every rank (its hash: max and -min), and whether any rank's prediction says no */
-    int64_t mine[3] = {found ? found->hash : 0, found ? -(int64_t)found->hash : 0, !pays}, all[3];
-    PMPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MAX, h->comm);
-    const int agreed = all[0] != 0 && all[0] == -all[1], decision = agreed && !all[2];
+    const int decision = found && pays;
     char why[160];
-    if (!agreed)
-        snprintf(why, sizeof why, "%s", all[0] == 0 && all[1] == 0 ? "no machine profile"
-                                                                    : "the ranks found different machine profiles");
+    if (!found)
+        snprintf(why, sizeof why, "%s", h->agg.profile && h->agg.profile->differs
+                                            ? "the ranks found different machine profiles"
+                                            : "no machine profile");
     else
         snprintf(why, sizeof why, "the model: %.3g s cached, %.3g s node staging (application and device)", cached,
                  node);
     h->agg.undecided = 0;
     h->agg.on = decision; /* not cached: the handle's collective writes are staged per node from the next call on */
-    free(h->agg.profile);
-    h->agg.profile = NULL;
     json_t *s = iotame_stats_section(h->fs, &iotame_module_stage);
     if (!s) return;
     json_object_set_new(s, "collective", json_string(decision ? "aggregators" : "node"));
@@ -179,9 +173,6 @@ static void stage_agg_bind(void *arg, const char *why)
         h->agg.on = 1;
         h->agg.undecided = h->set.collective == STAGE_COLLECTIVE_AUTO;
         __atomic_add_fetch(&stage_process.area->file[h->file].agg_users, 1, __ATOMIC_ACQ_REL);
-    } else {
-        free(h->agg.profile);
-        h->agg.profile = NULL;
     }
     stage_agg_note(h->fs, why);
 }
@@ -252,11 +243,9 @@ static const iotame_block_consumer_t stage_agg_consumer = {
     .read_ready = stage_agg_read_ready,
 };
 
-void stage_agg_offer(stage_handle_t *h, iotame_file_t *record, const iotame_profile_found_t *profile)
+void stage_agg_offer(stage_handle_t *h, iotame_file_t *record)
 {
-    if (h->set.collective == STAGE_COLLECTIVE_AUTO && profile && !h->agg.refused &&
-        (h->agg.profile = malloc(sizeof *h->agg.profile)))
-        *h->agg.profile = *profile;
+    h->agg.profile = &record->profile;
     record->consumer = &stage_agg_consumer;
     record->consumer_arg = h;
     /* until the collective module binds it (it does not where it routes no file) */

@@ -24,7 +24,6 @@ typedef struct {
     stage_enabled_t enabled;
     stage_collective_t collective;
     int prefetch, sync_on_close;
-    const char *profile; /* collective.profile, where the machine profile is found (NULL: the default places) */
 } stage_settings_t;
 
 /* What MPI_Init needs of the whole configuration (every file's rules, the process's values). */
@@ -33,7 +32,6 @@ typedef struct {
     int any_true;        /* some file has staging.enabled true */
     int any_prefetch;    /* some file has staging.prefetch */
     int any_aggregators; /* some file has staging.collective "aggregators" or "auto" */
-    int any_profile;     /* some file names collective.profile */
     double threshold, flush_delay_ms;
     uint64_t cache_bytes, prefetch_bytes;
 } stage_job_settings_t;
@@ -95,7 +93,7 @@ typedef struct {
     int64_t lo, hi;     /* the file range of this rank's own cached data (lo > hi: none) */
     uint64_t own_end;   /* as an aggregator: the ring position after its last cached record of the file */
     int64_t unit, nagg; /* the block map of the calls handed so far (0: none yet) */
-    iotame_profile_found_t *profile; /* staging.collective auto, undecided: the file's profile (NULL: none) */
+    const iotame_file_profile_t *profile; /* the file record's machine profile (staging.collective auto's model) */
 } stage_agg_t;
 
 /* Prefetch (prefetch.c). */
@@ -181,8 +179,8 @@ const char *stage_agg_late(int alone);
 int stage_agg_setup(stage_handle_t *h, MPI_Comm comm);
 void stage_agg_free(stage_handle_t *h);
 /* Offers the handle as its record's block consumer (core/module.h), with the file's statistics noted until the
- * collective module binds it; the profile (may be NULL) is kept for staging.collective auto. */
-void stage_agg_offer(stage_handle_t *h, iotame_file_t *record, const iotame_profile_found_t *profile);
+ * collective module binds it. */
+void stage_agg_offer(stage_handle_t *h, iotame_file_t *record);
 void stage_agg_close(stage_handle_t *h, iotame_file_t *record);
 /* The file's statistics: its collective writes cached at the aggregators (why NULL), or not and why. */
 void stage_agg_note(iotame_file_stats_t *fs, const char *why);

@@ -86,13 +86,12 @@ static void stage_opening(const iotame_open_t *o)
     if (pending) stage_drain_counted(head);
 }
 
-/* The machine profile of the file's file system (found as the collective strategies find it), into *found; 0: none. */
-static int stage_module_profile(const stage_settings_t *set, const char *path, iotame_profile_found_t *found)
+/* staging.enabled "auto" decides per file from the machine profile, and so does staging.collective "auto". */
+static int stage_predicts(const iotame_file_config_t *fc)
 {
-    char *refused = NULL; /* reported by the collective statistics when they use the profile */
-    int ok = iotame_profile_find(path, set->profile, found, &refused);
-    free(refused);
-    return ok;
+    stage_settings_t set;
+    stage_settings_read(fc, &set);
+    return set.enabled == STAGE_ENABLED_AUTO || set.collective == STAGE_COLLECTIVE_AUTO;
 }
 
 /* staging.enabled "auto": whether the file's writes are staged (1) or not (0), and why (docs/design/staging.md):
@@ -194,13 +193,12 @@ static void stage_open(const iotame_open_t *o)
     else if ((file = stage_file_claim(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino, real)) < 0)
         why = "the node's staging table is full";
     /* whether the file's writes are staged: staging.enabled true, or "auto" decided from the profile */
-    iotame_profile_found_t *found = file >= 0 ? malloc(sizeof *found) : NULL;
-    const int have_profile = found && stage_module_profile(&set, real, found);
-    const char *profile = have_profile ? found->path : "";
+    const iotame_profile_found_t *found = file >= 0 ? o->file->profile.found : NULL; /* the core's, agreed */
+    const char *profile = found ? found->path : "";
     const char *decided = "enabled";
     int writes = writing && set.enabled == STAGE_ENABLED_ON;
     if (writing && set.enabled == STAGE_ENABLED_AUTO)
-        writes = stage_auto_decide(have_profile ? &found->profile : NULL, area->cap, &decided);
+        writes = stage_auto_decide(found ? &found->profile : NULL, area->cap, &decided);
     if (writes && stage_process.flusher_lazy && !stage_module_flusher_ensure()) {
         writes = 0;
         decided = "the node's flusher could not be started";
@@ -214,7 +212,6 @@ static void stage_open(const iotame_open_t *o)
     if (all[0] && !all[1] && !set.prefetch) {
         stage_file_release(area, file); /* nothing to do for the handle: its calls go to the library untouched */
         if (noted) stage_module_note(o->fs, set.enabled, 0, decided, profile);
-        free(found);
         return;
     }
     /* aggregator caching: staging's own reasons not to cache, before and after the collective module's (bind) */
@@ -228,7 +225,6 @@ static void stage_open(const iotame_open_t *o)
         iotame_stats_passthrough(o->fs, why        ? why
                                         : all[0] ? "out of memory (staging)"
                                                  : "another rank cannot stage the file");
-        free(found);
         return;
     }
     if (noted) stage_module_note(o->fs, set.enabled, all[1], decided, profile);
@@ -243,12 +239,11 @@ static void stage_open(const iotame_open_t *o)
     h->ahead.next_read = -1;
     h->ahead.slot[0] = h->ahead.slot[1] = -1;
     h->agg.refused = late;
-    stage_through_open(h, real, have_profile ? &found->profile : NULL);
+    stage_through_open(h, real, found ? &found->profile : NULL);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
-    if (!early) stage_agg_offer(h, o->file, have_profile ? found : NULL); /* bound by the collective module */
+    if (!early) stage_agg_offer(h, o->file); /* bound by the collective module */
     else if (noted && set.collective != STAGE_COLLECTIVE_NODE) stage_agg_note(o->fs, early);
-    free(found);
 }
 
 static void stage_set_view(iotame_file_t *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
@@ -353,7 +348,7 @@ static int stage_start(const iotame_config_t *cfg)
     if (!js.any_true && !js.any_prefetch) {
         /* only "auto": without any profile to find, no file will stage, and the area is not set up (each file's
          * open still records its decision); the ranks agree, since the area's mapping is collective */
-        int may = js.any_profile || iotame_profile_may_exist();
+        int may = iotame_profile_may_exist(cfg);
         int all = 0;
         PMPI_Allreduce(&may, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (!all) return 1;
@@ -483,6 +478,7 @@ const iotame_module_t iotame_module_stage = {
     .name = "stage",
     .settings = "staging",
     .start = stage_start,
+    .predicts = stage_predicts,
     .opening = stage_opening,
     .open = stage_open,
     .set_view = stage_set_view,

@@ -25,15 +25,6 @@ static const json_t *stage_settings_value(const iotame_file_config_t *fc, const 
     return iotame_config_setting(fc, "staging", key);
 }
 
-/* collective.profile: where the machine profile is found. RATIONALE: the profile has no owner of its own yet
- * (issue 47, item 1: the core is to find it once per file and keep it on the file record); until then staging
- * finds it as the collective strategies do, by their setting. */
-static const char *stage_settings_profile(const iotame_file_config_t *fc)
-{
-    const char *s = json_string_value(iotame_config_setting(fc, "collective", "profile"));
-    return s && *s ? s : NULL;
-}
-
 void stage_settings_read(const iotame_file_config_t *fc, stage_settings_t *set)
 {
     *set = (stage_settings_t){0};
@@ -42,7 +33,6 @@ void stage_settings_read(const iotame_file_config_t *fc, stage_settings_t *set)
     set->collective = stage_settings_decode_collective(stage_settings_value(fc, "collective"));
     set->prefetch = json_is_true(stage_settings_value(fc, "prefetch"));
     set->sync_on_close = json_is_true(stage_settings_value(fc, "sync_on_close"));
-    set->profile = stage_settings_profile(fc);
 }
 
 json_t *stage_settings_enabled_json(stage_enabled_t e)
@@ -54,7 +44,6 @@ json_t *stage_settings_enabled_json(stage_enabled_t e)
 static int stage_settings_is_on(const json_t *v) { return stage_settings_decode_enabled(v) != STAGE_ENABLED_OFF; }
 static int stage_settings_is_enabled(const json_t *v) { return stage_settings_decode_enabled(v) == STAGE_ENABLED_ON; }
 static int stage_settings_is_true(const json_t *v) { return json_is_true(v); }
-static int stage_settings_is_named(const json_t *v) { return json_is_string(v) && *json_string_value(v); }
 static int stage_settings_is_aggregators(const json_t *v)
 {
     return stage_settings_decode_collective(v) != STAGE_COLLECTIVE_NODE;
@@ -68,7 +57,6 @@ void stage_settings_job(const iotame_config_t *cfg, stage_job_settings_t *job)
         .any_true = iotame_config_any(cfg, "staging", "enabled", stage_settings_is_enabled),
         .any_prefetch = iotame_config_any(cfg, "staging", "prefetch", stage_settings_is_true),
         .any_aggregators = iotame_config_any(cfg, "staging", "collective", stage_settings_is_aggregators),
-        .any_profile = iotame_config_any(cfg, "collective", "profile", stage_settings_is_named), /* see above */
         .threshold = json_number_value(stage_settings_value(&process, "flush_threshold")),
         .flush_delay_ms = json_number_value(stage_settings_value(&process, "flush_delay_ms")),
         .cache_bytes = (uint64_t)json_number_value(stage_settings_value(&process, "cache_mb")) << 20,
