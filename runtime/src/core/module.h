@@ -48,11 +48,12 @@ struct iotame_profile_found;  /* profile/profile.h: a machine profile as found f
  *    called at all where the collective module does not run: the consumer then assumes a refusal.
  *  - take: before each blocking collective call routed through a strategy that hands blocks (collective: every rank
  *    alike, with the same `call`, gathered and reduced). Returns 1: the call's blocks are handed (a write's through
- *    put and staged, a read calls read_ready); 0: the call reaches the file, and the consumer has made every block it
- *    holds of the handle written before it returns. The consumer may make collective MPI calls here on its own
- *    communicator of the file (a duplicate: never the file's, never the collective module's).
+ *    put and staged, a read calls read_ready); 0: the call reaches the file, after flush. The consumer may make
+ *    collective MPI calls here on its own communicator of the file (a duplicate: never the file's, never the
+ *    collective module's).
  *  - flush: before any other blocking collective call of the handle reaches the file (another strategy, a call
- *    passed to the library): collective, every rank alike; every block the consumer holds is written when it returns.
+ *    passed to the library, a call take refused): collective, every rank alike; every block the consumer holds is
+ *    written when it returns.
  *  - put: at an aggregator, during a write handed over, for one source's data of one window: `origin` that source's
  *    rank in the file's communicator, nruns ascending file runs and their bytes in run order. Returns the position
  *    the aggregator reports (to staged). Local: no MPI call, no wait for another rank (it may wait for room).

@@ -152,16 +152,16 @@ static int stage_module_flusher_ensure(void)
     return state == STAGE_FLUSHER_RUNNING;
 }
 
-/* The handle's state, with its own communicator and aggregator caching's tables (early: not cached); NULL when they
- * cannot be had. */
-static stage_handle_t *stage_module_new(MPI_Comm comm, const char *early)
+/* The handle's state, with its own communicator and, when its collective writes may be cached, aggregator caching's
+ * tables; NULL when they cannot be had. */
+static stage_handle_t *stage_module_new(MPI_Comm comm, int cached)
 {
     stage_handle_t *h = calloc(1, sizeof *h);
     if (h && PMPI_Comm_dup(comm, &h->comm) != MPI_SUCCESS) {
         free(h);
         return NULL;
     }
-    if (h && !early && stage_agg_setup(h, comm) != 0) {
+    if (h && cached && stage_agg_setup(h, comm) != 0) {
         stage_agg_free(h);
         PMPI_Comm_free(&h->comm);
         free(h);
@@ -216,7 +216,7 @@ static void stage_open(const iotame_open_t *o)
     }
     /* aggregator caching: staging's own reasons not to cache, before and after the collective module's (bind) */
     const char *early = stage_agg_early(&set, all[1]), *late = early ? NULL : stage_agg_late(all[2]);
-    stage_handle_t *h = all[0] ? stage_module_new(o->comm, early || late ? "not cached" : NULL) : NULL;
+    stage_handle_t *h = all[0] ? stage_module_new(o->comm, !early && !late) : NULL;
     int have = h != NULL, every = 0;
     PMPI_Allreduce(&have, &every, 1, MPI_INT, MPI_MIN, o->comm);
     if (!every) {
