@@ -8,8 +8,8 @@
 
 #include "strategy.h"
 
-int iotame__coll_cache_decide(const iotame_coll_env_t *e, const iotame_coll_facts_t *g, const char *profile,
-                              double error, const iotame_sink_t *sink, void *sink_arg)
+int iotame__coll_cache_decide(const iotame_coll_env_t *e, const iotame_coll_facts_t *g, int64_t block,
+                              const char *profile, double error, const iotame_sink_t *sink, void *sink_arg)
 {
     iotame_profile_found_t *found = malloc(sizeof *found);
     char *refused = NULL;
@@ -23,7 +23,7 @@ int iotame__coll_cache_decide(const iotame_coll_env_t *e, const iotame_coll_fact
                                           .bytes = g->gbytes,
                                           .pieces = (g->requests + e->nprocs - 1) / e->nprocs,
                                           .interleaved = iotame__coll_interleaved(g),
-                                          .block_size = iotame__coll_view_block(e)};
+                                          .block_size = block};
         pays = iotame_model_cache_pays(&found->profile, &call, error, &node, &cached);
     }
     /* the same profile on every rank (its hash: max and -min), and whether any rank's prediction says no */
