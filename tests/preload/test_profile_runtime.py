@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from conftest import collective_config, write_json
+from conftest import KERNEL, collective_config, write_json
 from iotame.calibrate.discover import find_profile
 from test_collective import MATRIX_LONGER, run_kernel
 
@@ -80,3 +80,21 @@ def test_the_knowledge_file_keeps_predicted_and_measured_times(job):
     auto_run(job, profile=str(job.tmp / "p.json"), knowledge=str(knowledge))
     entries = json.loads(knowledge.read_text())["modules"]["collective"]["entries"]
     assert entries and all(e["model"]["predicted_s"] and e["model"]["measured_s"] for e in entries)
+
+
+def test_ranks_that_find_different_profiles_use_none_and_say_so(job):
+    """The core finds a file's profile once per rank at the open and keeps it only when every rank found the same
+    (a node whose profile directory differs must not make its ranks predict, and so decide, apart)."""
+    good = profile_for(job.tmp, job.tmp / "good.json")
+    config = collective_config(job.tmp / "c.json", strategy="auto", exam_budget=1, trace=4)
+    stats = job.tmp / "stats.json"
+    # rank 0 alone is given the profile (PMI_RANK: MPICH's and Open MPI's launchers set it, or OMPI_COMM_WORLD_RANK)
+    script = (f'r=${{PMI_RANK:-$OMPI_COMM_WORLD_RANK}}; [ "$r" = 0 ] && export IOTAME_PROFILE={good}; '
+              f'exec {KERNEL} matrix {" ".join(MATRIX_LONGER)} --keep')
+    p = job.run(2, ["sh", "-c", script], preload=True, config=config, stats=stats)
+    assert json.loads(p.stdout)["verified"], p.stderr
+    (f,) = [f for f in json.loads(stats.read_text())["files"] if f["path"].endswith("matrix.dat")]
+    assert "profile" not in f and "different machine profiles" in f["profile_refused"]
+    assert f["decisions"] and all("model" not in d for d in f["decisions"])   # examined as without a profile
+    f, _ = auto_run(job, extra_env={"IOTAME_PROFILE": str(good)})                # both ranks: it is used
+    assert f["profile"]["found_by"] == "environment" and all("model" in d for d in f["decisions"])

@@ -19,10 +19,11 @@
 #include "window.h"
 
 /* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
- * writes on a local file system [0..3] and elsewhere [4..7], the profile's hash and the file's layout (targets,
- * unit in KiB), each as (max, -min) over the ranks, and the slowest rank's open of the handle (microseconds) */
-enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_PROFILE = A_OPENING + 8, A_TARGETS = A_PROFILE + 2,
-       A_UNIT_KB = A_TARGETS + 2, A_OPEN_US = A_UNIT_KB + 2, A_FIELDS };
+ * writes on a local file system [0..3] and elsewhere [4..7] and the file's layout (targets, unit in KiB), each as
+ * (max, -min) over the ranks, and the slowest rank's open of the handle (microseconds). The machine profile is
+ * agreed by the core (the file record's). */
+enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_TARGETS = A_OPENING + 8, A_UNIT_KB = A_TARGETS + 2,
+       A_OPEN_US = A_UNIT_KB + 2, A_FIELDS };
 _Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
 
 /* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
@@ -50,10 +51,11 @@ struct iotame_coll_choice {
     MPI_Request req;
     int64_t post_ns;
     iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
-    /* the cost model (NULL profile: none): the profile this rank found, what it refused on the way, and the agreed
-     * facts of the handle a prediction needs (strategies as model kinds, -1: none) */
-    iotame_profile_found_t *profile;
-    char *refused;
+    /* the cost model (NULL profile: none): the file record's profile, and the agreed facts of the handle a
+     * prediction needs (the strategies' model terms) */
+    const iotame_profile_found_t *profile;
+    const char *refused; /* this rank's lines of the profiles refused on the way (borrowed) */
+    int differs;         /* the ranks found different profiles */
     int64_t nodes, targets, unit;
     iotame_model_call_t own[IOTAME_STRATEGY_MAX]; /* each strategy's own facts of the handle (its model_call) */
     int sieves, kind[IOTAME_STRATEGY_MAX];
@@ -108,8 +110,6 @@ static void auto_leave(struct iotame_coll_choice *a)
 
 static void auto_free(struct iotame_coll_choice *a)
 {
-    free(a->profile);
-    free(a->refused);
     iotame__coll_known_free(&a->w.set.knowledge);
     free(a->knowledge_path);
     free(a->rows);
@@ -144,16 +144,6 @@ static void auto_gather_test(void *arg)
 }
 
 /* ---- the cost model: the profile, its agreement, the prediction of a new signature ---- */
-
-/* This rank's profile of the file's file system (setting, environment, profile directories), and the lines of what
- * it refused on the way. */
-static void auto_profile_find(struct iotame_coll_choice *a, const iotame_coll_options_t *o, const char *path)
-{
-    iotame_profile_found_t *p = path ? malloc(sizeof *p) : NULL;
-    if (p && iotame_profile_find(path, iotame_coll_option_string(o, "profile"), p, &a->refused)) a->profile = p;
-    else free(p);
-    a->model_error = iotame_coll_option_number(o, "model_error");
-}
 
 /* The model's term of each registry strategy here (the one it declares): a strategy that does not apply to the
  * handle does the library's collective call (passthrough); one that declares none is never predicted. */
@@ -194,20 +184,17 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
 /* (max, -min) of a value over the ranks: one agreed value, or -1 when they differ. */
 static int64_t auto_agreed_value(const int *pair) { return pair[0] == -pair[1] ? pair[0] : -1; }
 
-/* After the open's agreement: the profile is used when every rank read the same one (collective then: the nodes
+/* After the open's agreement: the profile is the file record's, which every rank found (collective then: the nodes
  * are counted). The file's statistics say which, or why none. */
 static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_env_t *env, const int *agree)
 {
-    const int64_t hash = auto_agreed_value(agree + A_PROFILE);
     json_t *coll = iotame_stats_collective(a->fs);
     if (a->rank == 0 && a->refused) iotame_log_warn("%s", a->refused);
     if (a->refused && coll) json_object_set_new(coll, "profile_refused", json_string(a->refused));
-    if (hash <= 0) {
-        if (hash < 0 && coll) /* some rank found none, or another */
+    if (!a->profile) {
+        if (a->differs && coll) /* some rank found none, or another */
             json_object_set_new(coll, "profile_refused", json_string("the ranks found different machine profiles "
                                                                      "(or some none): not used"));
-        free(a->profile);
-        a->profile = NULL;
         a->w.set.conf.predicts = 0;
         return;
     }
@@ -314,7 +301,10 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     if (knowledge) ok &= (a->knowledge_path = strdup(knowledge)) != NULL;
     a->rows = malloc((size_t)o->nprocs * IOTAME_WINDOW_FIELDS * sizeof *a->rows);
     a->selector = auto_selector_of(o->fs);
-    auto_profile_find(a, opt, path);
+    a->profile = o->profile ? o->profile->found : NULL;
+    a->refused = o->profile ? o->profile->refused : NULL;
+    a->differs = o->profile ? o->profile->differs : 0;
+    a->model_error = iotame_coll_option_number(opt, "model_error");
     c->predicts = a->profile != NULL;
     if (!ok || !a->rows || !a->selector) {
         auto_free(a);
@@ -348,11 +338,10 @@ static int auto_open(void **state, const iotame_coll_open_t *o, int agree[IOTAME
     const char *path = iotame_stats_path(o->fs);
     const int laid = path && iotame_posix_layout(path, &layout) == 0 && layout.count > 1;
     const int64_t unit_kb = laid ? (int64_t)layout.unit >> 10 : 0;
-    const int64_t mine[3] = {a->profile ? a->profile->hash : 0, laid ? (int64_t)layout.count : 1,
-                             unit_kb < INT_MAX ? unit_kb : 0};
-    for (int i = 0; i < 3; i++) {
-        agree[A_PROFILE + 2 * i] = (int)mine[i];
-        agree[A_PROFILE + 2 * i + 1] = -(int)mine[i];
+    const int64_t mine[2] = {laid ? (int64_t)layout.count : 1, unit_kb < INT_MAX ? unit_kb : 0};
+    for (int i = 0; i < 2; i++) {
+        agree[A_TARGETS + 2 * i] = (int)mine[i];
+        agree[A_TARGETS + 2 * i + 1] = -(int)mine[i];
     }
     agree[A_OPEN_US] = (int)(o->open_ns / 1000 < INT_MAX ? o->open_ns / 1000 : INT_MAX);
     for (int away = 0; away < 2; away++) {

@@ -16,6 +16,13 @@ static int collective_routes(const json_t *strategy)
 
 /* Active when some rule of the configuration, or the settings' default, routes a file: otherwise every collective
  * call is the library's and the data path does not even ask. */
+/* auto predicts a new signature's strategy from the machine profile. */
+static int collective_predicts(const iotame_file_config_t *fc)
+{
+    const char *name = json_string_value(iotame_config_setting(fc, "collective", "strategy"));
+    return name && strcmp(name, "auto") == 0;
+}
+
 static int collective_start(const iotame_config_t *cfg)
 {
     return iotame_config_any(cfg, "collective", "strategy", collective_routes);
@@ -102,6 +109,7 @@ const iotame_module_t iotame_module_collective = {
     .name = "collective",
     .settings = "collective",
     .start = collective_start,
+    .predicts = collective_predicts,
     .open = iotame__coll_open,
     .set_view = iotame__coll_set_view,
     .set_info = iotame__coll_set_info,

@@ -44,7 +44,7 @@ struct iotame_coll_file {
     const iotame_sink_t *sink;
     void *sink_arg;
     int64_t *ends;
-    const char *profile; /* collective.profile (borrowed from the configuration): staging.collective auto's model */
+    const iotame_file_profile_t *profile; /* the file record's machine profile: staging.collective auto's model */
     double model_error;
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
@@ -145,7 +145,7 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     const char *refused = ok ? route_open_strategies(f, fc) : NULL;
     ok &= refused == NULL;
     if (!f->st || !f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
-    f->profile = set->profile;
+    f->profile = &file->profile;
     f->model_error = set->model_error;
     if (file->sink) {
         f->sink = file->sink;
@@ -186,8 +186,9 @@ void iotame__coll_open(const iotame_open_t *o)
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, o->fc, fs, o->file, &refused)
                                                 : NULL;
     int failed = !f;
-    const iotame_coll_open_t co = {comm, rank, nprocs, fs, {o->fc, ch ? ch->options : NULL}, f ? f->state : NULL,
-                                   (int64_t)o->open_ns};
+    const iotame_coll_open_t co = {.comm = comm, .rank = rank, .nprocs = nprocs, .fs = fs,
+                                   .options = {o->fc, ch ? ch->options : NULL}, .states = f ? f->state : NULL,
+                                   .open_ns = (int64_t)o->open_ns, .profile = o->file ? &o->file->profile : NULL};
     if (ch && ch->open) /* collective: every rank */
         failed |= ch->open(f ? &f->choice : NULL, &co, mine + CHOICE) != 0;
     mine[FAILED] = failed;

@@ -1,5 +1,5 @@
 /* A file's collective settings, read at its open: what the router reads itself (the strategy, and staging.collective
- * auto's model), and the accessors through which each strategy, the chooser and the engine read their own options.
+ * auto's model error), and the accessors through which each strategy, the chooser and the engine read their own options.
  * Each is the file's value, else its default in runtime/settings.json (one source of truth), through the core's
  * iotame_config_setting. */
 #include <jansson.h>
@@ -45,8 +45,6 @@ int iotame__coll_settings(const iotame_file_config_t *fc, iotame_coll_settings_t
     set->strategy = s >= 0 ? iotame_strategies[s] : NULL;
     set->chooser = s >= 0 ? NULL : iotame_chooser_named(name);
     if (s <= 0 && !set->chooser) return 0; /* the library's own (or no strategy of that name): nothing more */
-    const char *profile = json_string_value(settings_value(fc, "profile"));
-    set->profile = profile && *profile ? profile : NULL;
     set->model_error = json_number_value(settings_value(fc, "model_error"));
     return 1;
 }

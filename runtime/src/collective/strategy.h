@@ -235,9 +235,7 @@ typedef struct {
     /* collective.strategy: one of the registry's, or a chooser (exactly one of the two set) */
     const iotame_strategy_t *strategy;
     const iotame_chooser_t *chooser;
-    /* staging.collective auto's model (cache_decision.c): collective.profile (a file or a directory, borrowed) or
-     * NULL, and collective.model_error */
-    const char *profile;
+    /* staging.collective auto's model (cache_decision.c): collective.model_error */
     double model_error;
 } iotame_coll_settings_t;
 /* Reads them; returns whether the file's collective calls are routed (its strategy is not passthrough). */
@@ -312,10 +310,11 @@ typedef struct {
      * calls at the open (model_call); NULL when this rank could not set the handle up */
     void *const *states;
     int64_t open_ns; /* what the library's open of the handle took on this rank */
+    const iotame_file_profile_t *profile; /* the file's machine profile, agreed by the core (core/module.h) */
 } iotame_coll_open_t;
 
 /* The ints a chooser adds to the open's one agreement (reduced with MPI_MAX). */
-enum { IOTAME_COLL_AGREE = 18 };
+enum { IOTAME_COLL_AGREE = 16 };
 
 struct iotame_chooser {
     const char *name;
@@ -376,10 +375,11 @@ int64_t iotame__coll_view_block(const iotame_coll_env_t *e, const void *state);
  * cost model calls interleaved (auto.c). */
 int iotame__coll_interleaved(const iotame_coll_facts_t *facts);
 /* staging.collective "auto" (cache_decision.c): the cost model's decision at the handle's first call that could be
- * cached (view_based's, whose blocks are `block` bytes), agreed over the file's ranks (collective) and told to the
- * sink; returns it (1: cached). */
+ * cached (view_based's, whose blocks are `block` bytes), the same on every rank (from the record's agreed profile and
+ * the gathered facts: no collective), told to the sink; returns it (1: cached). */
 int iotame__coll_cache_decide(const iotame_coll_env_t *e, const iotame_coll_facts_t *g, int64_t block,
-                              const char *profile, double error, const iotame_sink_t *sink, void *sink_arg);
+                              const iotame_file_profile_t *profile, double error, const iotame_sink_t *sink,
+                              void *sink_arg);
 /* Calls the finalize hook of every chooser that has one (MPI_Finalize, collective). */
 void iotame__coll_choosers_finalize(void);
 

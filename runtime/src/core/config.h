@@ -58,7 +58,8 @@ int iotame_config_for_file(const iotame_config_t *cfg, const char *path, iotame_
 void iotame_config_file_release(iotame_file_config_t *fc);
 
 /* The JSON value of `key` in section `section` for a file: the matching rule's, else the defaults', else NULL
- * (borrowed from the configuration). */
+ * (borrowed from the configuration). The configuration's own value: modules read settings through
+ * iotame_config_setting (or iotame_file_setting), which add settings.json's defaults. */
 const json_t *iotame_config_value(const iotame_file_config_t *fc, const char *section, const char *key);
 /* The default of a setting as runtime/settings.json gives it, or NULL when it has none (borrowed). */
 const json_t *iotame_config_default(const char *section, const char *key);

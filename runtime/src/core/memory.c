@@ -15,7 +15,7 @@ long long iotame_memory_threshold(void) { return threshold; }
 void iotame_memory_prepare(const iotame_config_t *cfg)
 {
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* no file: defaults only */
-    const json_t *v = iotame_config_value(&process, "memory", "malloc_threshold");
+    const json_t *v = iotame_config_setting(&process, "memory", "malloc_threshold");
     long long n = json_integer_value(v ? v : iotame_config_default("memory", "malloc_threshold"));
 #if defined(__GLIBC__)
     if (n > 0) {

@@ -15,7 +15,8 @@
 
 #include "core.h"
 
-struct iotame_run; /* flatten/flatten.h: a strided run of file offsets */
+struct iotame_run;            /* flatten/flatten.h: a strided run of file offsets */
+struct iotame_profile_found;  /* profile/profile.h: a machine profile as found for a file */
 
 #define IOTAME_MODULE_MAX 10 /* the registry holds 8 with HDF5 */
 
@@ -57,6 +58,16 @@ typedef struct iotame_sink {
     void (*read_ready)(void *arg, int64_t lo, int64_t hi);
 } iotame_sink_t;
 
+/* The machine profile of a file, as the core found it at MPI_File_open (one search per rank, agreed over the ranks in a
+ * reduction that runs beside the library's open), when some active module predicts from it for the file (the
+ * module's `predicts` hook). Every module reads it here, none finds its own. */
+typedef struct {
+    const struct iotame_profile_found *found; /* the profile every rank found (borrowed for the job's life), or NULL */
+    const char *refused; /* this rank's lines of the profiles refused on the way (borrowed), or NULL */
+    int asked;           /* a module predicts for the file: the core searched and agreed */
+    int differs;         /* the ranks found different profiles (or some none): found is NULL */
+} iotame_file_profile_t;
+
 typedef struct iotame_file {
     MPI_File fh;              /* MPI_FILE_NULL: the shared record of handles the runtime did not see opened */
     iotame_file_stats_t *fs;  /* the path's statistics record (shared by the path's handles), or NULL */
@@ -65,6 +76,7 @@ typedef struct iotame_file {
     const iotame_file_config_t *fc; /* the file's settings (matched rule over the defaults, parsed once at open),
                                        NULL without a configuration */
     void *slot[IOTAME_MODULE_MAX];  /* each module's state of the handle, by registry index */
+    iotame_file_profile_t profile;  /* the file system's machine profile (set before any module's open hook) */
     const iotame_sink_t *sink;      /* the sink a module offers for the handle's collective writes (set in its open
                                        hook, cleared in its close hook), or NULL */
     void *sink_arg;
@@ -145,6 +157,10 @@ typedef struct iotame_module {
     /* At MPI_Init, after the configuration was read (cfg NULL without one). Returns nonzero when the module is
      * active in this job: the hooks of an inactive module are never called. */
     int (*start)(const iotame_config_t *cfg);
+    /* Whether the module predicts from the machine profile for a file with these settings (fc never NULL). Decided
+     * from the configuration alone, so the same on every rank: when an active module says yes, the core finds the
+     * file's profile at MPI_File_open and agrees on it over the ranks (iotame_file_t.profile). */
+    int (*predicts)(const iotame_file_config_t *fc);
 
     /* ---- MPI-IO layer ---- */
     /* Before the library opens a file: MPI_File_open (o->fh is MPI_FILE_NULL) and HDF5's H5Fcreate/H5Fopen
@@ -244,6 +260,8 @@ void iotame_modules_set_atomicity(iotame_file_t *f, int flag);
 int iotame_modules_sync(iotame_file_t *f);  /* the first error code a module returned, else MPI_SUCCESS */
 int iotame_modules_close(iotame_file_t *f); /* the same */
 void iotame_modules_sizing(iotame_file_t *f);
+/* Whether an active module predicts from the machine profile for a file with these settings (its `predicts`). */
+int iotame_modules_predict(const iotame_file_config_t *fc);
 
 /* The data path: inline, since every data call takes it. */
 static inline void iotame_modules_before(const iotame_io_t *io)

@@ -81,6 +81,15 @@ void iotame_modules_set_atomicity(iotame_file_t *f, int flag)
 {
     if (iotame_file_known(f)) EACH(set_atomicity, set_atomicity(f, flag));
 }
+/* Over every registered module, active or not: whether a module starts may depend on a rank's environment, and the
+ * answer decides whether the ranks join the open's reduction of the profile. */
+int iotame_modules_predict(const iotame_file_config_t *fc)
+{
+    for (int i = 0; iotame_modules[i]; i++)
+        if (iotame_modules[i]->predicts && iotame_modules[i]->predicts(fc)) return 1;
+    return 0;
+}
+
 void iotame_modules_sizing(iotame_file_t *f)
 {
     if (iotame_file_known(f)) EACH(sizing, sizing(f));

@@ -2,9 +2,10 @@
  * SC13, H5Tuner; the parameters of Howison et al., "Tuning HDF5 for Lustre File Systems", 2010: alignment, metadata
  * block size, chunk size, collective metadata).
  *
- * Settings come from the "hdf5" section of the file's rule overlaid on the defaults' (iotame_config_value), and for
- * dataset creation and transfer from the first rule of `datasets` that matches the dataset. The configured values
- * replace the application's own (they are what a tuner varies); the application's lists are never modified.
+ * Settings come from the "hdf5" section of the file's rule overlaid on the defaults' (iotame_config_setting; no hdf5
+ * setting has a default in settings.json: an unset one leaves the application's value), and for dataset creation
+ * and transfer from the first rule of `datasets` that matches the dataset. The configured values replace the
+ * application's own (they are what a tuner varies); the application's lists are never modified.
  *
  * RATIONALE: chunking is applied whether the application passed its own creation list or H5P_DEFAULT; H5Tuner's
  * public code does it only in the first case, so the common H5P_DEFAULT dataset was never chunked. A dataset that
@@ -26,7 +27,7 @@
 
 static const json_t *props_setting(const iotame_file_config_t *fc, const char *key)
 {
-    return iotame_config_value(fc, SECTION, key);
+    return iotame_config_setting(fc, SECTION, key);
 }
 
 /* ---- what the configuration has anywhere, so that calls it cannot change pass straight through ---- */

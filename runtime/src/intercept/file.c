@@ -1,6 +1,7 @@
 /* Wrappers of the MPI-IO functions that open, close and describe files. MPI_File_open is where the
  * configuration meets a file: the matching rule's hints are merged into the application's MPI_Info. */
 #include "intercept.h"
+#include "profile/profile.h"
 
 /* A metadata call on an open handle: time it, hand it to the modules. */
 #define META(NAME, PARAMS, ARGS)                                                                               \
@@ -65,6 +66,37 @@ IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
     return rc;
 }
 
+/* The machine profile of a file the modules predict for: every rank finds its own (profile/, one search per file
+ * system for the job's life) and a nonblocking reduction agrees on it beside the library's open, which makes
+ * collectives of its own on comm anyway; the record keeps it only when every rank found the same. Whether to search
+ * is the configuration's (iotame_modules_predict), so every rank joins the reduction or none. */
+typedef struct {
+    const iotame_profile_found_t *found;
+    const char *refused;
+    int64_t hash[2]; /* the profile's hash (0: none) and its negation, reduced with MPI_MAX */
+    MPI_Request req;
+} file_profile_t;
+
+static void file_profile_begin(file_profile_t *p, MPI_Comm comm, const char *path, const iotame_file_config_t *fc)
+{
+    *p = (file_profile_t){.req = MPI_REQUEST_NULL};
+    if (!fc || !iotame_modules_predict(fc)) return;
+    p->found = iotame_profile_for(path, fc, &p->refused);
+    p->hash[0] = p->found ? p->found->hash : 0;
+    p->hash[1] = -p->hash[0];
+    if (PMPI_Iallreduce(MPI_IN_PLACE, p->hash, 2, MPI_INT64_T, MPI_MAX, comm, &p->req) != MPI_SUCCESS)
+        p->req = MPI_REQUEST_NULL;
+}
+
+static void file_profile_end(file_profile_t *p, iotame_file_t *f)
+{
+    if (p->req == MPI_REQUEST_NULL) return;
+    const int done = PMPI_Wait(&p->req, MPI_STATUS_IGNORE) == MPI_SUCCESS, same = done && p->hash[0] == -p->hash[1];
+    if (!f) return;
+    f->profile = (iotame_file_profile_t){.found = same && p->hash[0] ? p->found : NULL, .refused = p->refused,
+                                         .asked = 1, .differs = !same};
+}
+
 IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
 {
     if (!iotame__enter()) return PMPI_File_open(comm, filename, amode, info, fh);
@@ -83,6 +115,8 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
     iotame_open_t o = {MPI_FILE_NULL, comm, filename, amode, fs, have_fc ? &fc : NULL, NULL, 0,
                        merged != MPI_INFO_NULL ? merged : info};
     iotame_modules_opening(&o);
+    file_profile_t profile;
+    file_profile_begin(&profile, comm, filename, o.fc);
     const uint64_t t_library = iotame_monotonic_ns(); /* once per open: the clock, not the hot path's ticks */
     int rc = PMPI_File_open(comm, filename, amode, o.info, fh);
     o.open_ns = iotame_monotonic_ns() - t_library;
@@ -96,6 +130,9 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
         o.file = iotame_file_open(*fh, fs, fs ? iotame_stats_path(fs) : filename, amode, o.fc); /* takes fc over */
         if (o.file) have_fc = 0;
         else iotame_stats_passthrough(fs, "out of memory (the handle's record): no module acts on it");
+    }
+    file_profile_end(&profile, o.file);
+    if (rc == MPI_SUCCESS) {
         iotame_modules_open(&o); /* collective, like the open */
     }
     if (have_fc) iotame_config_file_release(&fc);

@@ -332,7 +332,7 @@ uint64_t iotame__posix_ns(uint64_t ticks)
 static int posix_start(const iotame_config_t *cfg)
 {
     const iotame_file_config_t process = {.defaults = cfg ? &cfg->defaults : NULL}; /* defaults only */
-    const json_t *v = iotame_config_value(&process, "posix", "all_files");
+    const json_t *v = iotame_config_setting(&process, "posix", "all_files");
     all_files = json_is_true(v ? v : iotame_config_default("posix", "all_files"));
     if (all_files && cfg) {
         add_own_path(cfg->defaults.json);

@@ -227,8 +227,11 @@ static int profile_find_dir_has_json(const char *dir)
     return n > 0;
 }
 
-int iotame_profile_may_exist(void)
+static int profile_find_is_named(const json_t *v) { return json_is_string(v) && *json_string_value(v); }
+
+int iotame_profile_may_exist(const iotame_config_t *cfg)
 {
+    if (iotame_config_any(cfg, "collective", "profile", profile_find_is_named)) return 1;
     const char *env = getenv("IOTAME_PROFILE"), *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
     if (env && *env) return 1;
     char dir[PATH_MAX];
@@ -252,14 +255,13 @@ typedef struct profile_find_cached {
 static pthread_mutex_t profile_find_lock = PTHREAD_MUTEX_INITIALIZER;
 static profile_find_cached_t *profile_find_cache;
 
-int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused)
+const iotame_profile_found_t *iotame_profile_find(const char *data_path, const char *setting, const char **refused)
 {
     *refused = NULL;
-    memset(out, 0, sizeof *out);
     profile_find_fs_t fs;
     char key[2 * PATH_MAX + 16];
     const char *env = getenv("IOTAME_PROFILE");
-    if (profile_find_fs_of(data_path, &fs) != 0) return 0;
+    if (profile_find_fs_of(data_path, &fs) != 0) return NULL;
     snprintf(key, sizeof key, "%s\n%s\n%s", fs.dir, setting ? setting : "", env ? env : "");
     pthread_mutex_lock(&profile_find_lock);
     profile_find_cached_t *c;
@@ -272,12 +274,15 @@ int iotame_profile_find(const char *data_path, const char *setting, iotame_profi
         free(c);
         c = NULL;
     }
-    int found = 0;
-    if (c) {
-        found = c->found;
-        *out = c->profile;
-        *refused = c->refused ? strdup(c->refused) : NULL;
-    }
     pthread_mutex_unlock(&profile_find_lock);
-    return found;
+    if (!c) return NULL;
+    *refused = c->refused;
+    return c->found ? &c->profile : NULL;
+}
+
+const iotame_profile_found_t *iotame_profile_for(const char *data_path, const iotame_file_config_t *fc,
+                                                 const char **refused)
+{
+    const char *setting = json_string_value(iotame_config_setting(fc, "collective", "profile"));
+    return iotame_profile_find(data_path, setting && *setting ? setting : NULL, refused);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/config.h"
+
 /* ---- the cost model (model.c) ----
  * The predicted time of one collective call under each strategy, from a machine profile (what `iotame calibrate`
  * measures once per machine and file system) and the call's signature; docs/design/cost-model.md gives the
@@ -124,7 +126,7 @@ const char *iotame_model_kind_name(int kind);
 int iotame_profile_load(const char *path, const char *text, size_t len, iotame_profile_t *out, char **errors);
 
 /* A machine profile found for a data file (find.c). */
-typedef struct {
+typedef struct iotame_profile_found {
     iotame_profile_t profile;
     char path[4096];
     const char *found_by; /* "setting", "environment" or "directory" */
@@ -132,12 +134,20 @@ typedef struct {
 } iotame_profile_found_t;
 /* The profile of the file system of data_path (as MPI_File_open got it), found as docs/calibrate.md says: named by
  * `setting` (collective.profile; NULL: none) or IOTAME_PROFILE (a file or a directory), else in the user's and the
- * installation's profile directories. Returns 1 and *out when found; *refused (malloc'd, or NULL) holds a line for
- * each profile refused on the way (invalid, or named but of another file system). Kept per directory for the job's
- * life; thread-safe. */
-int iotame_profile_find(const char *data_path, const char *setting, iotame_profile_found_t *out, char **refused);
-/* Whether a search without a setting could find any profile at all: IOTAME_PROFILE is set, or a profile directory
- * holds a *.json file (cheap: no file is read). 0 means that every iotame_profile_find without a setting fails. */
-int iotame_profile_may_exist(void);
+ * installation's profile directories. Returns it, or NULL when none was found; *refused (NULL: none) holds a line
+ * for each profile refused on the way (invalid, or named but of another file system). Both are borrowed: what was
+ * found is kept per directory and setting for the job's life, so a second search of a file system reads nothing.
+ * Thread-safe. */
+const iotame_profile_found_t *iotame_profile_find(const char *data_path, const char *setting, const char **refused);
+/* The same for a file with its configuration (fc NULL: none): the one place that reads the collective.profile
+ * setting (its default from runtime/settings.json). The core finds a file's profile this way once at MPI_File_open
+ * and keeps the agreed one on the file record (core/module.h); the POSIX layer's throttle, which has no record,
+ * calls it per file. */
+const iotame_profile_found_t *iotame_profile_for(const char *data_path, const iotame_file_config_t *fc,
+                                                 const char **refused);
+/* Whether a search for some file of the configuration (cfg may be NULL) could find any profile at all: a rule or the
+ * defaults name collective.profile, IOTAME_PROFILE is set, or a profile directory holds a *.json file (cheap: no
+ * file is read). 0 means that every iotame_profile_for fails. */
+int iotame_profile_may_exist(const iotame_config_t *cfg);
 
 #endif

@@ -413,6 +413,9 @@ static int stage_agg_before(handle_t *h, const iotame_io_t *io)
 
 /* ---- open and close ---- */
 
+/* Whether a setting's value is "auto". */
+static int stage_is_auto(const json_t *v) { return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0; }
+
 static int stage_enabled(const iotame_file_t *f, const char *key)
 {
     return json_is_true(iotame_file_setting(f, "staging", key));
@@ -434,8 +437,7 @@ static int stage_collective_aggregators(const iotame_file_t *f)
 /* Whether staging.collective leaves the choice to the model ("auto"). */
 static int stage_collective_auto(const iotame_file_t *f)
 {
-    const json_t *v = iotame_file_setting(f, "staging", "collective");
-    return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0;
+    return stage_is_auto(iotame_file_setting(f, "staging", "collective"));
 }
 
 /* Why the file's collective writes are not cached at the aggregators, or NULL: they are. The same on every rank (the
@@ -478,24 +480,14 @@ static void stage_opening(const iotame_open_t *o)
 /* Whether a setting's value turns staging on: true, or for staging.enabled "auto" (decided per file at open). */
 static int stage_is_on(const json_t *v)
 {
-    return json_is_true(v) || (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0);
+    return json_is_true(v) || stage_is_auto(v);
 }
 
-/* The machine profile of the file's file system (found as the collective strategies find it), into *p; 0: none. */
-static int stage_module_profile(const iotame_file_config_t *fc, const char *path, iotame_profile_t *p, char *name,
-                              size_t name_size)
+/* staging.enabled "auto" decides per file from the machine profile, and so does staging.collective "auto". */
+static int stage_predicts(const iotame_file_config_t *fc)
 {
-    iotame_profile_found_t *found = malloc(sizeof *found);
-    char *refused = NULL; /* reported by the collective statistics when they use the profile */
-    const char *setting = json_string_value(iotame_config_setting(fc, "collective", "profile"));
-    int ok = found && iotame_profile_find(path, setting, found, &refused);
-    if (ok) {
-        *p = found->profile;
-        snprintf(name, name_size, "%s", found->path);
-    }
-    free(refused);
-    free(found);
-    return ok;
+    return stage_is_auto(iotame_config_setting(fc, "staging", "enabled")) ||
+           stage_is_auto(iotame_config_setting(fc, "staging", "collective"));
 }
 
 /* The profile's per-call costs of a file system that absorbs writes (a page cache): stage_through_reason's. */
@@ -585,13 +577,12 @@ static void stage_open(const iotame_open_t *o)
     else if ((file = stage_file_claim(area, (uint64_t)st.st_dev, (uint64_t)st.st_ino, real)) < 0)
         why = "the node's staging table is full";
     /* whether the file's writes are staged: staging.enabled true, or "auto" decided from the profile */
-    iotame_profile_t prof = {0};
-    char profile[sizeof ((iotame_profile_found_t *)0)->path] = "";
-    int have_profile = file >= 0 && stage_module_profile(o->fc, real, &prof, profile, sizeof profile);
+    const iotame_profile_found_t *found = file >= 0 ? o->file->profile.found : NULL; /* the core's, agreed */
+    const char *profile = found ? found->path : "";
     const char *decided = "enabled";
     int writes = !(o->amode & MPI_MODE_RDONLY) && json_is_true(enabled);
     if (!(o->amode & MPI_MODE_RDONLY) && json_is_string(enabled))
-        writes = stage_auto_decide(have_profile ? &prof : NULL, area->cap, &decided);
+        writes = stage_auto_decide(found ? &found->profile : NULL, area->cap, &decided);
     if (writes && flusher_lazy && !stage_flusher_ensure()) {
         writes = 0;
         decided = "the node's flusher could not be started";
@@ -641,7 +632,7 @@ static void stage_open(const iotame_open_t *o)
     h->pend_hi = INT64_MIN;
     h->wfd = -1;
     h->path = strdup(real);
-    if (have_profile) stage_profile_absorbs(h, &prof);
+    if (found) stage_profile_absorbs(h, &found->profile);
     stage_view_set(h, 0, MPI_BYTE, MPI_BYTE, "native");
     *iotame_file_slot(o->file, &iotame_module_stage) = h;
     if (h->aggregators) {
@@ -1011,7 +1002,6 @@ static int stage_serve(const iotame_io_t *io, int *rc)
 /* ---- start and finalize ---- */
 
 static int stage_is_true(const json_t *v) { return json_is_true(v); }
-static int stage_is_named(const json_t *v) { return json_is_string(v) && *json_string_value(v); }
 
 static double stage_number(const iotame_file_config_t *process, const char *key)
 {
@@ -1028,7 +1018,7 @@ static int stage_start(const iotame_config_t *cfg)
     if (!iotame_config_any(cfg, "staging", "enabled", stage_is_true) && !(any & 2)) {
         /* only "auto": without any profile to find, no file will stage, and the area is not set up (each file's
          * open still records its decision); the ranks agree, since the area's mapping is collective */
-        int may = iotame_config_any(cfg, "collective", "profile", stage_is_named) || iotame_profile_may_exist();
+        int may = iotame_profile_may_exist(cfg);
         int all = 0;
         PMPI_Allreduce(&may, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (!all) return 1;
@@ -1174,6 +1164,7 @@ const iotame_module_t iotame_module_stage = {
     .name = "stage",
     .settings = "staging",
     .start = stage_start,
+    .predicts = stage_predicts,
     .opening = stage_opening,
     .open = stage_open,
     .set_view = stage_set_view,

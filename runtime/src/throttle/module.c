@@ -41,9 +41,8 @@ static uint64_t start_ns; /* phases' start times are from here (MPI_Init) */
 /* The machine profile this process's predictions came from (the first one found), or what was refused on the way
  * to one; for the statistics. */
 static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
-static char profile_path[4096];
-static const char *profile_found_by;
-static char *profile_refused;
+static const iotame_profile_found_t *profile_used; /* borrowed from profile/ for the job's life, as is the next */
+static const char *profile_refused;
 
 /* This process's numbers per direction (atomics: the application may write from several threads). */
 typedef struct {
@@ -65,31 +64,24 @@ static throttle_target_t *throttle_state_of(iotame_posix_target_t *t)
 
 /* ---- settings ---- */
 
-/* Keeps the first profile this process used, and the first refusal (taken over). */
-static void throttle_profile_note(const iotame_profile_found_t *found, char *refused)
+/* Keeps the first profile this process used, and the first refusal. */
+static void throttle_profile_note(const iotame_profile_found_t *found, const char *refused)
 {
     pthread_mutex_lock(&profile_lock);
-    if (found && !profile_found_by) {
-        snprintf(profile_path, sizeof profile_path, "%s", found->path);
-        profile_found_by = found->found_by;
-    }
-    if (refused && !profile_refused) {
-        profile_refused = refused;
-        refused = NULL;
-    }
+    if (found && !profile_used) profile_used = found;
+    if (refused && !profile_refused) profile_refused = refused;
     pthread_mutex_unlock(&profile_lock);
-    free(refused);
 }
 
-/* The machine profile of the file's file system (named by collective.profile or IOTAME_PROFILE, else the profile
- * directories: docs/calibrate.md): each auto direction's predicted level, from that direction's streams curve, for
- * the node's processes. The hooks run quiet, so reading the profile is not recorded. */
+/* The machine profile of the file's file system (profile/: the one search per file system and the setting's
+ * reading; the POSIX layer has no file record to take it from, and a process's level needs no agreement): each auto
+ * direction's predicted level, from that direction's streams curve, for the node's processes. The hooks run quiet,
+ * so reading the profile is not recorded. */
 static void throttle_profile_predict(file_levels_t *l, const char *path, const iotame_file_config_t *fc)
 {
-    iotame_profile_found_t *found = malloc(sizeof *found);
-    char *refused = NULL;
-    const char *setting = json_string_value(iotame_config_value(fc, "collective", "profile"));
-    if (found && iotame_profile_find(path, setting, found, &refused)) {
+    const char *refused = NULL;
+    const iotame_profile_found_t *found = iotame_profile_for(path, fc, &refused);
+    if (found) {
         const iotame_model_curve_t *curve[2] = {&found->profile.streams_read, &found->profile.streams_write};
         for (int d = 0; d < 2; d++) {
             if (l->level[d] != AUTO) continue;
@@ -99,11 +91,8 @@ static void throttle_profile_predict(file_levels_t *l, const char *path, const i
             memcpy(c->y, curve[d]->y, (size_t)c->n * sizeof c->y[0]);
             l->predicted[d] = throttle_predict_level(c, node_procs, knobs.tolerance);
         }
-        throttle_profile_note(found, refused);
-    } else {
-        throttle_profile_note(NULL, refused);
     }
-    free(found);
+    throttle_profile_note(found, refused);
 }
 
 static int throttle_level_of(const json_t *v)
@@ -127,8 +116,8 @@ static file_levels_t *throttle_levels_of(iotame_posix_file_t *f)
     const iotame_config_t *cfg = iotame_core_config();
     iotame_file_config_t fc;
     if (cfg && iotame_config_for_file(cfg, iotame_posix_file_path(f), &fc) == 0) {
-        l->level[READ] = throttle_level_of(iotame_config_value(&fc, "throttle", "readers"));
-        l->level[WRITE] = throttle_level_of(iotame_config_value(&fc, "throttle", "writers"));
+        l->level[READ] = throttle_level_of(iotame_config_setting(&fc, "throttle", "readers"));
+        l->level[WRITE] = throttle_level_of(iotame_config_setting(&fc, "throttle", "writers"));
         if (l->level[READ] == AUTO || l->level[WRITE] == AUTO)
             throttle_profile_predict(l, iotame_posix_file_path(f), &fc);
         iotame_config_file_release(&fc);
@@ -353,9 +342,9 @@ static void throttle_finalize(void)
     if (!section) return;
     json_object_set_new(section, "read", throttle_dir_json(&mine[READ]));
     json_object_set_new(section, "write", throttle_dir_json(&mine[WRITE]));
-    if (profile_found_by)
+    if (profile_used)
         json_object_set_new(section, "profile",
-                            json_pack("{s:s,s:s}", "path", profile_path, "found_by", profile_found_by));
+                            json_pack("{s:s,s:s}", "path", profile_used->path, "found_by", profile_used->found_by));
     if (profile_refused) json_object_set_new(section, "profile_refused", json_string(profile_refused));
     iotame_posix_segment_t *seg = iotame_posix_segment();
     if (seg && iotame_posix_node_rank() == 0) {
@@ -377,8 +366,6 @@ static void throttle_finalize(void)
     }
     json_decref(knowledge);
     knowledge = NULL;
-    free(profile_refused);
-    profile_refused = NULL;
 }
 
 /* Means over the ranks for the per-process numbers (the paper's TIO and LBSTIO are means over tasks), sums for the
