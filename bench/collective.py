@@ -48,7 +48,6 @@ import hashlib
 import json
 import math
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -60,6 +59,7 @@ from collections import Counter
 from pathlib import Path
 
 from iotame.bench import drop_caches as iotame_drop_caches
+from iotame.bench.baseline import BASELINE, base_name, copy_baseline, ratio_interval, with_baseline
 from iotame.bench.memory import steady_memory
 from iotame.bench.setting import Setting
 
@@ -352,20 +352,6 @@ def by_repeat(runs, ranks, case, op, config):
     """Repeat -> MB/s of one cell."""
     return {x.get("repeat", i): x[f"{op}_mbs"] for i, x in enumerate(runs)
             if x["case"] == case and x.get("ranks", 2) == ranks and x["config"] == config and not x.get("failed")}
-
-
-def ratio_interval(a, b, seed=1, draws=2000, level=0.90):
-    """The ratio of medians a / b (repeat -> MB/s each) and its paired bootstrap interval: the repeats both have are
-    resampled together, since one row's trials of one repeat ran back to back and share the machine's state.
-    (nan, nan) as the interval with fewer than 3 common repeats."""
-    r = med(list(a.values())) / med(list(b.values()))
-    keys = sorted(set(a) & set(b))
-    if len(keys) < 3:
-        return r, float("nan"), float("nan")
-    rng = random.Random(seed)
-    rs = sorted(med([a[k] for k in pick]) / med([b[k] for k in pick])
-                for pick in ([rng.choice(keys) for _ in keys] for _ in range(draws)))
-    return r, rs[int((1 - level) / 2 * draws)], rs[int((1 + level) / 2 * draws) - 1]
 
 
 def baseline_table(runs):
@@ -778,13 +764,6 @@ def traces(runs, config):
     return "\n".join(out)
 
 
-BASELINE = "@baseline"  # a configuration run with the --baseline library: "auto@baseline"
-
-
-def base_name(name):
-    return name.removesuffix(BASELINE)
-
-
 def config_writer(tmp, setting=LOCAL, profile=None):
     """config_file(name, nprocs, traced=False) -> the path of that configuration for a job of nprocs ranks (None for
     no preload), written on first use; `profile` is the machine profile auto_model names."""
@@ -873,15 +852,14 @@ def main():
     configs = args.configs or ",".join(KERNEL_CONFIGS + (["auto_model"] if args.profile else []))
     names = [c.strip() for c in configs.split(",") if c.strip()]
     dnames = [] if args.no_dynamic else [c.strip() for c in args.dynamic_configs.split(",") if c.strip()]
-    baseline = Path(args.baseline) if args.baseline else None
-    if baseline and not baseline.is_file():
-        ap.error(f"--baseline {baseline}: no such file (expected a libiotame.so)")
+    if args.baseline and not Path(args.baseline).is_file():
+        ap.error(f"--baseline {args.baseline}: no such file (expected a libiotame.so)")
     for lst in (names, dnames):
         for c in lst:
             if c not in CONFIGS:
                 ap.error(f"unknown configuration {c}")
-        if baseline:
-            lst[:] = [x for c in lst for x in ([c, c + BASELINE] if CONFIGS[c] is not None else [c])]
+        if args.baseline:
+            lst[:] = with_baseline(lst, lambda c: CONFIGS[c] is not None)
         if lst and "default" not in lst:
             lst.insert(0, "default")  # the reference of every ratio
     if "auto_model" in names + dnames and not args.profile:
@@ -910,9 +888,8 @@ def main():
         lib = tmp / "libiotame.so"
         shutil.copy2(setting.lib, lib)
         libs = {False: lib, True: tmp / "libiotame-baseline.so"}
-        if baseline:
-            shutil.copy2(baseline, libs[True])
-            meta["baseline"] = {"path": str(baseline), "sha256": hashlib.sha256(libs[True].read_bytes()).hexdigest()}
+        if args.baseline:
+            meta["baseline"] = copy_baseline(args.baseline, libs[True])
         meta["lib_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()
         meta["lib_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(setting.lib.stat().st_mtime))
         config_file = config_writer(tmp, setting, args.profile)

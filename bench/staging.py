@@ -62,6 +62,7 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+from iotame.bench.baseline import BASELINE, copy_baseline, ratio_interval
 from iotame.bench.memory import steady_memory
 from iotame.bench.setting import Setting
 
@@ -95,11 +96,12 @@ def runtime_config(device, tmp, staged, hints=None, strategy=None, profile=None,
     return {"version": 1, "defaults": d} if d or preload else None
 
 
-def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
+def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT, baseline=False):
     """One job in a fresh directory, launched where a.setting says (this machine or the testbed's hosts; without
     a.setting, this machine under a.mpi); the kernel's result and the statistics (None without preload). prefix
     goes before the launcher (a command that runs mpiexec, such as perf stat). A job that runs longer than timeout
-    seconds is killed with its processes (subprocess.TimeoutExpired)."""
+    seconds is killed with its processes (subprocess.TimeoutExpired). baseline: the --baseline library is
+    preloaded instead of the current one."""
     work = tmp / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -110,7 +112,8 @@ def run(a, np_, kernel_args, config, tmp, prefix=(), timeout=TIMEOUT):
     stats.unlink(missing_ok=True)
     if config:
         (tmp / "config.json").write_text(json.dumps(config))
-        env.update(LD_PRELOAD=str(tmp / "libiotame.so"), IOTAME_CONFIG=str(tmp / "config.json"),
+        lib = tmp / ("libiotame-baseline.so" if baseline else "libiotame.so")
+        env.update(LD_PRELOAD=str(lib), IOTAME_CONFIG=str(tmp / "config.json"),
                    IOTAME_STATS=str(stats))
     os.sync()
     argv = [*prefix] + setting.argv(np_, setting.kernel, *kernel_args)
@@ -399,7 +402,8 @@ def pattern_counted(a, np_: int, row: PatternRow, base: PatternRow, device: str,
     perf = ["perf", "stat", "-x,", "-o", str(out), "-e", "instructions:u,task-clock", "--"]
     for size, job in (("full", row), ("base", base)):
         try:
-            res, st = run(a, np_, job.args, config, tmp, prefix=perf, timeout=a.job_timeout)
+            res, st = run(a, np_, job.args, config, tmp, prefix=perf, timeout=a.job_timeout,
+                          baseline=name.endswith(BASELINE))
         except subprocess.TimeoutExpired:
             print(f"patterns {device} {row.name} {name} counted ({size}): killed after {a.job_timeout:.0f} s",
                   file=sys.stderr, flush=True)
@@ -434,6 +438,9 @@ def patterns(a, tmp, data):
         rows = [r for r in rows if r.name in names]
     for device in a.devices.split(","):
         configs = pattern_configs(a, device, tmp)
+        if a.baseline:  # each configuration that loads the runtime also with the --baseline library, but the hint grid
+            configs = [x for n, h, c in configs
+                       for x in ([(n, h, c), (n + BASELINE, h, c)] if c and n != "romio_hints" else [(n, h, c)])]
         for row in rows:
             romio, dropped = None, set()  # romio's first run (job s, write s); (configuration, hints) left out
             for rep in range(a.repeat):
@@ -446,7 +453,8 @@ def patterns(a, tmp, data):
                                else a.job_timeout)
                     t0 = time.monotonic()
                     try:
-                        res, st = run(a, np_, row.args, config, tmp, timeout=timeout)
+                        res, st = run(a, np_, row.args, config, tmp, timeout=timeout,
+                                      baseline=name.endswith(BASELINE))
                     except subprocess.TimeoutExpired:
                         pattern_drop(data, device, row, name, hints, f"job killed after {timeout:.0f} s")
                         dropped.add((name, hint_label(hints)))
@@ -871,6 +879,8 @@ def report(data):
     patterns = [r for r in runs if r["experiment"] == "patterns"]
     if patterns:
         out += pattern_report(patterns, data.get("dropped", [])) + dropped_report(data.get("dropped", []))
+        if data.get("baseline"):
+            out += pattern_baseline_report(patterns, data["baseline"])
     return "\n".join(out) + "\n"
 
 
@@ -951,6 +961,23 @@ def pattern_report(runs: list, dropped: list = ()) -> list:
                 text = ", ".join(f"{k} {v:.4g}" for k, v in st.items() if v) or "all 0"
                 out.append(f"| {row} | {name} | {text} |")
     out += instruction_report([r for r in runs if r["experiment"] == "patterns_count"])
+    return out
+
+
+def pattern_baseline_report(runs: list, baseline: dict) -> list:
+    """Each configuration run with the current and the --baseline library: the ratio of medians of the visible write
+    seconds (below 1: faster now) and its 90 % paired bootstrap interval, per device and row."""
+    out = ["", f"Against the baseline library ({baseline['path']}, sha256 {baseline['sha256'][:12]}), side by side in "
+               "the same rounds: visible write s now / baseline.", "",
+           "| device | row | configuration | now / baseline |", "| --- | --- | --- | ---: |"]
+    def by_repeat(device, row, name):
+        return {r["repeat"]: r["write_seconds"] for r in runs
+                if (r["device"], r["row"], r["config"]) == (device, row, name)}
+    for device, row, name in dict.fromkeys((r["device"], r["row"], r["config"]) for r in runs):
+        old = by_repeat(device, row, name + BASELINE)
+        if old:
+            x, lo, hi = ratio_interval(by_repeat(device, row, name), old)
+            out.append(f"| {device} | {row} | {name} | {x:.2f} [{lo:.2f}-{hi:.2f}] |")
     return out
 
 
@@ -1061,6 +1088,9 @@ def main():
                          "for another, which whole-job counts would measure)")
     ap.add_argument("--instructions", action="store_true",
                     help="patterns: each configuration once more under perf stat (instructions, CPU time)")
+    ap.add_argument("--baseline", help="patterns: another libiotame.so (say, of the commit before a change): every "
+                    "configuration that loads the runtime, but the hint grid, also runs with it, named NAME@baseline, "
+                    "in the same rounds, and the report gives the ratios of medians")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", help="where the runs' files go (default: a temporary directory)")
     ap.add_argument("--json", help="write every run here")
@@ -1079,6 +1109,8 @@ def main():
             pattern_rows(a, int(a.np))  # the sizes' errors before anything runs
         if a.profile and not Path(a.profile).exists():
             ap.error(f"--profile {a.profile}: no such file or directory")
+        if a.baseline and a.experiment != "patterns":
+            ap.error("--baseline: patterns only")
         try:
             names = caching_arguments(a)
         except ValueError as e:
@@ -1092,6 +1124,8 @@ def main():
             tmp = Path(tmp)
             data["memory"] = memory
             shutil.copy2(BUILDS[a.mpi] / "runtime" / "libiotame.so", tmp / "libiotame.so")
+            if a.baseline:
+                data["baseline"] = copy_baseline(a.baseline, tmp / "libiotame-baseline.so")
             if names:
                 {"phases": phases_caching, "btio": btio_caching}[a.experiment](a, tmp, data, names)
             else:

@@ -26,7 +26,7 @@ MPICH busy-polls: timings with more than 2 processes use the Open MPI build (--m
 
 Usage: bench/throttle.py [--mpi openmpi] [--np 4,16] [--devices disk,raid5] [--filetypes unique,shared]
                          [--configs all/all,all/1,...,auto,auto+profile] [--profile DEVICE=FILE ...] [--repeat 3]
-                         [--no-pix N] [--no-bin N] [--json F] [--out F.md]
+                         [--no-pix N] [--no-bin N] [--baseline OLD/libiotame.so] [--json F] [--out F.md]
        bench/throttle.py --table F.json [--out F.md]
 """
 import argparse
@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from iotame.bench import drop_caches
+from iotame.bench.baseline import BASELINE, base_name, copy_baseline, ratio_interval, with_baseline
 from iotame.bench.memory import steady_memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,11 +130,11 @@ def trial(a, mpi, np_, device, filetype, name, tmp):
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     cfg = tmp / "config.json"
-    cfg.write_text(json.dumps(runtime_config(name, device, tmp / "device.state", a.window, a.profiles)))
+    cfg.write_text(json.dumps(runtime_config(base_name(name), device, tmp / "device.state", a.window, a.profiles)))
     base = launcher(mpi, np_) + [str(build / "kernels" / "iotame-kernel"), "madbench", "--api", "mpiio",
                                  "--filetype", filetype, "--no-pix", str(a.no_pix), "--no-bin", str(a.no_bin),
                                  "--file", str(work / "mad.dat")]
-    lib = tmp / f"libiotame-{mpi}.so"
+    lib = tmp / f"libiotame-{mpi}{'-baseline' if name.endswith(BASELINE) else ''}.so"
     w, ws = job(base + ["--keep"], environment(mpi, lib, cfg, tmp / "w.json"), work, tmp / "w.json")
     cold = drop_caches() is None
     r, rs = job(base + ["--skip-write"], environment(mpi, lib, cfg, tmp / "r.json"), work, tmp / "r.json")
@@ -178,7 +179,7 @@ def table(runs, key):
         cells = []
         for p in PHASES:
             cells += [med([r["phases"][p]["tio"] for r in rs]), med([r["phases"][p]["lbstio"] for r in rs])]
-        if n in AUTOS:
+        if base_name(n) in AUTOS:
             cols = []
             for d in ("write", "read"):
                 kept = sorted({l for r in rs for l in r[f"{d}_levels"]})
@@ -187,9 +188,10 @@ def table(runs, key):
                             + ")")
             w, rd = cols
         else:
-            w, rd = n.split("/")
+            w, rd = base_name(n).split("/")
+            w += n.removeprefix(base_name(n))
         lines.append(f"| {w} | {rd} | {totals[n]:.2f} | " + " | ".join(f"{c:.2f}" for c in cells) + f" | {len(rs)} |")
-    static = {n: t for n, t in totals.items() if n not in AUTOS}
+    static = {n: t for n, t in totals.items() if n not in AUTOS and not n.endswith(BASELINE)}
     best = min(static, key=static.get)
     base = totals.get("all/all")
     notes = [f"best static: {best} ({static[best]:.2f} s)"]
@@ -218,7 +220,28 @@ def report(data):
         out += ["", f"### {np_} processes, {filetype} files, {dev}", "",
                 f"{mpi}{' --oversubscribe' if mpi == 'openmpi' else ''}; {cold}; times in seconds, medians", ""]
         out += lines + ["", "; ".join(notes)]
+        if data.get("baseline"):
+            out += ["", f"Against the baseline library ({data['baseline']['path']}, sha256 "
+                        f"{data['baseline']['sha256'][:12]}), side by side in the same rounds:", ""]
+            out += baseline_table(rs)
     return "\n".join(out) + "\n"
+
+
+def baseline_table(rs):
+    """Each configuration's Total and phases with the current library over the --baseline one: the ratio of medians
+    (time: below 1 is faster now) and its 90 % paired bootstrap interval."""
+    def by_repeat(name, value):
+        return {r["repeat"]: value(r) for r in rs if r["config"] == name}
+    cols = [("Total", lambda r: r["total"])] + [(p, lambda r, p=p: r["phases"][p]["tio"] + r["phases"][p]["lbstio"])
+                                                for p in PHASES]
+    lines = ["| configuration | " + " | ".join(f"{c} now / baseline" for c, _ in cols) + " |",
+             "| --- |" + " ---: |" * len(cols)]
+    for n in dict.fromkeys(r["config"] for r in rs):
+        if n.endswith(BASELINE) or not any(r["config"] == n + BASELINE for r in rs):
+            continue
+        cells = [ratio_interval(by_repeat(n, f), by_repeat(n + BASELINE, f)) for _, f in cols]
+        lines.append(f"| {n} | " + " | ".join(f"{x:.2f} [{lo:.2f}-{hi:.2f}]" for x, lo, hi in cells) + " |")
+    return lines
 
 
 def main():
@@ -235,6 +258,9 @@ def main():
     ap.add_argument("--no-pix", type=int, default=1448, dest="no_pix")
     ap.add_argument("--no-bin", type=int, default=8, dest="no_bin")
     ap.add_argument("--window", type=float, default=0.25, help="throttle.window_seconds of auto")
+    ap.add_argument("--baseline", help="another libiotame.so built for the same MPI (say, of the commit before a "
+                    "change): every configuration also runs with it, named NAME@baseline, in the same rounds, and "
+                    "the report gives the ratios of medians")
     ap.add_argument("--dir", help="where the runs' files go (default: a temporary directory)")
     ap.add_argument("--json", help="write every run here")
     ap.add_argument("--out", help="write the report here (Markdown)")
@@ -254,15 +280,19 @@ def main():
             tmp = Path(tmp)
             data["memory"] = memory
             shutil.copy2(BUILDS[a.mpi] / "runtime" / "libiotame.so", tmp / f"libiotame-{a.mpi}.so")
+            if a.baseline:
+                data["baseline"] = copy_baseline(a.baseline, tmp / f"libiotame-{a.mpi}-baseline.so")
             for np_ in map(int, a.np.split(",")):
                 configs = a.configs.split(",") if a.configs else default_configs(np_)
+                if a.baseline:
+                    configs = with_baseline(configs, lambda c: True)  # every configuration loads the runtime
                 for device in a.devices.split(","):
                     for filetype in a.filetypes.split(","):
                         for rep in range(a.repeat):
                             for i in range(len(configs)):
                                 name = configs[(i + rep) % len(configs)]
                                 r = trial(a, a.mpi, np_, device, filetype, name, tmp)
-                                data["runs"].append(r)
+                                data["runs"].append({**r, "repeat": rep + 1})
                                 print(f"{np_} {device} {filetype} {name}: total {r['total']:.2f} s, levels "
                                       f"w {r['write_levels']} r {r['read_levels']}", file=sys.stderr, flush=True)
                                 if a.json:

@@ -64,5 +64,20 @@ def test_strategies_agree_with_the_settings(registry):
     for option in chooser["options"]:
         assert option in settings, f"auto: option {option} is not in settings.json"
         assert "strategy" not in settings[option], f"collective.{option} is auto's, not a fixed strategy's"
-    # every collective setting is read by someone: the strategy itself, a fixed strategy's option, or auto's
-    assert set(settings) == {"strategy"} | owned | set(chooser["options"])
+    # the engine's options (the nodes every engine strategy places its aggregators on) are marked "engine"
+    engine = set(coll["engine"]["options"])
+    assert engine == {key for key, setting in settings.items() if setting.get("engine")}
+    assert not engine & (owned | set(chooser["options"]))
+    # every collective setting is read by someone: the strategy itself, a fixed strategy's option, auto's, the engine's
+    assert set(settings) == {"strategy"} | owned | set(chooser["options"]) | engine
+
+
+def test_each_strategy_sits_at_its_number_and_declares_its_model_term(registry):
+    """The registry is generated from the strategy files (cmake/strategy_registry.cmake): each at its .number, which
+    the selector, the statistics and the knowledge files use, so the existing ones keep theirs."""
+    (coll,) = [m for m in registry["modules"] if m["name"] == "collective"]
+    assert [s["number"] for s in coll["strategies"]] == list(range(len(coll["strategies"])))
+    assert [s["name"] for s in coll["strategies"]][:6] == ["passthrough", "two_phase", "node_local", "target_aligned",
+                                                           "independent", "view_based"]
+    for s in coll["strategies"][:6]:
+        assert s["model"] == s["name"]  # each of these is predicted by the model's term of its name

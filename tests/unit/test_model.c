@@ -187,9 +187,9 @@ static void test_engine_setup_is_charged_to_the_engine_only(void)
     iotame_model_call_t c = {.write = 1, .nprocs = 4, .nodes = 2, .bytes = (int64_t)(4 * MIB), .pieces = 64,
                              .interleaved = 1, .sieves = 1};
     double before[IOTAME_MODEL_KINDS];
-    for (int k = 0; k < IOTAME_MODEL_KINDS; k++) before[k] = iotame_model_predict(&p, &c, k);
+    for (int k = IOTAME_MODEL_PASSTHROUGH; k < IOTAME_MODEL_KINDS; k++) before[k] = iotame_model_predict(&p, &c, k);
     c.setup_seconds = 0.25;
-    for (int k = 0; k < IOTAME_MODEL_KINDS; k++) {
+    for (int k = IOTAME_MODEL_PASSTHROUGH; k < IOTAME_MODEL_KINDS; k++) {
         const int engine = k != IOTAME_MODEL_PASSTHROUGH && k != IOTAME_MODEL_INDEPENDENT;
         CHECK(fabs(iotame_model_predict(&p, &c, k) - before[k] - (engine ? 0.25 : 0)) < 1e-12);
     }
@@ -231,7 +231,7 @@ static void test_more_bytes_never_faster(void)
     for (size_t pi = 0; pi < sizeof profiles / sizeof *profiles; pi++)
         for (int i = 0; i < 12; i++)
             for (int write = 0; write <= 1; write++)
-                for (int kind = 0; kind < IOTAME_MODEL_KINDS; kind++) {
+                for (int kind = IOTAME_MODEL_PASSTHROUGH; kind < IOTAME_MODEL_KINDS; kind++) {
                     iotame_model_call_t c = shape(i, write);
                     double last = 0, reach = (double)profiles[pi].targets * (double)profiles[pi].stripe_unit;
                     for (double b = reach; b <= 4096 * MIB; b *= 2) { /* larger pieces */
@@ -333,7 +333,10 @@ static void test_profile_problems_and_kinds(void)
     const char *name = iotame_model_kind_name(IOTAME_MODEL_NODE_LOCAL);
     CHECK(name && strcmp(name, "node_local") == 0);
     CHECK(iotame_model_kind_name(IOTAME_MODEL_KINDS) == NULL);
-    for (int k = 0; k < IOTAME_MODEL_KINDS; k++) {
+    /* a strategy that declares no term (IOTAME_MODEL_NONE) is never predicted */
+    CHECK(iotame_model_predict(&p, &c, IOTAME_MODEL_NONE) < 0);
+    CHECK(iotame_model_kind_name(IOTAME_MODEL_NONE) == NULL);
+    for (int k = IOTAME_MODEL_PASSTHROUGH; k < IOTAME_MODEL_KINDS; k++) {
         double t = iotame_model_predict(&p, &c, k);
         CHECK(t > 0 && isfinite(t));
     }

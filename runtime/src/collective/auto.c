@@ -1,6 +1,6 @@
-/* auto: the selector as a strategy (Orthrus, Zhang, Ou, Davis and Jiang, ISC 2014; docs/collective.md, "The
- * selector"). It serves no call itself: for each call it picks one of the registry's strategies (strategy.h,
- * "choosing"), which the router then runs. Its state of a handle is the window protocol (window.c) over the file
+/* auto: the selector as a chooser (Orthrus, Zhang, Ou, Davis and Jiang, ISC 2014; docs/collective.md, "The
+ * selector"). It serves no call itself: for each call it picks one of the registry's strategies (strategy.h, "a
+ * chooser"), which the router then runs. Its state of a handle is the window protocol (window.c) over the file
  * record's selector (select/, shared by the handles of one path), the knowledge an earlier run left, and the gather
  * a steady window posts. This file is the MPI side of it: the open's agreement, the gathers, the statistics and
  * the knowledge file.
@@ -52,11 +52,12 @@ struct iotame_coll_choice {
     int64_t post_ns;
     iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
     /* the cost model (NULL profile: none): the file record's profile, and the agreed facts of the handle a
-     * prediction needs (strategies as model kinds, -1: none) */
+     * prediction needs (the strategies' model terms) */
     const iotame_profile_found_t *profile;
     const char *refused; /* this rank's lines of the profiles refused on the way (borrowed) */
     int differs;         /* the ranks found different profiles */
-    int64_t nodes, targets, unit, block_size;
+    int64_t nodes, targets, unit;
+    iotame_model_call_t own[IOTAME_STRATEGY_MAX]; /* each strategy's own facts of the handle (its model_call) */
     int sieves, kind[IOTAME_STRATEGY_MAX];
     double model_error;
     double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
@@ -144,40 +145,39 @@ static void auto_gather_test(void *arg)
 
 /* ---- the cost model: the profile, its agreement, the prediction of a new signature ---- */
 
-/* The model's kind of each registry strategy here: a strategy that does not apply to the handle does the library's
- * collective call (passthrough); auto and names the model does not know have none. */
+/* The model's term of each registry strategy here (the one it declares): a strategy that does not apply to the
+ * handle does the library's collective call (passthrough); one that declares none is never predicted. */
 static void auto_profile_kinds(struct iotame_coll_choice *a, const iotame_coll_env_t *env)
 {
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
         const iotame_strategy_t *st = iotame_strategies[s];
-        a->kind[s] = -1;
-        for (int k = 0; k < IOTAME_MODEL_KINDS; k++)
-            if (strcmp(st->name, iotame_model_kind_name(k)) == 0) a->kind[s] = k;
-        if (a->kind[s] >= 0 && st->applies && !st->applies(env)) a->kind[s] = IOTAME_MODEL_PASSTHROUGH;
+        a->kind[s] = st->model;
+        if (a->kind[s] != IOTAME_MODEL_NONE && st->applies && !st->applies(env)) a->kind[s] = IOTAME_MODEL_PASSTHROUGH;
     }
 }
 
 static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iotame_select_model_t *out)
 {
     const struct iotame_coll_choice *a = arg;
-    const iotame_model_call_t call = {.write = sig->write,
-                                      .nprocs = sig->nprocs,
-                                      .nodes = a->nodes,
-                                      .bytes = sig->bytes,
-                                      .pieces = (sig->requests + sig->nprocs - 1) / sig->nprocs,
-                                      .interleaved = interleaved,
-                                      .gap = sig->gap,
-                                      .targets = a->targets,
-                                      .unit = a->unit,
-                                      .block_size = a->block_size,
-                                      .sieves = a->sieves,
-                                      .setup_seconds = a->engine_ready ? 0 : a->setup_seconds};
     memset(out, 0, sizeof *out);
     out->error = a->model_error;
     int any = 0;
-    for (int s = 0; s < iotame_nstrategies && s < IOTAME_SELECT_MAX; s++)
-        if (a->kind[s] >= 0 && (out->seconds[s] = iotame_model_predict(&a->profile->profile, &call, a->kind[s])) > 0)
-            any = 1;
+    for (int s = 0; s < iotame_nstrategies && s < IOTAME_SELECT_MAX; s++) {
+        if (a->kind[s] == IOTAME_MODEL_NONE) continue;
+        iotame_model_call_t call = a->own[s]; /* the strategy's own facts, completed with the call's */
+        call.write = sig->write;
+        call.nprocs = sig->nprocs;
+        call.nodes = a->nodes;
+        call.bytes = sig->bytes;
+        call.pieces = (sig->requests + sig->nprocs - 1) / sig->nprocs;
+        call.interleaved = interleaved;
+        call.gap = sig->gap;
+        call.targets = a->targets;
+        call.unit = a->unit;
+        call.sieves = a->sieves;
+        call.setup_seconds = a->engine_ready ? 0 : a->setup_seconds;
+        if ((out->seconds[s] = iotame_model_predict(&a->profile->profile, &call, a->kind[s])) > 0) any = 1;
+    }
     return any;
 }
 
@@ -248,43 +248,63 @@ static void auto_propose(struct iotame_coll_choice *a, int local_fs, int opening
     }
 }
 
-/* The handle's state from the file's settings; NULL when something could not be allocated. */
+/* collective.candidates in the configured order, each once (registry indices); passthrough alone when none is
+ * named. */
+static void auto_candidates_set(struct iotame_coll_choice *a, const iotame_coll_options_t *o)
+{
+    size_t i;
+    json_t *item;
+    a->ncand = 0;
+    json_array_foreach((json_t *)iotame_coll_option(o, "candidates"), i, item) {
+        int s = iotame_strategy_find(json_string_value(item)), dup = 0;
+        for (int k = 0; k < a->ncand; k++) dup |= a->cand[k] == s;
+        if (s >= 0 && !dup && a->ncand < IOTAME_STRATEGY_MAX) a->cand[a->ncand++] = s;
+    }
+    if (a->ncand == 0) a->cand[a->ncand++] = 0; /* settings.json without a default */
+}
+
+/* The handle's state from the file's settings (auto's own options); NULL when something could not be allocated. */
 static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
 {
-    const iotame_coll_settings_t *set = o->set;
+    const iotame_coll_options_t *opt = &o->options;
     struct iotame_coll_choice *a = calloc(1, sizeof *a);
     if (!a) return NULL;
     a->fs = o->fs;
     a->rank = o->rank;
     a->comm = MPI_COMM_NULL;
     a->req = MPI_REQUEST_NULL;
-    memcpy(a->cand, set->candidates, sizeof a->cand);
-    a->ncand = set->ncandidates;
+    for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
+        if (iotame_strategies[s]->model_call && o->states) iotame_strategies[s]->model_call(o->states[s], &a->own[s]);
+    auto_candidates_set(a, opt);
     iotame_window_t *w = &a->w;
     w->nprocs = o->nprocs;
     w->gather = (iotame_window_gather_t){auto_gather_post, auto_gather_wait, auto_gather_test, a};
-    w->set.knobs = (iotame_select_knobs_t){set->drop, set->retry_every, set->threshold_max, set->gate_calls,
-                                           set->window_max_seconds};
+    w->set.knobs = (iotame_select_knobs_t){iotame_coll_option_number(opt, "drop"),
+                                           (int)iotame_coll_option_int(opt, "retry_every", 0),
+                                           iotame_coll_option_number(opt, "threshold_max"),
+                                           iotame_coll_option_number(opt, "gate_calls"),
+                                           iotame_coll_option_number(opt, "window_max_seconds")};
     iotame_select_conf_t *c = &w->set.conf;
-    c->exam_calls = set->exam_calls;
-    c->trace = set->trace;
-    c->threshold = set->threshold;
-    c->budget = set->exam_budget;
-    c->window_seconds = c->budget < 1 ? set->window_seconds : 0;
+    c->exam_calls = (int)iotame_coll_option_int(opt, "exam_calls", 0);
+    c->trace = iotame_coll_option_int(opt, "trace", 0);
+    c->threshold = iotame_coll_option_number(opt, "threshold");
+    c->budget = iotame_coll_option_number(opt, "exam_budget");
+    c->window_seconds = c->budget < 1 ? iotame_coll_option_number(opt, "window_seconds") : 0;
     c->knobs = &w->set.knobs;
     const char *path = iotame_stats_path(o->fs);
-    c->readahead = set->readahead >= 0 ? set->readahead : path ? iotame_coll_readahead(path) : 0;
-    w->set.shortest = w->tally.next_calls = set->steady_windows * c->exam_calls;
+    const int64_t readahead = iotame_coll_option_int(opt, "readahead", -1);
+    c->readahead = readahead >= 0 ? readahead : path ? iotame_coll_readahead(path) : 0;
+    w->set.shortest = w->tally.next_calls = (int)iotame_coll_option_int(opt, "steady_windows", 0) * c->exam_calls;
     for (int s = 0; s < iotame_nstrategies; s++) w->set.library[s] = iotame_strategies[s]->native;
     int ok = 1;
-    if (set->knowledge) ok &= (a->knowledge_path = strdup(set->knowledge)) != NULL;
+    const char *knowledge = iotame_coll_option_string(opt, "knowledge");
+    if (knowledge) ok &= (a->knowledge_path = strdup(knowledge)) != NULL;
     a->rows = malloc((size_t)o->nprocs * IOTAME_WINDOW_FIELDS * sizeof *a->rows);
     a->selector = auto_selector_of(o->fs);
-    a->profile = o->profile->found;
-    a->refused = o->profile->refused;
-    a->differs = o->profile->differs;
-    a->model_error = set->model_error;
-    a->block_size = set->block_size;
+    a->profile = o->profile ? o->profile->found : NULL;
+    a->refused = o->profile ? o->profile->refused : NULL;
+    a->differs = o->profile ? o->profile->differs : 0;
+    a->model_error = iotame_coll_option_number(opt, "model_error");
     c->predicts = a->profile != NULL;
     if (!ok || !a->rows || !a->selector) {
         auto_free(a);
@@ -296,13 +316,13 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
 
 /* The knowledge file (rank 0 reads it, every rank takes part in its broadcast), the handle's state and this rank's
  * part of the open's agreement. */
-static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int agree[IOTAME_COLL_AGREE])
+static int auto_open(void **state, const iotame_coll_open_t *o, int agree[IOTAME_COLL_AGREE])
 {
     int broken = 0, exists = 0;
-    const char *k = o->set->knowledge;
+    const char *k = iotame_coll_option_string(&o->options, "knowledge");
     json_t *knowledge = k ? iotame__coll_knowledge_load(k, o->comm, o->rank, &broken, &exists) : NULL;
     memset(agree, 0, IOTAME_COLL_AGREE * sizeof *agree);
-    struct iotame_coll_choice *a = env && o->fs ? auto_new(o) : NULL;
+    struct iotame_coll_choice *a = state && o->fs ? auto_new(o) : NULL;
     if (!a) {
         json_decref(knowledge);
         return -ENOMEM;
@@ -332,13 +352,13 @@ static int auto_open(iotame_coll_env_t *env, const iotame_coll_open_t *o, int ag
             agree[A_OPENING + 4 * away + 2 * op + 1] = -p[op];
         }
     }
-    env->choice = a;
+    *state = a;
     return 0;
 }
 
-static void auto_agreed(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGREE], int64_t cost_ns)
+static void auto_agreed(void *state, const iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGREE], int64_t cost_ns)
 {
-    struct iotame_coll_choice *a = env->choice;
+    struct iotame_coll_choice *a = state;
     iotame_window_t *w = &a->w;
     a->comm = env->comm;
     w->set.conf.readahead = (int64_t)agree[A_READAHEAD_KB] << 10; /* every rank's selector alike */
@@ -356,17 +376,25 @@ static void auto_agreed(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGRE
 
 /* ---- calls ---- */
 
-static int auto_direct(iotame_coll_env_t *env, int write) { return iotame_window_serving(&env->choice->w, write); }
-
-static void auto_served(iotame_coll_env_t *env, int write, const iotame_coll_part_t *part, double seconds)
+static int auto_direct(void *state, int write)
 {
-    struct iotame_coll_choice *a = env->choice;
+    struct iotame_coll_choice *a = state;
+    return iotame_window_serving(&a->w, write);
+}
+
+static void auto_served(void *state, int write, const iotame_coll_part_t *part, double seconds)
+{
+    struct iotame_coll_choice *a = state;
     iotame_window_served(&a->w, write, part != NULL, part ? part->nbytes : 0, part ? part->ext : NULL, seconds);
     auto_link(a->selector); /* the opening window's end may have given a signature its entry */
 }
 
 /* The selector's digest: ranks whose digests differ have diverged (the path was used by different communicators). */
-static int64_t auto_tag(const iotame_coll_env_t *env) { return (int64_t)iotame_select_digest(env->choice->w.sel); }
+static int64_t auto_tag(const void *state)
+{
+    const struct iotame_coll_choice *a = state;
+    return (int64_t)iotame_select_digest(a->w.sel);
+}
 
 int iotame__coll_interleaved(const iotame_coll_facts_t *facts)
 {
@@ -381,9 +409,9 @@ int iotame__coll_interleaved(const iotame_coll_facts_t *facts)
 /* A call measured on its own: the entry of its signature (the selector reset first when the ranks' digests
  * differed) and its choice. A call that moves no bytes on any rank goes to the library, the cheapest collective
  * no-op (registry index 0), as does every call when the entry cannot be had (out of memory). */
-static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
+static int auto_choose(void *state, const iotame_coll_facts_t *facts)
 {
-    struct iotame_coll_choice *a = env->choice;
+    struct iotame_coll_choice *a = state;
     a->entry = NULL;
     if (facts->gbytes <= 0) return 0;
     const iotame_sig_t sig =
@@ -399,9 +427,9 @@ static int auto_choose(iotame_coll_env_t *env, const iotame_coll_facts_t *facts)
 
 /* The call's throughput, the bytes of every rank over the slowest rank's time; this rank's part is the shape a
  * window that starts now goes on with. */
-static void auto_measured(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds)
+static void auto_measured(void *state, const iotame_coll_facts_t *facts, int strategy, double seconds)
 {
-    struct iotame_coll_choice *a = env->choice;
+    struct iotame_coll_choice *a = state;
     a->engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
@@ -436,10 +464,9 @@ static void auto_choice_retire(struct iotame_coll_choice *a)
  * anyway, it costs nothing, and its window reaches the statistics and the knowledge file at the end of the job. A
  * handle still open at MPI_Finalize is closed inside it (HDF5 closes its files there), after the runtime has stopped,
  * so its close is never seen: its window under way is posted then (at_finalize), on the router's communicator. */
-static void auto_close(iotame_coll_env_t *env, int at_finalize)
+static void auto_close(void *state, iotame_coll_env_t *env, int at_finalize)
 {
-    struct iotame_coll_choice *a = env->choice;
-    env->choice = NULL;
+    struct iotame_coll_choice *a = state;
     if (a->comm == MPI_COMM_NULL) { /* the open failed on some rank: nothing to post, nothing learned */
         auto_free(a);
         return;
@@ -472,7 +499,7 @@ static void auto_finalize(void)
     }
 }
 
-const iotame_strategy_t iotame_strategy_auto = {
+const iotame_chooser_t iotame_chooser_auto = {
     .name = "auto",
     .summary = "the selector: examines the candidates on the application's calls and keeps the fastest per call "
                "signature (Orthrus)",

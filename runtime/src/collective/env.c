@@ -72,6 +72,16 @@ int64_t iotame_coll_readahead(const char *path)
     return 0;
 }
 
+/* ---- the engine's options ---- */
+
+const char *const iotame_coll_engine_options[] = {"virtual_node_size", NULL};
+
+void iotame__coll_env_options(iotame_coll_env_t *e, const iotame_file_config_t *fc)
+{
+    const iotame_coll_options_t o = {fc, iotame_coll_engine_options};
+    e->virtual_node_size = iotame_coll_option_int(&o, "virtual_node_size", 0);
+}
+
 /* Nodes (MPI_COMM_TYPE_SHARED, or virtual nodes of virtual_node_size ranks), numbered by their first rank, and
  * the aggregator order: the first rank of every node, then the second, ... Collective over env->comm. */
 static int setup_nodes(iotame_coll_env_t *e)
@@ -140,24 +150,6 @@ static int64_t info_int(MPI_Info info, const char *key, int64_t dflt)
     return end != value && v > 0 ? (int64_t)v : dflt;
 }
 
-/* targets and target_unit, each on its own: the configuration's, else the file system's own layout (Lustre's,
- * CephFS's: what the file has, whatever the hints asked for), else the striping hints', else the emulated storage's
- * layout, else one target of 1 MiB. */
-static void choose_targets(iotame_coll_env_t *e)
-{
-    const int own = e->layout_from == IOTAME_POSIX_FROM_LUSTRE || e->layout_from == IOTAME_POSIX_FROM_CEPHFS;
-    if (e->conf_targets > 0) e->targets = e->conf_targets, e->targets_from = "configuration";
-    else if (own) e->targets = e->layout_targets, e->targets_from = iotame_posix_from_name(e->layout_from);
-    else if (e->striping_factor > 0) e->targets = e->striping_factor, e->targets_from = "hints";
-    else if (e->layout_targets > 1) e->targets = e->layout_targets, e->targets_from = "layout";
-    else e->targets = 1, e->targets_from = "default";
-    e->target_unit = e->conf_target_unit > 0      ? e->conf_target_unit
-                     : own && e->layout_unit > 0  ? e->layout_unit
-                     : e->striping_unit > 0       ? e->striping_unit
-                     : e->layout_unit > 0         ? e->layout_unit
-                                                  : 1048576;
-}
-
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
 {
     MPI_Info info = MPI_INFO_NULL;
@@ -168,7 +160,6 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
     e->striping_factor = info_int(info, "striping_factor", 0);
     if (info != MPI_INFO_NULL) PMPI_Info_free(&info);
     e->hints_stale = 0;
-    choose_targets(e);
 }
 
 /* The file's layout (posix/target.c: the emulated storage's, else Lustre's or CephFS's, else one target), agreed in
@@ -205,17 +196,7 @@ static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
     e->layout_from = e->layout_targets > 1 ? from : IOTAME_POSIX_FROM_NONE;
 }
 
-/* The file's statistics say what target_aligned aligns to and why ("storage_targets"; the same on every rank). */
-static void report_targets(const iotame_coll_env_t *e)
-{
-    json_t *coll = iotame_stats_collective(iotame_stats_file(e->path));
-    if (coll)
-        json_object_set_new(coll, "storage_targets", json_pack("{s:I,s:I,s:s}", "count", (json_int_t)e->targets,
-                                                               "unit", (json_int_t)e->target_unit, "from",
-                                                               e->targets_from));
-}
-
-int iotame_coll_engine_setup(iotame_coll_env_t *e)
+int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state)
 {
     if (e->shadow != MPI_FILE_NULL) return 0; /* another engine strategy set it up */
     int nodes = setup_nodes(e) == 0, all = 0;
@@ -228,21 +209,19 @@ int iotame_coll_engine_setup(iotame_coll_env_t *e)
     PMPI_Allreduce(mine, agreed, 1 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
     all = agreed[0] == 1;
     layout_agreed(e, agreed + 1);
-    choose_targets(e);
-    report_targets(e);
+    if (e->set_up) e->set_up(e, e->set_up_arg); /* the strategies of the handle learn the facts (target_aligned) */
     if (all) return 0;
     /* A handle opened on some ranks only is left open: closing it is collective. */
     return nodes ? -EACCES : -ENOMEM;
 }
 
-void iotame_coll_engine_teardown(iotame_coll_env_t *e)
+void iotame_coll_engine_teardown(iotame_coll_env_t *e, void *state)
 {
     if (e->shadow != MPI_FILE_NULL) PMPI_File_close(&e->shadow);
 }
 
 void iotame__coll_env_free(iotame_coll_env_t *e)
 {
-    iotame__coll_views_free(e);
     if (e->comm != MPI_COMM_NULL) PMPI_Comm_free(&e->comm);
     free((int *)e->node_of);
     free((int *)e->spread);

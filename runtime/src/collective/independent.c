@@ -50,6 +50,8 @@ static int independent_call(iotame_coll_call_t *c)
 const iotame_strategy_t iotame_strategy_independent = {
     .name = "independent",
     .summary = "each rank's part as the library's independent call (data sieving), on local file systems",
+    .number = 4,
+    .model = IOTAME_MODEL_INDEPENDENT,
     .native = 1,
     .likely = independent_likely,
     .applies = independent_applies,

@@ -80,22 +80,29 @@ static void collective_merge(json_t *into, const json_t *rank)
 /* The section's keys (decisions, strategies, steady windows) are the file's own (docs/formats.md). */
 static void collective_report(json_t *file, json_t *merged) { json_object_update(file, merged); }
 
-static json_t *collective_strategy_json(const iotame_strategy_t *st)
+static json_t *collective_options_json(const char *const *own)
 {
     json_t *options = json_array();
-    for (const char *const *o = st->options; o && *o; o++) json_array_append_new(options, json_string(*o));
-    return json_pack("{s:s,s:o}", "name", st->name, "options", options);
+    for (const char *const *o = own; o && *o; o++) json_array_append_new(options, json_string(*o));
+    return options;
 }
 
-/* The strategies of the registry (registry.c), in its order, and the one that chooses among them (auto), apart: it
- * is no candidate and has no number. */
+/* The strategies of the registry, in its order (each's number, and the cost model's term it declares: null when
+ * none), the chooser among them (auto), apart: it is no candidate and has no number, and the engine's options. */
 static void collective_describe(json_t *entry)
 {
     json_t *list = json_array();
-    for (int s = 0; s < iotame_nstrategies; s++)
-        json_array_append_new(list, collective_strategy_json(iotame_strategies[s]));
+    for (int s = 0; s < iotame_nstrategies; s++) {
+        const iotame_strategy_t *st = iotame_strategies[s];
+        const char *model = iotame_model_kind_name(st->model);
+        json_array_append_new(list, json_pack("{s:s,s:i,s:o,s:o}", "name", st->name, "number", st->number, "model",
+                                              model ? json_string(model) : json_null(), "options",
+                                              collective_options_json(st->options)));
+    }
     json_object_set_new(entry, "strategies", list);
-    json_object_set_new(entry, "chooser", collective_strategy_json(&iotame_strategy_auto));
+    json_object_set_new(entry, "chooser", json_pack("{s:s,s:o}", "name", iotame_chooser_auto.name, "options",
+                                                    collective_options_json(iotame_chooser_auto.options)));
+    json_object_set_new(entry, "engine", json_pack("{s:o}", "options", collective_options_json(iotame_coll_engine_options)));
 }
 
 const iotame_module_t iotame_module_collective = {

@@ -3,7 +3,8 @@
  * takes every request of its node, sorts them by offset and does the I/O, so that no data crosses nodes. Its
  * domain interleaves with the other nodes', so it never writes a byte it was not given: holes between its pieces
  * are skipped, never read-modify-written (reads may read over them). Nodes are MPI_COMM_TYPE_SHARED groups, or
- * virtual nodes of collective.virtual_node_size ranks. */
+ * virtual nodes of collective.virtual_node_size ranks (the engine's option: it places every engine strategy's
+ * aggregators). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -49,7 +50,8 @@ static int node_local_run(iotame_coll_call_t *c)
 const iotame_strategy_t iotame_strategy_node_local = {
     .name = "node_local",
     .summary = "Orthrus core-first: one aggregator per node (the rank with the most data), no inter-node exchange",
-    .options = (const char *const[]){"virtual_node_size", NULL},
+    .number = 2,
+    .model = IOTAME_MODEL_NODE_LOCAL,
     .setup = iotame_coll_engine_setup,
     .teardown = iotame_coll_engine_teardown,
     .write_all = node_local_run,

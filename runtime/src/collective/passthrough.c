@@ -49,6 +49,8 @@ static int passthrough_call(iotame_coll_call_t *c)
 const iotame_strategy_t iotame_strategy_passthrough = {
     .name = "passthrough",
     .summary = "the MPI library's own collective I/O on the application's handle",
+    .number = 0,
+    .model = IOTAME_MODEL_PASSTHROUGH,
     .native = 1,
     .likely = passthrough_likely,
     .write_all = passthrough_call,

@@ -6,9 +6,10 @@
  * status carries the bytes moved, and an error on any rank is returned on every rank through the file's error
  * handler. Whatever the engine cannot take goes to the library unchanged, with its reason counted.
  *
- * A handle's state is its view (here), its environment (env.c: file system, nodes, hints, shadow handle) and its
- * strategy: one of the registry's, fixed, or one that chooses among them call by call (auto.c), which this file
- * serves alike through the strategy interface (strategy.h). The state is the module's slot of the core's record of
+ * A handle's state is its view (here), its environment (env.c: file system, nodes, hints, shadow handle), every
+ * strategy's own state of it (one opaque slot per strategy), and its strategy: one of the registry's, fixed, or a
+ * chooser that picks among them call by call (auto.c), which this file serves alike through the chooser interface
+ * (strategy.h). The state is the module's slot of the core's record of
  * the handle, set only for handles whose "collective.strategy" is not passthrough (iotame__coll_open); the other
  * handles, and every independent call, leave this file at once. */
 #include <errno.h>
@@ -25,8 +26,11 @@ struct iotame_coll_file {
     iotame_file_stats_t *fs;
     char *path;
     int amode, atomic, written;
-    const iotame_strategy_t *st; /* the file's strategy: fixed, or one that chooses (st->choose) */
-    int fixed;                   /* st's registry index; -1 when st chooses */
+    const iotame_strategy_t *st; /* the file's strategy when fixed, else NULL */
+    const iotame_chooser_t *ch;  /* the file's chooser when it has one, else NULL */
+    int fixed;                   /* st's registry index; -1 with a chooser */
+    void *choice;                /* the chooser's state of the handle */
+    void *state[IOTAME_STRATEGY_MAX]; /* every strategy's own state of the handle (iotame_strategy_t.open) */
     unsigned ready;              /* the strategies set up (bit s: iotame_strategies[s]->setup ran) */
     const char *off; /* why every call now goes to the library (the engine could not be set up), or NULL */
     iotame_coll_view_t view;
@@ -75,9 +79,11 @@ void iotame__coll_set_info(iotame_file_t *file)
 
 /* ---- open (collective): the settings, one agreement ---- */
 
-/* Frees the handle's state (its strategy's state is the strategy's: closed, or finalized). */
+/* Frees the handle's state and the strategies' (the chooser's is the chooser's: closed, or finalized). */
 static void route_free(iotame_coll_file_t *f)
 {
+    for (int s = 0; s < iotame_nstrategies; s++)
+        if (f->state[s] && iotame_strategies[s]->close) iotame_strategies[s]->close(f->state[s]);
     iotame__coll_env_free(&f->env);
     iotame__coll_view_release(&f->view);
     iotame_extents_free(&f->ext);
@@ -88,10 +94,31 @@ static void route_free(iotame_coll_file_t *f)
     free(f);
 }
 
-/* The handle's state; NULL when something could not be allocated. A native strategy fixed for the file serves every
- * call itself: no per-call buffers. */
+/* The engine's set-up tells every strategy of the handle the shared facts it found (strategy.h, "environment"). */
+static void route_environment(const iotame_coll_env_t *e, void *arg)
+{
+    iotame_coll_file_t *f = arg;
+    for (int s = 0; s < iotame_nstrategies; s++)
+        if (iotame_strategies[s]->environment) iotame_strategies[s]->environment(e, f->state[s]);
+}
+
+/* Every strategy's state of the handle, from its own options; 0, or why the handle cannot be routed. */
+static const char *route_open_strategies(iotame_coll_file_t *f, const iotame_file_config_t *fc)
+{
+    for (int s = 0; s < iotame_nstrategies; s++) {
+        const iotame_strategy_t *st = iotame_strategies[s];
+        const iotame_coll_options_t o = {fc, st->options};
+        const int rc = st->open ? st->open(&o, &f->state[s]) : 0;
+        if (rc) return rc == -EINVAL ? "a strategy refused its options" : "out of memory (collective routing)";
+    }
+    return NULL;
+}
+
+/* The handle's state; NULL when something could not be allocated (*why: the reason, when another than that). A
+ * native strategy fixed for the file serves every call itself: no per-call buffers. */
 static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, const iotame_coll_settings_t *set,
-                                     iotame_file_stats_t *fs, const iotame_file_t *file)
+                                     const iotame_file_config_t *fc, iotame_file_stats_t *fs,
+                                     const iotame_file_t *file, const char **why)
 {
     iotame_coll_file_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
@@ -99,7 +126,8 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     f->fs = fs;
     f->amode = amode;
     f->st = set->strategy;
-    f->fixed = iotame_strategy_find(set->strategy->name);
+    f->ch = set->chooser;
+    f->fixed = f->st ? f->st->number : -1;
     iotame_coll_env_t *e = &f->env;
     e->comm = MPI_COMM_NULL;
     e->shadow = MPI_FILE_NULL;
@@ -107,19 +135,21 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     PMPI_Comm_size(comm, &e->nprocs);
     f->view.etype = f->view.filetype = MPI_DATATYPE_NULL;
     iotame__coll_view_set(&f->view, 0, MPI_BYTE, MPI_BYTE, 1);
-    e->virtual_node_size = set->virtual_node_size;
-    e->conf_targets = set->targets;
-    e->conf_target_unit = set->target_unit;
-    e->conf_block_size = set->block_size;
+    iotame__coll_env_options(e, fc);
+    e->set_up = route_environment;
+    e->set_up_arg = f;
     e->fh = fh;
     e->amode = amode;
     e->path = f->path = strdup(iotame_stats_path(fs));
     int ok = f->path != NULL;
-    if (!f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
+    const char *refused = ok ? route_open_strategies(f, fc) : NULL;
+    ok &= refused == NULL;
+    if (!f->st || !f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
     f->model_error = set->model_error;
-    if (file->consumer && set->strategy->blocks) /* bound once the open agreed (route_bind) */
+    if (file->consumer && set->strategy && set->strategy->blocks) /* bound once the open agreed (route_bind) */
         ok &= (f->ends = malloc(((size_t)e->nprocs + 2) * sizeof *f->ends)) != NULL;
     if (!ok) {
+        *why = refused;
         route_free(f);
         return NULL;
     }
@@ -145,7 +175,7 @@ static void route_bind(const iotame_open_t *o, iotame_coll_file_t *f, const char
     const iotame_block_consumer_t *consumer = o->file ? o->file->consumer : NULL;
     if (!consumer) return;
     char refusal[160];
-    if (f && !f->st->blocks) why = route_blocks_refusal(refusal, sizeof refusal);
+    if (f && !(f->st && f->st->blocks)) why = route_blocks_refusal(refusal, sizeof refusal);
     if (f && !why) {
         f->consumer = consumer;
         f->consumer_arg = o->file->consumer_arg;
@@ -169,19 +199,25 @@ void iotame__coll_open(const iotame_open_t *o)
     const MPI_File fh = o->fh;
     const MPI_Comm comm = o->comm;
     iotame_file_stats_t *fs = o->fs;
-    const iotame_strategy_t *st = set.strategy;
+    const iotame_chooser_t *ch = set.chooser;
+    const int native = set.strategy && set.strategy->native;
     int rank, nprocs;
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
     MPI_Request dup = MPI_REQUEST_NULL;
-    int ok = st->native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
+    int ok = native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
     enum { FAILED, LOCAL, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
-    iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, fs, o->file) : NULL;
+    const char *refused = NULL;
+    iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, o->fc, fs, o->file, &refused)
+                                                : NULL;
     int failed = !f;
-    const iotame_coll_open_t co = {comm, rank, nprocs, fs, &set, (int64_t)o->open_ns, o->file ? &o->file->profile : NULL};
-    if (st->open) failed |= st->open(f ? &f->env : NULL, &co, mine + CHOICE) != 0; /* collective: every rank */
+    const iotame_coll_open_t co = {.comm = comm, .rank = rank, .nprocs = nprocs, .fs = fs,
+                                   .options = {o->fc, ch ? ch->options : NULL}, .states = f ? f->state : NULL,
+                                   .open_ns = (int64_t)o->open_ns, .profile = o->file ? &o->file->profile : NULL};
+    if (ch && ch->open) /* collective: every rank */
+        failed |= ch->open(f ? &f->choice : NULL, &co, mine + CHOICE) != 0;
     mine[FAILED] = failed;
     mine[LOCAL] = rank == 0 && !failed && iotame_coll_local_fs(f->path);
     uint64_t t0 = iotame_monotonic_ns();
@@ -190,20 +226,22 @@ void iotame__coll_open(const iotame_open_t *o)
     /* The duplicate's context id is agreed over the ranks by the library (MPICH, Open MPI), so a duplicate that
      * started on every rank completes, or fails, on every rank alike. */
     if (dup != MPI_REQUEST_NULL && PMPI_Wait(&dup, MPI_STATUS_IGNORE) != MPI_SUCCESS) own = MPI_COMM_NULL;
-    if (all[FAILED] || (!st->native && own == MPI_COMM_NULL)) {
+    if (all[FAILED] || (!native && own == MPI_COMM_NULL)) {
         if (f) {
-            if (f->env.choice && st->close) st->close(&f->env, 0); /* agreed on nothing: it only frees */
+            if (f->choice && ch->close) ch->close(f->choice, &f->env, 0); /* agreed on nothing: it only frees */
             route_free(f);
         }
         if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
-        if (fs) iotame_stats_passthrough(fs, "a rank could not set up collective routing (out of memory, or no communicator)");
+        if (fs)
+            iotame_stats_passthrough(fs, refused ? refused : "a rank could not set up collective routing (out of "
+                                                             "memory, or no communicator)");
         route_bind(o, NULL, "a rank could not set up collective routing");
         return;
     }
     f->env.comm = own;
     f->env.local_fs = all[LOCAL];
     f->env.write_sieving = iotame_coll_write_sieving();
-    if (st->agreed) st->agreed(&f->env, all + CHOICE, cost_ns);
+    if (ch && ch->agreed) ch->agreed(f->choice, &f->env, all + CHOICE, cost_ns);
     *iotame_file_slot(o->file, &iotame_module_collective) = f;
     route_bind(o, f, NULL);
 }
@@ -230,7 +268,8 @@ static void route_consumer_flush(iotame_coll_file_t *f)
 
 /* Whether the call's blocks are handed to the handle's consumer: asked, with the call's facts, where its strategy
  * hands blocks (collective, every rank alike); else what the consumer holds is written first. */
-static int route_consumer_take(iotame_coll_file_t *f, const iotame_strategy_t *st, const iotame_coll_facts_t *g)
+static int route_consumer_take(iotame_coll_file_t *f, const iotame_strategy_t *st, const void *state,
+                               const iotame_coll_facts_t *g)
 {
     int handed = 0;
     if (f->consumer && st->blocks) {
@@ -241,7 +280,7 @@ static int route_consumer_take(iotame_coll_file_t *f, const iotame_strategy_t *s
                                     .pieces = (g->requests + f->env.nprocs - 1) / f->env.nprocs,
                                     .interleaved = iotame__coll_interleaved(g),
                                     .model_error = f->model_error};
-        st->blocks(&f->env, &call.block_size, &call.aggregators);
+        st->blocks(&f->env, state, &call.block_size, &call.aggregators);
         handed = f->consumer->take(f->consumer_arg, &call);
     }
     if (!handed) route_consumer_flush(f);
@@ -288,7 +327,7 @@ static double route_own_call(iotame_coll_file_t *f, const iotame_coll_args_t *a,
 {
     MPI_Count tsize = 0;
     PMPI_Type_size_x(a->datatype, &tsize);
-    iotame_coll_call_t c = {.env = &f->env, .args = a, .write = route_is_write(a->op)};
+    iotame_coll_call_t c = {.env = &f->env, .state = f->state[s], .args = a, .write = route_is_write(a->op)};
     uint64_t t0 = iotame_monotonic_ns();
     route_function(iotame_strategies[s], a->op)(&c);
     double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
@@ -299,22 +338,25 @@ static double route_own_call(iotame_coll_file_t *f, const iotame_coll_args_t *a,
     return seconds;
 }
 
-/* The strategy that serves the call without the router's gather, else -1 (strategy.h, "direct"). */
+/* The strategy that serves the call without the router's gather, else -1 (strategy.h, "direct"): a native strategy
+ * fixed for the file serves all its calls so. */
 static int route_direct(iotame_coll_file_t *f, int write)
 {
-    return f->st->direct ? f->st->direct(&f->env, write) : f->st->native ? f->fixed : -1;
+    if (f->ch) return f->ch->direct ? f->ch->direct(f->choice, write) : -1;
+    return f->st->native ? f->fixed : -1;
 }
 
-/* A call served so; a strategy that follows such calls (served) is told this rank's part of it. */
+/* A call served so; a chooser that follows such calls (served) is told this rank's part of it. */
 static int route_serve_direct(iotame_coll_file_t *f, const iotame_coll_args_t *a, int s)
 {
     int64_t pos = 0, nbytes = 0;
     iotame_coll_part_t part = {0, &f->ext}, *mine = NULL;
-    if (f->st->served && route_prepare(f, a, &pos, &nbytes) == NULL) part.nbytes = nbytes, mine = &part;
+    const int follows = f->ch && f->ch->served;
+    if (follows && route_prepare(f, a, &pos, &nbytes) == NULL) part.nbytes = nbytes, mine = &part;
     int mpi_error;
     route_consumer_flush(f);
     const double seconds = route_own_call(f, a, s, &mpi_error);
-    if (f->st->served) f->st->served(&f->env, route_is_write(a->op), mine, seconds);
+    if (follows) f->ch->served(f->choice, route_is_write(a->op), mine, seconds);
     return mpi_error;
 }
 
@@ -329,7 +371,7 @@ static const char *route_gather(iotame_coll_file_t *f, const iotame_coll_args_t 
     int64_t nbytes = 0;
     *pos = 0;
     const char *why = route_prepare(f, a, pos, &nbytes);
-    int64_t row[IOTAME_INFO_FIELDS] = {INT64_MAX, INT64_MIN, 0, 0, 0, f->st->tag ? f->st->tag(e) : 0};
+    int64_t row[IOTAME_INFO_FIELDS] = {INT64_MAX, INT64_MIN, 0, 0, 0, f->ch && f->ch->tag ? f->ch->tag(f->choice) : 0};
     row[IOTAME_INFO_STREAM] = *pos * f->view.etype_size;
     row[IOTAME_INFO_VIEW] = f->view.generation;
     if (why) row[IOTAME_INFO_FLAGS] = FLAG_CANNOT;
@@ -360,10 +402,10 @@ static const char *route_gather(iotame_coll_file_t *f, const iotame_coll_args_t 
     return NULL;
 }
 
-/* 4. The strategy of the call: the file's, or the one its strategy chooses from the gathered facts. */
+/* 4. The strategy of the call: the file's, or the one its chooser picks from the gathered facts. */
 static int route_choose(iotame_coll_file_t *f, const iotame_coll_facts_t *g)
 {
-    return f->st->choose ? f->st->choose(&f->env, g) : f->fixed;
+    return f->ch ? (f->ch->choose ? f->ch->choose(f->choice, g) : 0) : f->fixed;
 }
 
 /* 5. The strategy's setup before it first serves the handle (collective: every rank chose s alike). Returns why
@@ -373,7 +415,7 @@ static const char *route_setup(iotame_coll_file_t *f, int s)
     const iotame_strategy_t *st = iotame_strategies[s];
     if (!st->setup || (f->ready & 1u << s)) return NULL;
     iotame_coll_env_t *e = &f->env;
-    int rc = st->setup(e);
+    int rc = st->setup(e, f->state[s]);
     if (rc) return f->off = rc == -ENOMEM ? "out of memory (collective routing)"
                                           : "the file cannot be opened for reading and writing (shadow handle)";
     f->ready |= 1u << s;
@@ -509,8 +551,8 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     const int s = route_choose(f, &g);
     const iotame_strategy_t *st = iotame_strategies[s];
     if ((why = route_setup(f, s))) return route_pass(f, a, why);
-    const int handed = route_consumer_take(f, st, &g);
-    iotame_coll_call_t c = {.env = &f->env, .args = a, .write = g.write, .ext = f->ext.v, .next = f->ext.n,
+    const int handed = route_consumer_take(f, st, f->state[s], &g);
+    iotame_coll_call_t c = {.env = &f->env, .state = f->state[s], .args = a, .write = g.write, .ext = f->ext.v, .next = f->ext.n,
                             .nbytes = g.nbytes, .info = f->info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,
                             .view = &f->view, .consumer = handed ? f->consumer : NULL, .consumer_arg = f->consumer_arg};
     int packed;
@@ -522,7 +564,7 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
                                          : route_agree(f, rc, called, &slowest);
     if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
         return route_pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
-    if (f->st->measured) f->st->measured(&f->env, &g, s, slowest);
+    if (f->ch && f->ch->measured) f->ch->measured(f->choice, &g, s, slowest);
     iotame__coll_count(f->fs, s, 1, g.nbytes, seconds, st->native ? -1 : c.list_bytes, st->native ? -1 : c.view_bytes);
     if (st->native) return c.mpi_error;
     return route_complete(f, a, &c, pos, failed, packed);
@@ -582,18 +624,20 @@ int iotame__coll_close(iotame_file_t *file)
     iotame_coll_file_t *f = route_of(file);
     if (!f) return MPI_SUCCESS;
     *iotame_file_slot(file, &iotame_module_collective) = NULL;
-    if (f->st->close) f->st->close(&f->env, 0); /* may keep the communicator for its last gather */
+    if (f->ch && f->ch->close) f->ch->close(f->choice, &f->env, 0); /* may keep the communicator for its last gather */
+    f->choice = NULL;
     for (int s = 0; s < iotame_nstrategies; s++)
-        if ((f->ready & 1u << s) && iotame_strategies[s]->teardown) iotame_strategies[s]->teardown(&f->env);
+        if ((f->ready & 1u << s) && iotame_strategies[s]->teardown) iotame_strategies[s]->teardown(&f->env, f->state[s]);
     route_retire(f);
     return MPI_SUCCESS;
 }
 
-/* A handle still open at MPI_Finalize: its strategy posts what is under way (completed by the strategy's finalize). */
+/* A handle still open at MPI_Finalize: its chooser posts what is under way (completed by the chooser's finalize). */
 static void route_finalize_post(iotame_file_t *file, void *arg)
 {
     iotame_coll_file_t *f = route_of(file);
-    if (f && f->st->close) f->st->close(&f->env, 1);
+    if (f && f->ch && f->ch->close) f->ch->close(f->choice, &f->env, 1);
+    if (f) f->choice = NULL;
 }
 
 /* Then its statistics; its slot is cleared. */
@@ -606,11 +650,11 @@ static void route_finalize_retire(iotame_file_t *file, void *arg)
 }
 
 /* A handle still open here is closed inside MPI_Finalize (HDF5 closes its files there), after the runtime has
- * stopped: its strategy's state and statistics are taken now. Its shadow handle stays open: closing it is a blocking
+ * stopped: its chooser's state and statistics are taken now. Its shadow handle stays open: closing it is a blocking
  * collective, and the ranks may hold their open handles in different orders. */
 void iotame__coll_finalize(void)
 {
     iotame_file_each(route_finalize_post, NULL);
-    iotame__coll_strategies_finalize();
+    iotame__coll_choosers_finalize();
     iotame_file_each(route_finalize_retire, NULL);
 }

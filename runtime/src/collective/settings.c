@@ -1,6 +1,7 @@
-/* A file's collective settings, read in one place at its open: the strategy, the strategies' options and the
- * selector's (auto) settings. Each is the file's value, else its default in runtime/settings.json (one source of
- * truth), through the core's iotame_config_setting. */
+/* A file's collective settings, read at its open: what the router reads itself (the strategy, and staging.collective
+ * auto's model error), and the accessors through which each strategy, the chooser and the engine read their own options.
+ * Each is the file's value, else its default in runtime/settings.json (one source of truth), through the core's
+ * iotame_config_setting. */
 #include <jansson.h>
 #include <string.h>
 
@@ -11,56 +12,39 @@ static const json_t *settings_value(const iotame_file_config_t *fc, const char *
     return iotame_config_setting(fc, "collective", key);
 }
 
-static int64_t settings_int(const iotame_file_config_t *fc, const char *key, int64_t unset)
+const json_t *iotame_coll_option(const iotame_coll_options_t *o, const char *key)
 {
-    const json_t *v = settings_value(fc, key);
+    for (const char *const *k = o->own; k && *k; k++)
+        if (strcmp(*k, key) == 0) return settings_value(o->fc, key);
+    return NULL; /* not the reader's own */
+}
+
+int64_t iotame_coll_option_int(const iotame_coll_options_t *o, const char *key, int64_t unset)
+{
+    const json_t *v = iotame_coll_option(o, key);
     return v ? (int64_t)json_integer_value(v) : unset;
 }
 
-static double settings_number(const iotame_file_config_t *fc, const char *key)
+double iotame_coll_option_number(const iotame_coll_options_t *o, const char *key)
 {
-    return json_number_value(settings_value(fc, key));
+    return json_number_value(iotame_coll_option(o, key));
 }
 
-/* The candidates in the configured order, each once (registry indices); passthrough alone when none is named. */
-static void settings_candidates(const iotame_file_config_t *fc, iotame_coll_settings_t *set)
+const char *iotame_coll_option_string(const iotame_coll_options_t *o, const char *key)
 {
-    size_t i;
-    json_t *item;
-    set->ncandidates = 0;
-    json_array_foreach((json_t *)settings_value(fc, "candidates"), i, item) {
-        int s = iotame_strategy_find(json_string_value(item)), dup = 0;
-        for (int k = 0; k < set->ncandidates; k++) dup |= set->candidates[k] == s;
-        if (s >= 0 && !dup && set->ncandidates < IOTAME_STRATEGY_MAX) set->candidates[set->ncandidates++] = s;
-    }
-    if (set->ncandidates == 0) set->candidates[set->ncandidates++] = 0; /* settings.json without a default */
+    const char *s = json_string_value(iotame_coll_option(o, key));
+    return s && *s ? s : NULL;
 }
 
 int iotame__coll_settings(const iotame_file_config_t *fc, iotame_coll_settings_t *set)
 {
     *set = (iotame_coll_settings_t){0};
     const char *name = json_string_value(settings_value(fc, "strategy"));
-    set->strategy = iotame_strategy_named(name ? name : "passthrough");
-    if (!set->strategy || set->strategy == iotame_strategies[0]) return 0; /* the library's own: nothing more */
-    set->virtual_node_size = settings_int(fc, "virtual_node_size", 0);
-    set->targets = settings_int(fc, "targets", 0);
-    set->target_unit = settings_int(fc, "target_unit", 0);
-    set->block_size = settings_int(fc, "block_size", 0);
-    settings_candidates(fc, set);
-    set->exam_calls = (int)settings_int(fc, "exam_calls", 0);
-    set->trace = settings_int(fc, "trace", 0);
-    set->threshold = settings_number(fc, "threshold");
-    set->exam_budget = settings_number(fc, "exam_budget");
-    set->window_seconds = settings_number(fc, "window_seconds");
-    set->drop = settings_number(fc, "drop");
-    set->retry_every = (int)settings_int(fc, "retry_every", 0);
-    set->threshold_max = settings_number(fc, "threshold_max");
-    set->gate_calls = settings_number(fc, "gate_calls");
-    set->window_max_seconds = settings_number(fc, "window_max_seconds");
-    set->steady_windows = (int)settings_int(fc, "steady_windows", 0);
-    set->readahead = settings_int(fc, "readahead", -1);
-    const char *knowledge = json_string_value(settings_value(fc, "knowledge"));
-    set->knowledge = knowledge && *knowledge ? knowledge : NULL;
-    set->model_error = settings_number(fc, "model_error");
+    if (!name) name = "passthrough";
+    const int s = iotame_strategy_find(name);
+    set->strategy = s >= 0 ? iotame_strategies[s] : NULL;
+    set->chooser = s >= 0 ? NULL : iotame_chooser_named(name);
+    if (s <= 0 && !set->chooser) return 0; /* the library's own (or no strategy of that name): nothing more */
+    set->model_error = json_number_value(settings_value(fc, "model_error"));
     return 1;
 }

@@ -1,9 +1,9 @@
 /* collective: the collective-I/O engine. Strategies (one file each, one const table each), their registry, the
- * shared aggregation engine they are built on, the auto strategy that picks one of them per call (the selector's
+ * shared aggregation engine they are built on, the chooser auto that picks one of them per call (the selector's
  * policy from select/ fed by the window protocol), and the routing of MPI_File_{write,read}[_at]_all calls through
  * them (per-handle state, shadow handle, file pointer, status, errors).
  * The only interface of runtime/src/collective/ to the other parts (core/modules.c registers the module table);
- * collective/window.h is internal to the auto strategy. */
+ * collective/window.h is internal to auto. */
 #ifndef IOTAME_COLLECTIVE_STRATEGY_H
 #define IOTAME_COLLECTIVE_STRATEGY_H
 
@@ -72,9 +72,10 @@ static inline json_t *iotame_stats_collective(iotame_file_stats_t *fs)
 
 typedef struct iotame_coll_file iotame_coll_file_t;
 
-/* Facts about the handle a strategy needs, stable between calls (agreed at open; nodes, hints and the shadow handle
- * when an engine strategy is first chosen: collective/env.c). */
-typedef struct {
+/* Facts about the handle every strategy may read, stable between calls (agreed at open; nodes, hints and the shadow
+ * handle when an engine strategy is first set up: collective/env.c). What one strategy alone keeps of a handle is its
+ * own state (iotame_strategy_t.open), not here. */
+typedef struct iotame_coll_env {
     MPI_Comm comm;      /* our duplicate of the file's communicator */
     int rank, nprocs;
     MPI_File shadow;    /* the same file opened MPI_MODE_RDWR on comm, default view: strategies' I/O */
@@ -82,20 +83,18 @@ typedef struct {
     int nnodes;
     const int *spread;  /* ranks in aggregator order: first rank of each node, then the second, ... */
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
-    int64_t targets, target_unit; /* target_aligned: storage targets and stripe (configuration, hints or layout) */
     int64_t layout_targets, layout_unit; /* the file's layout as the POSIX layer reads it, agreed (0: not read) */
     int layout_from;                     /* its iotame_posix_from_t, agreed (0: none) */
-    const char *targets_from; /* where targets came from: configuration, lustre or cephfs (the file system's own
-                               * layout), hints, layout (the emulated storage's) or default */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
-    /* the strategies' options (strategy.options; 0: not set): node_local's virtual_node_size, which also places the
-     * other engine strategies' aggregators, target_aligned's targets and target_unit, view_based's block_size */
-    int64_t virtual_node_size, conf_targets, conf_target_unit, conf_block_size;
-    int64_t fs_block; /* view_based: the file's st_blksize, the largest over the ranks (0: not asked yet) */
-    struct iotame_coll_views *views; /* view_based: the views cached for the handle (view_based.c), or NULL */
-    struct iotame_coll_choice *choice; /* a choosing strategy's state of the handle (auto.c), or NULL */
+    /* the engine's option (iotame_coll_engine_options; 0: not set): ranks grouped into virtual nodes of this many
+     * consecutive ranks, where every engine strategy places its aggregators and the cost model counts nodes */
+    int64_t virtual_node_size;
+    /* called by the engine's set-up once the shared facts above are known, before it reports (the router tells
+     * every strategy of the handle: iotame_strategy_t.environment) */
+    void (*set_up)(const struct iotame_coll_env *env, void *arg);
+    void *set_up_arg;
     MPI_File fh;      /* the application's handle */
     const char *path; /* as given to MPI_File_open */
     int amode;
@@ -126,21 +125,17 @@ int iotame_coll_count_nodes(MPI_Comm comm, int rank, int64_t virtual_node_size);
  * client, which has its own settings). */
 int64_t iotame_coll_readahead(const char *path);
 /* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open),
- * ROMIO's defaults when the library does not say; targets and target_unit from the configuration, else the
- * striping hints, else the file's agreed layout (layout_targets: Lustre's, or the emulated storage's), else one
- * target of 1 MiB. */
+ * ROMIO's defaults when the library does not say. */
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
 /* The setup and teardown of the engine strategies (two_phase, node_local, target_aligned, view_based): the nodes, the
  * hints, and the shadow handle (read-modify-write needs reading, so RDWR even when the application writes only),
  * shared by them and set up once. Collective; returns 0, -ENOMEM, or -EACCES (the shadow handle could not be
- * opened), every rank alike. */
-int iotame_coll_engine_setup(iotame_coll_env_t *e);
-void iotame_coll_engine_teardown(iotame_coll_env_t *e);
-/* Frees the communicator, the node tables and view_based's cache (not the shadow handle: closing it is
- * collective). */
+ * opened), every rank alike. Shaped as a strategy's setup and teardown hooks (state unused), so that an engine
+ * strategy without state of its own names them as its own (.setup = iotame_coll_engine_setup). */
+int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state);
+void iotame_coll_engine_teardown(iotame_coll_env_t *e, void *state);
+/* Frees the communicator and the node tables (not the shadow handle: closing it is collective). */
 void iotame__coll_env_free(iotame_coll_env_t *e);
-/* Frees view_based's cache of the handle's views (view_based.c). */
-void iotame__coll_views_free(iotame_coll_env_t *e);
 
 /* ---- the file view of a routed handle (view.c) ---- */
 
@@ -171,6 +166,7 @@ enum { IOTAME_INFO_START, IOTAME_INFO_END, IOTAME_INFO_BYTES, IOTAME_INFO_EXTENT
 /* One call as a strategy sees it. */
 typedef struct {
     const iotame_coll_env_t *env;
+    void *state;                    /* the serving strategy's state of the handle (iotame_strategy_t.open), or NULL */
     const iotame_coll_args_t *args; /* the application's call (passthrough) */
     int write;
     const iotame_extent_t *ext; /* this rank's file extents, sorted, disjoint */
@@ -211,59 +207,73 @@ typedef struct {
     const iotame_extents_t *ext;
 } iotame_coll_part_t;
 
-/* A file's collective settings (settings.c reads them all at the open, through iotame_config_setting). */
-typedef struct iotame_strategy iotame_strategy_t;
+/* ---- options: a strategy's, the chooser's and the engine's own collective.* settings (settings.c) ---- */
+
+/* What a strategy (or the chooser, or the engine) may read of a file's collective settings: the keys it owns. */
 typedef struct {
-    const iotame_strategy_t *strategy; /* collective.strategy (iotame_strategy_named) */
-    /* the strategies' options (0: not set) */
-    int64_t virtual_node_size, targets, target_unit, block_size;
-    /* auto's */
-    /* registry indices, in the configured order, each once (passthrough when none is named) */
-    int candidates[IOTAME_SELECT_MAX], ncandidates;
-    int exam_calls, retry_every, steady_windows;
-    int64_t trace, readahead; /* readahead -1: not configured */
-    double threshold, exam_budget, window_seconds, drop, threshold_max, gate_calls, window_max_seconds;
-    const char *knowledge; /* the knowledge file, or NULL (borrowed from the configuration) */
+    const iotame_file_config_t *fc;
+    const char *const *own; /* NULL-terminated: the strategy's .options */
+} iotame_coll_options_t;
+/* The value of one of the owned keys: the file's, else its default in runtime/settings.json; NULL when neither
+ * (or when the key is not owned: a strategy reads its own options only). The core's validator has checked it against
+ * settings.json (type, range, allowed values) before any file is opened. */
+const json_t *iotame_coll_option(const iotame_coll_options_t *o, const char *key);
+int64_t iotame_coll_option_int(const iotame_coll_options_t *o, const char *key, int64_t unset);
+double iotame_coll_option_number(const iotame_coll_options_t *o, const char *key);
+/* A string option; NULL when unset or empty (borrowed from the configuration). */
+const char *iotame_coll_option_string(const iotame_coll_options_t *o, const char *key);
+/* The engine's own options (env.c reads them: virtual_node_size); NULL-terminated. */
+extern const char *const iotame_coll_engine_options[];
+/* The engine's options of a file into e (at the handle's open). */
+void iotame__coll_env_options(iotame_coll_env_t *e, const iotame_file_config_t *fc);
+
+typedef struct iotame_strategy iotame_strategy_t;
+typedef struct iotame_chooser iotame_chooser_t;
+
+/* What the router reads of a file's collective settings itself, at the open (settings.c). */
+typedef struct {
+    /* collective.strategy: one of the registry's, or a chooser (exactly one of the two set) */
+    const iotame_strategy_t *strategy;
+    const iotame_chooser_t *chooser;
+    /* staging.collective auto's model (cache_decision.c): collective.model_error */
     double model_error;
 } iotame_coll_settings_t;
 /* Reads them; returns whether the file's collective calls are routed (its strategy is not passthrough). */
 int iotame__coll_settings(const iotame_file_config_t *fc, iotame_coll_settings_t *set);
 
-/* What a choosing strategy is told at the handle's open (collective over comm, the application's communicator). */
-typedef struct {
-    MPI_Comm comm;
-    int rank, nprocs;
-    iotame_file_stats_t *fs; /* the file's record (NULL: this rank has none) */
-    const iotame_coll_settings_t *set;
-    int64_t open_ns; /* what the library's open of the handle took on this rank */
-    const iotame_file_profile_t *profile; /* the file's machine profile, agreed by the core (core/module.h) */
-} iotame_coll_open_t;
-
-/* The ints a choosing strategy adds to the open's one agreement (reduced with MPI_MAX). */
-enum { IOTAME_COLL_AGREE = 16 };
-
-/* A strategy (a backend, in the manner of IOR's): functions return 0, or -errno when they could not run (nothing
- * done: the call then passes through), or -EIO after an I/O error (call->mpi_error says which). `native` strategies
- * use the application's handle and arguments themselves (no packing, no file pointer or status handling by the
- * router): the library serves their calls, and a native strategy fixed for a file serves every call without a
- * gather or communicator of ours. A NULL hook is not needed.
+/* ---- a strategy: one file, one const table (a backend, in the manner of IOR's; ROMIO's drivers' generic
+ * functions are the engine's: a strategy names them where it does nothing of its own) ----
  *
- * A strategy that chooses (auto) serves no call itself: its write_all... are NULL, and the hooks under "choosing"
- * pick, call by call, the registry strategy that serves (delegation), so that the router serves a call alike
- * whether its strategy is fixed or chosen:
- *   open -> agreed at the handle's open, then per call either
- *   direct (>= 0: that strategy serves the call without the router's gather) -> served, or
- *   tag (into the gathered row) -> the router's gather -> choose -> the chosen strategy's setup and call -> measured,
- *   and close at the handle's close, finalize at MPI_Finalize.
- * Every hook is called on every rank alike (the decisions rest on gathered, reduced values), so every rank takes the
- * same branch. */
+ * Serving functions return 0, or -errno when they could not run (nothing done: the call then passes through), or
+ * -EIO after an I/O error (call->mpi_error says which). `native` strategies use the application's handle and
+ * arguments themselves (no packing, no file pointer or status handling by the router): the library serves their
+ * calls, and a native strategy fixed for a file serves every call without a gather or communicator of ours. A NULL
+ * hook is not needed. The registry (generated at build time from the strategy files by
+ * cmake/strategy_registry.cmake) lists every strategy at its .number; docs/design/adding-a-strategy.md. */
 struct iotame_strategy {
     const char *name;
     const char *summary;
+    /* its registry index for good: the selector's id, the order of the statistics and the knowledge file's
+     * strategies; 0 is passthrough, a new strategy takes the next free number */
+    int number;
     int native;
-    /* the collective settings this strategy owns (runtime/settings.json marks a fixed strategy's with "strategy":
-     * name); NULL-terminated, NULL for none */
+    /* the cost model's term that predicts it (an iotame_model_kind_t); IOTAME_MODEL_NONE (0): never predicted, the
+     * selector examines it by measurement alone */
+    int model;
+    /* what the term needs of the handle that is the strategy's own and constant over it (view_based: its block),
+     * into the model's call: called once at the handle's open, onto a zeroed call that the chooser completes with
+     * each call's facts (NULL: nothing) */
+    void (*model_call)(const void *state, iotame_model_call_t *call);
+    /* the collective settings this strategy owns (runtime/settings.json marks each with "strategy": name), which its
+     * open reads; NULL-terminated, NULL for none */
     const char *const *options;
+    /* The strategy's state of a handle, at the handle's open (on every rank, not collective; every routed handle
+     * opens every strategy's, so that a chooser may pick any): its options read and checked (iotame_coll_option_*)
+     * into *state. Returns 0, -EINVAL (an option refused: it says why with iotame_log_warn; the handle is then not
+     * routed, on every rank alike since the settings are), or -ENOMEM. NULL: the strategy keeps no state. */
+    int (*open)(const iotame_coll_options_t *o, void **state);
+    /* At the handle's close, after teardown (not collective): frees the state. */
+    void (*close)(void *state);
     /* whether the strategy does what its name says on this handle (NULL: everywhere); where it does not, it does the
      * library's collective call, and the selector leaves it out when passthrough is a candidate */
     int (*applies)(const iotame_coll_env_t *env);
@@ -271,45 +281,79 @@ struct iotame_strategy {
      * ones after the others (a library strategy that writes small pieces one by one, for writes) */
     int (*likely)(const iotame_coll_env_t *env, int write);
     /* before the strategy first serves a handle's call (collective, every rank alike): 0 or -errno; and at close */
-    int (*setup)(iotame_coll_env_t *env);
-    void (*teardown)(iotame_coll_env_t *env);
+    int (*setup)(iotame_coll_env_t *env, void *state);
+    void (*teardown)(iotame_coll_env_t *env, void *state);
+    /* once the engine's shared facts of the handle are set up (env.c: nodes, hints, the file's layout), whichever
+     * engine strategy set them up: what this strategy derives from them and reports (collective: every rank) */
+    void (*environment)(const iotame_coll_env_t *env, void *state);
     iotame_coll_fn write_all, read_all, write_at_all, read_at_all;
     /* whether it can hand a call's finished blocks to the handle's block consumer (core/module.h) instead of the file
      * (NULL: never): its aggregators own fixed blocks, and this gives their map on the handle (set up): block b of
      * block_size bytes is at aggregator b mod aggregators, for writes and reads alike. Its functions then serve a call
      * with call->consumer set through it. */
-    void (*blocks)(const iotame_coll_env_t *env, int64_t *block_size, int64_t *aggregators);
+    void (*blocks)(const iotame_coll_env_t *env, const void *state, int64_t *block_size, int64_t *aggregators);
+};
 
-    /* ---- choosing (a strategy that delegates each call to one of the registry's) ---- */
-    /* At the handle's open (collective over o->comm): the strategy's state of the handle (env->choice; env NULL when
-     * this rank could not set the handle up: the strategy then only joins the open's collectives) and its part of
-     * the open's one agreement. Returns 0, or -ENOMEM (no rank then routes the handle). */
-    int (*open)(iotame_coll_env_t *env, const iotame_coll_open_t *o, int agree[IOTAME_COLL_AGREE]);
+/* ---- a chooser: picks, call by call, the registry strategy that serves (auto.c) ----
+ *
+ * A chooser serves no call itself: its hooks delegate each call to one of the registry's strategies, so that the
+ * router serves a call alike whether its strategy is fixed or chosen:
+ *   open -> agreed at the handle's open, then per call either
+ *   direct (>= 0: that strategy serves the call without the router's gather) -> served, or
+ *   tag (into the gathered row) -> the router's gather -> choose -> the chosen strategy's setup and call -> measured,
+ *   and close at the handle's close, finalize at MPI_Finalize.
+ * Every hook is called on every rank alike (the decisions rest on gathered, reduced values), so every rank takes the
+ * same branch. `state` is the chooser's state of the handle (what its open set). */
+
+/* What a chooser is told at the handle's open (collective over comm, the application's communicator). */
+typedef struct {
+    MPI_Comm comm;
+    int rank, nprocs;
+    iotame_file_stats_t *fs; /* the file's record (NULL: this rank has none) */
+    iotame_coll_options_t options; /* the chooser's own settings (its .options) */
+    /* every registry strategy's state of the handle (the router's slots), for the strategies' hooks the chooser
+     * calls at the open (model_call); NULL when this rank could not set the handle up */
+    void *const *states;
+    int64_t open_ns; /* what the library's open of the handle took on this rank */
+    const iotame_file_profile_t *profile; /* the file's machine profile, agreed by the core (core/module.h) */
+} iotame_coll_open_t;
+
+/* The ints a chooser adds to the open's one agreement (reduced with MPI_MAX). */
+enum { IOTAME_COLL_AGREE = 16 };
+
+struct iotame_chooser {
+    const char *name;
+    const char *summary;
+    /* the collective settings it owns (no "strategy" mark in runtime/settings.json); NULL-terminated */
+    const char *const *options;
+    /* At the handle's open (collective over o->comm): its state of the handle into *state (state NULL when this rank
+     * could not set the handle up: the chooser then only joins the open's collectives) and its part of the open's
+     * one agreement. Returns 0, or -ENOMEM (no rank then routes the handle). */
+    int (*open)(void **state, const iotame_coll_open_t *o, int agree[IOTAME_COLL_AGREE]);
     /* After the agreement (env->comm, local_fs and write_sieving set): the reduced values, and what the reduction
      * took (a first estimate of what a collective of ours costs). */
-    void (*agreed)(iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGREE], int64_t cost_ns);
+    void (*agreed)(void *state, const iotame_coll_env_t *env, const int agree[IOTAME_COLL_AGREE], int64_t cost_ns);
     /* (a) Before a call: the strategy (registry index, a native one) that serves it without the router's gather,
-     * else -1. Without this hook a native strategy serves all its calls so, the others none. */
-    int (*direct)(iotame_coll_env_t *env, int write);
+     * else -1 (NULL: none does). */
+    int (*direct)(void *state, int write);
     /* After a call served so: this rank's part of it (NULL: this rank could not map it) and its seconds here. */
-    void (*served)(iotame_coll_env_t *env, int write, const iotame_coll_part_t *part, double seconds);
+    void (*served)(void *state, int write, const iotame_coll_part_t *part, double seconds);
     /* (c) The value this rank adds to the call's gathered row (IOTAME_INFO_TAG), and after the gather the strategy
      * (registry index) that serves the call: its setup and functions are what the router then runs. */
-    int64_t (*tag)(const iotame_coll_env_t *env);
-    int (*choose)(iotame_coll_env_t *env, const iotame_coll_facts_t *facts);
+    int64_t (*tag)(const void *state);
+    int (*choose)(void *state, const iotame_coll_facts_t *facts);
     /* (b) After a chosen call that ran (an I/O error included): its facts, the strategy that served it, and the
      * slowest rank's seconds from the call's entry (the gather counted). */
-    void (*measured)(iotame_coll_env_t *env, const iotame_coll_facts_t *facts, int strategy, double seconds);
-    /* At the handle's close (collective, before the strategies' teardown): the strategy's state of the handle is
-     * gone afterwards (env->choice); it may keep env->comm for a gather still under way, setting it to
-     * MPI_COMM_NULL. At MPI_Finalize (at_finalize), for a handle still open: what is under way is posted, env->comm
-     * stays the router's, and the strategy's finalize completes it. */
-    void (*close)(iotame_coll_env_t *env, int at_finalize);
+    void (*measured)(void *state, const iotame_coll_facts_t *facts, int strategy, double seconds);
+    /* At the handle's close (collective, before the strategies' teardown): the state is the chooser's to free; it
+     * may keep env->comm for a gather still under way, setting it to MPI_COMM_NULL. At MPI_Finalize (at_finalize),
+     * for a handle still open: what is under way is posted, env->comm stays the router's, and finalize completes
+     * it. */
+    void (*close)(void *state, iotame_coll_env_t *env, int at_finalize);
     /* At MPI_Finalize (collective over MPI_COMM_WORLD), after every still open handle's close: what every handle,
      * closed or not, left posted. */
     void (*finalize)(void);
 };
-
 
 /* The application's call made by the library on the application's handle: the collective call itself, or with
  * `independent` its independent form (MPI_File_write_all -> MPI_File_write, ...). Returns the MPI return code. */
@@ -317,23 +361,22 @@ int iotame_coll_library(const iotame_coll_args_t *a, int independent);
 
 #define IOTAME_STRATEGY_MAX 8
 _Static_assert(IOTAME_STRATEGY_MAX <= IOTAME_SELECT_MAX, "registry indices are the selector's strategy ids");
-/* Every strategy that serves calls, in a fixed order (registry.c, the only place that lists them; the registry
- * index is the strategy's number everywhere: the selector's id, the statistics, the knowledge file; index 0 is
- * passthrough, the library's own collective I/O). */
+/* Every strategy that serves calls, each at its .number (the registry: generated at build time from the strategy
+ * files, cmake/strategy_registry.cmake; the index is the strategy's number everywhere: the selector's id,
+ * the statistics, the knowledge file; index 0 is passthrough, the library's own collective I/O). */
 extern const iotame_strategy_t *const iotame_strategies[];
 extern const int iotame_nstrategies;
 /* The registry index of a strategy name, or -1. */
 int iotame_strategy_find(const char *name);
-/* The strategy collective.strategy may name: one of the registry's, or the one that chooses among them (auto, not
- * in the registry: it is no candidate and has no number); NULL when none. */
-const iotame_strategy_t *iotame_strategy_named(const char *name);
-/* The strategy that chooses among the registry's (auto.c; registry.c lists it apart). */
-extern const iotame_strategy_t iotame_strategy_auto;
+/* The chooser collective.strategy may name (registry.c lists them apart: no candidates, no numbers), or NULL. */
+const iotame_chooser_t *iotame_chooser_named(const char *name);
+/* The chooser among the registry's strategies (auto.c). */
+extern const iotame_chooser_t iotame_chooser_auto;
 /* Whether the ranks' ranges of a call overlap (their lengths sum to more than the call's whole range): what the
  * cost model calls interleaved (auto.c). */
 int iotame__coll_interleaved(const iotame_coll_facts_t *facts);
-/* Calls the finalize hook of every strategy that has one (MPI_Finalize, collective). */
-void iotame__coll_strategies_finalize(void);
+/* Calls the finalize hook of every chooser that has one (MPI_Finalize, collective). */
+void iotame__coll_choosers_finalize(void);
 
 /* ---- the selector's policy in the statistics and the knowledge file (decisions.c, knowledge.c) ---- */
 

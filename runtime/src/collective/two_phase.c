@@ -39,6 +39,8 @@ static int two_phase_run(iotame_coll_call_t *c)
 const iotame_strategy_t iotame_strategy_two_phase = {
     .name = "two_phase",
     .summary = "even, stripe-aligned file domains among cb_nodes aggregators, rounds of cb_buffer_size",
+    .number = 1,
+    .model = IOTAME_MODEL_TWO_PHASE,
     .setup = iotame_coll_engine_setup,
     .teardown = iotame_coll_engine_teardown,
     .write_all = two_phase_run,

@@ -23,8 +23,12 @@
 #define HEADER 9 /* int64 fields before a serialized view's runs: disp, etype size, size, lb, extent, true lb and
                     ub, sorted, nruns; then the runs (4 int64 each) and the nruns + 1 prefix sums */
 
-/* The views of a handle as the aggregators cache them; on every rank, the generations they were sent with. */
-struct iotame_coll_views {
+/* The strategy's state of a handle: its option, the file system's block, and the views as the aggregators cache
+ * them (on every rank, the generations they were sent with). */
+typedef struct {
+    int64_t block_size;   /* collective.block_size (0: not set) */
+    int64_t fs_block;     /* the file's st_blksize, the largest over the ranks (0: not asked yet) */
+    int set_up;           /* the cache below is allocated (agreed) */
     int valid;            /* the last exchange completed (the same on every rank) */
     int nagg;             /* the aggregators it sent the views to */
     int64_t *generation;  /* nprocs: every rank's view generation when it was sent */
@@ -32,7 +36,7 @@ struct iotame_coll_views {
     iotame_flat_t *flat;  /* aggregators: nprocs flattened filetypes pointing into blob */
     iotame_view_t *view;  /* aggregators: nprocs views */
     iotame_extents_t tmp; /* aggregators: one block's extents while mapping */
-};
+} view_based_t;
 
 static int64_t view_based_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -43,46 +47,59 @@ static int view_based_agree(MPI_Comm comm, int ok)
     return all;
 }
 
-/* ---- the cache ---- */
+/* ---- the state and the cache ---- */
 
-void iotame__coll_views_free(iotame_coll_env_t *e)
+static int view_based_open(const iotame_coll_options_t *o, void **state)
 {
-    struct iotame_coll_views *cv = e->views;
-    if (!cv) return;
+    view_based_t *cv = calloc(1, sizeof *cv);
+    if (!cv) return -ENOMEM;
+    cv->block_size = iotame_coll_option_int(o, "block_size", 0);
+    *state = cv;
+    return 0;
+}
+
+static void view_based_cache_free(view_based_t *cv)
+{
     free(cv->generation);
     free(cv->blob);
     free(cv->flat);
     free(cv->view);
     iotame_extents_free(&cv->tmp);
-    free(cv);
-    e->views = NULL;
+    *cv = (view_based_t){.block_size = cv->block_size, .fs_block = cv->fs_block};
+}
+
+static void view_based_close(void *state)
+{
+    if (!state) return;
+    view_based_cache_free(state);
+    free(state);
 }
 
 /* The engine's setup, the file system's block size (the largest any rank sees) and the cache, agreed. */
-static int view_based_setup(iotame_coll_env_t *e)
+static int view_based_setup(iotame_coll_env_t *e, void *state)
 {
-    int rc = iotame_coll_engine_setup(e);
+    view_based_t *cv = state;
+    int rc = iotame_coll_engine_setup(e, NULL);
     if (rc) return rc;
-    if (e->views) return 0;
-    struct iotame_coll_views *cv = calloc(1, sizeof *cv);
+    if (cv->set_up) return 0;
     const size_t np = (size_t)e->nprocs;
-    int ok = cv && (cv->generation = calloc(np, sizeof *cv->generation)) && (cv->flat = calloc(np, sizeof *cv->flat)) &&
+    int ok = (cv->generation = calloc(np, sizeof *cv->generation)) && (cv->flat = calloc(np, sizeof *cv->flat)) &&
              (cv->view = calloc(np, sizeof *cv->view));
     int64_t mine[2] = {iotame_coll_fs_block(e->path), !ok}, all[2];
     PMPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, e->comm);
-    e->views = cv;
     if (all[1]) {
-        iotame__coll_views_free(e);
+        view_based_cache_free(cv);
         return -ENOMEM;
     }
-    e->fs_block = all[0];
+    cv->set_up = 1;
+    cv->fs_block = all[0];
     return 0;
 }
 
-static void view_based_teardown(iotame_coll_env_t *e)
+static void view_based_teardown(iotame_coll_env_t *e, void *state)
 {
-    iotame__coll_views_free(e);
-    iotame_coll_engine_teardown(e);
+    view_based_cache_free(state);
+    iotame_coll_engine_teardown(e, NULL);
 }
 
 /* ---- sending the views ---- */
@@ -111,7 +128,7 @@ static int64_t *view_based_serialize(const iotame_coll_view_t *v, int64_t *bytes
 }
 
 /* Rank r's cached view, pointing into the received blob (no allocation after the exchange). */
-static void view_based_deserialize(struct iotame_coll_views *cv, int r, const int64_t *w)
+static void view_based_deserialize(view_based_t *cv, int r, const int64_t *w)
 {
     const size_t n = (size_t)w[8];
     iotame_flat_t *f = &cv->flat[r];
@@ -123,7 +140,7 @@ static void view_based_deserialize(struct iotame_coll_views *cv, int r, const in
 /* Every rank's view to every aggregator (collective; every rank alike decided that the cache is stale). Its first
  * collective is an agreement, as the engine's, which a rank that has no plan joins. Returns 0 or -ENOMEM, on every
  * rank alike. */
-static int send_views(iotame_coll_call_t *c, struct iotame_coll_views *cv, int nagg)
+static int send_views(iotame_coll_call_t *c, view_based_t *cv, int nagg)
 {
     const iotame_coll_env_t *e = c->env;
     const int np = e->nprocs, me = e->rank;
@@ -210,7 +227,7 @@ static int view_based_append(iotame_extents_t *out, const iotame_extents_t *x)
 
 typedef struct {
     const iotame_coll_call_t *c;
-    struct iotame_coll_views *cv;
+    view_based_t *cv;
     int64_t unit;
     int nagg;
 } mapping_t;
@@ -244,23 +261,31 @@ static int view_based_extents_of(void *arg, int agg, int r, iotame_extents_t *ou
 
 /* ---- a call ---- */
 
-/* The block (bytes) on the handle. */
-static int64_t view_based_block(const iotame_coll_env_t *e)
+/* The model's view_based term takes the configured block (0: the model's 1 MiB). */
+static void view_based_model_call(const void *state, iotame_model_call_t *call)
 {
-    if (e->conf_block_size > 0) return e->conf_block_size;
+    const view_based_t *cv = state;
+    call->block_size = cv ? cv->block_size : 0;
+}
+
+/* The block (bytes) on the handle, from the strategy's state there. */
+static int64_t view_based_block(const iotame_coll_env_t *e, const void *state)
+{
+    const view_based_t *cv = state;
+    if (cv && cv->block_size > 0) return cv->block_size;
     if (e->striping_unit > 0) return e->striping_unit;
     /* RATIONALE: local file systems report their page (4 KiB) as st_blksize; blocks that small would cut every
      * larger piece into page-sized writes at alternating aggregators. Parallel file systems report their stripe
      * or block there, usually 1 MiB or more. */
-    return e->fs_block > MIB ? e->fs_block : MIB;
+    return cv && cv->fs_block > MIB ? cv->fs_block : MIB;
 }
 
 static int view_based_run(iotame_coll_call_t *c)
 {
     const iotame_coll_env_t *e = c->env;
-    struct iotame_coll_views *cv = e->views; /* set up (agreed) before the strategy's first call */
+    view_based_t *cv = c->state; /* set up (agreed) before the strategy's first call */
     const int nagg = (int)view_based_clamp(e->nnodes, 1, e->nprocs);
-    const int64_t unit = view_based_block(e);
+    const int64_t unit = view_based_block(e, cv);
     int64_t window = e->cb_buffer_size / unit * unit;
     if (window < unit) window = unit;
     if (window > ((int64_t)1 << 30)) window = ((int64_t)1 << 30) / unit * unit > 0 ? ((int64_t)1 << 30) / unit * unit : unit;
@@ -287,9 +312,9 @@ static int view_based_run(iotame_coll_call_t *c)
 
 /* The block map: blocks round robin over one aggregator per node (the same for writes and reads), so the strategy
  * can hand a call's blocks to the handle's block consumer. */
-static void view_based_blocks(const iotame_coll_env_t *e, int64_t *block_size, int64_t *aggregators)
+static void view_based_blocks(const iotame_coll_env_t *e, const void *state, int64_t *block_size, int64_t *aggregators)
 {
-    *block_size = view_based_block(e);
+    *block_size = view_based_block(e, state);
     *aggregators = view_based_clamp(e->nnodes, 1, e->nprocs);
 }
 
@@ -297,7 +322,12 @@ const iotame_strategy_t iotame_strategy_view_based = {
     .name = "view_based",
     .summary = "view-based collective I/O: file blocks round robin to one aggregator per node, views cached there at "
                "set_view, no offset lists per call",
+    .number = 5,
+    .model = IOTAME_MODEL_VIEW_BASED,
+    .model_call = view_based_model_call,
     .options = (const char *const[]){"block_size", NULL},
+    .open = view_based_open,
+    .close = view_based_close,
     .setup = view_based_setup,
     .teardown = view_based_teardown,
     .write_all = view_based_run,

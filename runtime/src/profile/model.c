@@ -442,9 +442,11 @@ int iotame_model_rank(const iotame_profile_t *p, const iotame_model_call_t *c, c
 
 const char *iotame_model_kind_name(int kind)
 {
-    static const char *const names[IOTAME_MODEL_KINDS] = {"passthrough", "independent", "two_phase",
-                                                          "node_local", "target_aligned", "view_based"};
-    return kind >= 0 && kind < IOTAME_MODEL_KINDS ? names[kind] : NULL;
+    static const char *const names[IOTAME_MODEL_KINDS] = {
+        [IOTAME_MODEL_PASSTHROUGH] = "passthrough",       [IOTAME_MODEL_INDEPENDENT] = "independent",
+        [IOTAME_MODEL_TWO_PHASE] = "two_phase",           [IOTAME_MODEL_NODE_LOCAL] = "node_local",
+        [IOTAME_MODEL_TARGET_ALIGNED] = "target_aligned", [IOTAME_MODEL_VIEW_BASED] = "view_based"};
+    return kind > IOTAME_MODEL_NONE && kind < IOTAME_MODEL_KINDS ? names[kind] : NULL;
 }
 
 /* Why a curve cannot be used, or NULL. */

@@ -66,8 +66,10 @@ typedef struct {
 /* Why a profile cannot be used: "field: what was expected" (its key in the JSON profile), or NULL when it can. */
 const char *iotame_model_profile_problem(const iotame_profile_t *p);
 
-/* The strategies the model knows (the collective side maps its registry ids to these). */
+/* The strategies the model knows: the term a collective strategy declares (its table's .model), or none (0: the
+ * strategy is never predicted). */
 typedef enum {
+    IOTAME_MODEL_NONE,           /* no term: never predicted */
     IOTAME_MODEL_PASSTHROUGH,    /* the library's collective call: ROMIO's two-phase with its hints */
     IOTAME_MODEL_INDEPENDENT,    /* each process's part as the library's independent call (data sieving) */
     IOTAME_MODEL_TWO_PHASE,      /* even stripe-aligned domains, cb_nodes aggregators, lookahead rounds */
@@ -97,7 +99,7 @@ typedef struct {
                                     and close); 0: set up already */
 } iotame_model_call_t;
 
-/* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind. The
+/* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind or none. The
  * profile must pass iotame_model_profile_problem. */
 double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t *c, int kind);
 /* A collective write staged (cached 0: node staging, each process's part in its node's area; 1: aggregator caching,
@@ -114,7 +116,7 @@ int iotame_model_cache_pays(const iotame_profile_t *p, const iotame_model_call_t
  * 0..4 * IOTAME_MODEL_KINDS. */
 int iotame_model_rank(const iotame_profile_t *p, const iotame_model_call_t *c, const int *kinds, int n, int *order,
                       double *seconds);
-/* The name of a kind ("two_phase", ...), or NULL. */
+/* The name of a kind ("two_phase", ...), or NULL (none, or unknown). */
 const char *iotame_model_kind_name(int kind);
 
 /* Reads the profile named `path`, from text[0..len) or, when text is NULL, from the file `path`, into *out. Returns 0
