@@ -16,7 +16,7 @@ from ..stats import OBJECTIVES, emulated_storage
 from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, TrialRecord,
                     TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
                     resolve_job, run_tune, study_name)
-from ..tune.command import ENV_SRUN_MPI
+from ..tune.job import ENV_SRUN_MPI
 from ..tune.noise import MAX_NOISE, NOISE_RUNS
 from ..tune.recommend import Recommendation
 from ..tune.tuner import Tuner

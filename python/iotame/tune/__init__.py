@@ -1,7 +1,7 @@
 """`iotame tune`: search a configuration space with real runs of the job under the runtime (optuna samplers,
 RDB storage that resumes), re-run the best beside the default, and keep what was learnt in a knowledge base."""
 from .builtin import FILE_SYSTEMS, builtin_space, tune_values
-from .command import TEMPLATES, Job, nprocs_from_command, resolve_job, study_name
+from .job import TEMPLATES, Job, nprocs_from_command, resolve_job, study_name
 from .fsdetect import detect_fs
 from .knowledge import ENV_KNOWLEDGE, KnowledgeBase, default_knowledge_path
 from .layers import LAYERS
