@@ -399,3 +399,16 @@ def test_the_profile_the_runtime_finds_for_the_current_directory(tmp_path, capsy
     a = advise_json(capsys, LOG["sample-badost.darshan"])
     assert a["prediction"]["profile"] == str(saved) and "found for the current directory" in a["prediction"]["note"]
     assert next(s for s in a["settings"] if s["key"] == "throttle.writers")["predicted_gain"] > 1
+
+
+def test_tune_runs_the_tune_command_on_the_replay(tmp_path, capsys):
+    """--tune hands its options to `iotame tune` as the command line parses them: the replay of the log is the job
+    (its dry run prints it), and a bad option is tune's usage error (exit status 2), not a traceback."""
+    log = LOG["ior_hdf5_example.darshan"]
+    rc = main(["advise", "--tune", "--nprocs", "2", "--out", str(tmp_path / "o"), "--tune-options=--dry-run", str(log)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "iotame-kernel replay --from" in out and str(tmp_path / "o" / "replay.json") in out
+    assert f"study: advise-{log.stem}" in out and "processes: 2" in out
+    assert main(["advise", "--tune", "--out", str(tmp_path / "o"), "--tune-options=--bogus", str(log)]) == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

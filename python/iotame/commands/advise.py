@@ -16,7 +16,9 @@ from ..paths import require_kernel
 from ..render import console
 from ..replay.plan import spec_bytes, to_spec
 from ..replay.source import job_plan
+from . import tune
 from .argtypes import positive_int
+from .parser import dispatch
 
 NAME = "advise"
 DEFAULT_TUNE_TRIALS = 20
@@ -102,7 +104,6 @@ def tune_on_replay(args: argparse.Namespace, config: dict) -> int:
               f"{total:,} bytes, scale {scale:.6g}); tuning on it")
     for note in spec["source"].get("notes", []):
         err.print(f"iotame: advise: replay: {note}")
-    from ..cli import main as iotame_main        # the tune command as the user would run it
-    return iotame_main(["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
-                        "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path),
-                        *shlex.split(args.tune_options), "--", *replay])
+    return dispatch((tune,), ["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
+                              "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path),
+                              *shlex.split(args.tune_options), "--", *replay])
