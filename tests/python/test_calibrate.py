@@ -332,14 +332,14 @@ def test_a_measured_network_is_valid_for_its_node_layout(tmp_path, count, ppn):
 
 
 @pytest.mark.parametrize("layout, keys, value, key, expected", [
-    ((2, 2), ("network", "intra", "latency_us"), KeyError, "network.intra.latency_us", "a number > 0"),
+    ((2, 2), ("network", "intra", "latency_us"), KeyError, "network.intra.latency_us", "a number >= 0"),
     ((2, 2), ("network", "intra", "mbs"), 0, "network.intra.mbs", "a number > 0 (MB/s), got 0"),
     ((2, 2), ("network", "intra"), None, "network.intra", "(null only with 1 process per node), got null"),
     ((2, 2), ("network", "inter"), None, "network.inter", "(null only with nodes.count 1), got null"),
     ((2, 2), ("network", "inter"), "fast", "network.inter", 'an object {latency_us, mbs}'),
     ((1, 2), ("network", "inter"), _pair(), "network.inter", "null (nodes.count is 1: no pair across nodes)"),
-    ((2, 2), ("network", "allgather"), [], "network.allgather", "a non-empty array of [processes >= 1"),
-    ((2, 2), ("network", "alltoallv", 1), [4, 64], "network.alltoallv[1]", "[processes >= 1, bytes per pair"),
+    ((2, 2), ("network", "allgather"), "x", "network.allgather", "an array of [processes, bytes, microseconds] rows"),
+    ((2, 2), ("network", "alltoallv", 1), [4, 64], "network.alltoallv[1]", "[processes >= 1, bytes >= 0"),
     ((2, 2), ("network", "alltoallv", 0), [0, 64, 1.0], "network.alltoallv[0]", "got array"),
     ((2, 2), ("network", "allgather", 0), [4, 72, -1.0], "network.allgather[0]", "microseconds >= 0"),
 ])
