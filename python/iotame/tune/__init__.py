@@ -9,12 +9,15 @@ from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, Measurement, measure
 from .samplers import DEFAULT_SAMPLER, SAMPLERS, Sampler, get_sampler
 from .space import UNSET, Param, Space
 from .spacefile import SpaceError, load_space, parse_space
-from .tuner import TrialRecord, TuneError, TuneEvents, Tuner, TuneResult, TuneSpec, run_tune
+from .records import TrialRecord, TuneError, TuneEvents, TuneResult
+from .spec import FinalSpec, RunSpec, SeedSpec, SpaceSpec, StudySpec, TuneSpec
+from .tuner import Tuner, run_tune
 from .workload import Workload, prune, signature, similar, workload_from_stats
 
 __all__ = ["FILE_SYSTEMS", "builtin_space", "tune_values", "TEMPLATES", "Job", "nprocs_from_command",
            "resolve_job", "study_name", "detect_fs", "ENV_KNOWLEDGE", "KnowledgeBase", "default_knowledge_path",
            "LAYERS", "OBJECTIVE_DIRECTIONS", "OBJECTIVE_UNITS", "Measurement", "measure", "DEFAULT_SAMPLER",
            "SAMPLERS", "Sampler", "get_sampler", "UNSET", "Param", "Space", "SpaceError", "load_space",
-           "parse_space", "TrialRecord", "TuneError", "TuneEvents", "Tuner", "TuneResult", "TuneSpec", "run_tune",
+           "parse_space", "TrialRecord", "TuneError", "TuneEvents", "Tuner", "TuneResult", "TuneSpec", "StudySpec",
+           "SpaceSpec", "RunSpec", "FinalSpec", "SeedSpec", "run_tune",
            "Workload", "prune", "signature", "similar", "workload_from_stats"]
