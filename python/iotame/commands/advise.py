@@ -69,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
     advice = make_advice(args.log, top=args.top, profile=args.profile, max_files=args.max_files)
     if args.config_out:
         try:
-            save_config(advice["config"], args.config_out)
+            save_config(advice.config, args.config_out)
         except OSError as e:
             raise UsageError(f"cannot write {args.config_out}: {e.strerror or e}") from None
     if args.json:
-        json.dump(advice, sys.stdout, indent=1)
+        json.dump(advice.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print_advice(advice, console(), args.config_out)
-    return tune_on_replay(args, advice["config"]) if args.tune else 0
+    return tune_on_replay(args, advice.config) if args.tune else 0
 
 
 def tune_on_replay(args: argparse.Namespace, config: dict) -> int:
