@@ -12,12 +12,12 @@ from ..config import validate
 from ..errors import IotameError
 from .findings import find
 from .load import load_log
-from .records import Advice, AdvisedSetting, Finding, Prediction, Unanswered
+from .records import Advice, AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
 from .recommend import build_config
 from .summary import MAX_FILES, summarize_log
 
-__all__ = ["ADVICE_VERSION", "advise", "advise_loaded", "resolve_profile", "Advice", "AdvisedSetting", "Finding",
-           "Prediction", "Unanswered"]
+__all__ = ["ADVICE_VERSION", "advise", "advise_loaded", "resolve_profile", "Advice", "AdvisedConfig",
+           "AdvisedSetting", "Finding", "Prediction", "Unanswered"]
 
 ADVICE_VERSION = 1      # the version of the --json document (docs/advise.md); a change of its keys bumps it
 

@@ -12,15 +12,14 @@ prediction is an upper bound of what the setting can gain on the storage side.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from ..tune.recommend import curve_value, throttle_level
 from .findings import SMALL_BINS, SMALL_MIN_REQUESTS
-from .records import AdvisedSetting, Finding, Prediction, Unanswered
+from .records import AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
 
 __all__ = ["CB_BUFFER_SIZE", "MERGED_REQUEST", "HDF5_CHUNK_BYTES", "HDF5_ALIGNMENT_THRESHOLD", "BIN_BYTES",
-           "AdvisedConfig", "build_config"]
+           "build_config"]
 
 CB_BUFFER_SIZE = 16 << 20          # ROMIO's default buffer: aggregators write requests of this size
 MERGED_REQUEST = 4 << 20           # staging's flusher merges a node's adjacent writes into requests about this large
@@ -265,17 +264,6 @@ def _rec_job(b: _Builder, summary: dict, findings: list[Finding], groups: list[d
         else:
             b.leave(f, "the job's structure (how many files, when it opens them) is the application's: no setting "
                        "changes it; write fewer, shared files (MPI-IO or HDF5) where the application allows")
-
-
-@dataclass
-class AdvisedConfig:
-    """The configuration advise writes, its settings (each with the findings it answers), the findings no setting
-    answers, and where the predictions come from."""
-
-    config: dict[str, Any]
-    settings: list[AdvisedSetting]
-    unanswered: list[Unanswered]
-    prediction: Prediction
 
 
 def build_config(summary: dict, findings: list[Finding], top: int, profile: dict | None, profile_path: str | None,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SEVERITIES", "FINDING_IDS", "Finding", "AdvisedSetting", "Unanswered", "Prediction", "Advice"]
+__all__ = ["SEVERITIES", "FINDING_IDS", "Finding", "AdvisedSetting", "Unanswered", "Prediction", "AdvisedConfig",
+           "Advice"]
 
 SEVERITIES = ("info", "warning", "critical")
 FINDING_IDS = ("small_requests", "unaligned_requests", "independent_shared", "interleaved_no_collective",
@@ -75,6 +76,17 @@ class Prediction:
 
     def to_json(self) -> dict:
         return {"profile": self.profile, "note": self.note}
+
+
+@dataclass
+class AdvisedConfig:
+    """The configuration advise writes, its settings (each with the findings it answers), the findings no setting
+    answers, and where the predictions come from."""
+
+    config: dict[str, Any]
+    settings: list[AdvisedSetting]
+    unanswered: list[Unanswered]
+    prediction: Prediction
 
 
 @dataclass

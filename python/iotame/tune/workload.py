@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from .space import Space
 
-__all__ = ["Workload", "workload_from_stats", "recorded_workload", "size_bucket", "signature", "similar", "distance", "prune",
-           "READ_SIDE", "WRITE_SIDE", "COLLECTIVE_ONLY"]
+__all__ = ["Workload", "workload_from_stats", "recorded_workload", "size_bucket", "signature", "similar", "distance",
+           "prune", "READ_SIDE", "WRITE_SIDE", "COLLECTIVE_ONLY"]
 
 # Hints that only matter for one direction, or only for collective calls (MPI-IO hint names).
 READ_SIDE = frozenset({"romio_cb_read", "romio_ds_read", "ind_rd_buffer_size"})
