@@ -25,7 +25,7 @@ from .paths import require_config_tool, settings_path
 from .settings import Schema
 
 __all__ = ["validate", "validate_many", "load_config", "check_config", "check_configs", "save_config",
-           "format_error", "render_value"]
+           "format_error", "render_value", "run_config_tool"]
 
 
 def format_error(filename: str, where: str, message: str) -> str:
@@ -65,18 +65,25 @@ def _settings_args(schema: Schema | None) -> Iterator[list[str]]:
             os.unlink(name)
 
 
+def run_config_tool(args: list[str], data: str | None = None) -> subprocess.CompletedProcess:
+    """`iotame-config ARGS…` with `data` on its standard input, its output as text. MissingFileError when the
+    program is not built, IotameError when it cannot be run."""
+    tool = require_config_tool()                 # MissingFileError: "... (run make setup, ...)"
+    try:
+        return subprocess.run([str(tool), *args], input=data, capture_output=True, text=True, encoding="utf-8",
+                              errors="replace")
+    except OSError as e:
+        raise IotameError(f"cannot run {tool}: {e.strerror}") from None
+
+
 def _run(requests: list[dict], schema: Schema | None) -> list[list[str]]:
     """The errors of each request ({"name", "text"} or {"name", "path"}), from one run of `iotame-config batch`."""
     if not requests:
         return []
-    tool = require_config_tool()                 # MissingFileError: "... (run make setup, ...)"
+    tool = require_config_tool()
     data = "\n".join(map(_REQUEST.encode, requests)) + "\n"
     with _settings_args(schema) as extra:
-        try:
-            p = subprocess.run([str(tool), "batch", *extra], input=data, capture_output=True, text=True,
-                               encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise IotameError(f"cannot run {tool}: {e.strerror}") from None
+        p = run_config_tool(["batch", *extra], data)
     lines = p.stdout.splitlines()
     if p.returncode != 0 or len(lines) != len(requests):
         why = p.stderr.strip() or f"exit status {p.returncode}, {len(lines)} answers to {len(requests)} requests"

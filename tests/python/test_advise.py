@@ -288,7 +288,7 @@ def set_counters(log, mod, **values):
 
 
 def ids_of(advice, match="test123.h5"):
-    return {f["id"] for f in advice["findings"] if f["match"] == match}
+    return {f.id for f in advice.findings if f.match == match}
 
 
 def test_stripe_count_against_the_writers():
@@ -297,9 +297,9 @@ def test_stripe_count_against_the_writers():
     set_counters(log, "POSIX", POSIX_BYTES_WRITTEN=STRIPE_MIN_BYTES * 4)
     a = advise_loaded(log, "x.darshan")
     assert "stripe_count" in ids_of(a)           # 64 ranks on 1 OST of the at least 107 the log shows (id 106)
-    rule = a["config"]["files"][0]
+    rule = a.config["files"][0]
     assert rule["mpiio_hints"]["striping_factor"] == 64 and rule["mpiio_hints"]["striping_unit"] == 1 << 20
-    assert validate(a["config"], "x") == []
+    assert validate(a.config, "x") == []
     set_counters(log, "POSIX", POSIX_BYTES_WRITTEN=STRIPE_MIN_BYTES - 1)
     assert "stripe_count" not in ids_of(advise_loaded(log, "x.darshan"))
 
@@ -311,8 +311,8 @@ def test_stripe_count_with_a_profile_of_six_targets(tmp_path):
     log["job"]["nprocs"] = 64
     set_counters(log, "POSIX", POSIX_BYTES_WRITTEN=STRIPE_MIN_BYTES * 4)
     a = advise_loaded(log, "x.darshan", profile=str(prof))
-    s = next(x for x in a["settings"] if x["key"] == "mpiio_hints.striping_factor")
-    assert s["value"] == 6 and s["predicted_gain"] == pytest.approx(6.0)
+    s = next(x for x in a.settings if x.key == "mpiio_hints.striping_factor")
+    assert s.value == 6 and s.predicted_gain == pytest.approx(6.0)
 
 
 def test_collective_calls_with_small_requests():
@@ -321,18 +321,18 @@ def test_collective_calls_with_small_requests():
     set_counters(log, "POSIX", POSIX_SIZE_WRITE_100_1K=5000, POSIX_WRITES=5016)
     a = advise_loaded(log, "x.darshan")
     assert "collective_small_requests" in ids_of(a) and "small_requests" not in ids_of(a)
-    rule = a["config"]["files"][0]
+    rule = a.config["files"][0]
     assert rule["mpiio_hints"]["romio_cb_write"] == "enable" and rule["collective"]["strategy"] == "auto"
-    assert rule["override"] is True and validate(a["config"], "x") == []
+    assert rule["override"] is True and validate(a.config, "x") == []
 
 
 def test_interleaved_pieces_without_collective_calls():
     log = load_log(LOG["ior_hdf5_example.darshan"])
     set_counters(log, "POSIX", POSIX_WRITES=1000, POSIX_CONSEC_WRITES=10, POSIX_SEQ_WRITES=500)
     a = advise_loaded(log, "x.darshan")
-    f = next(x for x in a["findings"] if x["id"] == "interleaved_no_collective")
-    assert f["counters"]["POSIX_CONSEC_WRITES"] == 10 and f["counters"]["POSIX_WRITES"] == 1000
-    assert a["config"]["files"][0]["staging"]["enabled"] is True
+    f = next(x for x in a.findings if x.id == "interleaved_no_collective")
+    assert f.counters["POSIX_CONSEC_WRITES"] == 10 and f.counters["POSIX_WRITES"] == 1000
+    assert a.config["files"][0]["staging"]["enabled"] is True
     set_counters(log, "POSIX", POSIX_CONSEC_WRITES=900)
     assert "interleaved_no_collective" not in ids_of(advise_loaded(log, "x.darshan"))
 
@@ -341,11 +341,11 @@ def test_small_hdf5_chunks_get_dataset_rules():
     log = load_log(LOG["ior_hdf5_example.darshan"])
     set_counters(log, "H5D", H5D_CHUNK_SIZE_D1=1024)            # 1024 x 8-byte elements: 8 KiB chunks
     a = advise_loaded(log, "x.darshan")
-    f = next(x for x in a["findings"] if x["id"] == "small_hdf5_chunks")
-    assert list(f["counters"].values()) == [8192]
-    rules = a["config"]["files"][0]["hdf5"]["datasets"]
+    f = next(x for x in a.findings if x.id == "small_hdf5_chunks")
+    assert list(f.counters.values()) == [8192]
+    rules = a.config["files"][0]["hdf5"]["datasets"]
     assert rules == [{"match": "/Dataset-0000.0000", "chunk_bytes": 4 << 20}]
-    assert validate(a["config"], "x") == []
+    assert validate(a.config, "x") == []
 
 
 def test_a_job_without_mpiio_records_gets_no_mpiio_advice():
@@ -354,9 +354,9 @@ def test_a_job_without_mpiio_records_gets_no_mpiio_advice():
     log["modules"].remove("MPI-IO")
     set_counters(log, "POSIX", POSIX_SIZE_WRITE_100_1K=5000, POSIX_WRITES=5016)
     a = advise_loaded(log, "x.darshan")
-    assert any("did not use MPI-IO" in n for n in a["notes"])
+    assert any("did not use MPI-IO" in n for n in a.notes)
     assert "small_requests" in ids_of(a)                        # the POSIX finding stands
-    assert not any(s["key"].startswith(("mpiio_hints", "collective")) for s in a["settings"])
+    assert not any(s.key.startswith(("mpiio_hints", "collective")) for s in a.settings)
 
 
 def test_severity_follows_the_groups_share_of_the_io_time(capsys):
@@ -399,3 +399,16 @@ def test_the_profile_the_runtime_finds_for_the_current_directory(tmp_path, capsy
     a = advise_json(capsys, LOG["sample-badost.darshan"])
     assert a["prediction"]["profile"] == str(saved) and "found for the current directory" in a["prediction"]["note"]
     assert next(s for s in a["settings"] if s["key"] == "throttle.writers")["predicted_gain"] > 1
+
+
+def test_tune_runs_the_tune_command_on_the_replay(tmp_path, capsys):
+    """--tune hands its options to `iotame tune` as the command line parses them: the replay of the log is the job
+    (its dry run prints it), and a bad option is tune's usage error (exit status 2), not a traceback."""
+    log = LOG["ior_hdf5_example.darshan"]
+    rc = main(["advise", "--tune", "--nprocs", "2", "--out", str(tmp_path / "o"), "--tune-options=--dry-run", str(log)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "iotame-kernel replay --from" in out and str(tmp_path / "o" / "replay.json") in out
+    assert f"study: advise-{log.stem}" in out and "processes: 2" in out
+    assert main(["advise", "--tune", "--out", str(tmp_path / "o"), "--tune-options=--bogus", str(log)]) == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

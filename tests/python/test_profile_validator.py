@@ -1,12 +1,13 @@
 """The runtime's validator of machine profiles (`iotame-config profile`, runtime/src/profile/load.c) on what
 `iotame calibrate` writes: a fresh quick calibration is valid; a broken profile is refused with one line per problem
-naming the file and the key (exit status 1), and the lines are the ones the Python validator prints."""
+naming the file and the key (exit status 1); Python's load_profile and validate_profile refuse it with the runtime's
+lines (they run the runtime's validator: there is no second one to disagree)."""
 import json
 import subprocess
 
 import pytest
 
-from iotame.calibrate import ProfileError, load_profile
+from iotame.calibrate import ProfileError, load_profile, validate_profile
 from iotame.cli import main
 from iotame.paths import config_tool_path
 
@@ -75,7 +76,7 @@ def _broken(profile, keys, value):
     (("storage", "read", "scattered", 1, 1), -3.0),
     (("storage", "write_back", "absorbed_mbs"), "x"),
 ])
-def test_the_same_lines_as_the_python_validator(calibrated, tmp_path, keys, value):
+def test_python_refuses_with_the_runtimes_lines(calibrated, tmp_path, keys, value):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(_broken(json.loads(calibrated.read_text()), keys, value)))
     with pytest.raises(ProfileError) as e:
@@ -83,3 +84,19 @@ def test_the_same_lines_as_the_python_validator(calibrated, tmp_path, keys, valu
     p = run_tool(bad)
     assert p.returncode == 1
     assert p.stderr.splitlines() == list(e.value.errors)
+    problems = validate_profile(_broken(json.loads(calibrated.read_text()), keys, value))
+    assert [f"iotame: profile {bad}: {line}" for line in problems] == list(e.value.errors)
+
+
+def test_what_only_the_runtime_checks_is_refused_in_python(calibrated, tmp_path):
+    """A key given twice: Python's json module keeps the last, the runtime's reader refuses the file; load_profile
+    refuses it as the runtime does."""
+    text = calibrated.read_text()
+    twice = tmp_path / "twice.json"
+    twice.write_text(text.replace('"memory": {', '"memory": {"copy_mbs": 1.0},\n "memory": {', 1))
+    assert json.loads(twice.read_text())["memory"] == json.loads(text)["memory"]
+    with pytest.raises(ProfileError) as e:
+        load_profile(twice)
+    p = run_tool(twice)
+    assert p.returncode == 1 and "duplicate" in p.stderr
+    assert list(e.value.errors) == p.stderr.splitlines()

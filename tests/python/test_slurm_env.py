@@ -6,7 +6,7 @@ from iotame.cli import main
 from iotame.errors import UsageError
 from iotame.runner import runtime_env
 from iotame.runner.env import slurm_export
-from iotame.tune.command import SRUN_MPI, hostlist_count, resolve_job, slurm_allocation, srun_mpi
+from iotame.tune.job import SRUN_MPI, hostlist_count, resolve_job, slurm_allocation, srun_mpi
 
 ALLOC = {"SLURM_JOB_ID": "42", "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "n[01-02]", "SLURM_JOB_NUM_NODES": "2"}
 

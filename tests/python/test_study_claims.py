@@ -10,7 +10,7 @@ from optuna.trial import FrozenTrial, TrialState
 from iotame.tune.space import Param, Space
 from iotame.tune.study import (Claims, Heartbeat, counted_trials, fail_interrupted, interrupted_numbers, open_study,
                                tuner_id)
-from iotame.tune.tuner import Tuner, TuneSpec
+from iotame.tune import Job, RunSpec, StudySpec, SpaceSpec, Tuner, TuneSpec
 
 
 def study(tmp_path, heartbeat=1):
@@ -69,8 +69,9 @@ def test_stopped_tuners_trials_are_failed_and_live_ones_kept(tmp_path):
 
 def spec(tmp_path, name, trials):
     space = Space((Param("mpiio", "mpiio_hints", "romio_cb_write", ("enable", "disable")),))
-    return TuneSpec(argv=("true",), nprocs=1, fs="local", space=space, out=tmp_path / name, study="s",
-                    storage=f"sqlite:///{tmp_path / 's.sqlite'}", trials=trials, drop_caches=False, heartbeat=1)
+    return TuneSpec(job=Job(("true",), 1, False), fs="local", out=tmp_path / name,
+                    study=StudySpec("s", storage=f"sqlite:///{tmp_path / 's.sqlite'}", trials=trials, heartbeat=1),
+                    space=SpaceSpec(space), runs=RunSpec(drop_caches=False))
 
 
 def test_a_trial_asked_beyond_the_shared_budget_is_released(tmp_path):
@@ -80,28 +81,31 @@ def test_a_trial_asked_beyond_the_shared_budget_is_released(tmp_path):
     a.open()
     b.open()
     try:
-        s = a.study
+        s = a.shared.study
         for _ in range(2):
             t = s.ask()
             s.tell(t, 1.0)
         held = []
-        real_ask = b.study.ask
+        real_ask = b.shared.study.ask
 
         def racing_ask(*args, **kw):       # a asks for the third trial just before b does
-            held.append(a.heartbeat.hold(s.ask()) or s.get_trials()[-1])
+            held.append(a.shared.heartbeat.hold(s.ask()) or s.get_trials()[-1])
             return real_ask(*args, **kw)
 
-        b.study.ask = racing_ask
-        assert b._reserve() is None
+        def reserve():
+            return b.shared.reserve(3, lambda: False)
+
+        b.shared.study.ask = racing_ask
+        assert reserve() is None
         held = held[0]
         released = s.get_trials()[-1]
         assert released.number == held.number + 1
         assert released.state == TrialState.FAIL and released.user_attrs["role"] == "released"
         assert counted_trials(s) == 3
-        assert b._others_running() == [held.number]       # b waits for it: it may still be interrupted
-        a._abandon(s.get_trials()[held.number])       # it is (Ctrl-C): its budget is b's again
-        b.study.ask = real_ask
-        t = b._reserve()
+        assert b.shared.others_running() == [held.number]   # b waits for it: it may still be interrupted
+        a.shared.abandon(s.get_trials()[held.number])       # it is (Ctrl-C): its budget is b's again
+        b.shared.study.ask = real_ask
+        t = reserve()
         assert t is not None and counted_trials(s) == 3
     finally:
         a.close()
@@ -115,23 +119,22 @@ def test_the_default_is_claimed_once(tmp_path):
     a.open()
     b.open()
     try:
-        t = a._new_trial({"default": True}, a.full_space.default_point())
-        assert a.claims.claim("default", t.number) == t.number
-        b.poll = 0.01
+        t = a.shared.new_trial({"default": True}, a.full_space.default_point())
+        assert a.shared.claims.claim("default", t.number) == t.number
         events = []
 
         def wait():                        # while b waits, a is interrupted (Ctrl-C)
             events.append("waited")
-            a._abandon(t)
+            a.shared.abandon(t)
 
         def run(trial):
             events.append(trial.number)
-            b.study.tell(trial, 1.0)
+            b.shared.study.tell(trial, 1.0)
             return type("Record", (), {"ok": True})()
 
-        b._wait, b._run_reserved = wait, run
+        b.shared.wait, b.trials.run_reserved = wait, run
         assert b.run_default().number == events[1]
-        assert events[0] == "waited" and events[1] > t.number and b.claims.owner("default") == events[1]
+        assert events[0] == "waited" and events[1] > t.number and b.shared.claims.owner("default") == events[1]
     finally:
         a.close()
         b.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from ..calibrate.discover import find_profile
 from ..calibrate.profile import ProfileError, load_profile
@@ -13,10 +12,12 @@ from ..config import validate
 from ..errors import IotameError
 from .findings import find
 from .load import load_log
+from .records import Advice, AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
 from .recommend import build_config
 from .summary import MAX_FILES, summarize_log
 
-__all__ = ["ADVICE_VERSION", "advise", "advise_loaded", "resolve_profile"]
+__all__ = ["ADVICE_VERSION", "advise", "advise_loaded", "resolve_profile", "Advice", "AdvisedConfig",
+           "AdvisedSetting", "Finding", "Prediction", "Unanswered"]
 
 ADVICE_VERSION = 1      # the version of the --json document (docs/advise.md); a change of its keys bumps it
 
@@ -37,20 +38,20 @@ def resolve_profile(named: str | None) -> tuple[dict | None, str | None, str]:
         return None, None, f"the profile found ({found}) cannot be read: no gain is predicted"
 
 
-def advise(log_path: str, top: int = 10, profile: str | None = None, max_files: int = MAX_FILES) -> dict[str, Any]:
-    """The whole advice for a log (the --json document): LogError for a log that cannot be read."""
+def advise(log_path: str, top: int = 10, profile: str | None = None, max_files: int = MAX_FILES) -> Advice:
+    """The whole advice for a log: LogError for a log that cannot be read."""
     return advise_loaded(load_log(log_path), str(log_path), top, profile, max_files)
 
 
 def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None = None,
-                  max_files: int = MAX_FILES) -> dict[str, Any]:
+                  max_files: int = MAX_FILES) -> Advice:
     """The advice for a log load_log read (or a test made from one)."""
     summary = summarize_log(log, max_files=max_files)
     summary["modules"] = log["modules"]
     findings = find(summary)
     prof, prof_path, prof_note = resolve_profile(profile)
     rec = build_config(summary, findings, top, prof, prof_path, prof_note, str(log_path))
-    errors = validate(rec["config"], "<advice>")
+    errors = validate(rec.config, "<advice>")
     if errors:     # a bug of advise's: the runtime would refuse what it wrote
         raise IotameError("advise made a configuration the runtime refuses: " + "; ".join(errors))
     groups = summary["groups"]
@@ -61,17 +62,15 @@ def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None =
                    "group_bytes": sum(g["bytes_read"] + g["bytes_written"] for g in rest),
                    "group_seconds": sum(g["io_seconds"] for g in rest),
                    "matches": [g["match"] for g in rest[:20]],
-                   "findings": dict(Counter(f["id"] for g in rest for f in g["findings"]))}
+                   "findings": dict(Counter(f.id for g in rest for f in g["findings"]))}
     # the findings of the groups shown and the job's; those of the groups beyond --top are counted in `skipped`
     shown_matches = {g["match"] for g in shown}
-    findings = [f for f in findings if f["match"] is None or f["match"] in shown_matches]
+    findings = [f for f in findings if f.match is None or f.match in shown_matches]
     job = log["job"]
-    return {
-        "version": ADVICE_VERSION, "kind": "iotame-advice",
-        "log": {"path": str(log_path), "format": job["log_ver"], "darshan": job["lib_ver"], "exe": log.get("exe"),
-                "jobid": job["jobid"], "nprocs": job["nprocs"], "run_seconds": job["run_time"],
-                "modules": log["modules"]},
-        "job": summary["job"], "files": shown, "skipped": skipped, "notes": summary["notes"],
-        "findings": findings, "settings": rec["settings"], "unanswered": rec["unanswered"],
-        "prediction": rec["prediction"], "config": rec["config"],
-    }
+    return Advice(
+        log={"path": str(log_path), "format": job["log_ver"], "darshan": job["lib_ver"], "exe": log.get("exe"),
+             "jobid": job["jobid"], "nprocs": job["nprocs"], "run_seconds": job["run_time"],
+             "modules": log["modules"]},
+        job=summary["job"], files=shown, skipped=skipped, notes=summary["notes"], findings=findings,
+        settings=rec.settings, unanswered=rec.unanswered, prediction=rec.prediction, config=rec.config,
+        version=ADVICE_VERSION)

@@ -5,7 +5,7 @@ A finding concerns one group of files (its `match`, the glob of its rule) or the
 """
 from __future__ import annotations
 
-from typing import Any
+from .records import FINDING_IDS, Finding
 
 __all__ = ["Finding", "find", "FINDING_IDS", "SMALL_BINS", "SMALL_SHARE", "SMALL_MIN_REQUESTS", "MIN_BYTES",
            "UNALIGNED_SHARE", "NONCONSECUTIVE_SHARE", "STRIPE_MIN_BYTES", "FILES_PER_OST_MAX",
@@ -36,18 +36,6 @@ SMALL_CHUNK_BYTES = 1 << 20    # HDF5 chunks below 1 MiB make small requests wha
 
 CRITICAL_SHARE = 0.5          # a group's findings are critical when it holds half of the job's I/O time ...
 INFO_SHARE = 0.05             # ... and only informative below 5 % of it: fixing them cannot gain more
-SEVERITIES = ("info", "warning", "critical")
-FINDING_IDS = ("small_requests", "unaligned_requests", "independent_shared", "interleaved_no_collective",
-               "collective_small_requests", "stripe_count", "ost_imbalance", "rank_imbalance",
-               "read_modify_write", "metadata_share", "many_small_files", "small_hdf5_chunks")
-
-
-class Finding(dict):
-    """{"id", "severity", "match" (a group's glob or None: the job), "message", "counters" {name: value}}."""
-
-    def __init__(self, fid: str, severity: str, match: str | None, message: str, counters: dict[str, Any]):
-        assert fid in FINDING_IDS and severity in SEVERITIES
-        super().__init__(id=fid, severity=severity, match=match, message=message, counters=counters)
 
 
 def _find_small(g: dict) -> tuple[int, int, dict[str, int]]:
@@ -129,7 +117,7 @@ def _find_group(g: dict, job: dict, nprocs: int) -> list[Finding]:
                                f"{lu['stripe_count']} OST(s), while the log shows at least {osts_known} OSTs",
                                {"LUSTRE_STRIPE_WIDTH": lu["stripe_count"], "LUSTRE_STRIPE_SIZE": lu["stripe_size"],
                                 "POSIX_BYTES_WRITTEN": g["bytes_written"], "ranks": g["ranks"],
-                                "OSTs in the log": osts_known}))
+                                "OSTs in the log": osts_known}, osts=osts_known))
     rb = g["rank_balance"]
     if rb and rb.get("slowest_seconds") is not None and rb.get("fastest_seconds") is not None:
         slow = float(rb["slowest_seconds"])
@@ -185,7 +173,8 @@ def _find_job(summary: dict) -> list[Finding]:
                                 "files per OST, mean": round(lu["files_per_ost_mean"], 2),
                                 "bytes per OST, most": round(lu["bytes_per_ost_max"]),
                                 "bytes per OST, mean": round(lu["bytes_per_ost_mean"]),
-                                "LUSTRE_STRIPE_WIDTH": lu["stripe_counts"]}))
+                                "LUSTRE_STRIPE_WIDTH": lu["stripe_counts"]},
+                               streams=lu["files_per_ost_max"]))
     if job["files"] > MANY_FILES and job["median_file_bytes"] < SMALL_FILE_BYTES and "POSIX" in summary["modules"]:
         out.append(Finding("many_small_files", "warning", None,
                            f"{job['files']} files, half of them below {job['median_file_bytes']:,} bytes: the job's "
@@ -194,7 +183,7 @@ def _find_job(summary: dict) -> list[Finding]:
                             "POSIX_F_META_TIME": job["seconds"]["meta"]}))
     t = job["seconds"]
     if t["meta"] >= META_MIN_SECONDS and job["meta_share"] >= META_SHARE and \
-            not any(f["id"] == "metadata_share" for g in summary["groups"] for f in g.get("findings", [])):
+            not any(f.id == "metadata_share" for g in summary["groups"] for f in g.get("findings", [])):
         out.append(Finding("metadata_share", "warning", None,
                            f"metadata took {job['meta_share']:.0%} of the job's I/O time ({t['meta']:.1f} s summed "
                            f"over the ranks), spread over many files",
@@ -224,7 +213,7 @@ def find(summary: dict) -> list[Finding]:
         g["findings"] = _find_group(g, summary["job"], summary["job"]["nprocs"])
         severity = _find_severity(g, summary["job"])
         for f in g["findings"]:
-            f["severity"] = severity
+            f.severity = severity
         out.extend(g["findings"])
     out.extend(_find_job(summary))
     return out

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..tune.recommend import curve_value, throttle_level
 from .findings import SMALL_BINS, SMALL_MIN_REQUESTS
+from .records import AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
 
 __all__ = ["CB_BUFFER_SIZE", "MERGED_REQUEST", "HDF5_CHUNK_BYTES", "HDF5_ALIGNMENT_THRESHOLD", "BIN_BYTES",
            "build_config"]
@@ -36,24 +37,23 @@ class _Builder:
 
     def __init__(self) -> None:
         self.rules: dict[str | None, dict[str, dict[str, Any]]] = {}
-        self.settings: list[dict] = []
-        self.unanswered: list[dict] = []
+        self.settings: list[AdvisedSetting] = []
+        self.unanswered: list[Unanswered] = []
 
     def add(self, match: str | None, section: str, key: str, value: Any, finding: str, reason: str,
             gain: float | None = None, gain_note: str | None = None) -> None:
         sec = self.rules.setdefault(match, {}).setdefault(section, {})
         for s in self.settings:
-            if s["rule"] == (match or "defaults") and s["key"] == f"{section}.{key}":
-                if finding not in s["findings"]:
-                    s["findings"].append(finding)
+            if s.rule == (match or "defaults") and s.key == f"{section}.{key}":
+                if finding not in s.findings:
+                    s.findings.append(finding)
                 return
         sec[key] = value
-        self.settings.append({"rule": match or "defaults", "key": f"{section}.{key}", "value": value,
-                              "findings": [finding], "reason": reason, "predicted_gain": gain,
-                              "prediction": gain_note or NO_MODEL_TERM})
+        self.settings.append(AdvisedSetting(match or "defaults", f"{section}.{key}", value, [finding], reason, gain,
+                                            gain_note or NO_MODEL_TERM))
 
-    def leave(self, finding: dict, why: str) -> None:
-        self.unanswered.append({"finding": finding["id"], "match": finding["match"], "why": why})
+    def leave(self, finding: Finding, why: str) -> None:
+        self.unanswered.append(Unanswered(finding.id, finding.match, why))
 
 
 def _rec_curve(profile: dict | None, direction: str, pattern: str) -> list | None:
@@ -100,20 +100,20 @@ def _rec_throttle_gain(profile: dict | None, direction: str, streams: int) -> tu
     return gain, f"the profile's {direction} streams curve at {level} streams against {streams}"
 
 
-def _rec_strategy_settings(b: _Builder, g: dict, f: dict, profile: dict | None) -> None:
+def _rec_strategy_settings(b: _Builder, g: dict, f: Finding, profile: dict | None) -> None:
     mpi = g["mpiio"] or {}
     for d in ("write", "read"):
         if mpi.get(f"collective_{d}s"):
-            b.add(g["match"], "mpiio_hints", f"romio_cb_{d}", "enable", f["id"],
+            b.add(g["match"], "mpiio_hints", f"romio_cb_{d}", "enable", f.id,
                   f"collective {d}s gathered into large requests by aggregators (collective buffering on)")
     gain, note = _rec_request_gain(g, profile, CB_BUFFER_SIZE)
-    b.add(g["match"], "mpiio_hints", "cb_buffer_size", CB_BUFFER_SIZE, f["id"],
+    b.add(g["match"], "mpiio_hints", "cb_buffer_size", CB_BUFFER_SIZE, f.id,
           f"aggregators' requests of {CB_BUFFER_SIZE >> 20} MiB", gain, note)
-    b.add(g["match"], "collective", "strategy", "auto", f["id"],
+    b.add(g["match"], "collective", "strategy", "auto", f.id,
           "the selector measures the collective strategies on the job's own calls and keeps the fastest")
 
 
-def _rec_staging(b: _Builder, g: dict, f: dict, profile: dict | None) -> bool:
+def _rec_staging(b: _Builder, g: dict, f: Finding, profile: dict | None) -> bool:
     if not g["mpiio"] and not g["hdf5"]:
         b.leave(f, "the runtime stages MPI-IO and HDF5 writes; these files were written through POSIX calls only")
         return False
@@ -121,7 +121,7 @@ def _rec_staging(b: _Builder, g: dict, f: dict, profile: dict | None) -> bool:
     if g["bytes_written"]:
         gain, note = _rec_request_gain({**g, "histogram": {"write": g["histogram"].get("write", {})}}, profile,
                                        MERGED_REQUEST)
-        b.add(g["match"], "staging", "enabled", True, f["id"],
+        b.add(g["match"], "staging", "enabled", True, f.id,
               "writes return once copied into the node's area; the node's flusher merges the ranks' pieces into "
               "large requests and writes them behind", gain, note)
         done = True
@@ -129,22 +129,22 @@ def _rec_staging(b: _Builder, g: dict, f: dict, profile: dict | None) -> bool:
     small_reads = sum(n for size_bin, n in g["histogram"].get("read", {}).items() if size_bin in SMALL_BINS)
     if small_reads >= SMALL_MIN_REQUESTS and acc.get("requests") and \
             (acc["consecutive"] + acc["sequential"]) / acc["requests"] >= 0.5:
-        b.add(g["match"], "staging", "prefetch", True, f["id"],
+        b.add(g["match"], "staging", "prefetch", True, f.id,
               "the node's flusher reads ahead of each rank's sequential reads")
         done = True
     return done
 
 
-def _rec_throttle(b: _Builder, g: dict, f: dict, profile: dict | None, streams: int) -> None:
+def _rec_throttle(b: _Builder, g: dict, f: Finding, profile: dict | None, streams: int) -> None:
     """throttle auto for each direction the group moved bytes in; `streams`: how many a target saw."""
     for d, key, moved in (("write", "writers", g["bytes_written"]), ("read", "readers", g["bytes_read"])):
         if moved:
             gain, note = _rec_throttle_gain(profile, d, streams)
-            b.add(g["match"], "throttle", key, "auto", f["id"],
+            b.add(g["match"], "throttle", key, "auto", f.id,
                   f"at most a measured number of processes {d} one storage target at once (auto finds it); "
                   f"the others wait their turn instead of making the target switch between streams", gain, note)
     if not g["mpiio"] and not g["hdf5"]:
-        b.add(None, "posix", "all_files", True, f["id"],
+        b.add(None, "posix", "all_files", True, f.id,
               "the files are written through POSIX calls only: the runtime records (and throttles) every "
               "regular file the processes open")
 
@@ -165,17 +165,17 @@ def _rec_streams(g: dict) -> int:
     return max(1, g["ranks"])
 
 
-def _rec_answer_small(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_small(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     if not _rec_staging(b, g, f, profile) and (g["mpiio"] or g["hdf5"]):
         b.leave(f, "reads that are not sequential: no setting of the runtime merges them")
 
 
-def _rec_answer_unaligned(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_unaligned(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     if g["hdf5"]:
         unit = int((g["lustre"] or {}).get("stripe_size") or max(4096, g["alignment"]["file_alignment"]))
-        b.add(g["match"], "hdf5", "alignment", unit, f["id"],
+        b.add(g["match"], "hdf5", "alignment", unit, f.id,
               f"HDF5 places datasets at multiples of {unit:,} bytes (the stripe or block size)")
-        b.add(g["match"], "hdf5", "alignment_threshold", HDF5_ALIGNMENT_THRESHOLD, f["id"],
+        b.add(g["match"], "hdf5", "alignment_threshold", HDF5_ALIGNMENT_THRESHOLD, f.id,
               "objects below 64 KiB (metadata) stay packed")
     elif _rec_collective(g):
         _rec_strategy_settings(b, g, f, profile)
@@ -183,55 +183,55 @@ def _rec_answer_unaligned(b: _Builder, g: dict, f: dict, profile: dict | None, j
         b.leave(f, "the offsets are the application's own (independent or POSIX calls): no setting aligns them")
 
 
-def _rec_answer_stripes(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_stripes(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     targets = int(((profile or {}).get("filesystem") or {}).get("targets") or 0)
     old = g["lustre"]["stripe_count"]
-    want = min(g["ranks"], targets or int(f["counters"]["OSTs in the log"]))
+    want = min(g["ranks"], targets or f.osts)
     if want <= old:
         b.leave(f, f"the machine profile's file system has {targets} storage target(s), no more than the job's "
                    f"stripe count")
         return
     gain, note = (want / old, f"{want} of the profile's {targets} targets busy at once against {old}") \
         if targets else (None, "no machine profile: no prediction")
-    b.add(g["match"], "mpiio_hints", "striping_factor", want, f["id"],
+    b.add(g["match"], "mpiio_hints", "striping_factor", want, f.id,
           f"the file striped over {want} targets when the job creates it (the hint acts on new files only)",
           gain, note)
-    b.add(g["match"], "mpiio_hints", "striping_unit", int(g["lustre"]["stripe_size"] or 1 << 20), f["id"],
+    b.add(g["match"], "mpiio_hints", "striping_unit", int(g["lustre"]["stripe_size"] or 1 << 20), f.id,
           "the stripe size the job had")
     if _rec_collective(g):
-        b.add(g["match"], "mpiio_hints", "cb_nodes", want, f["id"],
+        b.add(g["match"], "mpiio_hints", "cb_nodes", want, f.id,
               "one aggregator per target: each writes its own stripes")
 
 
-def _rec_answer_imbalance(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_imbalance(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     if _rec_collective(g):
-        b.add(g["match"], "collective", "strategy", "auto", f["id"],
+        b.add(g["match"], "collective", "strategy", "auto", f.id,
               "the selector measures the collective strategies on the job's own calls and keeps the fastest")
     else:
         _rec_throttle(b, g, f, profile, _rec_streams(g))
 
 
-def _rec_answer_rmw(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_rmw(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     if g["mpiio"] and g["mpiio"]["independent_writes"]:
-        b.add(g["match"], "mpiio_hints", "romio_ds_write", "disable", f["id"],
+        b.add(g["match"], "mpiio_hints", "romio_ds_write", "disable", f.id,
               "ROMIO's data sieving reads the range of a noncontiguous independent write before writing it")
     else:
         b.leave(f, "the reads and writes are the application's own (or collective): no setting removes them")
 
 
-def _rec_answer_meta(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_meta(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     if g["hdf5"]:
-        b.add(g["match"], "hdf5", "coll_metadata_writes", True, f["id"],
+        b.add(g["match"], "hdf5", "coll_metadata_writes", True, f.id,
               "HDF5 writes its metadata collectively at flush and close instead of from every rank")
-        b.add(g["match"], "hdf5", "meta_block_size", 1 << 20, f["id"],
+        b.add(g["match"], "hdf5", "meta_block_size", 1 << 20, f.id,
               "HDF5 aggregates metadata in 1 MiB blocks: fewer, larger metadata requests")
     else:
         b.leave(f, "opens, closes and stats are the application's own: no setting removes them")
 
 
-def _rec_answer_chunks(b: _Builder, g: dict, f: dict, profile: dict | None, job: dict) -> None:
+def _rec_answer_chunks(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
     rules = [{"match": name, "chunk_bytes": HDF5_CHUNK_BYTES} for name in g["hdf5"]["chunked"]]
-    b.add(g["match"], "hdf5", "datasets", rules, f["id"],
+    b.add(g["match"], "hdf5", "datasets", rules, f.id,
           f"chunks of about {HDF5_CHUNK_BYTES >> 20} MiB for the chunked datasets (new datasets only)")
 
 
@@ -247,15 +247,15 @@ _REC_ANSWERS = {
 
 def _rec_group(b: _Builder, g: dict, job: dict, profile: dict | None) -> None:
     for f in g["findings"]:
-        _REC_ANSWERS[f["id"]](b, g, f, profile, job)
+        _REC_ANSWERS[f.id](b, g, f, profile, job)
 
 
-def _rec_job(b: _Builder, summary: dict, findings: list[dict], groups: list[dict], profile: dict | None) -> None:
+def _rec_job(b: _Builder, summary: dict, findings: list[Finding], groups: list[dict], profile: dict | None) -> None:
     for f in findings:
-        if f["match"] is not None:
+        if f.match is not None:
             continue
-        if f["id"] == "ost_imbalance":
-            streams = int(f["counters"]["files per OST, most"])
+        if f.id == "ost_imbalance":
+            streams = f.streams
             striped = [g for g in groups if g["lustre"] and (g["bytes_written"] or g["bytes_read"])]
             if not striped:
                 b.leave(f, "none of the files that matter has a LUSTRE record")
@@ -266,10 +266,10 @@ def _rec_job(b: _Builder, summary: dict, findings: list[dict], groups: list[dict
                        "changes it; write fewer, shared files (MPI-IO or HDF5) where the application allows")
 
 
-def build_config(summary: dict, findings: list[dict], top: int, profile: dict | None, profile_path: str | None,
-                 profile_note: str, log_path: str) -> dict:
-    """{"config", "settings", "unanswered", "prediction"}: the configuration of the `top` groups that matter (and
-    the job's findings), every setting with the finding(s) it answers."""
+def build_config(summary: dict, findings: list[Finding], top: int, profile: dict | None, profile_path: str | None,
+                 profile_note: str, log_path: str) -> AdvisedConfig:
+    """The configuration of the `top` groups that matter (and the job's findings), every setting with the
+    finding(s) it answers."""
     b = _Builder()
     groups = summary["groups"][:top]
     for g in groups:
@@ -287,13 +287,10 @@ def build_config(summary: dict, findings: list[dict], top: int, profile: dict | 
             rules.append(rule)
     if rules:
         config["files"] = rules
-    prediction = {"profile": profile_path, "note": profile_note}
     config["meta"] = {"advise": {
         "log": log_path, "by": "iotame advise",
         "match": "globs on basenames, digits wildcarded where files are numbered (per-process files, steps): the "
                  "log's paths are those of the machine that ran the job",
-        "settings": [{k: s[k] for k in ("rule", "key", "value", "findings", "reason", "predicted_gain",
-                                        "prediction")}
-                     for s in b.settings],
+        "settings": [s.to_json() for s in b.settings],
         "profile": profile_path}}
-    return {"config": config, "settings": b.settings, "unanswered": b.unanswered, "prediction": prediction}
+    return AdvisedConfig(config, b.settings, b.unanswered, Prediction(profile_path, profile_note))

@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..render import fmt_bytes
+from .records import Advice
 
 __all__ = ["print_advice"]
 
@@ -46,8 +47,8 @@ def _render_lustre(lu: dict | None) -> str:
     return f"{lu['stripe_count']} x {fmt_bytes(lu['stripe_size'])} B, {len(lu['osts'])} OSTs"
 
 
-def _render_job(a: dict) -> Table:
-    j, log = a["job"], a["log"]
+def _render_job(a: Advice) -> Table:
+    j, log = a.job, a.log
     t = Table(title=f"job: {log['nprocs']} processes, {log['run_seconds']:.0f} s, Darshan {log['darshan']} "
                     f"(format {log['format']}), modules {', '.join(log['modules'])}", title_justify="left")
     for col in ("files", "shared", "per process", "bytes read", "bytes written", "read s", "write s", "meta s",
@@ -60,14 +61,14 @@ def _render_job(a: dict) -> Table:
     return t
 
 
-def _render_files(a: dict) -> Table:
+def _render_files(a: Advice) -> Table:
     t = Table(title="files that matter (by bytes and I/O time; seconds summed over ranks)", title_justify="left")
     t.add_column("match", overflow="fold")
     for col in ("files", "kind", "ranks", "read", "written", "I/O s"):
         t.add_column(col, justify="right")
     for col in ("requests (Darshan's bins)", "access", "MPI-IO", "Lustre"):
         t.add_column(col, overflow="fold")
-    for g in a["files"]:
+    for g in a.files:
         _render_row(t, g["match"], str(g["files"]), g["kind"], str(g["ranks"]), fmt_bytes(g["bytes_read"]),
                   fmt_bytes(g["bytes_written"]), _render_secs(g["io_seconds"]),
                   f"({g['histogram_source']}) {_render_hist(g['histogram'])}" if g["histogram_source"] else "-",
@@ -76,30 +77,30 @@ def _render_files(a: dict) -> Table:
     return t
 
 
-def _render_findings(a: dict) -> Table:
+def _render_findings(a: Advice) -> Table:
     t = Table(title="findings", title_justify="left")
     for col in ("id", "severity", "match"):
         t.add_column(col)
     t.add_column("finding", overflow="fold")
     t.add_column("counters", overflow="fold")
-    for f in a["findings"]:
+    for f in a.findings:
         counters = ", ".join(f"{k}={v:,}" if isinstance(v, int) else
                              (f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}")
-                             for k, v in f["counters"].items())
-        _render_row(t, f["id"], f["severity"], f["match"] or "(job)", f["message"], counters)
+                             for k, v in f.counters.items())
+        _render_row(t, f.id, f.severity, f.match or "(job)", f.message, counters)
     return t
 
 
-def _render_settings(a: dict) -> Table:
+def _render_settings(a: Advice) -> Table:
     t = Table(title="configuration (each setting answers a finding)", title_justify="left")
     for col in ("rule", "setting", "value", "answers"):
         t.add_column(col, overflow="fold")
     t.add_column("why", overflow="fold")
     t.add_column("predicted gain", overflow="fold")
-    for s in a["settings"]:
-        gain = f"{s['predicted_gain']:.2f}x" if s["predicted_gain"] is not None else "-"
-        _render_row(t, s["rule"], s["key"], str(s["value"]), ", ".join(s["findings"]), s["reason"],
-                  gain + (f" ({s['prediction']})" if s.get("prediction") and s["predicted_gain"] is not None else ""))
+    for s in a.settings:
+        gain = f"{s.predicted_gain:.2f}x" if s.predicted_gain is not None else "-"
+        _render_row(t, s.rule, s.key, str(s.value), ", ".join(s.findings), s.reason,
+                    gain + (f" ({s.prediction})" if s.prediction and s.predicted_gain is not None else ""))
     return t
 
 
@@ -113,12 +114,12 @@ def _render_row(t: Table, *cells: str) -> None:
     t.add_row(*(Text(c) for c in cells))
 
 
-def print_advice(a: dict, console: Console, config_out: str | None = None) -> None:
-    _render_line(console, f"iotame advise {a['log']['path']}")
+def print_advice(a: Advice, console: Console, config_out: str | None = None) -> None:
+    _render_line(console, f"iotame advise {a.log['path']}")
     console.print(_render_job(a))
-    if a["files"]:
+    if a.files:
         console.print(_render_files(a))
-    sk = a.get("skipped")
+    sk = a.skipped
     if sk:
         parts = []
         if sk.get("files"):
@@ -132,17 +133,17 @@ def print_advice(a: dict, console: Console, config_out: str | None = None) -> No
                          f"({fmt_bytes(sk['group_bytes'])} bytes, {sk['group_seconds']:,.2f} s): "
                          + ", ".join(sk["matches"]) + (" ..." if sk["groups"] > len(sk["matches"]) else ""))
         _render_line(console, "skipped: " + "; ".join(parts))
-    for n in a["notes"]:
+    for n in a.notes:
         _render_line(console, f"note: {n}")
-    if a["findings"]:
+    if a.findings:
         console.print(_render_findings(a))
     else:
         _render_line(console, "findings: none (no counter crossed a threshold; docs/advise.md lists them)")
-    if a["settings"]:
+    if a.settings:
         console.print(_render_settings(a))
-    for u in a["unanswered"]:
-        _render_line(console, f"not answered: {u['finding']} ({u['match'] or 'job'}): {u['why']}")
-    _render_line(console, f"prediction: {a['prediction']['note']}")
+    for u in a.unanswered:
+        _render_line(console, f"not answered: {u.finding} ({u.match or 'job'}): {u.why}")
+    _render_line(console, f"prediction: {a.prediction.note}")
     _render_line(console, "rules match basenames (digits wildcarded for numbered files): the log's paths are those of the "
                   "machine that ran the job")
     if config_out:

@@ -8,7 +8,7 @@ from typing import Callable
 from ..errors import IotameError
 from .emulated import EmulatedStorage, state_dir
 from .filesystem import fs_identity
-from ..tune.command import Job
+from ..tune.job import Job
 from .measure import QUICK, Calibration, Settings
 from .network import check_point
 from .profile import curve_at

@@ -18,7 +18,7 @@ from .. import __version__
 from ..bench.caches import drop_caches
 from ..bench.fio import parse_fio_output
 from ..errors import IotameError
-from ..tune.command import Job
+from ..tune.job import Job
 from .emulated import EmulatedStorage, state_dir
 from .filesystem import fs_identity
 from .network import NOT_ASKED_NOTE as NETWORK_NOTE

@@ -1,5 +1,5 @@
 """The network part of a machine profile: `iotame-kernel netprobe` (kernels/netprobe.c) started through the tuner's
-launchers (tune/command.py: `mpiexec -n N`, `srun` inside an allocation, or a launcher command given after `--`
+launchers (tune/job.py: `mpiexec -n N`, `srun` inside an allocation, or a launcher command given after `--`
 such as `scripts/testbed mpiexec -n 4 --`), its JSON turned into the profile's `network` and `nodes` sections."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 from ..errors import IotameError, UsageError
 from ..paths import kernel_path
-from ..tune.command import Job, launcher_of, nprocs_from_command, resolve_job, slurm_allocation
+from ..tune.job import Job, launcher_of, nprocs_from_command, resolve_job, slurm_allocation
 
 __all__ = ["NETWORK_REPS", "network_job", "run_netprobe", "network_section", "nodes_section", "measure_network",
            "NOT_ASKED_NOTE", "check_point"]

@@ -16,7 +16,9 @@ from ..paths import require_kernel
 from ..render import console
 from ..replay.plan import spec_bytes, to_spec
 from ..replay.source import job_plan
+from . import tune
 from .argtypes import positive_int
+from .parser import dispatch
 
 NAME = "advise"
 DEFAULT_TUNE_TRIALS = 20
@@ -67,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
     advice = make_advice(args.log, top=args.top, profile=args.profile, max_files=args.max_files)
     if args.config_out:
         try:
-            save_config(advice["config"], args.config_out)
+            save_config(advice.config, args.config_out)
         except OSError as e:
             raise UsageError(f"cannot write {args.config_out}: {e.strerror or e}") from None
     if args.json:
-        json.dump(advice, sys.stdout, indent=1)
+        json.dump(advice.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print_advice(advice, console(), args.config_out)
-    return tune_on_replay(args, advice["config"]) if args.tune else 0
+    return tune_on_replay(args, advice.config) if args.tune else 0
 
 
 def tune_on_replay(args: argparse.Namespace, config: dict) -> int:
@@ -102,7 +104,6 @@ def tune_on_replay(args: argparse.Namespace, config: dict) -> int:
               f"{total:,} bytes, scale {scale:.6g}); tuning on it")
     for note in spec["source"].get("notes", []):
         err.print(f"iotame: advise: replay: {note}")
-    from ..cli import main as iotame_main        # the tune command as the user would run it
-    return iotame_main(["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
-                        "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path),
-                        *shlex.split(args.tune_options), "--", *replay])
+    return dispatch((tune,), ["tune", "--trials", str(args.trials), "--out", str(out / "tune"), "--dir", str(data),
+                              "--study", f"advise-{Path(args.log).stem}", "--first", str(advice_path),
+                              *shlex.split(args.tune_options), "--", *replay])

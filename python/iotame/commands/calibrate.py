@@ -17,7 +17,7 @@ from ..calibrate import (DEFAULT_STREAMS, DEFAULT_TOLERANCE, FULL, QUICK, calibr
                          network_job, profile_json, save_profile, stream_counts)
 from ..calibrate.discover import ENV_PROFILE, default_profile_path, user_profile_dir
 from ..calibrate.network import NETWORK_REPS
-from ..tune.command import ENV_SRUN_MPI, TEMPLATES
+from ..tune.job import ENV_SRUN_MPI, TEMPLATES
 from .argtypes import positive_int
 from .run import command_args
 from ..errors import UsageError

@@ -13,13 +13,12 @@ from ..config import load_config, save_config
 from ..paths import require_lib
 from ..render import console
 from ..stats import OBJECTIVES, emulated_storage
-from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, TrialRecord,
-                    TuneEvents, TuneSpec, builtin_space, default_knowledge_path, detect_fs, load_space,
-                    resolve_job, run_tune, study_name)
-from ..tune.command import ENV_SRUN_MPI
+from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, FinalSpec,
+                    RunSpec, SeedSpec, SpaceSpec, StudySpec, TrialRecord, Tuner, TuneEvents, TuneSpec, builtin_space,
+                    default_knowledge_path, detect_fs, load_space, resolve_job, run_tune, study_name)
+from ..tune.job import ENV_SRUN_MPI
 from ..tune.noise import MAX_NOISE, NOISE_RUNS
 from ..tune.recommend import Recommendation
-from ..tune.tuner import Tuner
 from .run import command_args
 from .argtypes import positive_int, count, seconds
 
@@ -263,12 +262,12 @@ def _tune_profile(args, base: dict | None) -> tuple[Path | None, str]:
 
 def recommended_config(rec: Recommendation, spec: TuneSpec) -> dict:
     """The recommendation as a configuration for `iotame run --config`, its reasons and gains in `meta`."""
-    meta = {"tool": "iotame tune --recommend", "study": spec.study, "command": list(spec.argv),
+    meta = {"tool": "iotame tune --recommend", "study": spec.study.name, "command": list(spec.job.argv),
             "profile": rec.profile, "reasons": {f"{s.section}.{s.name}": s.reason for s in rec.settings},
             "predicted": rec.gains, "left": {w: y for w, y in rec.left}}
     if rec.message:
         meta["message"] = rec.message
-    return spec.published(spec.layered(rec.config(meta)))
+    return spec.space.published(spec.space.layered(rec.config(meta)))
 
 
 def print_recommendation(rec: Recommendation, path: Path) -> None:
@@ -335,14 +334,16 @@ def run(args: argparse.Namespace) -> int:
     knowledge = None if args.no_knowledge else (args.knowledge or default_knowledge_path())
     base = load_config(args.base) if args.base else None
     profile, where = _tune_profile(args, base)
-    spec = TuneSpec(argv=job.argv, nprocs=job.nprocs, fs=fs, space=space, out=out_dir, study=name,
-                    storage=args.storage, objective=args.objective, sampler=args.sampler, trials=args.trials,
-                    repeat=args.repeat, timeout=args.timeout, jobs=args.jobs, final_top=args.final_top,
-                    final_repeat=args.final_repeat, seed=args.seed, drop_caches=not args.no_drop_caches,
-                    knowledge=knowledge, space_source=source,
-                    base=base, durable=args.durable, ablation_rounds=max(0, args.ablation_rounds),
-                    max_noise=args.max_noise, profile=profile, where=where,
-                    first=tuple((str(f), load_config(f)) for f in args.first))
+    spec = TuneSpec(job=job, fs=fs, out=out_dir,
+                    study=StudySpec(name, storage=args.storage, objective=args.objective, sampler=args.sampler,
+                                    trials=args.trials, jobs=args.jobs, seed=args.seed),
+                    space=SpaceSpec(space, source, base=base, durable=args.durable),
+                    runs=RunSpec(repeat=args.repeat, timeout=args.timeout, drop_caches=not args.no_drop_caches,
+                                 max_noise=args.max_noise),
+                    final=FinalSpec(top=args.final_top, repeat=args.final_repeat,
+                                    ablation_rounds=max(0, args.ablation_rounds)),
+                    seeds=SeedSpec(first=tuple((str(f), load_config(f)) for f in args.first), knowledge=knowledge,
+                                   profile=profile, where=where))
     events = ConsoleEvents(OBJECTIVE_UNITS[args.objective], args.quiet)
     if args.recommend:
         return _tune_recommend(spec, events, args.json)

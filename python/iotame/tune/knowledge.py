@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .space import config_key
 from .workload import distance, similar
 
 __all__ = ["ENV_KNOWLEDGE", "KnowledgeBase", "Known", "default_knowledge_path"]
@@ -103,7 +104,7 @@ class KnowledgeBase:
         found.sort(key=lambda k: (distance(sig, k.signature), -(k.speedup or 0), -k.created))
         out, seen = [], set()
         for k in found:
-            key = json.dumps(k.config.get("defaults") or {}, sort_keys=True)
+            key = config_key(k.config)
             if key not in seen:
                 seen.add(key)
                 out.append(k)

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 from .layers import param_key
 
 __all__ = ["UNSET", "Requirement", "Param", "Space", "apply_base", "same_value", "pow2_values", "config_for",
-           "is_pow2", "encode", "decode", "CONFIG_VERSION", "JSON_PREFIX"]
+           "is_pow2", "encode", "decode", "config_key", "CONFIG_VERSION", "JSON_PREFIX"]
 
 UNSET = "unset"            # a parameter's value meaning: do not set it (the system default)
 CONFIG_VERSION = 1
@@ -282,6 +282,11 @@ class Space:
 def _shown(v: Any) -> str:
     """A value in a note: strings as they are, the rest as JSON (true, not True)."""
     return v if isinstance(v, str) else json.dumps(v)
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """What makes two configurations of the tuner the same: their defaults (the tuner's unit; meta aside)."""
+    return json.dumps(config.get("defaults") or {}, sort_keys=True)
 
 
 def flatten_rules(config: Mapping[str, Any]) -> dict:

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from .space import Space
 
-__all__ = ["Workload", "workload_from_stats", "size_bucket", "signature", "similar", "distance", "prune",
-           "READ_SIDE", "WRITE_SIDE", "COLLECTIVE_ONLY"]
+__all__ = ["Workload", "workload_from_stats", "recorded_workload", "size_bucket", "signature", "similar", "distance",
+           "prune", "READ_SIDE", "WRITE_SIDE", "COLLECTIVE_ONLY"]
 
 # Hints that only matter for one direction, or only for collective calls (MPI-IO hint names).
 READ_SIDE = frozenset({"romio_cb_read", "romio_ds_read", "ind_rd_buffer_size"})
@@ -72,6 +72,13 @@ class Workload:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Workload":
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def recorded_workload(user_attrs: Mapping[str, Any]) -> Workload | None:
+    """The workload a trial recorded among its attributes (the default trial does; None when its run left no
+    statistics)."""
+    w = user_attrs.get("workload")
+    return Workload.from_json(w) if w else None
 
 
 def _dominant(counts: dict[int, int]) -> int | None:

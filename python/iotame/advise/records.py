@@ -1,0 +1,117 @@
+"""The records advise passes from its findings to its configuration and its output: a finding, a setting that
+answers findings, a finding left unanswered, the prediction's source, and the whole advice. Modules read their fields;
+to_json() gives the --json document's keys (docs/advise.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SEVERITIES", "FINDING_IDS", "Finding", "AdvisedSetting", "Unanswered", "Prediction", "AdvisedConfig",
+           "Advice"]
+
+SEVERITIES = ("info", "warning", "critical")
+FINDING_IDS = ("small_requests", "unaligned_requests", "independent_shared", "interleaved_no_collective",
+               "collective_small_requests", "stripe_count", "ost_imbalance", "rank_imbalance",
+               "read_modify_write", "metadata_share", "many_small_files", "small_hdf5_chunks")
+
+
+@dataclass
+class Finding:
+    """What the counters show to be wrong: `match` is a group's glob (None: the whole job), `message` the sentence,
+    `counters` the evidence as shown (counter name: value). What the configuration is built from is in fields:
+    `osts` the OSTs the log shows (stripe_count), `streams` the most files one OST served (ost_imbalance)."""
+
+    id: str
+    severity: str
+    match: str | None
+    message: str
+    counters: dict[str, Any]
+    osts: int | None = None
+    streams: int | None = None
+
+    def __post_init__(self) -> None:
+        assert self.id in FINDING_IDS and self.severity in SEVERITIES
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "severity": self.severity, "match": self.match, "message": self.message,
+                "counters": self.counters}
+
+
+@dataclass
+class AdvisedSetting:
+    """A setting of the configuration: in the rule of `rule` (a glob, or "defaults"), `key` (section.name), with
+    the findings it answers, why, and the gain the profile predicts (None: not predicted, `prediction` says why)."""
+
+    rule: str
+    key: str
+    value: Any
+    findings: list[str]
+    reason: str
+    predicted_gain: float | None
+    prediction: str
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "key": self.key, "value": self.value, "findings": self.findings,
+                "reason": self.reason, "predicted_gain": self.predicted_gain, "prediction": self.prediction}
+
+
+@dataclass
+class Unanswered:
+    """A finding no setting answers, and why."""
+
+    finding: str
+    match: str | None
+    why: str
+
+    def to_json(self) -> dict:
+        return {"finding": self.finding, "match": self.match, "why": self.why}
+
+
+@dataclass
+class Prediction:
+    """The machine profile the gains are predicted with (None: none), and what was done to find it."""
+
+    profile: str | None
+    note: str
+
+    def to_json(self) -> dict:
+        return {"profile": self.profile, "note": self.note}
+
+
+@dataclass
+class AdvisedConfig:
+    """The configuration advise writes, its settings (each with the findings it answers), the findings no setting
+    answers, and where the predictions come from."""
+
+    config: dict[str, Any]
+    settings: list[AdvisedSetting]
+    unanswered: list[Unanswered]
+    prediction: Prediction
+
+
+@dataclass
+class Advice:
+    """The whole advice for a log. `log`, `job`, `files` (the groups shown, each with its findings) and `skipped`
+    are the summary's records; `config` the configuration for `iotame run`."""
+
+    log: dict[str, Any]
+    job: dict[str, Any]
+    files: list[dict[str, Any]]
+    skipped: dict[str, Any] | None
+    notes: list[str]
+    findings: list[Finding]
+    settings: list[AdvisedSetting]
+    unanswered: list[Unanswered]
+    prediction: Prediction
+    config: dict[str, Any]
+    version: int = field(default=1)
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document (docs/advise.md)."""
+        return {
+            "version": self.version, "kind": "iotame-advice", "log": self.log, "job": self.job,
+            "files": [{**g, "findings": [f.to_json() for f in g["findings"]]} for g in self.files],
+            "skipped": self.skipped, "notes": self.notes, "findings": [f.to_json() for f in self.findings],
+            "settings": [s.to_json() for s in self.settings], "unanswered": [u.to_json() for u in self.unanswered],
+            "prediction": self.prediction.to_json(), "config": self.config,
+        }

@@ -1,0 +1,186 @@
+/* The cost model's prediction as the selector uses it (docs/design/cost-model.md, "How the selector uses it"), an
+ * addition to the Orthrus selector (Zhang et al., ISC 2014, section 2.1), whose examination is measurement only: a
+ * new entry's candidates in predicted order, the ones the model's error keeps out of examinations, the departures of
+ * measured means from their predictions that let them in again, and the probes by which a winner returns to a faster
+ * strategy once conditions recover. The model itself is profile/model.c. The entry's other concerns (select.c: its
+ * creation, the examination, the monitoring, the decision; known.c) call the functions named
+ * iotame__select_prediction_*; entry.h holds the state they share. Pure: no MPI, no JSON. */
+#include <math.h>
+#include <string.h>
+
+#include "entry.h"
+#include "select.h"
+
+/* ---- the prediction (the cost model's, select.h) ---- */
+
+/* How far a measured mean lies from the prediction: a factor f either way is f - 1 (0: nothing to compare). */
+static double prediction_miss(const iotame_sel_entry_t *e, int s, double mbs)
+{
+    const double measured = iotame__select_call_seconds(e, mbs), pred = e->prediction.pred[s];
+    return measured > 0 && pred > 0 ? fmax(measured / pred, pred / measured) - 1 : 0;
+}
+
+/* The model's error on this signature: the prior, or the largest miss the latest means show when larger. */
+double iotame__select_prediction_error(const iotame_sel_entry_t *e)
+{
+    double err = e->prediction.prior;
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        err = fmax(err, prediction_miss(e, c, e->prediction.seen[c]));
+    }
+    return err;
+}
+
+/* The latest mean measured of strategy s: of a window or a finished examination, else the one under way (MB/s). */
+double iotame__select_prediction_latest(const iotame_sel_entry_t *e, int s)
+{
+    return e->prediction.seen[s] > 0 ? e->prediction.seen[s] : iotame__select_exam_mean(e, s);
+}
+
+void iotame__select_prediction_seen(iotame_sel_entry_t *e, int s, double mbs)
+{
+    if (!e->prediction.on || mbs <= 0) return;
+    e->prediction.seen[s] = mbs;
+    e->prediction.top[s] = fmax(e->prediction.top[s], mbs);
+}
+
+/* The incumbent: the winner, else the best examined so far, else the fastest predicted. */
+static int prediction_incumbent(const iotame_sel_entry_t *e)
+{
+    const int b = iotame__select_exam_best(e);
+    return e->mon.decided ? e->mon.winner : b >= 0 ? b : e->prediction.first;
+}
+
+/* Lets into examinations the candidates now predicted within the error of the incumbent's prediction (the error
+ * grows when a measured mean departs from its prediction); a candidate once let in stays in. Returns how many, and
+ * marks them in `only` when asked. */
+static int prediction_uncut(iotame_sel_entry_t *e, int mark)
+{
+    sel_prediction_t *md = &e->prediction;
+    const double bound = md->pred[prediction_incumbent(e)] * (1 + iotame__select_prediction_error(e));
+    int n = 0;
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        if (md->cut[c] && md->pred[c] > 0 && md->pred[c] <= bound) {
+            md->cut[c] = 0;
+            if (mark) md->only[c] = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* What an examination leaves out besides the clear losers: in a restricted one every candidate but the incumbent
+ * (`first`) and the ones it is for; else the candidates the model's error keeps out. */
+void iotame__select_prediction_skip(iotame_sel_entry_t *e, int first)
+{
+    sel_prediction_t *md = &e->prediction;
+    if (!md->on) return;
+    if (!md->restricted) prediction_uncut(e, 0);
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        if (c == first) continue;
+        if (md->restricted) e->exam.skip[c] = !md->only[c];
+        else e->exam.skip[c] |= md->cut[c];
+    }
+}
+
+/* Whether a measured mean departed from its prediction beyond the model's error, so that candidates it kept out
+ * are now within the error: an examination of those and the incumbent follows. */
+int iotame__select_prediction_departed(iotame_sel_entry_t *e)
+{
+    sel_prediction_t *md = &e->prediction;
+    if (!md->on || !prediction_uncut(e, 1)) return 0;
+    md->departures++;
+    md->restricted = 1;
+    return 1;
+}
+
+/* After an examination: a probe that kept the incumbent doubles the credit the next probe waits for; one that
+ * found the probed strategy faster returns to it. A winner that misses its prediction lets more candidates in. */
+void iotame__select_prediction_finish(iotame_sel_entry_t *e, int previous)
+{
+    sel_prediction_t *md = &e->prediction;
+    if (!md->on) return;
+    if (md->probing) {
+        if (e->mon.winner == previous) md->backoff = fmin(2 * md->backoff, 1 << 20);
+        else md->returns++, md->backoff = 1;
+    }
+    md->restricted = md->probing = 0;
+    memset(md->only, 0, sizeof md->only);
+    if (iotame__select_prediction_departed(e)) iotame__select_exam_start(e, e->mon.winner);
+}
+
+/* The candidate a probe would check while the winner runs at `mean` MB/s: the one expected fastest (its best mean
+ * measured, else its prediction less the error), when it beats the winner by more than the threshold; else -1. A
+ * strategy left under a load is so measured again once the load may be gone: the way back. */
+static int prediction_probe_target(const iotame_sel_entry_t *e, double mean)
+{
+    const sel_prediction_t *md = &e->prediction;
+    const double err = iotame__select_prediction_error(e);
+    int best = -1;
+    double best_mbs = (1 + e->mon.thr) * mean;
+    for (int k = 0; k < e->exam.ncand; k++) {
+        const int c = e->exam.cand[k];
+        const double predicted = md->pred[c] > 0 ? e->sig.bytes / (md->pred[c] * (1 + err) * 1e6) : 0;
+        const double expected = md->top[c] > 0 ? md->top[c] : md->cut[c] ? 0 : predicted;
+        if (c != e->mon.winner && expected > best_mbs) best = c, best_mbs = expected;
+    }
+    return best;
+}
+
+/* While the winner runs: a probe of a strategy expected faster, once the budget's credit holds `backoff` times
+ * what the probe's turn may lose (from the probed strategy's latest mean, else a call of the winner per call). */
+void iotame__select_prediction_probe(iotame_sel_entry_t *e, double mean)
+{
+    sel_prediction_t *md = &e->prediction;
+    if (!md->on || e->state != RUNNING || e->set.budget <= 0) return;
+    const int c = prediction_probe_target(e, mean);
+    if (c < 0) return;
+    const double tw = iotame__select_call_seconds(e, mean), tc = iotame__select_call_seconds(e, md->seen[c]);
+    const double loss = iotame__select_settings_turn_calls(e->set.k.gate_calls, e->set.settle, e->set.exam_calls) *
+                        (md->seen[c] > 0 ? fmax(0, tc - tw) : tw);
+    if (e->set.budget * e->budget.spent - e->budget.debt < md->backoff * loss) return;
+    md->probes++;
+    md->probing = md->restricted = 1;
+    md->only[c] = 1;
+    iotame__select_exam_start(e, e->mon.winner);
+}
+
+/* A new entry's prediction: the candidates in predicted order, the model's error keeping out those predicted beyond
+ * it of the fastest. */
+void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
+{
+    sel_prediction_t *md = &e->prediction;
+    md->backoff = 1;
+    if (!model) return;
+    sel_exam_t *x = &e->exam;
+    for (int k = 0; k < x->ncand; k++) md->pred[x->cand[k]] = fmax(0, model->seconds[x->cand[k]]);
+    for (int k = 1; k < x->ncand; k++) /* stable: ties keep the configured order; unpredicted ones last */
+        for (int j = k; j > 0; j--) {
+            const double a = md->pred[x->cand[j - 1]], b = md->pred[x->cand[j]];
+            if (!(b > 0 && (a <= 0 || b < a))) break;
+            const int t = x->cand[j];
+            x->cand[j] = x->cand[j - 1];
+            x->cand[j - 1] = t;
+        }
+    if (md->pred[x->cand[0]] <= 0) return; /* nothing predicted: as without a profile */
+    md->on = 1;
+    md->first = x->cand[0];
+    md->prior = fmax(0, model->error);
+    for (int k = 0; k < x->ncand; k++) md->cut[x->cand[k]] = 1;
+    md->cut[md->first] = 0;
+    prediction_uncut(e, 0);
+}
+
+/* Whether the model leaves a new entry a single candidate: it then runs from the first call. */
+int iotame__select_prediction_start(iotame_sel_entry_t *e)
+{
+    if (!e->prediction.on) return 0;
+    for (int k = 0; k < e->exam.ncand; k++)
+        if (e->exam.cand[k] != e->prediction.first && !e->prediction.cut[e->exam.cand[k]]) return 0;
+    e->state = RUNNING;
+    e->mon.winner = e->prediction.first;
+    e->mon.decided = 1;
+    return 1;
+}
