@@ -259,9 +259,8 @@ def test_no_strategy_is_recognised_by_identity():
 
 
 # ---- sizes ----
-# The parts that went through issue 47's shape step: no file over 700 lines, no struct over 20 fields unless the
-# comment before it says why ("over 20 fields"). The other parts join as they are split.
-SHAPED = {"stage"}
+# Issue 47's shape step: no file of the runtime over 700 lines, no struct over 20 fields unless the comment before it
+# says why ("over 20 fields").
 
 
 def struct_fields(body):
@@ -272,7 +271,7 @@ def struct_fields(body):
     return n
 
 
-@pytest.mark.parametrize("path", [p for p in sources() if part_of(p) in SHAPED], ids=lambda p: str(p.relative_to(SRC)))
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(SRC)))
 def test_files_and_structs_stay_small(path):
     assert len(path.read_text().splitlines()) <= 700, f"{path.relative_to(SRC)} is over 700 lines"
     text = path.read_text()

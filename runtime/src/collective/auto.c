@@ -38,6 +38,21 @@ typedef struct auto_selector {
     struct auto_selector *next;
 } auto_selector_t;
 
+/* The cost model's part of a handle (NULL profile: none): the file record's profile, and the agreed facts of the
+ * handle a prediction needs (the strategies' model terms). */
+typedef struct {
+    const iotame_profile_found_t *profile;
+    const char *refused; /* this rank's lines of the profiles refused on the way (borrowed) */
+    int differs;         /* the ranks found different profiles */
+    int64_t nodes, targets, unit;
+    iotame_model_call_t own[IOTAME_STRATEGY_MAX]; /* each strategy's own facts of the handle (its model_call) */
+    int sieves, kind[IOTAME_STRATEGY_MAX];
+    double error;
+    double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
+    int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
+                             strategy of a measured call is every rank's) */
+} auto_model_t;
+
 struct iotame_coll_choice {
     iotame_window_t w;
     iotame_file_stats_t *fs;
@@ -51,18 +66,7 @@ struct iotame_coll_choice {
     MPI_Request req;
     int64_t post_ns;
     iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
-    /* the cost model (NULL profile: none): the file record's profile, and the agreed facts of the handle a
-     * prediction needs (the strategies' model terms) */
-    const iotame_profile_found_t *profile;
-    const char *refused; /* this rank's lines of the profiles refused on the way (borrowed) */
-    int differs;         /* the ranks found different profiles */
-    int64_t nodes, targets, unit;
-    iotame_model_call_t own[IOTAME_STRATEGY_MAX]; /* each strategy's own facts of the handle (its model_call) */
-    int sieves, kind[IOTAME_STRATEGY_MAX];
-    double model_error;
-    double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
-    int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
-                             strategy of a measured call is every rank's) */
+    auto_model_t model;
     int closed;
     struct iotame_coll_choice *next; /* in its selector's `left` */
 };
@@ -151,8 +155,9 @@ static void auto_profile_kinds(struct iotame_coll_choice *a, const iotame_coll_e
 {
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++) {
         const iotame_strategy_t *st = iotame_strategies[s];
-        a->kind[s] = st->model;
-        if (a->kind[s] != IOTAME_MODEL_NONE && st->applies && !st->applies(env)) a->kind[s] = IOTAME_MODEL_PASSTHROUGH;
+        a->model.kind[s] = st->model;
+        if (a->model.kind[s] != IOTAME_MODEL_NONE && st->applies && !st->applies(env))
+            a->model.kind[s] = IOTAME_MODEL_PASSTHROUGH;
     }
 }
 
@@ -160,23 +165,23 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
 {
     const struct iotame_coll_choice *a = arg;
     memset(out, 0, sizeof *out);
-    out->error = a->model_error;
+    out->error = a->model.error;
     int any = 0;
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_SELECT_MAX; s++) {
-        if (a->kind[s] == IOTAME_MODEL_NONE) continue;
-        iotame_model_call_t call = a->own[s]; /* the strategy's own facts, completed with the call's */
+        if (a->model.kind[s] == IOTAME_MODEL_NONE) continue;
+        iotame_model_call_t call = a->model.own[s]; /* the strategy's own facts, completed with the call's */
         call.write = sig->write;
         call.nprocs = sig->nprocs;
-        call.nodes = a->nodes;
+        call.nodes = a->model.nodes;
         call.bytes = sig->bytes;
         call.pieces = (sig->requests + sig->nprocs - 1) / sig->nprocs;
         call.interleaved = interleaved;
         call.gap = sig->gap;
-        call.targets = a->targets;
-        call.unit = a->unit;
-        call.sieves = a->sieves;
-        call.setup_seconds = a->engine_ready ? 0 : a->setup_seconds;
-        if ((out->seconds[s] = iotame_model_predict(&a->profile->profile, &call, a->kind[s])) > 0) any = 1;
+        call.targets = a->model.targets;
+        call.unit = a->model.unit;
+        call.sieves = a->model.sieves;
+        call.setup_seconds = a->model.engine_ready ? 0 : a->model.setup_seconds;
+        if ((out->seconds[s] = iotame_model_predict(&a->model.profile->profile, &call, a->model.kind[s])) > 0) any = 1;
     }
     return any;
 }
@@ -189,33 +194,33 @@ static int64_t auto_agreed_value(const int *pair) { return pair[0] == -pair[1] ?
 static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_env_t *env, const int *agree)
 {
     json_t *coll = iotame_stats_collective(a->fs);
-    if (a->rank == 0 && a->refused) iotame_log_warn("%s", a->refused);
-    if (a->refused && coll) json_object_set_new(coll, "profile_refused", json_string(a->refused));
-    if (!a->profile) {
-        if (a->differs && coll) /* some rank found none, or another */
+    if (a->rank == 0 && a->model.refused) iotame_log_warn("%s", a->model.refused);
+    if (a->model.refused && coll) json_object_set_new(coll, "profile_refused", json_string(a->model.refused));
+    if (!a->model.profile) {
+        if (a->model.differs && coll) /* some rank found none, or another */
             json_object_set_new(coll, "profile_refused", json_string("the ranks found different machine profiles "
                                                                      "(or some none): not used"));
         a->w.set.conf.predicts = 0;
         return;
     }
     const int64_t targets = auto_agreed_value(agree + A_TARGETS), unit_kb = auto_agreed_value(agree + A_UNIT_KB);
-    a->targets = targets > 1 && unit_kb > 0 ? targets : 0; /* 0: the profile's */
-    a->unit = a->targets ? unit_kb << 10 : 0;
-    a->nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
-    a->setup_seconds = 2e-6 * agree[A_OPEN_US]; /* the library's open of this file, and as much to close it */
-    a->sieves = env->write_sieving;
+    a->model.targets = targets > 1 && unit_kb > 0 ? targets : 0; /* 0: the profile's */
+    a->model.unit = a->model.targets ? unit_kb << 10 : 0;
+    a->model.nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
+    a->model.setup_seconds = 2e-6 * agree[A_OPEN_US]; /* the library's open of this file, and as much to close it */
+    a->model.sieves = env->write_sieving;
     auto_profile_kinds(a, env);
-    a->model_error = iotame_select_known_error(&a->w.set.knowledge, a->model_error);
+    a->model.error = iotame_select_known_error(&a->w.set.knowledge, a->model.error);
     a->w.set.conf.predicts = 1;
     a->w.predict = (iotame_window_predict_t){auto_predict, a};
-    const iotame_profile_t *pr = &a->profile->profile;
+    const iotame_profile_t *pr = &a->model.profile->profile;
     if (coll)
         json_object_set_new(coll, "profile",
-                            json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "path", a->profile->path, "found_by",
-                                      a->profile->found_by, "nodes", (json_int_t)a->nodes, "targets",
-                                      (json_int_t)(a->targets ? a->targets : pr->targets), "unit",
-                                      (json_int_t)(a->unit ? a->unit : pr->stripe_unit), "model_error",
-                                      a->model_error));
+                            json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "path", a->model.profile->path, "found_by",
+                                      a->model.profile->found_by, "nodes", (json_int_t)a->model.nodes, "targets",
+                                      (json_int_t)(a->model.targets ? a->model.targets : pr->targets), "unit",
+                                      (json_int_t)(a->model.unit ? a->model.unit : pr->stripe_unit), "model_error",
+                                      a->model.error));
 }
 
 /* ---- open ---- */
@@ -274,7 +279,8 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     a->comm = MPI_COMM_NULL;
     a->req = MPI_REQUEST_NULL;
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
-        if (iotame_strategies[s]->model_call && o->states) iotame_strategies[s]->model_call(o->states[s], &a->own[s]);
+        if (iotame_strategies[s]->model_call && o->states)
+            iotame_strategies[s]->model_call(o->states[s], &a->model.own[s]);
     auto_candidates_set(a, opt);
     iotame_window_t *w = &a->w;
     w->nprocs = o->nprocs;
@@ -301,11 +307,11 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     if (knowledge) ok &= (a->knowledge_path = strdup(knowledge)) != NULL;
     a->rows = malloc((size_t)o->nprocs * IOTAME_WINDOW_FIELDS * sizeof *a->rows);
     a->selector = auto_selector_of(o->fs);
-    a->profile = o->profile ? o->profile->found : NULL;
-    a->refused = o->profile ? o->profile->refused : NULL;
-    a->differs = o->profile ? o->profile->differs : 0;
-    a->model_error = iotame_coll_option_number(opt, "model_error");
-    c->predicts = a->profile != NULL;
+    a->model.profile = o->profile ? o->profile->found : NULL;
+    a->model.refused = o->profile ? o->profile->refused : NULL;
+    a->model.differs = o->profile ? o->profile->differs : 0;
+    a->model.error = iotame_coll_option_number(opt, "model_error");
+    c->predicts = a->model.profile != NULL;
     if (!ok || !a->rows || !a->selector) {
         auto_free(a);
         return NULL;
@@ -430,7 +436,7 @@ static int auto_choose(void *state, const iotame_coll_facts_t *facts)
 static void auto_measured(void *state, const iotame_coll_facts_t *facts, int strategy, double seconds)
 {
     struct iotame_coll_choice *a = state;
-    a->engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
+    a->model.engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
     iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);

@@ -58,45 +58,6 @@ typedef struct {
     int64_t lo, hi;    /* positions covered in the aggregator's domain */
 } win_t;
 
-/* ---- file access through the shadow handle ---- */
-
-static void file_io(iotame_coll_call_t *c, int write, int64_t off, char *buf, int64_t len)
-{
-    while (len > 0) {
-        int n = (int)domain_min64(len, MAX_MSG);
-        MPI_Status st;
-        int rc = write ? PMPI_File_write_at(c->env->shadow, off, buf, n, MPI_BYTE, &st)
-                       : PMPI_File_read_at(c->env->shadow, off, buf, n, MPI_BYTE, &st);
-        if (rc != MPI_SUCCESS) {
-            if (c->mpi_error == MPI_SUCCESS) c->mpi_error = rc;
-            return;
-        }
-        int got = 0;
-        PMPI_Get_count(&st, MPI_BYTE, &got);
-        /* RATIONALE: OMPIO (Open MPI 4.1) returns MPI_SUCCESS when pwrite fails (EFBIG, ENOSPC) and says so only
-         * in the status: a write that moved less than asked failed, and the call fails on every rank. */
-        if (write && got != n) {
-            if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
-            return;
-        }
-        if (!write && got < n) {
-            /* end of file: what lies beyond reads as zeros. OMPIO also returns MPI_SUCCESS and fewer bytes when
-             * pread fails: a read that stops short of the file's end failed. */
-            const int64_t end = off + (got > 0 ? got : 0);
-            MPI_Offset size = 0;
-            if (PMPI_File_get_size(c->env->shadow, &size) != MPI_SUCCESS || end < (int64_t)size) {
-                if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
-                return;
-            }
-            memset(buf + (got > 0 ? got : 0), 0, (size_t)(len - (got > 0 ? got : 0)));
-            return;
-        }
-        off += n;
-        buf += n;
-        len -= n;
-    }
-}
-
 /* ---- sorting ---- */
 
 static int cmp_piece(const void *x, const void *y)
@@ -117,6 +78,8 @@ static int cmp_apiece(const void *x, const void *y)
 
 /* ---- one call ---- */
 
+/* One call's working state: the sender side, then the aggregator side. Over 20 fields: the engine's arrays of one
+ * call and their counts, allocated as the call needs them and freed in one place (ctx_free). */
 typedef struct {
     iotame_coll_call_t *c;
     const iotame_plan_t *p;
@@ -453,14 +416,14 @@ static const msg_t *self_msg(ctx_t *x, const win_t *w)
 static void write_group(ctx_t *x, const win_t *w, size_t first, size_t end, int64_t gs, int64_t ge, int holes)
 {
     if (end - first == 1) { /* one piece: written from where it is */
-        file_io(x->c, 1, gs, piece_data(x, first, x->cur_self), ge - gs);
+        iotame__coll_shadow_io(x->c, 1, gs, piece_data(x, first, x->cur_self), ge - gs);
         return;
     }
     char *img = x->wbuf + (domain_pos(x->p, x->my_agg, gs) - w->lo);
-    if (holes) file_io(x->c, 0, gs, img, ge - gs); /* read-modify-write: only groups with holes */
+    if (holes) iotame__coll_shadow_io(x->c, 0, gs, img, ge - gs); /* read-modify-write: only groups with holes */
     for (size_t k = first; k < end; k++)
         memcpy(img + (x->ap[k].off - gs), piece_data(x, k, x->cur_self), (size_t)x->ap[k].len);
-    file_io(x->c, 1, gs, img, ge - gs);
+    iotame__coll_shadow_io(x->c, 1, gs, img, ge - gs);
 }
 
 /* Pieces of one source in offset order (each a run of one piece) collapsed in place: adjacent ones joined, equal ones
@@ -510,7 +473,7 @@ static void engine_window_to_consumer(ctx_t *x, const win_t *w)
 static void read_group(ctx_t *x, const win_t *w, size_t first, size_t end, int64_t gs, int64_t ge, int holes)
 {
     char *img = x->wbuf + (domain_pos(x->p, x->my_agg, gs) - w->lo);
-    file_io(x->c, 0, gs, img, ge - gs);
+    iotame__coll_shadow_io(x->c, 0, gs, img, ge - gs);
     for (size_t k = first; k < end; k++)
         memcpy(piece_data(x, k, x->cur_self), img + (x->ap[k].off - gs), (size_t)x->ap[k].len);
 }

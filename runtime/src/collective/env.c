@@ -227,3 +227,42 @@ void iotame__coll_env_free(iotame_coll_env_t *e)
     free((int *)e->spread);
     e->node_of = e->spread = NULL;
 }
+
+/* ---- file access through the shadow handle ---- */
+
+void iotame__coll_shadow_io(iotame_coll_call_t *c, int write, int64_t off, char *buf, int64_t len)
+{
+    while (len > 0) {
+        const int n = (int)(len < ((int64_t)1 << 30) ? len : (int64_t)1 << 30); /* one MPI count at a time */
+        MPI_Status st;
+        int rc = write ? PMPI_File_write_at(c->env->shadow, off, buf, n, MPI_BYTE, &st)
+                       : PMPI_File_read_at(c->env->shadow, off, buf, n, MPI_BYTE, &st);
+        if (rc != MPI_SUCCESS) {
+            if (c->mpi_error == MPI_SUCCESS) c->mpi_error = rc;
+            return;
+        }
+        int got = 0;
+        PMPI_Get_count(&st, MPI_BYTE, &got);
+        /* RATIONALE: OMPIO (Open MPI 4.1) returns MPI_SUCCESS when pwrite fails (EFBIG, ENOSPC) and says so only
+         * in the status: a write that moved less than asked failed, and the call fails on every rank. */
+        if (write && got != n) {
+            if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
+            return;
+        }
+        if (!write && got < n) {
+            /* end of file: what lies beyond reads as zeros. OMPIO also returns MPI_SUCCESS and fewer bytes when
+             * pread fails: a read that stops short of the file's end failed. */
+            const int64_t end = off + (got > 0 ? got : 0);
+            MPI_Offset size = 0;
+            if (PMPI_File_get_size(c->env->shadow, &size) != MPI_SUCCESS || end < (int64_t)size) {
+                if (c->mpi_error == MPI_SUCCESS) c->mpi_error = MPI_ERR_IO;
+                return;
+            }
+            memset(buf + (got > 0 ? got : 0), 0, (size_t)(len - (got > 0 ? got : 0)));
+            return;
+        }
+        off += n;
+        buf += n;
+        len -= n;
+    }
+}

@@ -36,10 +36,12 @@ struct iotame_coll_file {
     iotame_coll_view_t view;
     iotame_coll_env_t env;
     /* the call under way: this rank's extents, packed data, and every rank's row of facts */
-    iotame_extents_t ext;
-    char *pack;
-    size_t pack_cap;
-    int64_t *info;
+    struct {
+        iotame_extents_t ext;
+        char *pack;
+        size_t pack_cap;
+        int64_t *info;
+    } call;
     /* the block consumer the handle's record names, once bound (core/module.h), and the agreement of a handed
      * write (its 2 fields, then every rank's position after its puts) */
     const iotame_block_consumer_t *consumer;
@@ -49,8 +51,10 @@ struct iotame_coll_file {
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
      * end) */
-    int64_t own_calls[IOTAME_STRATEGY_MAX], own_bytes[IOTAME_STRATEGY_MAX];
-    double own_seconds[IOTAME_STRATEGY_MAX];
+    struct {
+        int64_t calls[IOTAME_STRATEGY_MAX], bytes[IOTAME_STRATEGY_MAX];
+        double seconds[IOTAME_STRATEGY_MAX];
+    } own;
 };
 
 /* The handle's state, or NULL: a handle not routed (or the shared record of handles opened outside the runtime). */
@@ -86,10 +90,10 @@ static void route_free(iotame_coll_file_t *f)
         if (f->state[s] && iotame_strategies[s]->close) iotame_strategies[s]->close(f->state[s]);
     iotame__coll_env_free(&f->env);
     iotame__coll_view_release(&f->view);
-    iotame_extents_free(&f->ext);
-    free(f->info);
+    iotame_extents_free(&f->call.ext);
+    free(f->call.info);
     free(f->ends);
-    free(f->pack);
+    free(f->call.pack);
     free(f->path);
     free(f);
 }
@@ -144,7 +148,7 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     int ok = f->path != NULL;
     const char *refused = ok ? route_open_strategies(f, fc) : NULL;
     ok &= refused == NULL;
-    if (!f->st || !f->st->native) ok &= (f->info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->info)) != NULL;
+    if (!f->st || !f->st->native) ok &= (f->call.info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->call.info)) != NULL;
     f->model_error = set->model_error;
     if (file->consumer && set->strategy && set->strategy->blocks) /* bound once the open agreed (route_bind) */
         ok &= (f->ends = malloc(((size_t)e->nprocs + 2) * sizeof *f->ends)) != NULL;
@@ -318,7 +322,7 @@ static const char *route_prepare(iotame_coll_file_t *f, const iotame_coll_args_t
     MPI_Offset etypes = a->offset;
     if (!route_is_at(a->op) && PMPI_File_get_position(a->fh, &etypes) != MPI_SUCCESS) return "no file pointer";
     *pos = (int64_t)etypes;
-    return iotame__coll_view_map(&f->view, (int64_t)etypes * etype_size, *nbytes, &f->ext);
+    return iotame__coll_view_map(&f->view, (int64_t)etypes * etype_size, *nbytes, &f->call.ext);
 }
 
 /* A call served by a library strategy (passthrough, independent) without a collective of ours: no global view of
@@ -331,9 +335,9 @@ static double route_own_call(iotame_coll_file_t *f, const iotame_coll_args_t *a,
     uint64_t t0 = iotame_monotonic_ns();
     route_function(iotame_strategies[s], a->op)(&c);
     double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
-    f->own_seconds[s] += seconds;
-    f->own_bytes[s] += (int64_t)tsize * (int64_t)a->count;
-    f->own_calls[s]++;
+    f->own.seconds[s] += seconds;
+    f->own.bytes[s] += (int64_t)tsize * (int64_t)a->count;
+    f->own.calls[s]++;
     *mpi_error = c.mpi_error;
     return seconds;
 }
@@ -350,7 +354,7 @@ static int route_direct(iotame_coll_file_t *f, int write)
 static int route_serve_direct(iotame_coll_file_t *f, const iotame_coll_args_t *a, int s)
 {
     int64_t pos = 0, nbytes = 0;
-    iotame_coll_part_t part = {0, &f->ext}, *mine = NULL;
+    iotame_coll_part_t part = {0, &f->call.ext}, *mine = NULL;
     const int follows = f->ch && f->ch->served;
     if (follows && route_prepare(f, a, &pos, &nbytes) == NULL) part.nbytes = nbytes, mine = &part;
     int mpi_error;
@@ -375,19 +379,19 @@ static const char *route_gather(iotame_coll_file_t *f, const iotame_coll_args_t 
     row[IOTAME_INFO_STREAM] = *pos * f->view.etype_size;
     row[IOTAME_INFO_VIEW] = f->view.generation;
     if (why) row[IOTAME_INFO_FLAGS] = FLAG_CANNOT;
-    else if (f->ext.n) {
-        row[IOTAME_INFO_START] = f->ext.v[0].off;
-        row[IOTAME_INFO_END] = f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len;
+    else if (f->call.ext.n) {
+        row[IOTAME_INFO_START] = f->call.ext.v[0].off;
+        row[IOTAME_INFO_END] = f->call.ext.v[f->call.ext.n - 1].off + f->call.ext.v[f->call.ext.n - 1].len;
         row[IOTAME_INFO_BYTES] = nbytes;
-        row[IOTAME_INFO_EXTENTS] = (int64_t)f->ext.n;
+        row[IOTAME_INFO_EXTENTS] = (int64_t)f->call.ext.n;
     }
-    PMPI_Allgather(row, IOTAME_INFO_FIELDS, MPI_INT64_T, f->info, IOTAME_INFO_FIELDS, MPI_INT64_T, e->comm);
-    *g = (iotame_coll_facts_t){.write = route_is_write(a->op), .nprocs = e->nprocs, .info = f->info,
-                               .gmin = INT64_MAX, .gmax = INT64_MIN, .nbytes = nbytes, .ext = &f->ext};
+    PMPI_Allgather(row, IOTAME_INFO_FIELDS, MPI_INT64_T, f->call.info, IOTAME_INFO_FIELDS, MPI_INT64_T, e->comm);
+    *g = (iotame_coll_facts_t){.write = route_is_write(a->op), .nprocs = e->nprocs, .info = f->call.info,
+                               .gmin = INT64_MAX, .gmax = INT64_MIN, .nbytes = nbytes, .ext = &f->call.ext};
     int64_t flags = 0;
     uint64_t tmin = UINT64_MAX, tmax = 0;
     for (int r = 0; r < e->nprocs; r++) {
-        const int64_t *x = f->info + (size_t)r * IOTAME_INFO_FIELDS;
+        const int64_t *x = f->call.info + (size_t)r * IOTAME_INFO_FIELDS;
         if (x[IOTAME_INFO_START] < g->gmin) g->gmin = x[IOTAME_INFO_START];
         if (x[IOTAME_INFO_END] > g->gmax) g->gmax = x[IOTAME_INFO_END];
         g->gbytes += x[IOTAME_INFO_BYTES];
@@ -426,12 +430,12 @@ static const char *route_setup(iotame_coll_file_t *f, int s)
 
 static int route_grow_pack(iotame_coll_file_t *f, int64_t n)
 {
-    if ((size_t)n <= f->pack_cap) return 0;
+    if ((size_t)n <= f->call.pack_cap) return 0;
     char *p = malloc((size_t)n);
     if (!p) return -ENOMEM;
-    free(f->pack);
-    f->pack = p;
-    f->pack_cap = (size_t)n;
+    free(f->call.pack);
+    f->call.pack = p;
+    f->call.pack_cap = (size_t)n;
     return 0;
 }
 
@@ -445,9 +449,9 @@ static int route_pack(iotame_coll_file_t *f, const iotame_coll_args_t *a, iotame
         return 0;
     }
     if (route_grow_pack(f, c->nbytes) != 0) return 0;
-    c->data = f->pack;
+    c->data = f->call.pack;
     MPI_Count at = 0;
-    if (c->write && PMPI_Pack_c(a->buf, a->count, a->datatype, f->pack, (MPI_Count)c->nbytes, &at, MPI_COMM_SELF) !=
+    if (c->write && PMPI_Pack_c(a->buf, a->count, a->datatype, f->call.pack, (MPI_Count)c->nbytes, &at, MPI_COMM_SELF) !=
                         MPI_SUCCESS)
         c->data = NULL;
     return 1;
@@ -487,20 +491,20 @@ static int route_agree_handed(const iotame_coll_file_t *f, const iotame_coll_cal
     PMPI_Allreduce(MPI_IN_PLACE, f->ends, np + 2, MPI_INT64_T, MPI_MAX, f->env.comm);
     *slowest = (double)f->ends[1] * 1e-9;
     if (rc == 0 && c->gbytes > 0) /* every rank alike */
-        f->consumer->staged(f->consumer_arg, f->ends + 2, f->ext.n ? f->ext.v[0].off : 0,
-                        f->ext.n ? f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len : 0);
+        f->consumer->staged(f->consumer_arg, f->ends + 2, f->call.ext.n ? f->call.ext.v[0].off : 0,
+                        f->call.ext.n ? f->call.ext.v[f->call.ext.n - 1].off + f->call.ext.v[f->call.ext.n - 1].len : 0);
     return f->ends[0] != 0;
 }
 
 /* The bytes of a read that lie before the end of the file, in stream order. */
 static int64_t route_before_eof(const iotame_coll_file_t *f, int64_t nbytes)
 {
-    if (!f->ext.n || f->ext.v[f->ext.n - 1].off + f->ext.v[f->ext.n - 1].len <= 0) return nbytes;
+    if (!f->call.ext.n || f->call.ext.v[f->call.ext.n - 1].off + f->call.ext.v[f->call.ext.n - 1].len <= 0) return nbytes;
     MPI_Offset size = 0;
     if (PMPI_File_get_size(f->env.shadow, &size) != MPI_SUCCESS) return nbytes;
     int64_t done = 0;
-    for (size_t i = 0; i < f->ext.n; i++) {
-        const iotame_extent_t *x = &f->ext.v[i];
+    for (size_t i = 0; i < f->call.ext.n; i++) {
+        const iotame_extent_t *x = &f->call.ext.v[i];
         if (x->off + x->len <= size) done += x->len;
         else {
             if (x->off < size) done += size - x->off;
@@ -525,7 +529,7 @@ static int route_complete(iotame_coll_file_t *f, const iotame_coll_args_t *a, co
     if (!c->write) {
         done = route_before_eof(f, c->nbytes);
         MPI_Count at = 0;
-        if (packed && PMPI_Unpack_c(f->pack, (MPI_Count)c->nbytes, &at, a->buf, a->count, a->datatype,
+        if (packed && PMPI_Unpack_c(f->call.pack, (MPI_Count)c->nbytes, &at, a->buf, a->count, a->datatype,
                                     MPI_COMM_SELF) != MPI_SUCCESS) { /* the data read cannot reach the buffer */
             PMPI_File_call_errhandler(a->fh, MPI_ERR_INTERN);
             return MPI_ERR_INTERN;
@@ -552,8 +556,8 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     const iotame_strategy_t *st = iotame_strategies[s];
     if ((why = route_setup(f, s))) return route_pass(f, a, why);
     const int handed = route_consumer_take(f, st, f->state[s], &g);
-    iotame_coll_call_t c = {.env = &f->env, .state = f->state[s], .args = a, .write = g.write, .ext = f->ext.v, .next = f->ext.n,
-                            .nbytes = g.nbytes, .info = f->info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,
+    iotame_coll_call_t c = {.env = &f->env, .state = f->state[s], .args = a, .write = g.write, .ext = f->call.ext.v, .next = f->call.ext.n,
+                            .nbytes = g.nbytes, .info = f->call.info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,
                             .view = &f->view, .consumer = handed ? f->consumer : NULL, .consumer_arg = f->consumer_arg};
     int packed;
     const uint64_t t0 = iotame_monotonic_ns();
@@ -615,7 +619,7 @@ int iotame__coll_sync(iotame_file_t *file)
 static void route_retire(iotame_coll_file_t *f)
 {
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_STRATEGY_MAX; s++)
-        if (f->own_calls[s]) iotame__coll_count(f->fs, s, f->own_calls[s], f->own_bytes[s], f->own_seconds[s], -1, -1);
+        if (f->own.calls[s]) iotame__coll_count(f->fs, s, f->own.calls[s], f->own.bytes[s], f->own.seconds[s], -1, -1);
     route_free(f);
 }
 

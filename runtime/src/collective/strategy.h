@@ -74,7 +74,8 @@ typedef struct iotame_coll_file iotame_coll_file_t;
 
 /* Facts about the handle every strategy may read, stable between calls (agreed at open; nodes, hints and the shadow
  * handle when an engine strategy is first set up: collective/env.c). What one strategy alone keeps of a handle is its
- * own state (iotame_strategy_t.open), not here. */
+ * own state (iotame_strategy_t.open), not here. Over 20 fields: each is a fact of the file or the job that several
+ * strategies read, set once; what belongs to one strategy has already left. */
 typedef struct iotame_coll_env {
     MPI_Comm comm;      /* our duplicate of the file's communicator */
     int rank, nprocs;
@@ -438,5 +439,9 @@ typedef struct {
  * done (then on every rank alike). A strategy that cannot make its plan on this rank passes NULL: the call fails
  * everywhere. */
 int iotame_coll_engine(iotame_coll_call_t *call, const iotame_plan_t *plan);
+/* The engine's I/O of len bytes at off through the shadow handle (env.c), in pieces of at most 1 GiB: the first MPI
+ * error of the call is kept in c->mpi_error (a short write, or a short read before the file's end, is MPI_ERR_IO;
+ * past the end a read gives zeros). */
+void iotame__coll_shadow_io(iotame_coll_call_t *c, int write, int64_t off, char *buf, int64_t len);
 
 #endif

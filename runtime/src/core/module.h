@@ -174,6 +174,8 @@ typedef struct {
     iotame_posix_file_t *file;
 } iotame_posix_io_t;
 
+/* A module: its name, its settings section and its hooks. Over 20 fields, since it is the registry's table of hooks
+ * (as Darshan's module table and IOR's backends are): one per moment the wrappers call, NULL where unused. */
 typedef struct iotame_module {
     const char *name;     /* the module's statistics section in each file's record */
     const char *settings; /* the section of runtime/settings.json it reads ("owner" there), or NULL */

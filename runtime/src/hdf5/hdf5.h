@@ -27,6 +27,8 @@ hid_t H5Dcreate1(hid_t loc_id, const char *name, hid_t type_id, hid_t space_id, 
 
 /* ---- lookup.c: the HDF5 functions, found at run time ---- */
 
+/* One pointer per HDF5 function the runtime wraps or calls, looked up together at start: over 20 fields, since it is
+ * a table (as a library's dispatch table is), one entry per function, each found the same way. */
 typedef struct {
     /* the wrapped functions: the next definition after ours (dlsym(RTLD_NEXT)), else the library's own */
     __typeof__(H5Fcreate) *Fcreate;

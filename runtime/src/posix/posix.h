@@ -185,7 +185,7 @@ typedef enum { IOTAME_POSIX_N_OPEN, IOTAME_POSIX_N_CLOSE, IOTAME_POSIX_N_SEEK, I
 
 /* A recorded file: the per-request accounting is inline in the wrappers (posix.h), the rest in record.c. */
 /* What every request touches comes first, in as few cache lines as it fits (a request follows a system call, after
- * which little of it is cached). */
+ * which little of it is cached). Over 20 fields: split into parts, the request path would follow more pointers. */
 struct iotame_posix_file {
     int32_t *inflight; /* the slot's count, or the process's own without a segment */
     iotame_posix_slot_t *slot;

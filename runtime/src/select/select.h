@@ -155,7 +155,8 @@ const iotame_sel_entry_t *iotame_select_next(const iotame_sel_entry_t *e);
 /* After a save of what the selector learned: every entry's spent and debt are in the file now. */
 void iotame_select_saved(iotame_selector_t *s);
 
-/* An entry's decision as of its last call (or its creation): what the statistics show of it. */
+/* An entry's decision as of its last call (or its creation): what the statistics show of it. Over 20 fields: plain
+ * data out, one field per figure of the statistics' "decisions" entry (docs/formats.md), filled in one place. */
 typedef struct {
     iotame_sig_t sig;
     int strategy; /* the winner; during the first examination the best candidate so far; -1: none measured yet */

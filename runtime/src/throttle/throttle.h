@@ -85,6 +85,8 @@ typedef struct {
     uint16_t inside, given;
 } throttle_holder_t;
 
+/* One direction of a target's gate in the node's shared segment. Over 20 fields: a layout in shared memory that
+ * every process of the node maps, with the counters the gate's few locked instructions update together. */
 typedef struct {
     pthread_mutex_t lock; /* process-shared, robust: held for a few instructions, never across a request */
     uint32_t turn;        /* a futex: changes when waiters should look at the counters again */
