@@ -32,7 +32,6 @@
 #define HOLE_MAX ((int64_t)64 * 1024) /* largest gap read over (reads) or read-modify-written (writes) */
 #define LOOKAHEAD 2                   /* windows in flight per (source, aggregator) for writes */
 #define TAG_DATA 7
-#define MAX_MSG ((int64_t)1 << 30)
 
 typedef struct {
     int64_t off, len;
