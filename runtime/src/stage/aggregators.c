@@ -156,6 +156,8 @@ static void stage_agg_decide(stage_handle_t *h, const iotame_block_call_t *call)
         snprintf(why, sizeof why, "the model: %.3g s cached, %.3g s node staging (application and device)", cached,
                  node);
     h->agg.undecided = 0;
+    if (h->agg.on && !decision) /* no longer caching: another open of the file on the node may */
+        __atomic_sub_fetch(&stage_process.area->file[h->file].agg_users, 1, __ATOMIC_ACQ_REL);
     h->agg.on = decision; /* not cached: the handle's collective writes are staged per node from the next call on */
     json_t *s = iotame_stats_section(h->fs, &iotame_module_stage);
     if (!s) return;
