@@ -6,8 +6,8 @@
 # The long matrices run a sample drawn with IOTAME_SAMPLE_SEED (default: today's date, set here once for every layer
 # and printed; tests/conftest.py sample); with IOTAME_FULL_MATRIX=1 (make test-all) every case runs. Layers whose
 # tests wait more than they compute run on several pytest-xdist workers (python: IOTAME_TEST_WORKERS, default 3,
-# whole files to a worker); the MPICH layers stay serial, since MPICH's ranks busy-poll and two jobs at once on 2
-# cores only take turns. Each layer writes a JUnit file to build/test-results/ (ctest's and pytest's own).
+# whole files to a worker; openmpi: 2, whose ranks yield the cores when oversubscribed); the MPICH layers stay
+# serial, since MPICH's ranks busy-poll and two jobs at once on 2 cores only take turns. Each layer writes a JUnit file to build/test-results/ (ctest's and pytest's own).
 # Usage: tests/run_all.sh [LAYER...]   (default: every layer, in the order below)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +58,7 @@ pytest_layer() { # name, pytest arguments...
 layer unit ctest --test-dir build -R '^unit\.' -j2 --output-on-failure --output-junit "$RESULTS/unit.xml"
 pytest_layer mpi tests/mpi
 pytest_layer preload tests/preload
-pytest_layer openmpi tests/openmpi   # builds build-openmpi/ first
+pytest_layer openmpi -n 2 tests/openmpi   # builds build-openmpi/ first (one worker builds, the other waits)
 pytest_layer tsan tests/tsan         # builds build-tsan/ first
 pytest_layer python -n "$WORKERS" --dist loadfile tests/python
 pytest_layer slurm tests/slurm       # root: a one-node Slurm (scripts/slurm)
