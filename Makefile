@@ -1,5 +1,5 @@
 # iotame: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: setup build demo test faults soak clean
+.PHONY: setup build demo test test-all faults soak clean
 
 setup:
 	./scripts/setup.sh
@@ -10,8 +10,13 @@ build:
 demo: setup
 	./scripts/demo.sh
 
+# Every layer, the long matrices sampled (IOTAME_SAMPLE_SEED, default the day); test-all: every case of each, the
+# fault matrix and the death cases included (docs/reliability.md, "Running the tests").
 test: setup
 	./tests/run_all.sh
+
+test-all: setup
+	IOTAME_FULL_MATRIX=1 ./tests/run_all.sh
 
 # The whole fault matrix and every death case (make test runs a sample of each; docs/reliability.md).
 faults: setup

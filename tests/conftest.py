@@ -1,6 +1,9 @@
-"""Shared fixtures: where the build is, and a helper that runs real mpiexec jobs."""
+"""Shared fixtures: where the build is, a helper that runs real mpiexec jobs, and the sample of a long matrix that
+`make test` takes (`make test-all` takes all of it)."""
+import datetime
 import json
 import os
+import random
 import subprocess
 from pathlib import Path
 
@@ -15,6 +18,37 @@ LIBIOTAME = BUILD / "runtime" / "libiotame.so"
 KERNEL = BUILD / "kernels" / "iotame-kernel"
 TEST_PROGRAMS = BUILD / "tests"
 IOTAME_CLI = ROOT / ".venv" / "bin" / "iotame"
+
+# Long matrices (docs/reliability.md, "Running the tests"): `make test` runs a sample of each, drawn with
+# IOTAME_SAMPLE_SEED (default: the day; tests/run_all.sh sets it once for every layer and prints it), and
+# `make test-all` runs every case (IOTAME_FULL_MATRIX=1).
+FULL_MATRIX = os.environ.get("IOTAME_FULL_MATRIX") == "1"
+SAMPLE_SEED = os.environ.get("IOTAME_SAMPLE_SEED") or datetime.date.today().isoformat()
+
+
+def sample(cases, k, salt, cover=()):
+    """k of a matrix's cases (tuples of parameters, or single values), in their order: every case with
+    IOTAME_FULL_MATRIX=1; else drawn with IOTAME_SAMPLE_SEED and salt (the test's name, so that matrices draw apart).
+    cover: positions in the tuples whose every value the sample holds (every strategy, every rank count), even where
+    that takes more than k cases. The same seed gives the same cases in every process (pytest and its workers
+    collect the same tests)."""
+    cases = list(cases)
+    if FULL_MATRIX or k >= len(cases):
+        return cases
+
+    def values(case):
+        return {(i, repr(case[i])) for i in cover}
+
+    order = random.Random(f"{SAMPLE_SEED}/{salt}").sample(range(len(cases)), len(cases))
+    missing = set().union(*(values(cases[i]) for i in order))
+    chosen = []
+    while missing:   # the case that brings the most values not yet taken (the first drawn of those)
+        best = max(order, key=lambda i: len(values(cases[i]) & missing))
+        chosen.append(best)
+        missing -= values(cases[best])
+    chosen += [i for i in order if i not in chosen][:max(0, k - len(chosen))]
+    return [cases[i] for i in sorted(chosen)]
+
 
 # Environment variables of ours that must not leak from the caller into a test's job.
 _OURS = ("IOTAME_CONFIG", "IOTAME_STATS", "IOTAME_DISABLE", "IOTAME_ON_ERROR", "IOTAME_VERBOSE", "IOTAME_PROFILE",

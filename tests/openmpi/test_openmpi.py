@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from iotame.stats import load_stats
-from conftest import ROOT, collective_config, file_stats, iotame_vars, served, write_json
+from conftest import ROOT, collective_config, file_stats, iotame_vars, sample, served, write_json
 
 MPICC = Path("/usr/bin/mpicc.openmpi")
 MPIRUN = Path("/usr/bin/mpirun.openmpi")
@@ -344,7 +344,7 @@ def load_config(path, knowledge, first):
     return write_json(path, config)
 
 
-@pytest.mark.parametrize("first", ["two_phase", "node_local", "target_aligned", "view_based"])
+@pytest.mark.parametrize("first", sample(["two_phase", "node_local", "target_aligned", "view_based"], 2, "sixty_four"))
 def test_sixty_four_processes_through_staging_throttle_and_auto(ompi, first):
     """64 ranks on 2 cores, the randomized oracle against OMPIO: the writes staged (a write larger than the area
     goes through), every request through the node's gate of one reader and one writer, the reads routed by the

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, KERNEL, TEST_PROGRAMS, collective_config, file_stats, served, write_json
+from conftest import BUILD, KERNEL, TEST_PROGRAMS, collective_config, file_stats, sample, served, write_json
 
 sys.path.insert(0, str(KERNEL.parent.parent.parent / "tests" / "mpi"))
 from test_collective_kernels import (BTIO, LAYOUTS, MATRIX, NAMES, NONCONTIG, TILE,  # noqa: E402
@@ -24,6 +24,15 @@ RANDOM_RUNS = [(1, 250, 0), (2, 250, 250), (3, 30, 500), (4, 15, 530)]
 SEED = 20261122
 
 
+def oversubscribed_sample(runs, values, k, salt):
+    """Every run of 1 and 2 ranks with every value; of the runs of 3 and 4 ranks, whose jobs take 2 cores' busy-polling
+    ranks in turns and cost most of these tests' time, a sample of k (each rank count and each value at least once:
+    conftest.sample) that make test-all (IOTAME_FULL_MATRIX=1) takes whole."""
+    cases = [run + (v,) for run in runs for v in values]
+    return ([c for c in cases if c[0] <= 2] +
+            sample([c for c in cases if c[0] > 2], k, salt, cover=(0, len(cases[0]) - 1)))
+
+
 
 
 def random_run(job, n, cases, first, config, extra_env=None):
@@ -35,8 +44,7 @@ def random_run(job, n, cases, first, config, extra_env=None):
     return file_stats(stats, "test.dat")
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("n,cases,first", RANDOM_RUNS)
+@pytest.mark.parametrize("n,cases,first,strategy", oversubscribed_sample(RANDOM_RUNS, STRATEGIES, 4, "random"))
 def test_random_datatypes_match_the_library(job, strategy, n, cases, first):
     """Random nested file and memory datatypes, displacements and counts, write then read: test.dat through the
     strategy, ref.dat through the library; read buffers, statuses, file pointers and both files identical."""
@@ -47,8 +55,8 @@ def test_random_datatypes_match_the_library(job, strategy, n, cases, first):
     assert f["passthrough_reasons"] == {}
 
 
-@pytest.mark.parametrize("block", [7, 64, 1000])
-@pytest.mark.parametrize("n,cases,first", [(2, 120, 4000), (3, 25, 4200), (4, 12, 4300)])
+@pytest.mark.parametrize("n,cases,first,block", oversubscribed_sample([(2, 120, 4000), (3, 25, 4200), (4, 12, 4300)],
+                                                                    [7, 64, 1000], 3, "small_blocks"))
 def test_random_datatypes_through_small_view_based_blocks(job, block, n, cases, first):
     """view_based with blocks far smaller than the random cases' regions: every rank an aggregator (virtual nodes of
     one rank), each rank's part split over every aggregator's blocks, which each aggregator maps from the cached
@@ -157,9 +165,13 @@ def test_view_based_sends_each_view_once_and_no_offset_lists(job):
     assert view["view_bytes"] == 2 * 2 * 15 * 8
 
 
-@pytest.mark.parametrize("strategy,vnode", [("node_local", 2), ("two_phase", 1), ("view_based", 1), ("view_based", 2),
-                                            ("auto", 2)])
-@pytest.mark.parametrize("kernel,args", [KERNELS[0], KERNELS[3]], ids=["matrix", "btio"])
+FOUR_RANKS = sample([(kernel, args, strategy, vnode) for kernel, args in (KERNELS[0], KERNELS[3])
+                     for strategy, vnode in [("node_local", 2), ("two_phase", 1), ("view_based", 1), ("view_based", 2),
+                                             ("auto", 2)]],
+                    5, "four_ranks", cover=(0, 2, 3))
+
+
+@pytest.mark.parametrize("kernel,args,strategy,vnode", FOUR_RANKS, ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in FOUR_RANKS])
 def test_kernels_verify_on_four_ranks(job, kernel, args, strategy, vnode):
     """Two virtual nodes of two ranks: node_local gathers within each node."""
     f = run_kernel(job, 4, kernel, args,

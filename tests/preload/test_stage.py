@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import LIBIOTAME, TEST_PROGRAMS, write_json
+from conftest import LIBIOTAME, TEST_PROGRAMS, sample, write_json
 
 RANDOM = TEST_PROGRAMS / "random_collective"
 CHECK = TEST_PROGRAMS / "stage_check"
@@ -40,10 +40,11 @@ def section(stats):
     return json.loads(stats.read_text())["modules"]["stage"]
 
 
-@pytest.mark.parametrize("strategy", strategies())
+@pytest.mark.parametrize("strategy", sample(strategies(), 4, "staged_strategies"))
 def test_files_match_the_library_under_every_strategy(job, strategy):
     """The randomized differential test (views and datatypes redrawn every case) with test.dat staged in a small
-    cache: files, buffers and statuses identical to the library's on ref.dat."""
+    cache: files, buffers and statuses identical to the library's on ref.dat. make test: 4 strategies drawn
+    (conftest.sample); make test-all: every one."""
     stats, cases = job.tmp / "s.json", 40
     config = json.loads(staging(job.tmp / "c.json", match="*/test.dat", process={"cache_mb": 1}).read_text())
     config["files"][0]["collective"] = {"strategy": strategy, "virtual_node_size": 1, "readahead": 0}
@@ -162,7 +163,12 @@ def take_files(d):
     return out
 
 
-@pytest.mark.parametrize("kernel,n,args,name", KERNELS, ids=[f"{k[0]}-{i}" for i, k in enumerate(KERNELS)])
+# make test: one case of each kernel (the kernel's other cases drawn: conftest.sample); make test-all: every case
+STAGED_KERNELS = [i for _, i in sample([(k[0], i) for i, k in enumerate(KERNELS)], 0, "staged_kernels", cover=(0,))]
+
+
+@pytest.mark.parametrize("kernel,n,args,name", [KERNELS[i] for i in STAGED_KERNELS],
+                         ids=[f"{KERNELS[i][0]}-{i}" for i in STAGED_KERNELS])
 def test_every_kernel_verifies_and_writes_the_same_bytes(job, kernel, n, args, name):
     runs = {}
     for staged in (False, True):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import KERNEL, TEST_PROGRAMS, write_json
+from conftest import KERNEL, TEST_PROGRAMS, sample, write_json
 
 MIX = TEST_PROGRAMS / "throttle_mix"
 RANDOM = TEST_PROGRAMS / "random_collective"
@@ -183,7 +183,7 @@ def madbench_reads(job, device, throttle, name):
     return seconds, [t["read"]["level"] for t in section(stats)["targets"] if "read" in t] if throttle else []
 
 
-@pytest.mark.parametrize("device", sorted(DEVICES))
+@pytest.mark.parametrize("device", sample(sorted(DEVICES), 1, "devices"))   # make test-all: both
 def test_auto_converges_to_the_best_static_level(job, device):
     """Which level is best is the device's: the sweep measures it, auto must find it without being told. The
     device's time is modelled, but which streams hit depends on the order the ranks arrive in, so the devices are

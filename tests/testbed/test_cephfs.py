@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LIBIOTAME, TEST_PROGRAMS, file_stats, served, write_json
+from conftest import LIBIOTAME, TEST_PROGRAMS, file_stats, sample, served, write_json
 from tbjobs import CEPH_MOUNT, STRATEGIES, assert_clean, job, ok, random_job, tb
 
 CEPH_BINARIES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-fuse", "ceph")
@@ -115,8 +115,9 @@ def test_striping_hints_set_the_layout_every_host_sees(where, tmp_path):
                                             "from": "hints"}
 
 
-@pytest.mark.parametrize("extra", ["plain", "staged+throttled"])
-@pytest.mark.parametrize("strategy", STRATEGIES)
+# make test: 4 of the 14 cases, each of the two settings at least once (conftest.sample); make test-all: all
+@pytest.mark.parametrize("strategy,extra", sample([(s, e) for e in ["plain", "staged+throttled"] for s in STRATEGIES],
+                                                  4, "on_cephfs", cover=(1,)))
 def test_random_datatypes_across_two_hosts_on_cephfs(where, tmp_path, strategy, extra):
     """One MPICH rank per host, the files on CephFS: files, buffers, statuses and pointers identical to the
     library's, with and without staging and a throttle of one stream each way."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LIBIOTAME, ROOT, served, write_json
+from conftest import LIBIOTAME, ROOT, sample, served, write_json
 from tbjobs import STRATEGIES, TESTBED, assert_clean, job, ok, random_job, root_view, tb
 
 AGENT = ROOT / "scripts" / "testbed-agent"
@@ -145,7 +145,7 @@ def test_open_mpi_ranks_see_the_hosts(hosts, ompi_build, tmp_path):
 
 # ---- the randomized differential test across two hosts ----
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", sample(STRATEGIES, 3, "across_two_hosts"))   # make test-all: every one
 def test_random_datatypes_across_two_hosts(hosts, tmp_path, strategy):
     """MPICH, one rank on each of two hosts: files, buffers, statuses and pointers identical to the library's."""
     f = random_job(tmp_path, 2, strategy, 60, 7000)
