@@ -412,3 +412,55 @@ def test_tune_runs_the_tune_command_on_the_replay(tmp_path, capsys):
     assert f"study: advise-{log.stem}" in out and "processes: 2" in out
     assert main(["advise", "--tune", "--out", str(tmp_path / "o"), "--tune-options=--bogus", str(log)]) == 2
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+# --- the records between advise's modules: dataclasses from load to render, whose to_json() is the documented
+# document ----------------------------------------------------------------------------------------------------
+
+import dataclasses                                              # noqa: E402
+import re                                                       # noqa: E402
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "advise.md"
+
+
+def documented_example() -> dict:
+    """The example of docs/advise.md's "The JSON document", parsed."""
+    text = DOC.read_text(encoding="utf-8").split("## The JSON document", 1)[1]
+    return json.loads(re.search(r"```json\n(.*?)```", text, re.S).group(1))
+
+
+def test_the_records_are_dataclasses_from_load_to_render():
+    """advise_loaded types the loaded log and passes records, not dictionaries, to the findings, the configuration
+    and the output (issue 47): the job, each group and its parts, the log's header, what was skipped."""
+    a = advise_loaded(load_log(LOG["dxt.darshan"]), "x.darshan", top=2, max_files=50)
+    parts = [a.log, a.job, a.job.totals, a.job.totals.seconds, a.job.histogram, a.skipped_files, a.skipped_groups]
+    for g in a.files:
+        parts += [g, g.totals, g.histogram, g.requests]
+        parts += [p for p in (g.access, g.alignment, g.mpiio, g.lustre, g.hdf5, g.rank_balance) if p is not None]
+    assert all(dataclasses.is_dataclass(p) and not isinstance(p, type) for p in parts)
+
+
+def test_the_json_keys_are_the_documented_ones_in_their_order():
+    """sample.darshan is the documentation's example (vpicio, 2048 ranks on 24 OSTs): the keys of the log, the job
+    and a group, and of their parts the example spells out, come in the documented order."""
+    doc = documented_example()
+    a = advise_loaded(load_log(LOG["sample.darshan"]), "sample.darshan").to_json()
+    assert list(a) == list(doc)
+    for key in ("log", "job"):
+        assert list(a[key]) == list(doc[key]), key
+    for key in ("access", "mpiio", "lustre"):
+        assert list(a["job"][key]) == list(doc["job"][key]), key
+    assert list(a["job"]["access"]["write"]) == list(doc["job"]["access"]["write"])
+    g, want = a["files"][0], doc["files"][0]
+    assert list(g) == list(want)
+    for key in ("alignment", "requests", "lustre"):
+        assert list(g[key]) == list(want[key]), key
+    assert list(g["rank_balance"])[:2] == ["source", "counters"]
+
+
+def test_skipped_files_and_groups_in_one_record_of_the_documented_keys():
+    a = advise_loaded(load_log(LOG["dxt.darshan"]), "x.darshan", top=1, max_files=3).to_json()
+    assert list(a["skipped"]) == ["files", "bytes_read", "bytes_written", "seconds", "io_seconds", "meta_share",
+                                  "reason", "groups", "group_files", "group_bytes", "group_seconds", "matches",
+                                  "findings"]
+    assert advise_loaded(load_log(LOG["sample.darshan"]), "x.darshan").to_json()["skipped"] is None

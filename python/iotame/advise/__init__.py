@@ -1,18 +1,20 @@
-"""`iotame advise LOG.darshan`: a Darshan log read (load), summarized per group of files and for the job
-(summary), its problems found (findings) and answered by a configuration for `iotame run` (recommend), printed as
-tables or JSON (render). docs/advise.md is the manual."""
+"""`iotame advise LOG.darshan`: a Darshan log read (load), its files' records added up (files), summarized per
+group of files and for the job (summary, measures), its problems found (findings) and answered by a configuration
+for `iotame run` (recommend), printed as tables or JSON (render). What passes between them are dataclasses: the
+typed log (load), the summary's records (summary_records), the findings and the configuration (records), the whole
+advice (advice). docs/advise.md is the manual."""
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from ..calibrate.discover import find_profile
 from ..calibrate.profile import ProfileError, load_profile
 from ..config import validate
 from ..errors import IotameError
+from .advice import Advice, LogInfo, SkippedGroups
 from .findings import find
-from .load import load_log
-from .records import Advice, AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
+from .load import DarshanLog, load_log
+from .records import AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
 from .recommend import build_config
 from .summary import MAX_FILES, summarize_log
 
@@ -46,31 +48,20 @@ def advise(log_path: str, top: int = 10, profile: str | None = None, max_files: 
 def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None = None,
                   max_files: int = MAX_FILES) -> Advice:
     """The advice for a log load_log read (or a test made from one)."""
-    summary = summarize_log(log, max_files=max_files)
-    summary["modules"] = log["modules"]
+    loaded = DarshanLog.of(log)
+    summary = summarize_log(loaded, max_files=max_files)
     findings = find(summary)
     prof, prof_path, prof_note = resolve_profile(profile)
     rec = build_config(summary, findings, top, prof, prof_path, prof_note, str(log_path))
     errors = validate(rec.config, "<advice>")
     if errors:     # a bug of advise's: the runtime would refuse what it wrote
         raise IotameError("advise made a configuration the runtime refuses: " + "; ".join(errors))
-    groups = summary["groups"]
-    shown, rest = groups[:top], groups[top:]
-    skipped = summary["skipped"]
-    if rest:
-        skipped = {**(skipped or {}), "groups": len(rest), "group_files": sum(g["files"] for g in rest),
-                   "group_bytes": sum(g["bytes_read"] + g["bytes_written"] for g in rest),
-                   "group_seconds": sum(g["io_seconds"] for g in rest),
-                   "matches": [g["match"] for g in rest[:20]],
-                   "findings": dict(Counter(f.id for g in rest for f in g["findings"]))}
+    shown, rest = summary.groups[:top], summary.groups[top:]
     # the findings of the groups shown and the job's; those of the groups beyond --top are counted in `skipped`
-    shown_matches = {g["match"] for g in shown}
+    shown_matches = {g.match for g in shown}
     findings = [f for f in findings if f.match is None or f.match in shown_matches]
-    job = log["job"]
     return Advice(
-        log={"path": str(log_path), "format": job["log_ver"], "darshan": job["lib_ver"], "exe": log.get("exe"),
-             "jobid": job["jobid"], "nprocs": job["nprocs"], "run_seconds": job["run_time"],
-             "modules": log["modules"]},
-        job=summary["job"], files=shown, skipped=skipped, notes=summary["notes"], findings=findings,
+        log=LogInfo.of(loaded, str(log_path)), job=summary.job, files=shown, skipped_files=summary.skipped,
+        skipped_groups=SkippedGroups.of(rest) if rest else None, notes=summary.notes, findings=findings,
         settings=rec.settings, unanswered=rec.unanswered, prediction=rec.prediction, config=rec.config,
         version=ADVICE_VERSION)

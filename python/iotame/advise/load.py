@@ -11,11 +11,13 @@ import os
 import struct
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import LogError
 
-__all__ = ["DARSHAN_MAGIC", "HEADER_BYTES", "LOAD_TIMEOUT", "check_header", "load_log"]
+__all__ = ["DARSHAN_MAGIC", "HEADER_BYTES", "LOAD_TIMEOUT", "LogJob", "DarshanLog", "check_header", "load_log"]
 
 DARSHAN_MAGIC = 6567223        # darshan-log-format.h DARSHAN_MAGIC_NR, after the 8-byte version string
 HEADER_BYTES = 16              # version string (8 bytes) and the magic number (int64)
@@ -23,6 +25,38 @@ MAP_OFFSET = 24                # the name map's {offset, length} (uint64 each) a
 MAPS = 17                      # the name map and 16 module maps (DARSHAN_MAX_MODS of the 3.x formats; a format
                                # with more modules starts with these, so their end still bounds the log's size)
 LOAD_TIMEOUT = 600.0           # seconds the child may take: logs of millions of records take minutes
+
+
+@dataclass
+class LogJob:
+    """The job as the log's header has it: processes, run time (s), job id, the log's format and Darshan's version."""
+
+    nprocs: int
+    run_time: float
+    jobid: int
+    log_ver: str
+    lib_ver: str
+
+
+@dataclass
+class DarshanLog:
+    """A loaded log as advise reads it: the job, the executable, the modules the log holds, the records of the
+    modules advise reads (as _worker.py prints them: counters by Darshan's names, a LUSTRE record's layout) and the
+    names of the records' files by record id."""
+
+    job: LogJob
+    exe: str | None
+    modules: list[str]
+    records: dict[str, list[dict[str, Any]]]
+    names: dict[str, str]
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> DarshanLog:
+        """The typed log of load_log's document (which replay reads as it is)."""
+        j = data["job"]
+        return cls(LogJob(int(j.get("nprocs") or 0), float(j.get("run_time") or 0.0), j["jobid"], j["log_ver"],
+                          j["lib_ver"]),
+                   data.get("exe"), data.get("modules", []), data.get("records", {}), data.get("names", {}))
 
 
 def check_header(path: Path) -> str:
@@ -66,7 +100,8 @@ def _load_messages(stderr: str) -> str:
 
 def load_log(path: str | os.PathLike, timeout: float = LOAD_TIMEOUT, dxt: bool = False) -> dict:
     """The log's job data, module list, records (POSIX, MPI-IO, H5F, H5D, LUSTRE; with dxt also DXT_POSIX and
-    DXT_MPIIO) and names, as _worker.py prints them. LogError when the log cannot be read whole."""
+    DXT_MPIIO) and names, as _worker.py prints them (advise types it with DarshanLog.of). LogError when the log
+    cannot be read whole."""
     path = Path(path)
     if not path.is_file():
         raise LogError(f"darshan log {path}: no such file" if not path.exists() else

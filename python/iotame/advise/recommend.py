@@ -17,6 +17,7 @@ from typing import Any
 from ..tune.recommend import curve_value, throttle_level
 from .findings import SMALL_BINS, SMALL_MIN_REQUESTS
 from .records import AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
+from .summary_records import GroupSummary, Summary
 
 __all__ = ["CB_BUFFER_SIZE", "MERGED_REQUEST", "HDF5_CHUNK_BYTES", "HDF5_ALIGNMENT_THRESHOLD", "BIN_BYTES",
            "build_config"]
@@ -61,17 +62,18 @@ def _rec_curve(profile: dict | None, direction: str, pattern: str) -> list | Non
     return sorted((int(a), float(b)) for a, b in pts) if pts else None
 
 
-def _rec_request_gain(g: dict, profile: dict | None, new_size: int) -> tuple[float | None, str]:
-    """The storage time of the group's requests (Darshan's bins, each at its BIN_BYTES) against the same bytes in
-    sequential requests of `new_size`, from the profile's curves."""
+def _rec_request_gain(g: GroupSummary, profile: dict | None, new_size: int,
+                      directions: tuple[str, ...] = ("read", "write")) -> tuple[float | None, str]:
+    """The storage time of the group's requests in `directions` (Darshan's bins, each at its BIN_BYTES) against
+    the same bytes in sequential requests of `new_size`, from the profile's curves."""
     if profile is None:
         return None, "no machine profile: no prediction"
-    acc = g.get("access") or {}
     old = new = 0.0
-    for d, bins in g["histogram"].items():
-        a = acc.get(d) or {}
-        n = a.get("requests") or 0
-        pattern = "sequential" if n and a.get("consecutive", 0) / n >= 0.5 else "scattered"
+    for d in directions:
+        bins = g.histogram.directions()[d]
+        a = g.access.of(d) if g.access else None
+        n = a.requests if a else 0
+        pattern = "sequential" if n and a.consecutive / n >= 0.5 else "scattered"
         before, after = _rec_curve(profile, d, pattern), _rec_curve(profile, d, "sequential")
         if not before or not after:
             return None, f"the profile has no {d} curves"
@@ -82,7 +84,7 @@ def _rec_request_gain(g: dict, profile: dict | None, new_size: int) -> tuple[flo
     if new <= 0:
         return None, "no requests in the log's bins: no prediction"
     return old / new, f"storage time of the log's requests ({old:.3g} s) against {new_size:,}-byte sequential " \
-                      f"requests ({new:.3g} s), the profile's {'/'.join(g['histogram'])} curves"
+                      f"requests ({new:.3g} s), the profile's {'/'.join(directions)} curves"
 
 
 def _rec_throttle_gain(profile: dict | None, direction: str, streams: int) -> tuple[float | None, str]:
@@ -100,82 +102,80 @@ def _rec_throttle_gain(profile: dict | None, direction: str, streams: int) -> tu
     return gain, f"the profile's {direction} streams curve at {level} streams against {streams}"
 
 
-def _rec_strategy_settings(b: _Builder, g: dict, f: Finding, profile: dict | None) -> None:
-    mpi = g["mpiio"] or {}
-    for d in ("write", "read"):
-        if mpi.get(f"collective_{d}s"):
-            b.add(g["match"], "mpiio_hints", f"romio_cb_{d}", "enable", f.id,
+def _rec_strategy_settings(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
+    mpi = g.mpiio
+    for d, calls in (("write", mpi.collective_writes if mpi else 0), ("read", mpi.collective_reads if mpi else 0)):
+        if calls:
+            b.add(g.match, "mpiio_hints", f"romio_cb_{d}", "enable", f.id,
                   f"collective {d}s gathered into large requests by aggregators (collective buffering on)")
     gain, note = _rec_request_gain(g, profile, CB_BUFFER_SIZE)
-    b.add(g["match"], "mpiio_hints", "cb_buffer_size", CB_BUFFER_SIZE, f.id,
+    b.add(g.match, "mpiio_hints", "cb_buffer_size", CB_BUFFER_SIZE, f.id,
           f"aggregators' requests of {CB_BUFFER_SIZE >> 20} MiB", gain, note)
-    b.add(g["match"], "collective", "strategy", "auto", f.id,
+    b.add(g.match, "collective", "strategy", "auto", f.id,
           "the selector measures the collective strategies on the job's own calls and keeps the fastest")
 
 
-def _rec_staging(b: _Builder, g: dict, f: Finding, profile: dict | None) -> bool:
-    if not g["mpiio"] and not g["hdf5"]:
+def _rec_staging(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> bool:
+    if not g.mpiio and not g.hdf5:
         b.leave(f, "the runtime stages MPI-IO and HDF5 writes; these files were written through POSIX calls only")
         return False
     done = False
-    if g["bytes_written"]:
-        gain, note = _rec_request_gain({**g, "histogram": {"write": g["histogram"].get("write", {})}}, profile,
-                                       MERGED_REQUEST)
-        b.add(g["match"], "staging", "enabled", True, f.id,
+    if g.totals.bytes_written:
+        gain, note = _rec_request_gain(g, profile, MERGED_REQUEST, ("write",))
+        b.add(g.match, "staging", "enabled", True, f.id,
               "writes return once copied into the node's area; the node's flusher merges the ranks' pieces into "
               "large requests and writes them behind", gain, note)
         done = True
-    acc = (g["access"] or {}).get("read") or {}
-    small_reads = sum(n for size_bin, n in g["histogram"].get("read", {}).items() if size_bin in SMALL_BINS)
-    if small_reads >= SMALL_MIN_REQUESTS and acc.get("requests") and \
-            (acc["consecutive"] + acc["sequential"]) / acc["requests"] >= 0.5:
-        b.add(g["match"], "staging", "prefetch", True, f.id,
+    acc = g.access.read if g.access else None
+    small_reads = sum(n for size_bin, n in g.histogram.read.items() if size_bin in SMALL_BINS)
+    if small_reads >= SMALL_MIN_REQUESTS and acc and acc.requests and \
+            (acc.consecutive + acc.sequential) / acc.requests >= 0.5:
+        b.add(g.match, "staging", "prefetch", True, f.id,
               "the node's flusher reads ahead of each rank's sequential reads")
         done = True
     return done
 
 
-def _rec_throttle(b: _Builder, g: dict, f: Finding, profile: dict | None, streams: int) -> None:
+def _rec_throttle(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None, streams: int) -> None:
     """throttle auto for each direction the group moved bytes in; `streams`: how many a target saw."""
-    for d, key, moved in (("write", "writers", g["bytes_written"]), ("read", "readers", g["bytes_read"])):
+    for d, key, moved in (("write", "writers", g.totals.bytes_written), ("read", "readers", g.totals.bytes_read)):
         if moved:
             gain, note = _rec_throttle_gain(profile, d, streams)
-            b.add(g["match"], "throttle", key, "auto", f.id,
+            b.add(g.match, "throttle", key, "auto", f.id,
                   f"at most a measured number of processes {d} one storage target at once (auto finds it); "
                   f"the others wait their turn instead of making the target switch between streams", gain, note)
-    if not g["mpiio"] and not g["hdf5"]:
+    if not g.mpiio and not g.hdf5:
         b.add(None, "posix", "all_files", True, f.id,
               "the files are written through POSIX calls only: the runtime records (and throttles) every "
               "regular file the processes open")
 
 
-def _rec_collective(g: dict) -> bool:
-    mpi = g["mpiio"] or {}
-    return bool(mpi.get("collective_writes") or mpi.get("collective_reads"))
+def _rec_collective(g: GroupSummary) -> bool:
+    return bool(g.mpiio and (g.mpiio.collective_writes or g.mpiio.collective_reads))
 
 
-def _rec_streams(g: dict) -> int:
+def _rec_streams(g: GroupSummary) -> int:
     """Processes a storage target served at once, at most: the most files of the group on one OST (one writer a
     file), the ranks over the stripe count for a shared file, else the ranks."""
-    lu = g["lustre"]
-    if lu and g["kind"] != "shared":
-        return max(1, int(lu["files_per_ost_max"]))
+    lu = g.lustre
+    if lu and g.kind != "shared":
+        return max(1, int(lu.files_per_ost_max))
     if lu:
-        return max(1, math.ceil(g["ranks"] / max(1, lu["stripe_count"])))
-    return max(1, g["ranks"])
+        return max(1, math.ceil(g.ranks / max(1, lu.stripe_count)))
+    return max(1, g.ranks)
 
 
-def _rec_answer_small(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
-    if not _rec_staging(b, g, f, profile) and (g["mpiio"] or g["hdf5"]):
+def _rec_answer_small(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
+    if not _rec_staging(b, g, f, profile) and (g.mpiio or g.hdf5):
         b.leave(f, "reads that are not sequential: no setting of the runtime merges them")
 
 
-def _rec_answer_unaligned(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
-    if g["hdf5"]:
-        unit = int((g["lustre"] or {}).get("stripe_size") or max(4096, g["alignment"]["file_alignment"]))
-        b.add(g["match"], "hdf5", "alignment", unit, f.id,
+def _rec_answer_unaligned(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
+    if g.hdf5:
+        unit = int((g.lustre.stripe_size if g.lustre else 0) or max(4096, g.alignment.file_alignment))
+        b.add(g.match, "hdf5", "alignment", unit, f.id,
               f"HDF5 places datasets at multiples of {unit:,} bytes (the stripe or block size)")
-        b.add(g["match"], "hdf5", "alignment_threshold", HDF5_ALIGNMENT_THRESHOLD, f.id,
+        b.add(g.match, "hdf5", "alignment_threshold", HDF5_ALIGNMENT_THRESHOLD, f.id,
               "objects below 64 KiB (metadata) stay packed")
     elif _rec_collective(g):
         _rec_strategy_settings(b, g, f, profile)
@@ -183,61 +183,61 @@ def _rec_answer_unaligned(b: _Builder, g: dict, f: Finding, profile: dict | None
         b.leave(f, "the offsets are the application's own (independent or POSIX calls): no setting aligns them")
 
 
-def _rec_answer_stripes(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
+def _rec_answer_stripes(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
     targets = int(((profile or {}).get("filesystem") or {}).get("targets") or 0)
-    old = g["lustre"]["stripe_count"]
-    want = min(g["ranks"], targets or f.osts)
+    old = g.lustre.stripe_count
+    want = min(g.ranks, targets or f.osts)
     if want <= old:
         b.leave(f, f"the machine profile's file system has {targets} storage target(s), no more than the job's "
                    f"stripe count")
         return
     gain, note = (want / old, f"{want} of the profile's {targets} targets busy at once against {old}") \
         if targets else (None, "no machine profile: no prediction")
-    b.add(g["match"], "mpiio_hints", "striping_factor", want, f.id,
+    b.add(g.match, "mpiio_hints", "striping_factor", want, f.id,
           f"the file striped over {want} targets when the job creates it (the hint acts on new files only)",
           gain, note)
-    b.add(g["match"], "mpiio_hints", "striping_unit", int(g["lustre"]["stripe_size"] or 1 << 20), f.id,
+    b.add(g.match, "mpiio_hints", "striping_unit", int(g.lustre.stripe_size or 1 << 20), f.id,
           "the stripe size the job had")
     if _rec_collective(g):
-        b.add(g["match"], "mpiio_hints", "cb_nodes", want, f.id,
+        b.add(g.match, "mpiio_hints", "cb_nodes", want, f.id,
               "one aggregator per target: each writes its own stripes")
 
 
-def _rec_answer_imbalance(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
+def _rec_answer_imbalance(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
     if _rec_collective(g):
-        b.add(g["match"], "collective", "strategy", "auto", f.id,
+        b.add(g.match, "collective", "strategy", "auto", f.id,
               "the selector measures the collective strategies on the job's own calls and keeps the fastest")
     else:
         _rec_throttle(b, g, f, profile, _rec_streams(g))
 
 
-def _rec_answer_rmw(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
-    if g["mpiio"] and g["mpiio"]["independent_writes"]:
-        b.add(g["match"], "mpiio_hints", "romio_ds_write", "disable", f.id,
+def _rec_answer_rmw(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
+    if g.mpiio and g.mpiio.independent_writes:
+        b.add(g.match, "mpiio_hints", "romio_ds_write", "disable", f.id,
               "ROMIO's data sieving reads the range of a noncontiguous independent write before writing it")
     else:
         b.leave(f, "the reads and writes are the application's own (or collective): no setting removes them")
 
 
-def _rec_answer_meta(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
-    if g["hdf5"]:
-        b.add(g["match"], "hdf5", "coll_metadata_writes", True, f.id,
+def _rec_answer_meta(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
+    if g.hdf5:
+        b.add(g.match, "hdf5", "coll_metadata_writes", True, f.id,
               "HDF5 writes its metadata collectively at flush and close instead of from every rank")
-        b.add(g["match"], "hdf5", "meta_block_size", 1 << 20, f.id,
+        b.add(g.match, "hdf5", "meta_block_size", 1 << 20, f.id,
               "HDF5 aggregates metadata in 1 MiB blocks: fewer, larger metadata requests")
     else:
         b.leave(f, "opens, closes and stats are the application's own: no setting removes them")
 
 
-def _rec_answer_chunks(b: _Builder, g: dict, f: Finding, profile: dict | None, job: dict) -> None:
-    rules = [{"match": name, "chunk_bytes": HDF5_CHUNK_BYTES} for name in g["hdf5"]["chunked"]]
-    b.add(g["match"], "hdf5", "datasets", rules, f.id,
+def _rec_answer_chunks(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
+    rules = [{"match": name, "chunk_bytes": HDF5_CHUNK_BYTES} for name in g.hdf5.chunked]
+    b.add(g.match, "hdf5", "datasets", rules, f.id,
           f"chunks of about {HDF5_CHUNK_BYTES >> 20} MiB for the chunked datasets (new datasets only)")
 
 
 # How each finding of a group is answered (findings.FINDING_IDS; the job's: _rec_job).
 _REC_ANSWERS = {
-    "collective_small_requests": lambda b, g, f, p, j: _rec_strategy_settings(b, g, f, p),
+    "collective_small_requests": _rec_strategy_settings,
     "small_requests": _rec_answer_small, "independent_shared": _rec_answer_small,
     "interleaved_no_collective": _rec_answer_small, "unaligned_requests": _rec_answer_unaligned,
     "stripe_count": _rec_answer_stripes, "rank_imbalance": _rec_answer_imbalance,
@@ -245,18 +245,18 @@ _REC_ANSWERS = {
 }
 
 
-def _rec_group(b: _Builder, g: dict, job: dict, profile: dict | None) -> None:
-    for f in g["findings"]:
-        _REC_ANSWERS[f.id](b, g, f, profile, job)
+def _rec_group(b: _Builder, g: GroupSummary, profile: dict | None) -> None:
+    for f in g.findings:
+        _REC_ANSWERS[f.id](b, g, f, profile)
 
 
-def _rec_job(b: _Builder, summary: dict, findings: list[Finding], groups: list[dict], profile: dict | None) -> None:
+def _rec_job(b: _Builder, findings: list[Finding], groups: list[GroupSummary], profile: dict | None) -> None:
     for f in findings:
         if f.match is not None:
             continue
         if f.id == "ost_imbalance":
             streams = f.streams
-            striped = [g for g in groups if g["lustre"] and (g["bytes_written"] or g["bytes_read"])]
+            striped = [g for g in groups if g.lustre and g.totals.moved]
             if not striped:
                 b.leave(f, "none of the files that matter has a LUSTRE record")
             for g in striped:
@@ -266,22 +266,22 @@ def _rec_job(b: _Builder, summary: dict, findings: list[Finding], groups: list[d
                        "changes it; write fewer, shared files (MPI-IO or HDF5) where the application allows")
 
 
-def build_config(summary: dict, findings: list[Finding], top: int, profile: dict | None, profile_path: str | None,
+def build_config(summary: Summary, findings: list[Finding], top: int, profile: dict | None, profile_path: str | None,
                  profile_note: str, log_path: str) -> AdvisedConfig:
     """The configuration of the `top` groups that matter (and the job's findings), every setting with the
     finding(s) it answers."""
     b = _Builder()
-    groups = summary["groups"][:top]
+    groups = summary.groups[:top]
     for g in groups:
-        _rec_group(b, g, summary["job"], profile)
-    _rec_job(b, summary, findings, groups, profile)
+        _rec_group(b, g, profile)
+    _rec_job(b, findings, groups, profile)
     config: dict[str, Any] = {"version": 1}
     if None in b.rules:
         config["defaults"] = b.rules[None]
     rules = []
     for g in groups:
-        if g["match"] in b.rules:
-            rule = {"match": g["match"], **b.rules[g["match"]]}
+        if g.match in b.rules:
+            rule = {"match": g.match, **b.rules[g.match]}
             if "mpiio_hints" in rule:
                 rule["override"] = True     # the log cannot tell the application's own hints: ours win
             rules.append(rule)

@@ -1,13 +1,13 @@
 """The records advise passes from its findings to its configuration and its output: a finding, a setting that
-answers findings, a finding left unanswered, the prediction's source, and the whole advice. Modules read their fields;
-to_json() gives the --json document's keys (docs/advise.md)."""
+answers findings, a finding left unanswered, the prediction's source, and the configuration (the summary's records
+are in summary_records.py, the whole advice in advice.py). Modules read their fields; to_json() gives the --json
+document's keys (docs/advise.md)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SEVERITIES", "FINDING_IDS", "Finding", "AdvisedSetting", "Unanswered", "Prediction", "AdvisedConfig",
-           "Advice"]
+__all__ = ["SEVERITIES", "FINDING_IDS", "Finding", "AdvisedSetting", "Unanswered", "Prediction", "AdvisedConfig"]
 
 SEVERITIES = ("info", "warning", "critical")
 FINDING_IDS = ("small_requests", "unaligned_requests", "independent_shared", "interleaved_no_collective",
@@ -87,31 +87,3 @@ class AdvisedConfig:
     settings: list[AdvisedSetting]
     unanswered: list[Unanswered]
     prediction: Prediction
-
-
-@dataclass
-class Advice:
-    """The whole advice for a log. `log`, `job`, `files` (the groups shown, each with its findings) and `skipped`
-    are the summary's records; `config` the configuration for `iotame run`."""
-
-    log: dict[str, Any]
-    job: dict[str, Any]
-    files: list[dict[str, Any]]
-    skipped: dict[str, Any] | None
-    notes: list[str]
-    findings: list[Finding]
-    settings: list[AdvisedSetting]
-    unanswered: list[Unanswered]
-    prediction: Prediction
-    config: dict[str, Any]
-    version: int = field(default=1)
-
-    def to_json(self) -> dict[str, Any]:
-        """The --json document (docs/advise.md)."""
-        return {
-            "version": self.version, "kind": "iotame-advice", "log": self.log, "job": self.job,
-            "files": [{**g, "findings": [f.to_json() for f in g["findings"]]} for g in self.files],
-            "skipped": self.skipped, "notes": self.notes, "findings": [f.to_json() for f in self.findings],
-            "settings": [s.to_json() for s in self.settings], "unanswered": [u.to_json() for u in self.unanswered],
-            "prediction": self.prediction.to_json(), "config": self.config,
-        }
