@@ -102,7 +102,8 @@ static void collective_describe(json_t *entry)
     json_object_set_new(entry, "strategies", list);
     json_object_set_new(entry, "chooser", json_pack("{s:s,s:o}", "name", iotame_chooser_auto.name, "options",
                                                     collective_options_json(iotame_chooser_auto.options)));
-    json_object_set_new(entry, "engine", json_pack("{s:o}", "options", collective_options_json(iotame_coll_engine_options)));
+    json_object_set_new(entry, "engine",
+                        json_pack("{s:o}", "options", collective_options_json(iotame_coll_engine_options)));
 }
 
 const iotame_module_t iotame_module_collective = {

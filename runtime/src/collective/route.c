@@ -57,6 +57,12 @@ struct iotame_coll_file {
     } own;
 };
 
+/* The end of the last of sorted extents (0: none). */
+static int64_t route_extents_end(const iotame_extents_t *ext)
+{
+    return ext->n ? ext->v[ext->n - 1].off + ext->v[ext->n - 1].len : 0;
+}
+
 /* The handle's state, or NULL: a handle not routed (or the shared record of handles opened outside the runtime). */
 static iotame_coll_file_t *route_of(iotame_file_t *f) { return *iotame_file_slot(f, &iotame_module_collective); }
 
@@ -148,7 +154,8 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     int ok = f->path != NULL;
     const char *refused = ok ? route_open_strategies(f, fc) : NULL;
     ok &= refused == NULL;
-    if (!f->st || !f->st->native) ok &= (f->call.info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->call.info)) != NULL;
+    if (!f->st || !f->st->native)
+        ok &= (f->call.info = malloc((size_t)e->nprocs * IOTAME_INFO_FIELDS * sizeof *f->call.info)) != NULL;
     f->model_error = set->model_error;
     if (file->consumer && set->strategy && set->strategy->blocks) /* bound once the open agreed (route_bind) */
         ok &= (f->ends = malloc(((size_t)e->nprocs + 2) * sizeof *f->ends)) != NULL;
@@ -451,8 +458,8 @@ static int route_pack(iotame_coll_file_t *f, const iotame_coll_args_t *a, iotame
     if (route_grow_pack(f, c->nbytes) != 0) return 0;
     c->data = f->call.pack;
     MPI_Count at = 0;
-    if (c->write && PMPI_Pack_c(a->buf, a->count, a->datatype, f->call.pack, (MPI_Count)c->nbytes, &at, MPI_COMM_SELF) !=
-                        MPI_SUCCESS)
+    const MPI_Count room = (MPI_Count)c->nbytes;
+    if (c->write && PMPI_Pack_c(a->buf, a->count, a->datatype, f->call.pack, room, &at, MPI_COMM_SELF) != MPI_SUCCESS)
         c->data = NULL;
     return 1;
 }
@@ -492,14 +499,14 @@ static int route_agree_handed(const iotame_coll_file_t *f, const iotame_coll_cal
     *slowest = (double)f->ends[1] * 1e-9;
     if (rc == 0 && c->gbytes > 0) /* every rank alike */
         f->consumer->staged(f->consumer_arg, f->ends + 2, f->call.ext.n ? f->call.ext.v[0].off : 0,
-                        f->call.ext.n ? f->call.ext.v[f->call.ext.n - 1].off + f->call.ext.v[f->call.ext.n - 1].len : 0);
+                            route_extents_end(&f->call.ext));
     return f->ends[0] != 0;
 }
 
 /* The bytes of a read that lie before the end of the file, in stream order. */
 static int64_t route_before_eof(const iotame_coll_file_t *f, int64_t nbytes)
 {
-    if (!f->call.ext.n || f->call.ext.v[f->call.ext.n - 1].off + f->call.ext.v[f->call.ext.n - 1].len <= 0) return nbytes;
+    if (route_extents_end(&f->call.ext) <= 0) return nbytes;
     MPI_Offset size = 0;
     if (PMPI_File_get_size(f->env.shadow, &size) != MPI_SUCCESS) return nbytes;
     int64_t done = 0;
@@ -556,9 +563,10 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     const iotame_strategy_t *st = iotame_strategies[s];
     if ((why = route_setup(f, s))) return route_pass(f, a, why);
     const int handed = route_consumer_take(f, st, f->state[s], &g);
-    iotame_coll_call_t c = {.env = &f->env, .state = f->state[s], .args = a, .write = g.write, .ext = f->call.ext.v, .next = f->call.ext.n,
-                            .nbytes = g.nbytes, .info = f->call.info, .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes,
-                            .view = &f->view, .consumer = handed ? f->consumer : NULL, .consumer_arg = f->consumer_arg};
+    iotame_coll_call_t c = {.env = &f->env, .state = f->state[s], .args = a, .write = g.write,
+                            .ext = f->call.ext.v, .next = f->call.ext.n, .nbytes = g.nbytes, .info = f->call.info,
+                            .gmin = g.gmin, .gmax = g.gmax, .gbytes = g.gbytes, .view = &f->view,
+                            .consumer = handed ? f->consumer : NULL, .consumer_arg = f->consumer_arg};
     int packed;
     const uint64_t t0 = iotame_monotonic_ns();
     const int rc = route_run(f, a, st, &c, &packed);
@@ -631,7 +639,8 @@ int iotame__coll_close(iotame_file_t *file)
     if (f->ch && f->ch->close) f->ch->close(f->choice, &f->env, 0); /* may keep the communicator for its last gather */
     f->choice = NULL;
     for (int s = 0; s < iotame_nstrategies; s++)
-        if ((f->ready & 1u << s) && iotame_strategies[s]->teardown) iotame_strategies[s]->teardown(&f->env, f->state[s]);
+        if ((f->ready & 1u << s) && iotame_strategies[s]->teardown)
+            iotame_strategies[s]->teardown(&f->env, f->state[s]);
     route_retire(f);
     return MPI_SUCCESS;
 }

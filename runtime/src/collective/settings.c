@@ -1,5 +1,6 @@
 /* A file's collective settings, read at its open: what the router reads itself (the strategy, and staging.collective
- * auto's model error), and the accessors through which each strategy, the chooser and the engine read their own options.
+ * auto's model error), and the accessors through which each strategy, the chooser and the engine read their own
+ * options.
  * Each is the file's value, else its default in runtime/settings.json (one source of truth), through the core's
  * iotame_config_setting. */
 #include <jansson.h>

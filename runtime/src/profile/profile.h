@@ -1,8 +1,9 @@
 /* profile: the machine profile that `iotame calibrate` writes (JSON, docs/formats.md "Machine profile"), the cost
- * model that predicts from it (model.c), the profile read into iotame_profile_t (load.c) and found for a data file's file system without being named each time
- * (find.c). The decisions that predict from the machine use it: the collective strategy, and staging's
- * write-through. docs/design/cost-model.md says how its keys map to the fields and what is taken for what it leaves
- * out. load.c and model.c need no MPI, so that the MPI-free validator (`iotame-config profile`) links it. The only interface of
+ * model that predicts from it (model.c), the profile read into iotame_profile_t (load.c) and found for a data file's
+ * file system without being named each time (find.c). The decisions that predict from the machine use it: the
+ * collective strategy, staging's write-through and aggregator caching, the throttle's first level.
+ * docs/design/cost-model.md says how its keys map to the fields and what is taken for what it leaves out. load.c and
+ * model.c need no MPI, so that the MPI-free validator (`iotame-config profile`) links them. The only interface of
  * runtime/src/profile/. */
 #ifndef IOTAME_PROFILE_H
 #define IOTAME_PROFILE_H

@@ -138,7 +138,8 @@ static int stage_module_flusher_ensure(void)
                                     __ATOMIC_ACQUIRE)) {
         iotame_core_threads_started();
         int ok = stage_flusher_start(stage_process.area, &stage_process.flush) == 0;
-        __atomic_store_n(&stage_process.area->flusher, ok ? STAGE_FLUSHER_RUNNING : STAGE_FLUSHER_FAILED, __ATOMIC_RELEASE);
+        __atomic_store_n(&stage_process.area->flusher, ok ? STAGE_FLUSHER_RUNNING : STAGE_FLUSHER_FAILED,
+                         __ATOMIC_RELEASE);
         return ok;
     }
     struct timespec t0, t;

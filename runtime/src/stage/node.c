@@ -155,7 +155,8 @@ static const char *stage_node_write_reason(const stage_handle_t *h, const iotame
     if (h->atomic) return "atomic mode (staging)";
     if (h->amode & MPI_MODE_SEQUENTIAL) return "MPI_MODE_SEQUENTIAL (staging)";
     if (!h->view.native) return "data representation other than native (staging)";
-    if (!(io->kind == IOTAME_IO_COLLECTIVE ? h->view.ok_all : h->view.ok)) return "file view cannot be mapped (staging)";
+    if (!(io->kind == IOTAME_IO_COLLECTIVE ? h->view.ok_all : h->view.ok))
+        return "file view cannot be mapped (staging)";
     return NULL;
 }
 

@@ -35,7 +35,8 @@ static void stage_prefetch_ask(stage_handle_t *h, int64_t off, int64_t keep)
         int s = h->ahead.slot[k];
         if (s >= 0) {
             stage_prefetch_t *p = &area->prefetch[s];
-            if (p->state == PREFETCH_ASKED || (keep >= p->off && keep < p->off + (int64_t)area->prefetch_bytes)) continue;
+            if (p->state == PREFETCH_ASKED || (keep >= p->off && keep < p->off + (int64_t)area->prefetch_bytes))
+                continue;
         } else {
             for (int i = 0; i < STAGE_PREFETCH_SLOTS && s < 0; i++)
                 if (area->prefetch[i].state == PREFETCH_FREE) s = i;
@@ -70,12 +71,14 @@ int stage_prefetch_read(stage_handle_t *h, const iotame_io_t *io, int *rc)
         if (off < p->off || off + len > p->off + (int64_t)area->prefetch_bytes) continue;
         if (p->generation != area->file[h->file].generation) continue; /* stale whatever it holds: not waited for */
         while (p->state == PREFETCH_ASKED) stage_wait_progress(area); /* the flusher reads it: no second read */
-        if (p->state != PREFETCH_READY || p->generation != area->file[h->file].generation || off + len > p->off + p->len)
+        if (p->state != PREFETCH_READY || p->generation != area->file[h->file].generation ||
+            off + len > p->off + p->len)
             continue; /* stale (written since), or past the end of the file when it was read */
         stage_unlock(area);
         const char *from = stage_prefetch_buffer(area, h->ahead.slot[k]) + (off - p->off);
         MPI_Count at = 0;
-        served = PMPI_Unpack_c(from, (MPI_Count)len, &at, io->buf, io->count, io->datatype, MPI_COMM_SELF) == MPI_SUCCESS;
+        served =
+            PMPI_Unpack_c(from, (MPI_Count)len, &at, io->buf, io->count, io->datatype, MPI_COMM_SELF) == MPI_SUCCESS;
         stage_lock(area);
     }
     if (sequential) {
