@@ -88,7 +88,7 @@ static void file_profile_begin(file_profile_t *p, MPI_Comm comm, const char *pat
         p->req = MPI_REQUEST_NULL;
 }
 
-static void file_profile_end(file_profile_t *p, iotame_file_t *f)
+static void file_profile_keep(file_profile_t *p, iotame_file_t *f)
 {
     if (p->req == MPI_REQUEST_NULL) return;
     const int done = PMPI_Wait(&p->req, MPI_STATUS_IGNORE) == MPI_SUCCESS, same = done && p->hash[0] == -p->hash[1];
@@ -131,7 +131,7 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
         if (o.file) have_fc = 0;
         else iotame_stats_passthrough(fs, "out of memory (the handle's record): no module acts on it");
     }
-    file_profile_end(&profile, o.file);
+    file_profile_keep(&profile, o.file);
     if (rc == MPI_SUCCESS) {
         iotame_modules_open(&o); /* collective, like the open */
     }

@@ -114,7 +114,7 @@ void iotame__select_prediction_finish(iotame_sel_entry_t *e, int previous)
 /* The candidate a probe would check while the winner runs at `mean` MB/s: the one expected fastest (its best mean
  * measured, else its prediction less the error), when it beats the winner by more than the threshold; else -1. A
  * strategy left under a load is so measured again once the load may be gone: the way back. */
-static int prediction_probe_target(const iotame_sel_entry_t *e, double mean)
+static int prediction_probe_candidate(const iotame_sel_entry_t *e, double mean)
 {
     const sel_prediction_t *md = &e->prediction;
     const double err = iotame__select_prediction_error(e);
@@ -135,7 +135,7 @@ void iotame__select_prediction_probe(iotame_sel_entry_t *e, double mean)
 {
     sel_prediction_t *md = &e->prediction;
     if (!md->on || e->state != RUNNING || e->set.budget <= 0) return;
-    const int c = prediction_probe_target(e, mean);
+    const int c = prediction_probe_candidate(e, mean);
     if (c < 0) return;
     const double tw = iotame__select_call_seconds(e, mean), tc = iotame__select_call_seconds(e, md->seen[c]);
     const double loss = iotame__select_settings_turn_calls(e->set.k.gate_calls, e->set.settle, e->set.exam_calls) *

@@ -168,7 +168,7 @@ static void stage_node_bypass(stage_handle_t *h, const char *why)
 }
 
 /* Copies the call's runs and data into the ring; 0, or -1 when MPI could not pack the buffer (nothing staged). */
-static int stage_node_put(stage_handle_t *h, stage_data_t *d, int64_t lo, int64_t end)
+static int stage_node_copy_in(stage_handle_t *h, stage_data_t *d, int64_t lo, int64_t end)
 {
     stage_own_pending(h); /* forgets a written range */
     if (node_runs.n) {
@@ -209,7 +209,7 @@ int stage_node_write(stage_handle_t *h, const iotame_io_t *io, int *rc)
         if (stage_prefetch_held(h)) stage_prefetch_release(h); /* what it read ahead may be stale */
         *rc = stage_through_write(h, through, d.mem, &done);
     } else {
-        if (stage_node_put(h, &d, lo, end) != 0) { /* MPI could not pack the buffer into the ring */
+        if (stage_node_copy_in(h, &d, lo, end) != 0) { /* MPI could not pack the buffer into the ring */
             stage_node_bypass(h, "the buffer cannot be packed (staging)");
             return 0;
         }
