@@ -1,4 +1,4 @@
-"""staging.enabled "auto" (runtime/src/stage/module.c, docs/staging.md): a file's writes are staged where the machine
+"""staging.enabled "auto" (runtime/src/stage/module.c and settings.c, docs/staging.md): a file's writes are staged where the machine
 profile of its file system says writes are synchronous or the device time the area hides beyond the write-back
 outweighs the copy, and not where the write-back absorbs them or no profile is found; the file's statistics say
 which and why, and the file is byte for byte what the library writes either way. Real mpiexec jobs; no timings."""

@@ -1,4 +1,4 @@
-/* Unit tests of the cost model (runtime/src/select/model.c) on synthetic machine profiles: the strategy it ranks
+/* Unit tests of the cost model (runtime/src/profile/model.c) on synthetic machine profiles: the strategy it ranks
  * first where the terms that separate the strategies are clear (a slow network between hosts, a disk that
  * positions per request, a page cache that absorbs writes), its monotonicity (more bytes, a faster network, more
  * targets), and the profile's check. Outcomes only: no test compares against a constant of the equations.

@@ -236,7 +236,7 @@ typedef struct {
     /* collective.strategy: one of the registry's, or a chooser (exactly one of the two set) */
     const iotame_strategy_t *strategy;
     const iotame_chooser_t *chooser;
-    /* staging.collective auto's model (cache_decision.c): collective.model_error */
+    /* collective.model_error: handed to the block consumer with a call's facts (staging.collective auto) */
     double model_error;
 } iotame_coll_settings_t;
 /* Reads them; returns whether the file's collective calls are routed (its strategy is not passthrough). */
