@@ -195,3 +195,19 @@ def test_auto_without_a_profile_stages_per_node(job):
     stage, section = auto_noncontig(job, None, "--elmtcount", "16", "--veclen", "4096")
     assert (stage["collective"], stage["collective_reason"]) == ("node", "no machine profile")
     assert "aggregated_calls" not in section and section["calls"] == 2 * 3
+
+
+def test_auto_deciding_for_node_staging_lets_another_open_of_the_file_cache(job):
+    """staging.collective auto without a profile: the first handle's first write decides for node staging, and the
+    node stops counting it as caching the file, so a second handle of the file opened while the first is still open
+    is bound as caching (the file's last note), not refused as if the first still cached."""
+    stats = job.tmp / "s.json"
+    config = cached("*/two.dat", 4096)
+    config["files"][0]["staging"]["collective"] = "auto"
+    config = write_json(job.tmp / "c.json", config)
+    p = job.run(2, [TEST_PROGRAMS / "agg_two_opens", job.tmp / "two.dat"], preload=True, config=config, stats=stats,
+                extra_env={"IOTAME_PROFILE": str(job.tmp / "none.json")})
+    assert json.loads(p.stdout) == {"mismatches": 0}
+    _, whole = stage_stats(stats)
+    (f,) = [f for f in whole["files"] if f["path"].endswith("two.dat")]
+    assert f["stage"]["collective"] == "aggregators", f["stage"].get("collective_reason")
