@@ -73,8 +73,10 @@ def test_a_write_that_blocks_in_the_handler_is_ended_by_the_alarm(job):
 
 
 def test_the_application_signal_handler_is_kept(job):
+    """Rank 0's own SIGSEGV handler runs and exits 42. MPICH's launcher then kills rank 1, and may report that kill
+    (SIGKILL, 9) as the job's status instead of rank 0's 42."""
     p, stats = run(job, "own-handler")
-    assert p.returncode == 42 and "own handler" in p.stdout
+    assert "own handler" in p.stdout and p.returncode in (42, 9), (p.returncode, p.stdout)
     assert partials(job) == [] and not stats.exists()
 
 
