@@ -32,5 +32,6 @@ extern const iotame_kernel_t iotame_kernel_beffio;
 extern const iotame_kernel_t iotame_kernel_phases;
 extern const iotame_kernel_t iotame_kernel_replay;
 extern const iotame_kernel_t iotame_kernel_netprobe;
+extern const iotame_kernel_t iotame_kernel_sigprobe;
 
 #endif

@@ -25,6 +25,7 @@ static const iotame_kernel_t *const kernels[] = {
     &iotame_kernel_phases,
     &iotame_kernel_replay,
     &iotame_kernel_netprobe, /* not an I/O benchmark: the network part of iotame calibrate */
+    &iotame_kernel_sigprobe, /* collective call signatures: the strategies part of iotame calibrate */
 };
 #define NKERNELS (sizeof kernels / sizeof kernels[0])
 
