@@ -91,8 +91,8 @@ static int fit_number(const json_t *v, double *out)
 /* One strategy's entry into *fit; -1 with the problem in *problem. */
 static int fit_entry(const json_t *entry, const char *name, iotame_model_fit_t *fit, iotame_fit_problem_t *problem)
 {
-    const json_t *coef = json_object_get(entry, "coef"), *rows = json_object_get(entry, "rows"),
-                 *res = json_object_get(entry, "residuals");
+    const json_t *coef = json_object_get(entry, "coef"), *rows = json_object_get(entry, "rows");
+    const json_t *res = json_object_get(entry, "residuals");
     snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s", name);
     problem->expected = "an object {coef, rows, residuals}";
     problem->got = entry;

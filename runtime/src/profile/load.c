@@ -373,7 +373,8 @@ static void profile_strategies(profile_errors_t *e, const json_t *root, iotame_p
         return;
     }
     iotame_fit_problem_t problem;
-    if (iotame__profile_fit_read(st, out, &problem) != 0) profile_expected(e, problem.key, problem.expected, problem.got);
+    if (iotame__profile_fit_read(st, out, &problem) != 0)
+        profile_expected(e, problem.key, problem.expected, problem.got);
 }
 
 /* Every key of a parsed profile into *out (problems added to e). */
