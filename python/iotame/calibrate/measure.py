@@ -5,6 +5,7 @@ the tuner's durable objective makes files durable at close. Reads are buffered w
 when it cannot be dropped (not root) the profile says that reads came from the page cache."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from .filesystem import fs_identity
 from .network import NOT_ASKED_NOTE as NETWORK_NOTE
 from .network import measure_network
 from .profile import PROFILE_KIND, PROFILE_VERSION
+from .strategies import FULL_DESIGN, QUICK_DESIGN, SKIPPED_NOTE, Design, measure_strategies
 
 __all__ = ["Settings", "FULL", "QUICK", "DEFAULT_STREAMS", "stream_counts", "Calibration", "calibrate",
            "memory_copy_mbs", "dirty_freerun_bytes", "write_back_section", "NETWORK_NOTE"]
@@ -263,23 +265,42 @@ class Calibration:
 
 def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bool = False,
               on_step: Callable[[str], None] | None = None, drop: bool = True, network_job: Job | None = None,
-              emulate: str | os.PathLike | None = None) -> dict:
+              emulate: str | os.PathLike | None = None, strategies: bool = True,
+              design: Design | None = None) -> dict:
     """Measures a machine profile for the file system holding `directory`: the network first (with
     `network_job`, see network.network_job; without one the network is null with a note), then storage and
-    memory. With `emulate` (a configuration with defaults.emulate) the storage is one target of that emulated
-    storage, and the profile's layout is the configuration's (emulated.py)."""
+    memory, then, with `strategies`, the collective strategies on `design` (default QUICK_DESIGN with `quick`,
+    else FULL_DESIGN) through the network's launcher (strategies.py; without one there is no `strategies` section,
+    and a note), fitted when fit.py is there. With `emulate` (a configuration with defaults.emulate) the storage is
+    one target of that emulated storage, the strategies run on all of it, and the profile's layout is the
+    configuration's (emulated.py)."""
     started = time.time()
     emulated = EmulatedStorage.from_config(emulate, state_dir()) if emulate is not None else None
+    if design is None:
+        design = QUICK_DESIGN if quick else FULL_DESIGN
     try:
-        return _calibrate(directory, settings, quick, on_step, drop, network_job, emulated, started)
+        return _calibrate(directory, settings, quick, on_step, drop, network_job, emulated, started,
+                          design if strategies else None)
     finally:
         if emulated is not None:
             emulated.cleanup()
 
 
+def _fit(profile: dict) -> tuple[dict | None, str | None]:
+    """(the fit of the measured strategies, note): fit.fit_strategies(profile) when fit.py is installed (none and
+    no note when it is not); a fit that fails leaves the measurements unfitted, with a note."""
+    if importlib.util.find_spec(f"{__package__}.fit") is None:
+        return None, None
+    from .fit import fit_strategies
+    try:
+        return fit_strategies(profile), None
+    except Exception as e:      # the minutes of measurements are kept whatever the fit does
+        return None, f"strategies not fitted: {type(e).__name__}: {e}"
+
+
 def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
                on_step: Callable[[str], None] | None, drop: bool, network_job: Job | None,
-               emulated: EmulatedStorage | None, started: float) -> dict:
+               emulated: EmulatedStorage | None, started: float, design: Design | None) -> dict:
     cal = Calibration(directory, settings, on_step=on_step, drop=drop, env=emulated.env if emulated else None)
     identity = fs_identity(cal.directory)
     if emulated is not None:
@@ -303,11 +324,22 @@ def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
     if emulated is not None:
         notes.append(f"storage EMULATED ({emulated.source}): one target of the model measured, not this "
                      f"machine's storage")
+    strategies = None
+    if design is None:
+        notes.append(SKIPPED_NOTE)
+    elif network_job is not None and network is None:
+        notes.append("strategies not measured: the network probe could not run (" + network_note + ")")
+    else:
+        strategies, strategy_notes = measure_strategies(cal.directory, network_job, design, layout=identity,
+                                                        emulate=emulated.section if emulated else None,
+                                                        on_step=on_step)
+        notes += strategy_notes
     profile = {"version": PROFILE_VERSION, "kind": PROFILE_KIND,
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename, "iotame": __version__,
                "filesystem": identity,
                "nodes": nodes or {"count": 1, "processes_per_node": 1},
                "storage": storage, "memory": memory, "network": network, "notes": notes,
+               **({"strategies": strategies} if strategies is not None else {}),
                "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
                                "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
                                "writes": "buffered, fsync at the end inside the timed run (durable)",
@@ -315,4 +347,10 @@ def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
                                "storage" else "buffered, from the page cache"}}
     if emulated is not None:
         profile["emulated"] = emulated.section
+    if strategies is not None:
+        fit, note = _fit(profile)
+        if fit is not None:
+            strategies["fit"] = fit
+        if note:
+            notes.append(note)
     return profile

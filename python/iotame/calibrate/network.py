@@ -13,7 +13,7 @@ from ..errors import IotameError, UsageError
 from ..paths import kernel_path
 from ..tune.job import Job, launcher_of, nprocs_from_command, resolve_job, slurm_allocation
 
-__all__ = ["NETWORK_REPS", "network_job", "run_netprobe", "network_section", "nodes_section", "measure_network",
+__all__ = ["NETWORK_REPS", "network_job", "with_probe", "run_netprobe", "network_section", "nodes_section", "measure_network",
            "NOT_ASKED_NOTE", "check_point"]
 
 NETWORK_REPS = {"full": 20, "quick": 5}     # timed rounds per point (the kernel reports medians)
@@ -52,6 +52,16 @@ def network_job(launch: Sequence[str] = (), np: int | None = None, launcher: str
         return resolve_job(launch + probe, np, launcher, srun_plugin, env)
     except UsageError as e:
         raise _calibrate_error(e) from None
+
+
+def with_probe(job: Job, args: Sequence[str]) -> Job:
+    """The network job's launch with another iotame-kernel kernel in place of netprobe: the same launcher, process
+    count and iotame-kernel, then `args` (the kernel's name and its options)."""
+    argv = list(job.argv)
+    at = max((i for i, a in enumerate(argv) if a == "netprobe" and i > 0), default=None)
+    if at is None:
+        raise ValueError(f"not a network probe's job: {' '.join(argv[:6])}")
+    return Job(tuple(argv[:at] + [str(a) for a in args]), job.nprocs, job.launched, job.note)
 
 
 def run_netprobe(job: Job, timeout: int = PROBE_TIMEOUT) -> dict | str:

@@ -18,7 +18,7 @@ from ..errors import ConfigError, IotameError
 __all__ = ["PROFILE_VERSION", "PROFILE_KIND", "DIRECTIONS", "PATTERNS", "READS_FROM", "ProfileError",
            "validate_profile", "load_profile", "save_profile", "profile_json", "curve_at"]
 
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2
 PROFILE_KIND = "iotame-machine-profile"
 DIRECTIONS = ("write", "read")
 PATTERNS = ("sequential", "scattered")

@@ -11,12 +11,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from rich import box
 from rich.table import Table
 
 from ..calibrate import (DEFAULT_STREAMS, DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile,
                          network_job, profile_json, save_profile, stream_counts)
 from ..calibrate.discover import ENV_PROFILE, default_profile_path, user_profile_dir
 from ..calibrate.network import NETWORK_REPS
+from ..calibrate.strategies import STRATEGIES, median_mbs
 from ..tune.job import ENV_SRUN_MPI, TEMPLATES
 from .argtypes import positive_int
 from .run import command_args
@@ -39,7 +41,7 @@ def _tolerance(text: str) -> float:
 def add_parser(sub) -> None:
     p = sub.add_parser(NAME, help="measure the machine's storage, memory and network into a machine profile, or "
                                   "check one",
-                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--json] "
+                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--no-strategies] [--json] "
                              "[--np N] [--launcher L] [-- LAUNCHER...]\n"
                              "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
                              "[--np N] [--launcher L] [-- LAUNCHER...]",
@@ -53,7 +55,9 @@ def add_parser(sub) -> None:
                                    "when the profile no longer holds. "
                                    "With --np, --launcher, a launcher command after -- (e.g. -- mpiexec -n 4), "
                                    "or inside a Slurm allocation, it also runs iotame-kernel netprobe: ping-pong "
-                                   "latency and bandwidth within and between nodes, allgather and alltoallv times. "
+                                   "latency and bandwidth within and between nodes, allgather and alltoallv times, "
+                                   "and then, with the same processes, iotame-kernel sigprobe under each collective "
+                                   "strategy: write and read times of synthetic collective call signatures. "
                                    "See docs/calibrate.md.")
     p.add_argument("--dir", required=True, type=Path, metavar="DIR",
                    help="a directory on the file system to calibrate (scratch files are removed after)")
@@ -68,6 +72,9 @@ def add_parser(sub) -> None:
                    help=f"the most concurrent streams measured: 1, 2, 4, ... below N, and N (default "
                         f"{DEFAULT_STREAMS}; the processes per node of the jobs whose throttle predicts from it)")
     p.add_argument("--quick", action="store_true", help="fewer request sizes and smaller files (seconds, coarse)")
+    p.add_argument("--no-strategies", action="store_true",
+                   help="leave out the collective strategies' measurement (iotame-kernel sigprobe under each "
+                        "strategy, with the network's processes)")
     p.add_argument("--check", type=Path, metavar="PROFILE.json",
                    help="re-measure two points and say whether this profile still holds (exit status 0 or 1)")
     p.add_argument("--tolerance", type=_tolerance, metavar="T",
@@ -87,8 +94,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.check and (args.out or args.quick or args.streams != DEFAULT_STREAMS):
-        raise UsageError("calibrate: --check re-measures an existing profile; drop --out, --quick and --streams")
+    if args.check and (args.out or args.quick or args.streams != DEFAULT_STREAMS or args.no_strategies):
+        raise UsageError("calibrate: --check re-measures an existing profile; drop --out, --quick, --streams and "
+                         "--no-strategies")
     if args.config and args.check:
         raise UsageError("calibrate: --config applies to a measurement (--out), not to --check")
     if args.config and not args.out:
@@ -121,8 +129,8 @@ def _measure(args: argparse.Namespace, job) -> int:
     err = console(stderr=True)
     with err.status("calibrate") as status:
         settings = replace(QUICK if args.quick else FULL, streams=stream_counts(args.streams))
-        profile = calibrate(args.dir, settings, quick=args.quick,
-                            on_step=_step_reporter(status), network_job=job, emulate=args.config)
+        profile = calibrate(args.dir, settings, quick=args.quick, on_step=_step_reporter(status),
+                            network_job=job, emulate=args.config, strategies=not args.no_strategies)
     path = save_profile(profile, args.out or default_profile_path(profile))
     if args.json:
         print(profile_json(profile))
@@ -173,25 +181,48 @@ def _print_profile(profile: dict) -> None:
     out.print(t)
     if profile.get("network"):
         out.print(_network_table(profile))
+    if profile.get("strategies"):
+        out.print(_strategies_table(profile))
 
 
-def _network_table(profile: dict) -> Table:
-    net, nodes = profile["network"], profile["nodes"]
-    t = Table(title=f"network ({nodes['count']} node(s) x {nodes['processes_per_node']} process(es))",
-              title_justify="left")
-    for col in ("measure", "processes", "bytes", "time us", "MB/s"):
-        t.add_column(col, justify="right" if col != "measure" else "left")
-    for kind in ("intra", "inter"):
-        pair = net.get(kind)
-        if pair is None:
-            t.add_row(f"ping-pong {kind}-node", "-", "-", "-", "-")
-            continue
-        for size, us, mbs in pair.get("points", []):
-            t.add_row(f"ping-pong {kind}-node", "2", fmt_bytes(size), f"{us:,.2f}", fmt_mbs(mbs))
-    for name in ("allgather", "alltoallv"):
-        for procs, nbytes, us in net[name]:
-            t.add_row(name, str(procs), fmt_bytes(nbytes) + (" per pair" if name == "alltoallv" else " per rank"),
-                      f"{us:,.2f}", "-")
+def _size(n: int) -> str:
+    """64 B, 16 KiB, 4 MiB (powers of two by their binary unit, others in bytes)."""
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n:,} B"
+
+
+# strategy names broken where a narrow terminal may break them
+_HEADERS = {"passthrough": "pass-\nthrough", "independent": "inde-\npendent", "two_phase": "two\nphase",
+            "node_local": "node\nlocal", "target_aligned": "target\naligned", "view_based": "view\nbased"}
+
+
+def _strategies_table(profile: dict) -> Table:
+    """Signatures x strategies: MB/s of the median call, the fastest of each signature in bold."""
+    section = profile["strategies"]
+    rows = section["measured"]
+    names = [s for s in STRATEGIES if any(r["strategy"] == s for r in rows)]
+    first = rows[0] if rows else {"nprocs": 0, "nodes": 0}
+    t = Table(title=f"strategies: MB/s of the median call, {first['nprocs']} processes on {first['nodes']} node(s) "
+                    f"({section['seconds']:,.0f} s)", title_justify="left", caption_justify="left",
+              caption="several pieces per process: interleaved; one: contiguous", box=box.SIMPLE_HEAD,
+              show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    for col in ("op", "pieces x size", "calls"):
+        t.add_column(col, justify="left" if col == "op" else "right", no_wrap=True)
+    for name in names:
+        t.add_column(_HEADERS.get(name, name), justify="right")
+    signatures: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        key = (r["op"], r["interleaved"], r["piece"], r["pieces"], r["calls"])
+        signatures.setdefault(key, {})[r["strategy"]] = median_mbs(r)
+    for key in sorted(signatures, key=lambda k: (k[0] != "write", not k[1], k[2], k[4])):
+        op, interleaved, piece, pieces, calls = key
+        cells = signatures[key]
+        best = max(cells.values())
+        t.add_row(op, f"{pieces:,} x {_size(piece)}", str(calls),
+                  *("-" if n not in cells else
+                    (f"[bold]{cells[n]:,.0f}[/bold]" if cells[n] == best else f"{cells[n]:,.0f}") for n in names))
     return t
 
 
