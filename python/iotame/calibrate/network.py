@@ -13,8 +13,8 @@ from ..errors import IotameError, UsageError
 from ..paths import kernel_path
 from ..tune.job import Job, launcher_of, nprocs_from_command, resolve_job, slurm_allocation
 
-__all__ = ["NETWORK_REPS", "network_job", "with_probe", "run_netprobe", "network_section", "nodes_section", "measure_network",
-           "NOT_ASKED_NOTE", "check_point"]
+__all__ = ["NETWORK_REPS", "network_job", "with_probe", "run_netprobe", "network_section", "nodes_section",
+           "measure_network", "NOT_ASKED_NOTE", "check_point"]
 
 NETWORK_REPS = {"full": 20, "quick": 5}     # timed rounds per point (the kernel reports medians)
 NETWORK_WARMUP = 2

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import IotameError
+from ..paths import ENV_LIB, require_lib
 from ..runner import run_command
 from ..tune.job import Job
 from .network import NOT_ASKED_NOTE as NETWORK_NOT_ASKED
 from .network import with_probe
 
 __all__ = ["STRATEGIES", "ROW_KEYS", "Design", "FULL_DESIGN", "QUICK_DESIGN", "NOT_ASKED_NOTE", "SKIPPED_NOTE",
-           "strategy_config", "strategy_rows", "measure_strategies", "signature_label", "median_mbs"]
+           "strategy_config", "strategy_rows", "measure_strategies", "signature_label", "median_mbs", "runtime_for"]
 
 # The strategies measured, each fixed in turn; passthrough is the MPI library's own collective call.
 STRATEGIES = ("passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based")
@@ -127,11 +128,22 @@ def _served(stats: dict | None, strategy: str) -> str | None:
                                                                                  if why else "")
 
 
-def _run(job: Job, strategy: str, config: dict, workdir: Path, timeout: int) -> tuple[dict, str | None]:
+def runtime_for(kernel: str | os.PathLike) -> Path:
+    """The libiotame.so a kernel runs under: $IOTAME_LIB when set, else the one built beside the kernel (a build
+    tree's runtime/, as build-openmpi/ has: the runtime built against the kernel's MPI), else the one paths.py
+    finds."""
+    if os.environ.get(ENV_LIB):
+        return require_lib()
+    beside = Path(kernel).resolve().parent.parent / "runtime" / "libiotame.so"
+    return beside if Path(kernel).parent.name == "kernels" and beside.is_file() else require_lib()
+
+
+def _run(job: Job, strategy: str, config: dict, workdir: Path, lib: Path,
+         timeout: int) -> tuple[dict, str | None]:
     path = workdir / f"{strategy}.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     try:
-        r = run_command(list(job.argv), config=path, capture=True, timeout=timeout)
+        r = run_command(list(job.argv), config=path, capture=True, timeout=timeout, lib=lib)
     except OSError as e:
         raise IotameError(f"calibrate: cannot start {job.argv[0]}: {e.strerror or e}") from None
     if r.timed_out:
@@ -165,6 +177,7 @@ def measure_strategies(directory: str | os.PathLike, job: Job | None, design: De
         return None, [f"strategies not measured: {job.argv[0]} not found (no MPI launcher available)"]
     scratch = Path(directory).resolve() / f".iotame-strategies-{os.getpid()}"
     probe = with_probe(job, design.argv(scratch))
+    lib = runtime_for(probe.argv[probe.argv.index("sigprobe") - 1])
     on_step = on_step or (lambda _: None)
     started = time.time()
     measured, notes = [], []
@@ -182,7 +195,7 @@ def measure_strategies(directory: str | os.PathLike, job: Job | None, design: De
         try:
             for i, strategy in enumerate(strategies):
                 on_step(f"strategies: {strategy} ({i + 1} of {len(strategies)}, {job.nprocs} processes)")
-                result, note = _run(probe, strategy, strategy_config(strategy, section), workdir, timeout)
+                result, note = _run(probe, strategy, strategy_config(strategy, section), workdir, lib, timeout)
                 measured += strategy_rows(result, strategy, layout or {})
                 if note:
                     notes.append(note)

@@ -41,8 +41,8 @@ def _tolerance(text: str) -> float:
 def add_parser(sub) -> None:
     p = sub.add_parser(NAME, help="measure the machine's storage, memory and network into a machine profile, or "
                                   "check one",
-                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--no-strategies] [--json] "
-                             "[--np N] [--launcher L] [-- LAUNCHER...]\n"
+                       usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] "
+                             "[--no-strategies] [--json] [--np N] [--launcher L] [-- LAUNCHER...]\n"
                              "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
                              "[--np N] [--launcher L] [-- LAUNCHER...]",
                        description="Measure, with fio on files in DIR, durable write and cache-dropped read "
@@ -191,6 +191,26 @@ def _size(n: int) -> str:
         if n >= 1 << shift and n % (1 << shift) == 0:
             return f"{n >> shift} {unit}"
     return f"{n:,} B"
+
+
+def _network_table(profile: dict) -> Table:
+    net, nodes = profile["network"], profile["nodes"]
+    t = Table(title=f"network ({nodes['count']} node(s) x {nodes['processes_per_node']} process(es))",
+              title_justify="left")
+    for col in ("measure", "processes", "bytes", "time us", "MB/s"):
+        t.add_column(col, justify="right" if col != "measure" else "left")
+    for kind in ("intra", "inter"):
+        pair = net.get(kind)
+        if pair is None:
+            t.add_row(f"ping-pong {kind}-node", "-", "-", "-", "-")
+            continue
+        for size, us, mbs in pair.get("points", []):
+            t.add_row(f"ping-pong {kind}-node", "2", fmt_bytes(size), f"{us:,.2f}", fmt_mbs(mbs))
+    for name in ("allgather", "alltoallv"):
+        for procs, nbytes, us in net[name]:
+            t.add_row(name, str(procs), fmt_bytes(nbytes) + (" per pair" if name == "alltoallv" else " per rank"),
+                      f"{us:,.2f}", "-")
+    return t
 
 
 # strategy names broken where a narrow terminal may break them

@@ -98,11 +98,13 @@ def _partial(target: Path, started: float) -> dict | None:
 
 def run_command(argv: Sequence[str], *, config: str | Path | None = None, stats_path: str | Path | None = None,
                 preload: bool = True, capture: bool = False, cwd: str | Path | None = None,
-                timeout: float | None = None, env: Mapping[str, str] | None = None) -> RunResult:
+                timeout: float | None = None, env: Mapping[str, str] | None = None,
+                lib: str | Path | None = None) -> RunResult:
     """Runs `argv` (a list; never through a shell) and waits for it.
 
     With `preload` (default) libiotame.so is preloaded, `config` (already validated by the caller) is passed in
     IOTAME_CONFIG and the statistics go to `stats_path`, or to a temporary file that is read then removed.
+    `lib` is the runtime preloaded (default: the one paths.py finds).
     Raises MissingFileError when libiotame.so is not built, FileNotFoundError/PermissionError when the
     command cannot be started.
     """
@@ -112,7 +114,7 @@ def run_command(argv: Sequence[str], *, config: str | Path | None = None, stats_
         rc, out, err, timed_out = _launch(argv, runtime_env(None, None, None, env), cwd, capture, timeout)
         return RunResult(argv, rc, time.monotonic() - t0, out, err, timed_out=timed_out)
 
-    lib = require_lib()
+    lib = Path(lib) if lib is not None else require_lib()
     tmpdir = None
     if stats_path is None:
         tmpdir = tempfile.mkdtemp(prefix="iotame-stats-")
