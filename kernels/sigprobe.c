@@ -315,8 +315,8 @@ static void sigprobe_phase(iotame_run_t *run, sigprobe_t *p, sigprobe_sig_t *g, 
         iotame_mpi_check(err, write ? "MPI_File_write_all" : "MPI_File_read_all", p->path);
         MPI_Get_count(&st, MPI_BYTE, &done);
         if (done != (int)len)
-            iotame_fatal("%s %s: moved %d of %zu bytes in call %lld", write ? "MPI_File_write_all" : "MPI_File_read_all",
-                         p->path, done, len, (long long)c);
+            iotame_fatal("%s %s: moved %d of %zu bytes in call %lld",
+                         write ? "MPI_File_write_all" : "MPI_File_read_all", p->path, done, len, (long long)c);
         if (!write) {
             t = MPI_Wtime();
             for (int64_t j = 0; j < g->k; j++)

@@ -26,8 +26,8 @@ def test_a_good_profile_is_valid_and_unknown_keys_are_kept(tmp_path):
 
 @pytest.mark.parametrize("keys, value, key, expected", [
     (("kind",), "iotame-config", "kind", '"iotame-machine-profile"'),
-    (("version",), 2, "version", "the integer 1"),
-    (("version",), True, "version", "the integer 1"),
+    (("version",), 3, "version", "the integer 1 or 2"),
+    (("version",), True, "version", "the integer 1 or 2"),
     (("filesystem",), KeyError, "filesystem", "an object, missing"),
     (("filesystem", "device"), "254", "filesystem.device", '"major:minor"'),
     (("filesystem", "magic"), "ef53", "filesystem.magic", "hexadecimal"),
@@ -236,7 +236,7 @@ def test_streams_option_sets_the_counts_measured(tmp_path, capsys):
     assert [n for n, _ in st["read"]] == [n for n, _ in st["write"]] == [1, 2, 3]
     capsys.readouterr()
     assert main(["calibrate", "--dir", str(tmp_path), "--check", str(out), "--streams", "4"]) == 2
-    assert "drop --out, --quick and --streams" in capsys.readouterr().err
+    assert "drop --out, --quick, --streams and --no-strategies" in capsys.readouterr().err
 
 
 def test_usage_errors(tmp_path, capsys, monkeypatch):
@@ -252,7 +252,7 @@ def test_usage_errors(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"kind": "iotame-machine-profile", "version": 7}))
     assert main(["calibrate", "--dir", str(tmp_path), "--check", str(bad)]) == 2
-    assert f"iotame: profile {bad}: version: expected the integer 1, got 7" in capsys.readouterr().err
+    assert f"iotame: profile {bad}: version: expected the integer 1 or 2, got 7" in capsys.readouterr().err
 
 
 def test_fs_identity_takes_the_layout_a_new_file_gets(tmp_path, monkeypatch):
@@ -398,7 +398,8 @@ def test_calibrate_quick_with_two_processes_measures_the_network(tmp_path, capsy
     data = tmp_path / "data"
     data.mkdir()
     out = tmp_path / "p.json"
-    assert main(["calibrate", "--quick", "--dir", str(data), "--out", str(out), "--json", "--np", "2"]) == 0
+    assert main(["calibrate", "--quick", "--dir", str(data), "--out", str(out), "--json", "--np", "2",
+                 "--no-strategies"]) == 0                            # the strategies: test_calibrate_strategies.py
     printed = json.loads(capsys.readouterr().out)
     profile = load_profile(out)                                        # valid, network included
     assert printed == profile

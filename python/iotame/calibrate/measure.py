@@ -5,7 +5,6 @@ the tuner's durable objective makes files durable at close. Reads are buffered w
 when it cannot be dropped (not root) the profile says that reads came from the page cache."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -289,9 +288,12 @@ def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bo
 def _fit(profile: dict) -> tuple[dict | None, str | None]:
     """(the fit of the measured strategies, note): fit.fit_strategies(profile) when fit.py is installed (none and
     no note when it is not); a fit that fails leaves the measurements unfitted, with a note."""
-    if importlib.util.find_spec(f"{__package__}.fit") is None:
+    try:
+        from .fit import fit_strategies
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.fit":
+            raise
         return None, None
-    from .fit import fit_strategies
     try:
         return fit_strategies(profile), None
     except Exception as e:      # the minutes of measurements are kept whatever the fit does
