@@ -111,8 +111,8 @@ static int corrections_observe(json_t *entry, double r)
     const double s = json_number_value(json_object_get(entry, "spread"));
     const double w = json_number_value(json_object_get(entry, "weight"));
     const json_int_t n = json_integer_value(json_object_get(entry, "measurements"));
-    const double bound =
-        n >= CORRECTIONS_TRUSTED ? fmin(CORRECTIONS_STEP_MAX, fmax(2 * s, CORRECTIONS_BOUND_MIN)) : CORRECTIONS_STEP_MAX;
+    const double trusted = fmin(CORRECTIONS_STEP_MAX, fmax(2 * s, CORRECTIONS_BOUND_MIN));
+    const double bound = n >= CORRECTIONS_TRUSTED ? trusted : CORRECTIONS_STEP_MAX;
     const double moved = c + fmax(-bound, fmin(bound, r - c)) / (w + 1);
     const double away = fmin(bound, fabs(r - moved));
     int rc = json_object_set_new(entry, "correction", json_real(moved));
