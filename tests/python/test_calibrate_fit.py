@@ -213,7 +213,7 @@ def test_check_reports_the_fits_error_per_strategy(tmp_path, monkeypatch, capsys
     path = save_profile(p, tmp_path / "p.json")
     assert main(["calibrate", "--dir", str(tmp_path), "--check", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "holds" in out and "leave-one-out relative error" in out
+    assert "holds" in out and "model fit: cross-validated error" in out
     lines = {line.split()[1]: line for line in out.splitlines() if line.split()[1:2] and
              line.split()[1] in ("two_phase", "view_based", "node_local")}
     fits = p["strategies"]["fit"]["strategies"]

@@ -250,7 +250,7 @@ def _check(args: argparse.Namespace, job) -> int:
 
 def _fit_table(report: list[dict]) -> Table:
     """The fit's cross-validated relative error per strategy (check.fit_report's rows)."""
-    t = Table(title="the model fitted to the strategies: leave-one-out relative error", title_justify="left")
+    t = Table(title="model fit: cross-validated error", title_justify="left")
     for col, justify in (("strategy", "left"), ("rows", "right"), ("cv median", "right"), ("cv max", "right")):
         t.add_column(col, justify=justify)
     for r in report:
