@@ -61,7 +61,7 @@ def _broken(profile, keys, value):
 
 @pytest.mark.parametrize("keys, value", [
     (("kind",), "iotame-config"),
-    (("version",), 2),
+    (("version",), 3),
     (("filesystem", "device"), "254"),
     (("filesystem", "targets"), "6"),
     (("nodes", "count"), 0),

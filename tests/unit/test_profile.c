@@ -152,11 +152,11 @@ static void test_kind_and_version(void)
     check_refused(root, "iotame: profile bad.json: kind: expected \"iotame-machine-profile\", got \"iotame-config\"\n",
                   1);
     root = sample();
-    json_object_set_new(root, "version", json_integer(2));
-    check_refused(root, "iotame: profile bad.json: version: expected the integer 1, got 2\n", 1);
+    json_object_set_new(root, "version", json_integer(3));
+    check_refused(root, "iotame: profile bad.json: version: expected the integer 1 or 2, got 3\n", 1);
     root = sample();
     json_object_set_new(root, "version", json_string("1"));
-    check_refused(root, "iotame: profile bad.json: version: expected the integer 1, got \"1\"\n", 1);
+    check_refused(root, "iotame: profile bad.json: version: expected the integer 1 or 2, got \"1\"\n", 1);
 }
 
 static void test_missing_and_wrong_types(void)
@@ -251,6 +251,72 @@ static void test_unreadable_and_not_json(void)
     free(errors);
 }
 
+/* A fit of two kinds: view_based corrected by exp(0.5 + 0.25 u + 0.1 write), its error from the residuals near the
+ * call; a kind without a fit predicted as the equations say. */
+static json_t *fitted(void)
+{
+    json_t *root = sample();
+    json_object_set_new(root, "version", json_integer(2));
+    json_t *vb = json_pack("{s:[f,f,f,f,f],s:i,s:[[f,i,i,f],[f,i,i,f],[f,i,i,f],[f,i,i,f]]}", "coef", 0.5, 0.25, 0.0,
+                           0.1, 0.0, "rows", 4, "residuals", -1.0, 0, 1, 0.3, -0.5, 0, 1, -0.1, 1.0, 0, 1, 0.05, 0.5,
+                           0, 1, -0.02);
+    json_t *pt = json_pack("{s:[f,f,f,f,f],s:i,s:[]}", "coef", -0.2, 0.0, 0.0, 0.0, 0.0, "rows", 3, "residuals");
+    json_object_set_new(root, "strategies",
+                        json_pack("{s:[],s:{s:[s,s,s,s,s],s:{s:o,s:o}}}", "measured", "fit", "features", "one", "u",
+                                  "u2", "write", "interleaved", "strategies", "view_based", vb, "passthrough", pt));
+    return root;
+}
+
+static void test_a_fit_corrects_its_kind_and_says_its_error(void)
+{
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(load(fitted(), &p, &errors) == 0 && !errors);
+    CHECK(iotame_model_fits(&p) == 2 && p.fit[IOTAME_MODEL_VIEW_BASED].nres == 4);
+    /* a read of 64-byte pieces: u -1 */
+    iotame_model_call_t c = {.write = 0, .nprocs = 2, .nodes = 1, .bytes = 1 << 20, .pieces = 8192, .interleaved = 1};
+    double err;
+    const double raw = iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED);
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err), raw * exp(0.5 - 0.25)));
+    CHECK(NEAR(err, exp(0.3) - 1)); /* the rows at u -1 and -0.5 of reads, interleaved: the largest */
+    c.write = 1; /* no written rows: every row's largest */
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 - 0.25 + 0.1)));
+    CHECK(NEAR(err, exp(0.3) - 1));
+    c.write = 0;
+    c.pieces = 1; /* 512 KiB pieces: u 0.625, its neighbours at 0.5 and 1.0 */
+    iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err);
+    CHECK(NEAR(err, exp(0.05) - 1));
+    /* passthrough: its correction, no residuals (error unknown); two_phase: no fit at all */
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_PASSTHROUGH, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_PASSTHROUGH) * exp(-0.2)) && err == -1);
+    CHECK(iotame_model_fitted(&p, &c, IOTAME_MODEL_TWO_PHASE, &err) ==
+              iotame_model_predict(&p, &c, IOTAME_MODEL_TWO_PHASE) && err == -1);
+    /* a version-1 profile: no fit */
+    CHECK(load(sample(), &p, &errors) == 0 && iotame_model_fits(&p) == 0);
+}
+
+static void test_a_bad_fit_is_refused_by_key(void)
+{
+    json_t *root = fitted();
+    json_array_set_new(at(root, "strategies.fit.strategies.view_based.coef"), 1, json_string("x"));
+    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.coef: expected an array of 5 "
+                        "numbers within -20..20 (one per feature), got array\n", 1);
+    root = fitted();
+    json_array_set_new(at(root, "strategies.fit.features"), 2, json_string("u3"));
+    check_refused(root, "iotame: profile bad.json: strategies.fit.features: expected [\"one\", \"u\", \"u2\", "
+                        "\"write\", \"interleaved\"], got array\n", 1);
+    root = fitted();
+    json_array_set_new(json_array_get(at(root, "strategies.fit.strategies.view_based.residuals"), 0), 1,
+                       json_integer(2));
+    check_refused(root, "strategies.fit.strategies.view_based.residuals: expected an array of [u (-1..1), write (0/1), "
+                        "interleaved (0/1), log residual] rows, got array\n", 1);
+    root = fitted();
+    json_object_set_new(root, "strategies", json_string("none"));
+    check_refused(root, "strategies: expected an object (what calibrate measured of the strategies) or null, got "
+                        "\"none\"\n", 1);
+}
+
 int main(void)
 {
     test_sample_converts();
@@ -260,6 +326,8 @@ int main(void)
     test_bad_curves();
     test_every_problem_listed_and_layout();
     test_unreadable_and_not_json();
+    test_a_fit_corrects_its_kind_and_says_its_error();
+    test_a_bad_fit_is_refused_by_key();
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
     return failures != 0;
 }

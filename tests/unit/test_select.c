@@ -780,8 +780,9 @@ static void test_the_model_serves_its_prediction_from_the_first_call(void)
 
 static void test_the_model_examines_only_within_its_error(void)
 {
-    /* node_local and two_phase are predicted within 0.2 of each other, the others far behind: the examination
-     * takes the two, node_local (the fastest predicted) first, and the measured faster wins. */
+    /* node_local and two_phase are predicted within 0.2 of each other, the others far behind: the prediction is not
+     * trusted to choose, so the examination takes the two in the configured order (two_phase first), and the
+     * measured faster wins. */
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
@@ -790,18 +791,46 @@ static void test_the_model_examines_only_within_its_error(void)
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, &m);
     int order[40];
     const int n = serve_until_running(s, e, fs, real, order, 40);
-    CHECK(n == 8 && order[0] == NL && order[4] == TP);
+    CHECK(n == 8 && order[0] == TP && order[4] == NL);
     for (int i = 0; i < n; i++) CHECK(order[i] == NL || order[i] == TP);
     const json_t *d = decision(fs, 0);
     CHECK(strcmp(dstr(d, "strategy"), "two_phase") == 0);
     CHECK(json_array_size(json_object_get(dmodel(d), "examined")) == 2);
-    /* 100: every candidate is within the error, in predicted order */
+    /* 100: every candidate is within the error, in the configured order */
     const iotame_select_model_t wide = model_of(pred, 100);
     iotame_file_stats_t *fs2 = new_fs();
     iotame_sel_entry_t *e2 = iotame_select_entry(select_for(fs2), &sig, &CONF, NULL, &wide);
     const double close[4] = {200, 280, 250, 190};
     const int n2 = serve_until_running(select_for(fs2), e2, fs2, close, order, 40);
-    CHECK(n2 == 16 && order[0] == NL && order[4] == TP && order[8] == PT && order[12] == TA);
+    CHECK(n2 == 16 && order[0] == PT && order[4] == TP && order[8] == NL && order[12] == TA);
+}
+
+static void test_a_pick_within_the_errors_is_not_trusted(void)
+{
+    /* Do no harm: a one-call phase (the first call is all there is) gets the model's pick only where it beats every
+     * other candidate beyond both errors; else the configured first candidate serves it, as without a profile. */
+    iotame_sig_t sig = {0, 2, 1 << 28, 1 << 22, 0};
+    const double pred[4] = {100, 60, 50, 115}; /* target_aligned fastest, passthrough 1.15 x behind */
+    iotame_select_model_t m = model_of(pred, 0.2);
+    iotame_file_stats_t *fs = new_fs();
+    iotame_sel_entry_t *e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &m);
+    CHECK(!iotame_select_running(e) && iotame_select_choose(e) == PT);
+    CHECK(!json_is_true(json_object_get(dmodel(decision(fs, 0)), "trusted")));
+    /* each strategy's own error: narrow ones (a fit measured them close) trust the pick */
+    for (int i = 0; i < 4; i++) m.errors[i] = 0.05;
+    fs = new_fs();
+    e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &m);
+    CHECK(iotame_select_running(e) && iotame_select_choose(e) == TA);
+    CHECK(json_is_true(json_object_get(dmodel(decision(fs, 0)), "trusted")));
+    /* the pick's own error wide (its fit missed near this call): not trusted, whatever the others' */
+    m.errors[TA] = 1.0;
+    e = iotame_select_entry(select_for(new_fs()), &sig, &CONF, NULL, &m);
+    CHECK(!iotame_select_running(e) && iotame_select_choose(e) == PT);
+    /* a clear lead (3 x) with the default error: trusted */
+    const double clear[4] = {100, 60, 50, 300};
+    m = model_of(clear, 0.2);
+    e = iotame_select_entry(select_for(new_fs()), &sig, &CONF, NULL, &m);
+    CHECK(iotame_select_running(e) && iotame_select_choose(e) == TA);
 }
 
 static void test_a_time_departing_from_its_prediction_lets_others_in(void)
@@ -911,6 +940,7 @@ int main(void)
     test_recorded_traces_replay_to_the_same_decisions();
     test_the_model_serves_its_prediction_from_the_first_call();
     test_the_model_examines_only_within_its_error();
+    test_a_pick_within_the_errors_is_not_trusted();
     test_a_time_departing_from_its_prediction_lets_others_in();
     test_the_selector_returns_once_a_load_is_gone();
     test_the_knowledge_carries_the_models_error();

@@ -181,7 +181,10 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         call.unit = a->model.unit;
         call.sieves = a->model.sieves;
         call.setup_seconds = a->model.engine_ready ? 0 : a->model.setup_seconds;
-        if ((out->seconds[s] = iotame_model_predict(&a->model.profile->profile, &call, a->model.kind[s])) > 0) any = 1;
+        double error;
+        out->seconds[s] = iotame_model_fitted(&a->model.profile->profile, &call, a->model.kind[s], &error);
+        out->errors[s] = error > 0 ? error : 0; /* 0: no fit near the call, the default error */
+        any |= out->seconds[s] > 0;
     }
     return any;
 }

@@ -12,9 +12,10 @@
 
 #include <jansson.h>
 
+#include "fit.h"
 #include "profile.h"
 
-#define PROFILE_VERSION 1
+#define PROFILE_VERSION 2 /* 2 adds "strategies" (the strategies measured, the fit); 1 still loads */
 #define PROFILE_KIND "iotame-machine-profile"
 #define PROFILE_MB 1e6 /* MB/s in the JSON: 10^6 bytes */
 
@@ -362,6 +363,20 @@ static void profile_network(profile_errors_t *e, const json_t *root, double coun
     if (profile_collective(e, net, "alltoallv") == 0 && count > 1) profile_exchange(net, ppn, &out->exchange);
 }
 
+/* strategies (version 2, optional): the runtime reads only its fit (fit.c); the measured rows are calibrate's. */
+static void profile_strategies(profile_errors_t *e, const json_t *root, iotame_profile_t *out)
+{
+    const json_t *st = json_object_get(root, "strategies");
+    if (!st || json_is_null(st)) return;
+    if (!json_is_object(st)) {
+        profile_expected(e, "strategies", "an object (what calibrate measured of the strategies) or null", st);
+        return;
+    }
+    iotame_fit_problem_t problem;
+    if (iotame__profile_fit_read(st, out, &problem) != 0)
+        profile_expected(e, problem.key, problem.expected, problem.got);
+}
+
 /* Every key of a parsed profile into *out (problems added to e). */
 static void profile_convert(profile_errors_t *e, const json_t *root, iotame_profile_t *out)
 {
@@ -375,8 +390,8 @@ static void profile_convert(profile_errors_t *e, const json_t *root, iotame_prof
         return;
     }
     json_t *version = json_object_get(root, "version");
-    if (!json_is_integer(version) || json_integer_value(version) != PROFILE_VERSION) {
-        profile_expected(e, "version", "the integer 1", version);
+    if (!json_is_integer(version) || json_integer_value(version) < 1 || json_integer_value(version) > PROFILE_VERSION) {
+        profile_expected(e, "version", "the integer 1 or 2", version);
         return;
     }
     json_t *fs = profile_section(e, root, "", "filesystem"), *nodes = profile_section(e, root, "", "nodes"),
@@ -394,6 +409,7 @@ static void profile_convert(profile_errors_t *e, const json_t *root, iotame_prof
     out->piece_seconds = ns * 1e-9;
     if (!json_object_get(root, "network")) profile_expected(e, "network", "null (not measured) or an object", NULL);
     else profile_network(e, root, count, ppn, out);
+    profile_strategies(e, root, out);
 }
 
 /* The file's text (malloc'd) into *text; 0 or a negative errno. */

@@ -30,6 +30,36 @@ typedef struct {
     double y[IOTAME_MODEL_POINTS];
 } iotame_model_curve_t;
 
+/* The strategies the model knows: the term a collective strategy declares (its table's .model), or none (0: the
+ * strategy is never predicted). */
+typedef enum {
+    IOTAME_MODEL_NONE,           /* no term: never predicted */
+    IOTAME_MODEL_PASSTHROUGH,    /* the library's collective call: ROMIO's two-phase with its hints */
+    IOTAME_MODEL_INDEPENDENT,    /* each process's part as the library's independent call (data sieving) */
+    IOTAME_MODEL_TWO_PHASE,      /* even stripe-aligned domains, cb_nodes aggregators, lookahead rounds */
+    IOTAME_MODEL_NODE_LOCAL,     /* one aggregator per node, no inter-node exchange */
+    IOTAME_MODEL_TARGET_ALIGNED, /* one aggregator per storage target */
+    IOTAME_MODEL_VIEW_BASED,     /* one aggregator per node, file blocks round robin, no offset lists */
+    IOTAME_MODEL_KINDS
+} iotame_model_kind_t;
+
+/* The features of a call its fit corrects by (fit.c): one, u, u^2, write, interleaved, u being the log2 of the piece
+ * size less 14 over 8, within -1..1 (64 B: -1, 16 KiB: 0, 4 MiB: 1). */
+#define IOTAME_FIT_FEATURES 5
+#define IOTAME_FIT_RESIDUALS 128 /* cross-validated residuals kept per strategy */
+
+/* A strategy's fit to what `iotame calibrate` measured of it (profile version 2, "strategies.fit"): the model's
+ * seconds times exp(coef . features), and the fit's cross-validated log residuals by where they were measured. */
+typedef struct {
+    int rows; /* the measured rows it was fitted to; 0: no fit (the derived model alone) */
+    double coef[IOTAME_FIT_FEATURES];
+    int nres;
+    struct {
+        double u, r; /* the row's u (the features' piece size) and its residual, log(measured / fitted) */
+        int write, interleaved;
+    } res[IOTAME_FIT_RESIDUALS];
+} iotame_model_fit_t;
+
 /* A machine profile: storage per target, network, memory. A field 0 where a rate or size is expected is invalid
  * (iotame_model_profile_problem says which); latencies, writeback_bytes and the per-operation costs may be 0. */
 typedef struct {
@@ -62,23 +92,13 @@ typedef struct {
     /* memory */
     double copy_rate;     /* bytes per second of one process's large memcpy */
     double piece_seconds; /* one pass of software over one piece (cut, list, sort step, copy call), without its bytes */
+    /* the fit of each kind to the strategies' measured calls (all rows 0: a profile without them, version 1) */
+    iotame_model_fit_t fit[IOTAME_MODEL_KINDS];
 } iotame_profile_t;
 
 /* Why a profile cannot be used: "field: what was expected" (its key in the JSON profile), or NULL when it can. */
 const char *iotame_model_profile_problem(const iotame_profile_t *p);
 
-/* The strategies the model knows: the term a collective strategy declares (its table's .model), or none (0: the
- * strategy is never predicted). */
-typedef enum {
-    IOTAME_MODEL_NONE,           /* no term: never predicted */
-    IOTAME_MODEL_PASSTHROUGH,    /* the library's collective call: ROMIO's two-phase with its hints */
-    IOTAME_MODEL_INDEPENDENT,    /* each process's part as the library's independent call (data sieving) */
-    IOTAME_MODEL_TWO_PHASE,      /* even stripe-aligned domains, cb_nodes aggregators, lookahead rounds */
-    IOTAME_MODEL_NODE_LOCAL,     /* one aggregator per node, no inter-node exchange */
-    IOTAME_MODEL_TARGET_ALIGNED, /* one aggregator per storage target */
-    IOTAME_MODEL_VIEW_BASED,     /* one aggregator per node, file blocks round robin, no offset lists */
-    IOTAME_MODEL_KINDS
-} iotame_model_kind_t;
 
 /* One call as the model sees it: every value the same on every rank (reduced). Processes are placed on nodes in
  * blocks of ppn consecutive ranks. Interleaved: the pieces of all processes alternate through the file (piece j of
@@ -101,8 +121,18 @@ typedef struct {
 } iotame_model_call_t;
 
 /* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind or none. The
- * profile must pass iotame_model_profile_problem. */
+ * profile must pass iotame_model_profile_problem. The model's equations alone: iotame_model_fitted corrects them. */
 double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t *c, int kind);
+/* The call's features (IOTAME_FIT_FEATURES, as above): the one definition in C; python/iotame/calibrate/fit.py has
+ * the Python one. */
+void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEATURES]);
+/* iotame_model_predict corrected by the profile's fit of the kind (as it is without one), and into *error (may be
+ * NULL) the relative error of that prediction near the call (a factor f either way is f - 1): the largest
+ * cross-validated residual of the fit's rows of the call's operation and layout within one size step, else of its
+ * operation, else of all; -1 without a fit. */
+double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error);
+/* How many kinds the profile has a fit of (0: a profile without strategy measurements). */
+int iotame_model_fits(const iotame_profile_t *p);
 /* A collective write staged (cached 0: node staging, each process's part in its node's area; 1: aggregator caching,
  * view_based's blocks cached at their aggregators): the seconds the application sees, and in *behind the flushers'
  * device seconds after it. The call's fields as for iotame_model_predict (block_size: view_based's block). */

@@ -71,7 +71,8 @@ typedef struct {
     int on;
     int first;                      /* the fastest predicted */
     double pred[IOTAME_SELECT_MAX]; /* seconds of one call by strategy id (0: not predicted) */
-    double prior;                   /* the error assumed before the signature's calls measured any */
+    double prior[IOTAME_SELECT_MAX]; /* each one's error assumed before the signature's calls measured any */
+    int trusted; /* the fastest predicted beat every other candidate beyond both errors: it served from the start */
     int cut[IOTAME_SELECT_MAX];     /* kept out of examinations: predicted beyond the error of the incumbent's */
     double seen[IOTAME_SELECT_MAX]; /* the latest mean measured of each strategy (MB/s; 0: none) */
     double top[IOTAME_SELECT_MAX];  /* the best mean measured of each (MB/s): what it does when conditions allow */
@@ -131,7 +132,7 @@ void iotame__select_prediction_seen(iotame_sel_entry_t *e, int s, double mbs);
 void iotame__select_prediction_finish(iotame_sel_entry_t *e, int previous);
 int iotame__select_prediction_departed(iotame_sel_entry_t *e);
 void iotame__select_prediction_probe(iotame_sel_entry_t *e, double mean);
-double iotame__select_prediction_error(const iotame_sel_entry_t *e);
+double iotame__select_prediction_error(const iotame_sel_entry_t *e, int s);
 double iotame__select_prediction_latest(const iotame_sel_entry_t *e, int s);
 
 /* known.c: the knowledge of an earlier run */

@@ -20,15 +20,28 @@ static double prediction_miss(const iotame_sel_entry_t *e, int s, double mbs)
     return measured > 0 && pred > 0 ? fmax(measured / pred, pred / measured) - 1 : 0;
 }
 
-/* The model's error on this signature: the prior, or the largest miss the latest means show when larger. */
-double iotame__select_prediction_error(const iotame_sel_entry_t *e)
+/* The model's error on this signature for strategy s: its prior, or the largest miss the latest means show when
+ * larger (a miss of one strategy says the model is off here, for every strategy). */
+double iotame__select_prediction_error(const iotame_sel_entry_t *e, int s)
 {
-    double err = e->prediction.prior;
+    double err = e->prediction.prior[s];
     for (int k = 0; k < e->exam.ncand; k++) {
         const int c = e->exam.cand[k];
         err = fmax(err, prediction_miss(e, c, e->prediction.seen[c]));
     }
     return err;
+}
+
+/* Whether candidate c's prediction lies within the errors of the incumbent's: the log of their ratio at most the
+ * two log errors added in quadrature (independent errors; 0.2 each: a factor 1.29). What the signature's calls
+ * measured widens the incumbent's side only: counted on both, one miss would count twice. */
+static int prediction_within(const iotame_sel_entry_t *e, int c, int incumbent)
+{
+    const sel_prediction_t *md = &e->prediction;
+    if (!(md->pred[c] > 0)) return 0;
+    const double ec = log1p(md->prior[c]);
+    const double ei = log1p(iotame__select_prediction_error(e, incumbent));
+    return log(md->pred[c] / md->pred[incumbent]) <= sqrt(ec * ec + ei * ei);
 }
 
 /* The latest mean measured of strategy s: of a window or a finished examination, else the one under way (MB/s). */
@@ -51,17 +64,17 @@ static int prediction_incumbent(const iotame_sel_entry_t *e)
     return e->mon.decided ? e->mon.winner : b >= 0 ? b : e->prediction.first;
 }
 
-/* Lets into examinations the candidates now predicted within the error of the incumbent's prediction (the error
+/* Lets into examinations the candidates now predicted within the errors of the incumbent's prediction (an error
  * grows when a measured mean departs from its prediction); a candidate once let in stays in. Returns how many, and
  * marks them in `only` when asked. */
 static int prediction_uncut(iotame_sel_entry_t *e, int mark)
 {
     sel_prediction_t *md = &e->prediction;
-    const double bound = md->pred[prediction_incumbent(e)] * (1 + iotame__select_prediction_error(e));
+    const int incumbent = prediction_incumbent(e);
     int n = 0;
     for (int k = 0; k < e->exam.ncand; k++) {
         const int c = e->exam.cand[k];
-        if (md->cut[c] && md->pred[c] > 0 && md->pred[c] <= bound) {
+        if (md->cut[c] && prediction_within(e, c, incumbent)) {
             md->cut[c] = 0;
             if (mark) md->only[c] = 1;
             n++;
@@ -117,11 +130,11 @@ void iotame__select_prediction_finish(iotame_sel_entry_t *e, int previous)
 static int prediction_probe_candidate(const iotame_sel_entry_t *e, double mean)
 {
     const sel_prediction_t *md = &e->prediction;
-    const double err = iotame__select_prediction_error(e);
     int best = -1;
     double best_mbs = (1 + e->mon.thr) * mean;
     for (int k = 0; k < e->exam.ncand; k++) {
         const int c = e->exam.cand[k];
+        const double err = iotame__select_prediction_error(e, c);
         const double predicted = md->pred[c] > 0 ? e->sig.bytes / (md->pred[c] * (1 + err) * 1e6) : 0;
         const double expected = md->top[c] > 0 ? md->top[c] : md->cut[c] ? 0 : predicted;
         if (c != e->mon.winner && expected > best_mbs) best = c, best_mbs = expected;
@@ -147,38 +160,53 @@ void iotame__select_prediction_probe(iotame_sel_entry_t *e, double mean)
     iotame__select_exam_start(e, e->mon.winner);
 }
 
-/* A new entry's prediction: the candidates in predicted order, the model's error keeping out those predicted beyond
- * it of the fastest. */
+/* Orders x's candidates by key (stable: ties keep the configured order; keys <= 0 last). */
+static void prediction_sort(sel_exam_t *x, const double *key)
+{
+    for (int k = 1; k < x->ncand; k++)
+        for (int j = k; j > 0; j--) {
+            const double a = key[x->cand[j - 1]], b = key[x->cand[j]];
+            if (!(b > 0 && (a <= 0 || b < a))) break;
+            const int t = x->cand[j];
+            x->cand[j] = x->cand[j - 1];
+            x->cand[j - 1] = t;
+        }
+}
+
+/* A new entry's prediction: the model's error keeps out the candidates predicted beyond it of the fastest. Where
+ * the fastest beats every other beyond both errors it comes first (and serves alone: prediction_start); otherwise
+ * the prediction is not trusted to choose, and the candidates it keeps keep the configured order, as without a
+ * profile, the ones it keeps out after them. */
 void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
 {
     sel_prediction_t *md = &e->prediction;
     md->backoff = 1;
     if (!model) return;
     sel_exam_t *x = &e->exam;
-    for (int k = 0; k < x->ncand; k++) md->pred[x->cand[k]] = fmax(0, model->seconds[x->cand[k]]);
-    for (int k = 1; k < x->ncand; k++) /* stable: ties keep the configured order; unpredicted ones last */
-        for (int j = k; j > 0; j--) {
-            const double a = md->pred[x->cand[j - 1]], b = md->pred[x->cand[j]];
-            if (!(b > 0 && (a <= 0 || b < a))) break;
-            const int t = x->cand[j];
-            x->cand[j] = x->cand[j - 1];
-            x->cand[j - 1] = t;
-        }
-    if (md->pred[x->cand[0]] <= 0) return; /* nothing predicted: as without a profile */
+    int first = -1;
+    for (int k = 0; k < x->ncand; k++) {
+        const int c = x->cand[k];
+        md->pred[c] = fmax(0, model->seconds[c]);
+        md->prior[c] = fmax(0, model->errors[c] > 0 ? model->errors[c] : model->error);
+        if (md->pred[c] > 0 && (first < 0 || md->pred[c] < md->pred[first])) first = c;
+    }
+    if (first < 0) return; /* nothing predicted: as without a profile */
     md->on = 1;
-    md->first = x->cand[0];
-    md->prior = fmax(0, model->error);
-    for (int k = 0; k < x->ncand; k++) md->cut[x->cand[k]] = 1;
-    md->cut[md->first] = 0;
+    md->first = first;
+    for (int k = 0; k < x->ncand; k++) md->cut[x->cand[k]] = x->cand[k] != first;
     prediction_uncut(e, 0);
+    md->trusted = 1;
+    for (int k = 0; k < x->ncand; k++) md->trusted &= md->cut[x->cand[k]] || x->cand[k] == first;
+    double key[IOTAME_SELECT_MAX] = {0};
+    for (int k = 0; k < x->ncand; k++) /* trusted: predicted order; else the kept ones first, configured order */
+        key[x->cand[k]] = md->trusted ? md->pred[x->cand[k]] : md->pred[x->cand[k]] > 0 && md->cut[x->cand[k]] ? 2 : 1;
+    prediction_sort(x, key);
 }
 
 /* Whether the model leaves a new entry a single candidate: it then runs from the first call. */
 int iotame__select_prediction_start(iotame_sel_entry_t *e)
 {
-    if (!e->prediction.on) return 0;
-    for (int k = 0; k < e->exam.ncand; k++)
-        if (e->exam.cand[k] != e->prediction.first && !e->prediction.cut[e->exam.cand[k]]) return 0;
+    if (!e->prediction.on || !e->prediction.trusted) return 0;
     e->state = RUNNING;
     e->mon.winner = e->prediction.first;
     e->mon.decided = 1;

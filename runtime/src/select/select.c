@@ -388,8 +388,10 @@ static void sel_publish(iotame_sel_entry_t *e)
         d->predicted[i] = md->pred[i];
         d->measured_s[i] = iotame__select_call_seconds(e, iotame__select_prediction_latest(e, i));
         d->cut[i] = md->cut[i];
+        d->errors[i] = md->pred[i] > 0 ? iotame__select_prediction_error(e, i) : 0;
     }
-    d->model_error = iotame__select_prediction_error(e);
+    d->model_error = iotame__select_prediction_error(e, md->first);
+    d->trusted = md->trusted;
     d->departures = md->departures;
     d->probes = md->probes;
     d->returns = md->returns;

@@ -1,0 +1,167 @@
+/* fit: the cost model fitted to what `iotame calibrate` measured of the strategies (profile version 2,
+ * "strategies.fit"; docs/design/fitted-model.md). The model's equations keep their form (model.c); each kind's
+ * prediction is multiplied by exp(coef . features), a correction least squares found on log time over the
+ * calibration's synthetic signatures (python/iotame/calibrate/fit.py), and its error near a call is the largest
+ * cross-validated residual of the rows measured near it. As in Behzad et al.'s model-driven tuning (Cluster 2015),
+ * a regression fitted to a few measured configurations; here one per strategy, over the model's own prediction, so
+ * that what the equations already explain (the device, the network) is not fitted again. Pure arithmetic and the
+ * JSON reader of the section; no MPI. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fit.h"
+#include "profile.h"
+
+#define FIT_U_CENTRE 14.0 /* log2 of 16 KiB: u 0 */
+#define FIT_U_SCALE 8.0   /* 64 B .. 4 MiB: u -1 .. 1 */
+#define FIT_NEAR 0.5      /* one size step of calibrate's design (64 B, 1 KiB, 16 KiB, 256 KiB, 4 MiB) */
+#define FIT_COEF_MAX 20.0 /* |coef| beyond this is no correction but a broken fit */
+
+static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one", "u", "u2", "write", "interleaved"};
+
+static double fit_u(double piece)
+{
+    const double u = (log2(piece > 1 ? piece : 1) - FIT_U_CENTRE) / FIT_U_SCALE;
+    return u < -1 ? -1 : u > 1 ? 1 : u;
+}
+
+void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEATURES])
+{
+    const double pieces = (double)(c->nprocs > 0 ? c->nprocs : 1) * (double)(c->pieces > 0 ? c->pieces : 1);
+    const double piece = c->piece_size > 0 ? (double)c->piece_size : (double)c->bytes / pieces;
+    const double u = fit_u(piece);
+    f[0] = 1;
+    f[1] = u;
+    f[2] = u * u;
+    f[3] = c->write ? 1 : 0;
+    f[4] = c->interleaved ? 1 : 0;
+}
+
+/* The largest |residual| of the fit's rows near u: level 0 of the same operation and layout, 1 of the same
+ * operation, 2 all of them; -1 when fewer than two are. */
+static double fit_largest(const iotame_model_fit_t *fit, double u, int write, int interleaved, int level)
+{
+    double worst = 0;
+    int n = 0;
+    for (int i = 0; i < fit->nres; i++) {
+        const int same_op = fit->res[i].write == write, same_layout = fit->res[i].interleaved == interleaved;
+        const int near = fabs(fit->res[i].u - u) <= FIT_NEAR + 1e-9;
+        if ((level == 0 && !(same_op && same_layout && near)) || (level == 1 && !(same_op && near))) continue;
+        worst = fmax(worst, fabs(fit->res[i].r));
+        n++;
+    }
+    return n >= 2 ? worst : -1;
+}
+
+double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error)
+{
+    const double raw = iotame_model_predict(p, c, kind);
+    if (error) *error = -1;
+    if (raw <= 0 || kind <= IOTAME_MODEL_NONE || kind >= IOTAME_MODEL_KINDS || p->fit[kind].rows <= 0) return raw;
+    const iotame_model_fit_t *fit = &p->fit[kind];
+    double f[IOTAME_FIT_FEATURES], x = 0;
+    iotame_model_features(c, f);
+    for (int i = 0; i < IOTAME_FIT_FEATURES; i++) x += fit->coef[i] * f[i];
+    if (error) {
+        double r = -1;
+        for (int level = 0; level < 3 && r < 0; level++)
+            r = fit_largest(fit, f[1], c->write != 0, c->interleaved != 0, level);
+        *error = r < 0 ? -1 : exp(r) - 1;
+    }
+    return raw * exp(x);
+}
+
+int iotame_model_fits(const iotame_profile_t *p)
+{
+    int n = 0;
+    for (int k = 0; k < IOTAME_MODEL_KINDS; k++) n += p->fit[k].rows > 0;
+    return n;
+}
+
+/* ---- the JSON section ---- */
+
+static int fit_number(const json_t *v, double *out)
+{
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) return -1;
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* One strategy's entry into *fit; -1 with the problem in *problem. */
+static int fit_entry(const json_t *entry, const char *name, iotame_model_fit_t *fit, iotame_fit_problem_t *problem)
+{
+    const json_t *coef = json_object_get(entry, "coef"), *rows = json_object_get(entry, "rows");
+    const json_t *res = json_object_get(entry, "residuals");
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s", name);
+    problem->expected = "an object {coef, rows, residuals}";
+    problem->got = entry;
+    if (!json_is_object(entry)) return -1;
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.coef", name);
+    problem->got = coef;
+    problem->expected = "an array of 5 numbers within -20..20 (one per feature)";
+    if (!json_is_array(coef) || json_array_size(coef) != IOTAME_FIT_FEATURES) return -1;
+    for (int i = 0; i < IOTAME_FIT_FEATURES; i++)
+        if (fit_number(json_array_get(coef, (size_t)i), &fit->coef[i]) || fabs(fit->coef[i]) > FIT_COEF_MAX) return -1;
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.rows", name);
+    problem->got = rows;
+    problem->expected = "an integer >= 1 (the measured rows fitted)";
+    if (!json_is_integer(rows) || json_integer_value(rows) < 1) return -1;
+    fit->rows = json_integer_value(rows) > 1 << 30 ? 1 << 30 : (int)json_integer_value(rows);
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.residuals", name);
+    problem->got = res;
+    problem->expected = "an array of [u (-1..1), write (0/1), interleaved (0/1), log residual] rows";
+    if (!json_is_array(res)) return -1;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(res, i, row) {
+        double u, w, il, r;
+        if (!json_is_array(row) || json_array_size(row) != 4 || fit_number(json_array_get(row, 0), &u) ||
+            fit_number(json_array_get(row, 1), &w) || fit_number(json_array_get(row, 2), &il) ||
+            fit_number(json_array_get(row, 3), &r) || fabs(u) > 1 + 1e-9 || (w != 0 && w != 1) ||
+            (il != 0 && il != 1) || fabs(r) > FIT_COEF_MAX) {
+            problem->got = row;
+            return -1;
+        }
+        if (fit->nres == IOTAME_FIT_RESIDUALS) continue; /* the first ones: enough to say the error near a call */
+        fit->res[fit->nres].u = u;
+        fit->res[fit->nres].r = r;
+        fit->res[fit->nres].write = (int)w;
+        fit->res[fit->nres].interleaved = (int)il;
+        fit->nres++;
+    }
+    return 0;
+}
+
+int iotame__profile_fit_read(const json_t *strategies, iotame_profile_t *out, iotame_fit_problem_t *problem)
+{
+    const json_t *fit = json_object_get(strategies, "fit");
+    memset(problem, 0, sizeof *problem);
+    if (!fit) return 0; /* measured, not fitted: the derived model alone */
+    snprintf(problem->key, sizeof problem->key, "strategies.fit");
+    problem->got = fit;
+    problem->expected = "an object {features, strategies}";
+    if (!json_is_object(fit)) return -1;
+    const json_t *features = json_object_get(fit, "features"), *by = json_object_get(fit, "strategies");
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.features");
+    problem->got = features;
+    problem->expected = "[\"one\", \"u\", \"u2\", \"write\", \"interleaved\"]";
+    if (!json_is_array(features) || json_array_size(features) != IOTAME_FIT_FEATURES) return -1;
+    for (int i = 0; i < IOTAME_FIT_FEATURES; i++) {
+        const char *name = json_string_value(json_array_get(features, (size_t)i));
+        if (!name || strcmp(name, fit_feature_names[i]) != 0) return -1;
+    }
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies");
+    problem->got = by;
+    problem->expected = "an object of the strategies' fits";
+    if (!json_is_object(by)) return -1;
+    for (int k = IOTAME_MODEL_NONE + 1; k < IOTAME_MODEL_KINDS; k++) {
+        const char *name = iotame_model_kind_name(k);
+        const json_t *entry = json_object_get(by, name);
+        if (entry && fit_entry(entry, name, &out->fit[k], problem) != 0) {
+            memset(&out->fit[k], 0, sizeof out->fit[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
