@@ -17,8 +17,10 @@
  *                                                    "bytes", "pieces", "piece", "interleaved", "gap", "targets",
  *                                                    "unit", "sieves", "setup_seconds"} (missing: 0, the model's
  *                                                    defaults); one line out per call, {"raw": {KIND: seconds, ...}}
- *                                                    for every kind. A bad line: "iotame-config: predict: line N:
- *                                                    KEY: expected ..., got ..." on stderr, nothing more is read.
+ *                                                    for every kind, and when the profile has a fit "fitted" and
+ *                                                    "error" (relative; null: unknown) for each fitted kind. A bad
+ *                                                    line: "iotame-config: predict: line N: KEY: expected ..., got
+ *                                                    ..." on stderr, nothing more is read.
  *
  * --settings S validates against the settings description S instead of the embedded runtime/settings.json (the
  * tuner's tests use modified descriptions). Exit status: 0 all valid (check, profile) or input consumed (batch,
@@ -228,6 +230,12 @@ static void predict_problem(long line, const char *key, const char *expected, co
     fprintf(stderr, "iotame-config: predict: line %ld: %s: expected %s, got %s\n", line, key, expected, shown);
 }
 
+/* A prediction as JSON: null when there is none (negative, or not finite). */
+static json_t *predict_seconds(double s)
+{
+    return s >= 0 && isfinite(s) ? json_real(s) : json_null();
+}
+
 /* One input line's call into *c; the number of problems, each on stderr naming the line and the key. */
 static int predict_call(json_t *req, long line, iotame_model_call_t *c)
 {
@@ -275,8 +283,9 @@ static int predict_call(json_t *req, long line, iotame_model_call_t *c)
     return problems;
 }
 
-/* The cost model's seconds under every kind for each call on stdin, one JSON line in, one out; 1 at the first bad
- * line (after its problems) or when the profile cannot be used. */
+/* The cost model's seconds under every kind (raw; fitted, with its error, where the profile has a fit) for each call
+ * on stdin, one JSON line in, one out; 1 at the first bad line (after its problems) or when the profile cannot be
+ * used. */
 static int predict(const char *path)
 {
     iotame_profile_t profile;
@@ -309,13 +318,24 @@ static int predict(const char *path)
         } else if (predict_call(req, line, &call) != 0) {
             status = 1;
         } else {
-            json_t *raw = json_object();
+            json_t *raw = json_object(), *fitted = json_object(), *error = json_object();
             for (int kind = IOTAME_MODEL_PASSTHROUGH; kind < IOTAME_MODEL_KINDS; kind++) {
-                double s = iotame_model_predict(&profile, &call, kind);
-                json_t *seconds = s >= 0 && isfinite(s) ? json_real(s) : json_null();
-                json_object_set_new(raw, iotame_model_kind_name(kind), seconds);
+                const char *name = iotame_model_kind_name(kind);
+                json_object_set_new(raw, name, predict_seconds(iotame_model_predict(&profile, &call, kind)));
+                if (profile.fit[kind].rows <= 0) continue;
+                double e;
+                json_object_set_new(fitted, name, predict_seconds(iotame_model_fitted(&profile, &call, kind, &e)));
+                json_object_set_new(error, name, predict_seconds(e));
             }
-            answer(json_pack("{s:o}", "raw", raw));
+            json_t *out = json_pack("{s:o}", "raw", raw);
+            if (iotame_model_fits(&profile) > 0) {
+                json_object_set_new(out, "fitted", fitted);
+                json_object_set_new(out, "error", error);
+            } else {
+                json_decref(fitted);
+                json_decref(error);
+            }
+            answer(out);
             fflush(stdout);
         }
         json_decref(req);

@@ -36,7 +36,7 @@ def measured_rows(strategies, pieces=(64, 1024, 16384, 256 << 10, 4 * MIB), call
 def synthetic_profile(coefs, **design):
     """A profile whose measured seconds are the model's raw prediction times exp(coef . features) of the strategy's
     known coef, times a deterministic noise within +-2 % (three repeats, their median taken)."""
-    p = good_profile()
+    p = dict(good_profile(), version=2)
     rows = measured_rows(list(coefs), **design)
     p["strategies"] = {"method": "synthetic", "seconds": 0.0, "measured": rows}
     for i, (row, raw) in enumerate(zip(rows, raw_predictions(p, rows))):
@@ -147,10 +147,35 @@ def test_predict_answers_every_kind_per_line(tmp_path):
     assert p.returncode == 0, p.stderr
     first, setup, empty = (json.loads(line)["raw"] for line in p.stdout.splitlines())
     assert list(first) == list(KINDS) and all(s > 0 for s in first.values())
+    assert all(set(json.loads(line)) == {"raw"} for line in p.stdout.splitlines())     # no fit: the raw model only
     # setup_seconds is the engine strategies' only: the library's own calls do not pay it
     for kind in KINDS:
         assert setup[kind] - first[kind] == pytest.approx(0.5 if kind not in ("passthrough", "independent") else 0)
     assert all(s > 0 for s in empty.values())
+
+
+def test_predict_applies_the_fit_as_python_does(tmp_path):
+    """The runtime's fitted prediction (iotame_model_fitted) is the raw one times exp(coef . features) with the
+    features of fit.py: the two definitions agree, clamped piece sizes included."""
+    p = synthetic_profile({"two_phase": (0.1, -0.4, 0.3, 0.2, -0.5), "view_based": (0.3, 0.2, 0, 0, 0)},
+                          pieces=(64, 16384, 4 * MIB), calls=(1,))
+    p["strategies"]["fit"] = fit = fit_strategies(p)
+    path = tmp_path / "fitted.json"
+    path.write_text(json.dumps(p))
+    calls = [{"op": op, "nprocs": 4, "nodes": 2, "pieces": 3, "piece": piece, "bytes": 12 * piece,
+              "interleaved": interleaved} for piece in (1, 64, 700, 16384, 300000, 4 * MIB, 1 << 30)
+             for op in ("write", "read") for interleaved in (True, False)]
+    out = subprocess.run([config_tool_path(), "predict", str(path)], input="".join(json.dumps(c) + "\n" for c in calls),
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for call, line in zip(calls, out.stdout.splitlines()):
+        answer = json.loads(line)
+        assert set(answer["fitted"]) == set(answer["error"]) == {"two_phase", "view_based"}
+        for kind, entry in fit["strategies"].items():
+            assert answer["fitted"][kind] == pytest.approx(
+                fitted_seconds(entry, answer["raw"][kind], call["piece"], call["op"] == "write", call["interleaved"]),
+                rel=1e-9)
+            assert 0 <= answer["error"][kind] <= entry["cv_max"] + 1e-5      # the stored figures: 6 decimals
 
 
 @pytest.mark.parametrize("lines, message", [
