@@ -100,7 +100,7 @@ def test_a_named_file_is_used_only_valid_and_matching_without_fallback(tmp_path,
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(dict(good_profile(), version=7)))
     assert find_profile(data / "f", env=dict(env, IOTAME_PROFILE=str(bad)), lib_path=lib) == (
-        None, f"iotame: profile {bad}: version: expected the integer 1, got 7")
+        None, f"iotame: profile {bad}: version: expected the integer 1 or 2, got 7")
     used, reason = find_profile(data / "f", env=dict(env, IOTAME_PROFILE=str(tmp_path / "none.json")), lib_path=lib)
     assert used is None and reason.startswith(f"iotame: profile {tmp_path / 'none.json'}: cannot read")
 
