@@ -12,6 +12,22 @@ from .stats import partial_banner
 __all__ = ["console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_seconds", "fmt_mbs"]
 
 
+def _model_basis(rows: list) -> str:
+    """What each profile's predictions rest on: the strategies its fit measured, and the measurements of the
+    corrections the knowledge file kept of it."""
+    lines = []
+    for profile in dict.fromkeys(m.get("profile") for m in rows if "refused" not in m):
+        m = next(r for r in rows if r.get("profile") == profile)
+        c = m.get("corrections") or {}
+        fitted = m.get("fitted_strategies", 0)
+        lines.append(f"profile {profile}: " + (f"{fitted} strategies fitted to calibrate's measurements" if fitted
+                                                else "no strategy measurements (the model's equations alone; "
+                                                     "iotame calibrate measures them)") +
+                     f"; corrections rest on {c.get('measurements', 0)} measurement(s) of earlier jobs in "
+                     f"{c.get('classes', 0)} class(es)")
+    return "\n".join(lines)
+
+
 def console(file: IO[str] | None = None, stderr: bool = False) -> Console:
     """A console on the current sys.stdout/sys.stderr (looked up at call time, so tests can capture it)."""
     return Console(file=file or (sys.stderr if stderr else sys.stdout), highlight=False, soft_wrap=False)
@@ -94,12 +110,14 @@ def stats_tables(summary: dict) -> list[Table]:
                 continue
             g = m.get("signature", {})
             call = f"{g.get('op')} {g.get('bytes', 0):,} B in {g.get('requests')} pieces"
-            pred, meas = m.get("predicted_s") or {}, m.get("measured_s") or {}
-            times = "\n".join(f"{k} {pred[k] * 1e3:.3g} / " + (f"{meas[k] * 1e3:.3g}" if k in meas else "-")
-                              for k in sorted(pred, key=pred.get))
-            t.add_row(m["path"], call, str(m.get("strategy") or "-"), str(m.get("first")),
-                      f"{float(m.get('error', 0)):.2f}", times)
+            pred, meas, errs = m.get("predicted_s") or {}, m.get("measured_s") or {}, m.get("errors") or {}
+            times = "\n".join(f"{k} {pred[k] * 1e3:.3g} / " + (f"{meas[k] * 1e3:.3g}" if k in meas else "-") +
+                              (f" (±{errs[k]:.0%})" if k in errs else "") for k in sorted(pred, key=pred.get))
+            first = str(m.get("first")) + ("" if "trusted" not in m else " (served from the first call)"
+                                           if m["trusted"] else " (not trusted: within the errors; configured order)")
+            t.add_row(m["path"], call, str(m.get("strategy") or "-"), first, f"{float(m.get('error', 0)):.2f}", times)
         tables.append(t)
+        tables.append(_model_basis(coll["model"]))
     if coll.get("steady"):
         t = Table(title="steady windows (strategy auto: calls served without a collective of the runtime's)",
                   title_justify="left")

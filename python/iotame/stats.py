@@ -278,7 +278,10 @@ def _collective_rows(files: list) -> tuple[list[dict], list[dict], list[dict], l
         for d in f.get("decisions") or []:
             decided.append({"path": str(f.get("path", "?")), **d})
             if isinstance(d.get("model"), dict):
-                model.append({"path": str(f.get("path", "?")), "profile": (f.get("profile") or {}).get("path"),
+                profile = f.get("profile") or {}
+                model.append({"path": str(f.get("path", "?")), "profile": profile.get("path"),
+                              "fitted_strategies": profile.get("fitted_strategies", 0),
+                              "corrections": profile.get("corrections") or {},
                               "signature": d.get("signature", {}), "strategy": d.get("strategy"), **d["model"]})
         if f.get("profile_refused"):
             model.append({"path": str(f.get("path", "?")), "refused": str(f["profile_refused"])})

@@ -12,11 +12,22 @@
  *                                                    reader (profile/load.c): every problem on stderr
  *                                                    ("iotame: profile FILE: KEY: expected ..., got ..."), "FILE:
  *                                                    ok" on stdout for a valid one.
+ *   iotame-config predict PROFILE                    the cost model (profile/model.c) on calls: one JSON call per
+ *                                                    input line, {"op": "write"|"read", "nprocs", "nodes", "ppn",
+ *                                                    "bytes", "pieces", "piece", "interleaved", "gap", "targets",
+ *                                                    "unit", "sieves", "setup_seconds"} (missing: 0, the model's
+ *                                                    defaults); one line out per call, {"raw": {KIND: seconds, ...}}
+ *                                                    for every kind, and when the profile has a fit "fitted" and
+ *                                                    "error" (relative; null: unknown) for each fitted kind. A bad
+ *                                                    line: "iotame-config: predict: line N: KEY: expected ..., got
+ *                                                    ..." on stderr, nothing more is read.
  *
  * --settings S validates against the settings description S instead of the embedded runtime/settings.json (the
- * tuner's tests use modified descriptions). Exit status: 0 all valid (check, profile) or input consumed (batch),
- * 1 a configuration or profile is invalid or unreadable, 2 a usage error. */
+ * tuner's tests use modified descriptions). Exit status: 0 all valid (check, profile) or input consumed (batch,
+ * predict), 1 a configuration or profile is invalid or unreadable or a call is malformed, 2 a usage error. */
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +39,8 @@
 
 static const char usage[] = "usage: iotame-config check [--settings FILE] [--name NAME] FILE|-...\n"
                             "       iotame-config batch [--settings FILE]\n"
-                            "       iotame-config profile FILE...\n";
+                            "       iotame-config profile FILE...\n"
+                            "       iotame-config predict PROFILE   (JSON calls on stdin, one a line)\n";
 
 /* Every error of one document: NULL when valid, else the runtime's message lines (free it). */
 static char *validate_text(const char *name, const char *text, size_t len)
@@ -202,8 +214,145 @@ static int check_profiles(int nfiles, char **files)
     return status;
 }
 
+/* A JSON value as a message shows it: compact, at most 40 characters. */
+static void predict_shown(const json_t *v, char *out, size_t size)
+{
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+    if (text && strlen(text) > 40) strcpy(text + 37, "...");
+    snprintf(out, size, "%s", text ? text : "?");
+    free(text);
+}
+
+static void predict_problem(long line, const char *key, const char *expected, const json_t *got)
+{
+    char shown[64];
+    predict_shown(got, shown, sizeof shown);
+    fprintf(stderr, "iotame-config: predict: line %ld: %s: expected %s, got %s\n", line, key, expected, shown);
+}
+
+/* A prediction as JSON: null when there is none (negative, or not finite). */
+static json_t *predict_seconds(double s)
+{
+    return s >= 0 && isfinite(s) ? json_real(s) : json_null();
+}
+
+/* One input line's call into *c; the number of problems, each on stderr naming the line and the key. */
+static int predict_call(json_t *req, long line, iotame_model_call_t *c)
+{
+    static const struct {
+        const char *key;
+        size_t offset;
+    } counts[] = {
+        {"nprocs", offsetof(iotame_model_call_t, nprocs)},     {"nodes", offsetof(iotame_model_call_t, nodes)},
+        {"ppn", offsetof(iotame_model_call_t, ppn)},           {"bytes", offsetof(iotame_model_call_t, bytes)},
+        {"pieces", offsetof(iotame_model_call_t, pieces)},     {"piece", offsetof(iotame_model_call_t, piece_size)},
+        {"gap", offsetof(iotame_model_call_t, gap)},           {"targets", offsetof(iotame_model_call_t, targets)},
+        {"unit", offsetof(iotame_model_call_t, unit)}};
+    int problems = 0;
+    memset(c, 0, sizeof *c);
+    const char *key;
+    json_t *v;
+    json_object_foreach(req, key, v) {
+        size_t i = 0;
+        while (i < sizeof counts / sizeof *counts && strcmp(key, counts[i].key) != 0) i++;
+        if (i < sizeof counts / sizeof *counts) {
+            if (json_is_integer(v) && json_integer_value(v) >= 0)
+                *(int64_t *)((char *)c + counts[i].offset) = (int64_t)json_integer_value(v);
+            else problems++, predict_problem(line, key, "an integer >= 0", v);
+        } else if (strcmp(key, "op") == 0) {
+            const char *op = json_string_value(v);
+            if (op && (strcmp(op, "write") == 0 || strcmp(op, "read") == 0)) c->write = strcmp(op, "write") == 0;
+            else problems++, predict_problem(line, key, "\"write\" or \"read\"", v);
+        } else if (strcmp(key, "interleaved") == 0 || strcmp(key, "sieves") == 0) {
+            int *flag = key[0] == 'i' ? &c->interleaved : &c->sieves;
+            if (json_is_boolean(v)) *flag = json_is_true(v);
+            else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))
+                *flag = (int)json_integer_value(v);
+            else problems++, predict_problem(line, key, "true, false, 0 or 1", v);
+        } else if (strcmp(key, "setup_seconds") == 0) {
+            if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) < 1e300)
+                c->setup_seconds = json_number_value(v);
+            else problems++, predict_problem(line, key, "a number of seconds >= 0", v);
+        } else {
+            problems++;
+            fprintf(stderr, "iotame-config: predict: line %ld: %s: unknown key (a call has op, nprocs, nodes, ppn, "
+                            "bytes, pieces, piece, interleaved, gap, targets, unit, sieves, setup_seconds)\n",
+                    line, key);
+        }
+    }
+    return problems;
+}
+
+/* The cost model's seconds under every kind (raw; fitted, with its error, where the profile has a fit) for each call
+ * on stdin, one JSON line in, one out; 1 at the first bad line (after its problems) or when the profile cannot be
+ * used. */
+static int predict(const char *path)
+{
+    iotame_profile_t profile;
+    char *errors = NULL;
+    int rc = iotame_profile_load(path, NULL, 0, &profile, &errors);
+    if (rc != 0) {
+        if (errors) fputs(errors, stderr);
+        else fprintf(stderr, "iotame: profile %s: %s\n", path, strerror(-rc));
+        free(errors);
+        return 1;
+    }
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long line = 0;
+    int status = 0;
+    while (status == 0 && (n = getline(&text, &cap, stdin)) >= 0) {
+        line++;
+        if (strspn(text, " \t\r\n") == (size_t)n) continue;
+        json_error_t jerr;
+        json_t *req = json_loadb(text, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
+        iotame_model_call_t call;
+        if (!req) {
+            fprintf(stderr, "iotame-config: predict: line %ld: not JSON: %s (column %d)\n", line, jerr.text,
+                    jerr.column);
+            status = 1;
+        } else if (!json_is_object(req)) {
+            predict_problem(line, "(the line)", "an object, one call", req);
+            status = 1;
+        } else if (predict_call(req, line, &call) != 0) {
+            status = 1;
+        } else {
+            json_t *raw = json_object(), *fitted = json_object(), *error = json_object();
+            for (int kind = IOTAME_MODEL_PASSTHROUGH; kind < IOTAME_MODEL_KINDS; kind++) {
+                const char *name = iotame_model_kind_name(kind);
+                json_object_set_new(raw, name, predict_seconds(iotame_model_predict(&profile, &call, kind)));
+                if (profile.fit[kind].rows <= 0) continue;
+                double e;
+                json_object_set_new(fitted, name, predict_seconds(iotame_model_fitted(&profile, &call, kind, &e)));
+                json_object_set_new(error, name, predict_seconds(e));
+            }
+            json_t *out = json_pack("{s:o}", "raw", raw);
+            if (iotame_model_fits(&profile) > 0) {
+                json_object_set_new(out, "fitted", fitted);
+                json_object_set_new(out, "error", error);
+            } else {
+                json_decref(fitted);
+                json_decref(error);
+            }
+            answer(out);
+            fflush(stdout);
+        }
+        json_decref(req);
+    }
+    free(text);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "predict") == 0) {
+        if (argc != 3) {
+            fputs(usage, stderr);
+            return 2;
+        }
+        return predict(argv[2]);
+    }
     if (argc >= 2 && strcmp(argv[1], "profile") == 0) {
         int first = argc > 2 && strcmp(argv[2], "--") == 0 ? 3 : 2;
         if (first == argc) {

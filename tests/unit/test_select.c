@@ -450,7 +450,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     iotame_sel_entry_t *f = iotame_select_entry(s, &fresh, &CONF, knowledge_of(k), NULL);
     const double fast_pt[4] = {300, 100, 100, 100};
     for (int i = 0; i < 12; i++) serve(s, f, fast_pt);
-    CHECK(iotame__coll_knowledge_save(s, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s, path, NULL) == 0);
 
     json_t *saved = load_section(path);
     json_t *entries = json_object_get(saved, "entries");
@@ -474,7 +474,7 @@ static void test_knowledge_starts_with_the_winner_and_is_merged_on_save(void)
     FILE *out = fopen(path, "w");
     fputs("not json", out);
     fclose(out);
-    CHECK(iotame__coll_knowledge_save(s, path) == -EEXIST);
+    CHECK(iotame__coll_knowledge_save(s, path, NULL) == -EEXIST);
     char buf[32] = {0};
     FILE *in = fopen(path, "r");
     CHECK(fread(buf, 1, sizeof buf - 1, in) == 8 && strcmp(buf, "not json") == 0);
@@ -497,7 +497,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL, NULL);
     for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
-    CHECK(iotame__coll_knowledge_save(s1, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s1, path, NULL) == 0);
     json_t *k = load_section(path);
     const json_t *item = json_array_get(json_object_get(k, "entries"), 0);
     CHECK(json_is_null(json_object_get(item, "strategy")));
@@ -515,7 +515,7 @@ static void test_an_unaffordable_examination_gets_its_credit_in_the_next_run(voi
     /* A saved winner is never replaced by an undecided entry of another job. */
     json_object_set_new((json_t *)item, "strategy", json_string("node_local"));
     CHECK(json_dump_file(k, path, 0) == 0);
-    CHECK(iotame__coll_knowledge_save(s1, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s1, path, NULL) == 0);
     json_t *again = load_section(path);
     CHECK(strcmp(dstr(json_array_get(json_object_get(again, "entries"), 0), "strategy"), "node_local") == 0);
     json_decref(again);
@@ -551,18 +551,18 @@ static void test_jobs_at_once_each_add_their_credit(void)
     iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &conf, NULL, NULL);
     for (int i = 0; i < 20; i++) CHECK(serve(s1, e1, mbs) == PT);
-    CHECK(iotame__coll_knowledge_save(s1, path) == 0 && fabs(saved_spent(path) - 0.2) < 1e-9);
+    CHECK(iotame__coll_knowledge_save(s1, path, NULL) == 0 && fabs(saved_spent(path) - 0.2) < 1e-9);
     json_t *k = load_section(path);
     iotame_selector_t *s2 = select_for(new_fs()), *s3 = select_for(new_fs());
     iotame_sel_entry_t *e2 = iotame_select_entry(s2, &sig, &conf, knowledge_of(k), NULL);
     iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &conf, knowledge_of(k), NULL);
     for (int i = 0; i < 10; i++) CHECK(serve(s2, e2, mbs) == PT);
     for (int i = 0; i < 30; i++) CHECK(serve(s3, e3, mbs) == PT);
-    CHECK(iotame__coll_knowledge_save(s2, path) == 0 && fabs(saved_spent(path) - 0.3) < 1e-9);
-    CHECK(iotame__coll_knowledge_save(s3, path) == 0 && fabs(saved_spent(path) - 0.6) < 1e-9);
+    CHECK(iotame__coll_knowledge_save(s2, path, NULL) == 0 && fabs(saved_spent(path) - 0.3) < 1e-9);
+    CHECK(iotame__coll_knowledge_save(s3, path, NULL) == 0 && fabs(saved_spent(path) - 0.6) < 1e-9);
     for (int i = 0; i < 5; i++) CHECK(serve(s2, e2, mbs) == PT);
-    CHECK(iotame__coll_knowledge_save(s2, path) == 0 && fabs(saved_spent(path) - 0.65) < 1e-9);
-    CHECK(iotame__coll_knowledge_save(s2, path) == 0 && fabs(saved_spent(path) - 0.65) < 1e-9); /* nothing new */
+    CHECK(iotame__coll_knowledge_save(s2, path, NULL) == 0 && fabs(saved_spent(path) - 0.65) < 1e-9);
+    CHECK(iotame__coll_knowledge_save(s2, path, NULL) == 0 && fabs(saved_spent(path) - 0.65) < 1e-9); /* nothing new */
     json_decref(k);
     remove_knowledge(path);
 }
@@ -589,7 +589,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     iotame_selector_t *s1 = select_for(new_fs());
     iotame_sel_entry_t *e1 = iotame_select_entry(s1, &sig, &CONF, NULL, NULL);
     CHECK(serve_until(s1, e1, mbs, TP) == 4 && serve(s1, e1, mbs) == TP);
-    CHECK(iotame__coll_knowledge_save(s1, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s1, path, NULL) == 0);
     json_t *k = load_section(path);
     json_t *item = json_array_get(json_object_get(k, "entries"), 0);
     const json_t *x = json_object_get(item, "examination");
@@ -609,7 +609,7 @@ static void test_an_unfinished_examination_starts_the_next_run_with_its_lead(voi
     iotame_sel_entry_t *e3 = iotame_select_entry(s3, &sig, &CONF, NULL, NULL);
     CHECK(serve_until(s3, e3, mbs, TP) == 4);
     remove_knowledge(path);
-    CHECK(iotame__coll_knowledge_save(s3, path) == 0);
+    CHECK(iotame__coll_knowledge_save(s3, path, NULL) == 0);
     json_t *k3 = load_section(path);
     json_t *x3 = json_object_get(json_array_get(json_object_get(k3, "entries"), 0), "examination");
     CHECK(dstr(x3, "first") && strcmp(dstr(x3, "first"), "passthrough") == 0); /* two_phase: its transition only */

@@ -1,5 +1,6 @@
 """`iotame calibrate --check`: re-measure two points of a profile (durable sequential writes and sequential reads
-at one request size) on the same file system and say whether the profile still holds within a tolerance."""
+at one request size) on the same file system and say whether the profile still holds within a tolerance; and the
+cross-validated error of the model's fit to the strategies' measurements, as the profile stores it (fit.py)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,8 @@ from .measure import QUICK, Calibration, Settings
 from .network import check_point
 from .profile import curve_at
 
-__all__ = ["CHECK_REQUEST", "DEFAULT_TOLERANCE", "check_request", "judge", "identity_problems", "check_profile"]
+__all__ = ["CHECK_REQUEST", "DEFAULT_TOLERANCE", "check_request", "judge", "identity_problems", "check_profile",
+           "fit_report"]
 
 CHECK_REQUEST = 1 << 20
 DEFAULT_TOLERANCE = 0.5
@@ -51,6 +53,22 @@ def identity_problems(profile: dict, identity: dict) -> list[str]:
     return problems
 
 
+def fit_report(profile: dict) -> list[dict] | None:
+    """The stored fit's error per strategy: {"strategy", "rows", "cv_median", "cv_max"} for each fitted strategy,
+    then each measured one without a fit (too few rows: cv None). None when the profile has no strategies.fit."""
+    section = profile.get("strategies") or {}
+    fit = section.get("fit")
+    if not isinstance(fit, dict):
+        return None
+    report = [{"strategy": name, "rows": entry.get("rows"), "cv_median": entry.get("cv_median"),
+               "cv_max": entry.get("cv_max")} for name, entry in (fit.get("strategies") or {}).items()]
+    unfitted: dict[str, int] = {}
+    for row in section.get("measured") or []:
+        if row.get("strategy") not in {r["strategy"] for r in report}:
+            unfitted[row.get("strategy")] = unfitted.get(row.get("strategy"), 0) + 1
+    return report + [{"strategy": name, "rows": n, "cv_median": None, "cv_max": None} for name, n in unfitted.items()]
+
+
 def _settings(profile: dict) -> Settings:
     """The profile's own measurement settings when it recorded them, else the quick ones."""
     recorded = (profile.get("measurement") or {}).get("settings")
@@ -66,7 +84,7 @@ def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float 
     """Re-measures durable sequential writes and sequential reads at check_request() on `directory`, and with
     `network_job` one network point (network.check_point), and judges them against the profile: {"holds",
     "identity": [problems], "layout": [the network job's node layout against the profile's], "points": judge()'s
-    rows and the network's, "reads_from", "network_note"}."""
+    rows and the network's, "reads_from", "network_note", "strategies": fit_report()}."""
     identity = fs_identity(directory)
     request = check_request(profile)
     emulated = EmulatedStorage(profile["emulated"], state_dir(), "the profile's emulated section") \
@@ -89,4 +107,4 @@ def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float 
     return {"holds": not problems and not layout_problems and all(p["holds"] for p in points),
             "tolerance": tolerance, "identity": problems, "layout": layout_problems, "points": points,
             "filesystem": identity, "reads_from": "storage" if cal.drop_reason is None else "page cache",
-            "network_note": network_note}
+            "network_note": network_note, "strategies": fit_report(profile)}

@@ -1,7 +1,8 @@
 """`iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] [--json] [LAUNCH]` (without --out, into
 the user's profile directory, where the runtime finds it: calibrate/discover.py) and
 `iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] [LAUNCH]`, LAUNCH being the tuner's
-`--np N`, `--launcher mpiexec|srun`, `--srun-mpi PLUGIN` or a launcher command after `--`."""
+`--np N`, `--launcher mpiexec|srun`, `--srun-mpi PLUGIN` or a launcher command after `--`, and
+`iotame calibrate --refit PROFILE.json [--json]` (the model's fit to the profile's strategy measurements, again)."""
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,9 @@ from pathlib import Path
 from rich import box
 from rich.table import Table
 
-from ..calibrate import (DEFAULT_STREAMS, DEFAULT_TOLERANCE, FULL, QUICK, calibrate, check_profile, load_profile,
-                         network_job, profile_json, save_profile, stream_counts)
+from ..calibrate import (DEFAULT_STREAMS, DEFAULT_TOLERANCE, FULL, QUICK, ProfileError, calibrate, check_profile,
+                         fit_report, fit_strategies, load_profile, network_job, profile_json, save_profile,
+                         stream_counts)
 from ..calibrate.discover import ENV_PROFILE, default_profile_path, user_profile_dir
 from ..calibrate.network import NETWORK_REPS
 from ..calibrate.strategies import STRATEGIES, median_mbs
@@ -44,7 +46,8 @@ def add_parser(sub) -> None:
                        usage="iotame calibrate --dir DIR [--out PROFILE.json] [--quick] [--streams N] "
                              "[--no-strategies] [--json] [--np N] [--launcher L] [-- LAUNCHER...]\n"
                              "       iotame calibrate --dir DIR --check PROFILE.json [--tolerance T] [--json] "
-                             "[--np N] [--launcher L] [-- LAUNCHER...]",
+                             "[--np N] [--launcher L] [-- LAUNCHER...]\n"
+                             "       iotame calibrate --refit PROFILE.json [--json]",
                        description="Measure, with fio on files in DIR, durable write and cache-dropped read "
                                    "throughput against request size (sequential and scattered), against 1, 2, 4, "
                                    "8 and 16 concurrent streams (--streams), how much write-back absorbs, and the "
@@ -52,15 +55,18 @@ def add_parser(sub) -> None:
                                    "by default into $XDG_CONFIG_HOME/iotame/profiles (~/.config/iotame/profiles), "
                                    "where the runtime finds it. "
                                    "--check re-measures two storage points (and one network point) and exits 1 "
-                                   "when the profile no longer holds. "
+                                   "when the profile no longer holds, and reports the model's cross-validated "
+                                   "error per strategy from the profile's fit. --refit fits the model to the "
+                                   "profile's strategy measurements again and rewrites the profile. "
                                    "With --np, --launcher, a launcher command after -- (e.g. -- mpiexec -n 4), "
                                    "or inside a Slurm allocation, it also runs iotame-kernel netprobe: ping-pong "
                                    "latency and bandwidth within and between nodes, allgather and alltoallv times, "
                                    "and then, with the same processes, iotame-kernel sigprobe under each collective "
                                    "strategy: write and read times of synthetic collective call signatures. "
                                    "See docs/calibrate.md.")
-    p.add_argument("--dir", required=True, type=Path, metavar="DIR",
-                   help="a directory on the file system to calibrate (scratch files are removed after)")
+    p.add_argument("--dir", type=Path, metavar="DIR",
+                   help="a directory on the file system to calibrate (scratch files are removed after); needed "
+                        "except with --refit")
     p.add_argument("--out", type=Path, metavar="PROFILE.json",
                    help="where the profile goes (default: $XDG_CONFIG_HOME/iotame/profiles/TYPE-MAJOR_MINOR.json, "
                         "where the runtime finds it)")
@@ -77,6 +83,9 @@ def add_parser(sub) -> None:
                         "strategy, with the network's processes)")
     p.add_argument("--check", type=Path, metavar="PROFILE.json",
                    help="re-measure two points and say whether this profile still holds (exit status 0 or 1)")
+    p.add_argument("--refit", type=Path, metavar="PROFILE.json",
+                   help="fit the cost model to this profile's measured strategy calls again (after a change of the "
+                        "model) and rewrite its strategies.fit in place; measures nothing")
     p.add_argument("--tolerance", type=_tolerance, metavar="T",
                    help=f"--check: a point holds within a factor 1+T either way (default {DEFAULT_TOLERANCE})")
     p.add_argument("--json", action="store_true", help="print the profile (or the check) as JSON")
@@ -94,6 +103,15 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.refit:
+        if args.check or args.out or args.config or args.quick or args.dir or args.tolerance is not None or \
+                args.launch or args.np or args.launcher or args.srun_mpi or args.streams != DEFAULT_STREAMS or \
+                args.no_strategies:
+            raise UsageError("calibrate: --refit rewrites an existing profile's fit and measures nothing; give only "
+                             "--refit PROFILE.json [--json]")
+        return _refit(args)
+    if args.dir is None:
+        raise UsageError("calibrate: give --dir DIR, the file system to measure (or --refit PROFILE.json)")
     if args.check and (args.out or args.quick or args.streams != DEFAULT_STREAMS or args.no_strategies):
         raise UsageError("calibrate: --check re-measures an existing profile; drop --out, --quick, --streams and "
                          "--no-strategies")
@@ -268,6 +286,8 @@ def _check(args: argparse.Namespace, job) -> int:
             t.add_row(p["point"], fmt_bytes(p["request_bytes"]), fmt_mbs(p["profile_mbs"]),
                       fmt_mbs(p["measured_mbs"]), f"{p['ratio']:.2f}", "yes" if p["holds"] else "no")
         out.print(t)
+        if result["strategies"] is not None:
+            out.print(_fit_table(result["strategies"]))
     for problem in result["identity"]:
         print(f"iotame: calibrate --check: another file system: {problem}", file=sys.stderr)
     for problem in result["layout"]:
@@ -278,3 +298,35 @@ def _check(args: argparse.Namespace, job) -> int:
         print("iotame: calibrate --check: page cache not dropped (not root): reads came from the page cache",
               file=sys.stderr)
     return 0 if result["holds"] else 1
+
+
+def _fit_table(report: list[dict]) -> Table:
+    """The fit's cross-validated relative error per strategy (check.fit_report's rows)."""
+    t = Table(title="model fit: cross-validated error", title_justify="left")
+    for col, justify in (("strategy", "left"), ("rows", "right"), ("cv median", "right"), ("cv max", "right")):
+        t.add_column(col, justify=justify)
+    for r in report:
+        if r["cv_median"] is None:
+            t.add_row(r["strategy"], str(r["rows"]), "too few rows", "-")
+        else:
+            t.add_row(r["strategy"], str(r["rows"]), f"{100 * r['cv_median']:.1f} %", f"{100 * r['cv_max']:.1f} %")
+    return t
+
+
+def _refit(args: argparse.Namespace) -> int:
+    profile = load_profile(args.refit)
+    if not (profile.get("strategies") or {}).get("measured"):
+        raise ProfileError([f"iotame: profile {args.refit}: strategies.measured: expected the strategies' measured "
+                            "calls (a version 2 profile calibrated with them), got none"])
+    try:
+        profile["strategies"]["fit"] = fit_strategies(profile)
+    except ValueError as e:
+        raise ProfileError([f"iotame: profile {args.refit}: {e}"]) from None
+    save_profile(profile, args.refit)
+    report = fit_report(profile)
+    if args.json:
+        print(json.dumps({"profile": str(args.refit), "strategies": report}, indent=1))
+    else:
+        console().print(_fit_table(report))
+    print(f"fit rewritten in {args.refit}", file=sys.stderr)
+    return 0

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ typedef struct auto_selector {
     iotame_file_stats_t *fs;
     iotame_selector_t *sel;
     json_t *decisions;
+    json_t *used; /* what auto_predict applied of the learned corrections to each signature (corrections.c) */
     struct iotame_coll_choice *left; /* handles' states whose last window completes at MPI_Finalize */
     struct auto_selector *next;
 } auto_selector_t;
@@ -48,6 +50,9 @@ typedef struct {
     iotame_model_call_t own[IOTAME_STRATEGY_MAX]; /* each strategy's own facts of the handle (its model_call) */
     int sieves, kind[IOTAME_STRATEGY_MAX];
     double error;
+    json_t *corrections; /* the knowledge file's corrections of every profile ("model"), read at the open */
+    const json_t *learned; /* those of this file's profile (borrowed from corrections; NULL: none) */
+    char learned_key[16];  /* the profile's key in them */
     double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
     int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
                              strategy of a measured call is every rank's) */
@@ -115,6 +120,7 @@ static void auto_leave(struct iotame_coll_choice *a)
 static void auto_free(struct iotame_coll_choice *a)
 {
     iotame__coll_known_free(&a->w.set.knowledge);
+    json_decref(a->model.corrections);
     free(a->knowledge_path);
     free(a->rows);
     free(a);
@@ -161,11 +167,25 @@ static void auto_profile_kinds(struct iotame_coll_choice *a, const iotame_coll_e
     }
 }
 
+/* Records what a signature's predictions applied of the learned corrections (auto_selector_t's `used`): the class,
+ * and each strategy's correction, from which this run's measurements are reported as observations. */
+static void auto_predict_used(const struct iotame_coll_choice *a, const iotame_sig_t *sig, const char *cls,
+                              json_t *applied)
+{
+    char key[160];
+    iotame__coll_corrections_sig_key(key, sizeof key, sig);
+    json_t *used = a->selector->used ? a->selector->used : (a->selector->used = json_object());
+    json_object_set_new(used, key, json_pack("{s:s,s:o}", "class", cls, "corrections", applied));
+}
+
 static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iotame_select_model_t *out)
 {
     const struct iotame_coll_choice *a = arg;
     memset(out, 0, sizeof *out);
     out->error = a->model.error;
+    char cls[128];
+    iotame__coll_correction_class(cls, sizeof cls, sig, a->model.nodes, interleaved);
+    json_t *applied = json_object();
     int any = 0;
     for (int s = 0; s < iotame_nstrategies && s < IOTAME_SELECT_MAX; s++) {
         if (a->model.kind[s] == IOTAME_MODEL_NONE) continue;
@@ -183,9 +203,14 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         call.setup_seconds = a->model.engine_ready ? 0 : a->model.setup_seconds;
         double error;
         out->seconds[s] = iotame_model_fitted(&a->model.profile->profile, &call, a->model.kind[s], &error);
-        out->errors[s] = error > 0 ? error : 0; /* 0: no fit near the call, the default error */
+        const char *name = iotame_strategies[s]->name;
+        const iotame_coll_correction_t k = iotame__coll_correction(a->model.learned, cls, name);
+        out->seconds[s] *= exp(k.correction);
+        out->errors[s] = iotame__coll_correction_error(&k, error > 0 ? error : a->model.error);
+        if (k.measurements > 0) json_object_set_new(applied, name, json_real(k.correction));
         any |= out->seconds[s] > 0;
     }
+    auto_predict_used(a, sig, cls, applied);
     return any;
 }
 
@@ -214,16 +239,22 @@ static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_
     a->model.sieves = env->write_sieving;
     auto_profile_kinds(a, env);
     a->model.error = iotame_select_known_error(&a->w.set.knowledge, a->model.error);
+    iotame__coll_correction_key(a->model.learned_key, sizeof a->model.learned_key, a->model.profile->hash);
+    a->model.learned = json_object_get(a->model.corrections, a->model.learned_key);
     a->w.set.conf.predicts = 1;
     a->w.predict = (iotame_window_predict_t){auto_predict, a};
     const iotame_profile_t *pr = &a->model.profile->profile;
+    int64_t classes, measurements;
+    iotame__coll_corrections_count(a->model.learned, &classes, &measurements);
     if (coll)
         json_object_set_new(coll, "profile",
-                            json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "path", a->model.profile->path, "found_by",
-                                      a->model.profile->found_by, "nodes", (json_int_t)a->model.nodes, "targets",
-                                      (json_int_t)(a->model.targets ? a->model.targets : pr->targets), "unit",
-                                      (json_int_t)(a->model.unit ? a->model.unit : pr->stripe_unit), "model_error",
-                                      a->model.error));
+                            json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:i,s:{s:I,s:I}}", "path", a->model.profile->path,
+                                      "found_by", a->model.profile->found_by, "nodes", (json_int_t)a->model.nodes,
+                                      "targets", (json_int_t)(a->model.targets ? a->model.targets : pr->targets),
+                                      "unit", (json_int_t)(a->model.unit ? a->model.unit : pr->stripe_unit),
+                                      "model_error", a->model.error, "fitted_strategies", iotame_model_fits(pr),
+                                      "corrections", "classes", (json_int_t)classes, "measurements",
+                                      (json_int_t)measurements));
 }
 
 /* ---- open ---- */
@@ -338,6 +369,7 @@ static int auto_open(void **state, const iotame_coll_open_t *o, int agree[IOTAME
     }
     a->knowledge_broken = broken;
     const int held = knowledge && iotame__coll_known(knowledge, &a->w.set.knowledge) == 0;
+    a->model.corrections = json_incref(json_object_get(knowledge, "model")); /* every rank parsed the same text */
     json_decref(knowledge);
     agree[A_HAS] = exists && held;
     agree[A_HAS_NOT] = exists && !held;
@@ -462,8 +494,13 @@ static void auto_choice_retire(struct iotame_coll_choice *a)
         auto_add_count(coll, "steady_windows_measured", t->measured);
         auto_add_count(coll, "steady_windows_changed", t->unmeasured);
     }
-    if (a->knowledge_path && a->rank == 0 && !a->knowledge_broken) /* the store reports what it could not save */
-        iotame__coll_knowledge_save(a->w.sel, a->knowledge_path);
+    if (a->knowledge_path && a->rank == 0 && !a->knowledge_broken) { /* the store reports what it could not save */
+        json_t *observed = a->model.profile ? iotame__coll_corrections_observed(a->w.sel, a->selector->used,
+                                                                                a->model.learned_key)
+                                            : NULL;
+        iotame__coll_knowledge_save(a->w.sel, a->knowledge_path, observed);
+        json_decref(observed);
+    }
     if (a->closed && a->comm != MPI_COMM_NULL) PMPI_Comm_free(&a->comm);
     auto_free(a);
 }

@@ -47,9 +47,11 @@ static int select_knowledge_add_credit(const json_t *item, json_t *fresh)
 }
 
 /* Merges the entries this run learned into the file's: by signature, an undecided entry never replacing a winner
- * (another job decided meanwhile), and adding its credit to an undecided one's. */
-static int select_knowledge_merge(json_t *section, json_t *learned)
+ * (another job decided meanwhile), and adding its credit to an undecided one's; then the model's observations into
+ * its corrections (corrections.c). fresh: {"entries": [...], "observed": {...}}, either may be missing. */
+static int select_knowledge_merge(json_t *section, json_t *fresh_all)
 {
+    json_t *learned = json_object_get(fresh_all, "entries");
     json_t *entries = json_object_get(section, "entries");
     if (!entries && json_object_set_new(section, "entries", entries = json_array()) != 0) return -ENOMEM;
     if (!json_is_array(entries)) return -EINVAL;
@@ -73,17 +75,19 @@ static int select_knowledge_merge(json_t *section, json_t *learned)
         if (!found) rc = json_array_append(entries, fresh);
         if (rc) return -ENOMEM;
     }
-    return 0;
+    return iotame__coll_corrections_merge(section, json_object_get(fresh_all, "observed"));
 }
 
-int iotame__coll_knowledge_save(iotame_selector_t *s, const char *path)
+int iotame__coll_knowledge_save(iotame_selector_t *s, const char *path, const json_t *observed)
 {
     json_t *learned = iotame__coll_learned(s);
-    if (!learned) return 0;
+    if (!learned && !observed) return 0;
+    json_t *fresh = json_pack("{s:o*,s:O*}", "entries", learned, "observed", observed);
+    if (!fresh) return -ENOMEM;
     iotame_posix_quiet_begin();
-    int rc = iotame_knowledge_merge(path, SELECT_KNOWLEDGE_MODULE, select_knowledge_merge, learned);
+    int rc = iotame_knowledge_merge(path, SELECT_KNOWLEDGE_MODULE, select_knowledge_merge, fresh);
     iotame_posix_quiet_end();
     if (rc == 0) iotame_select_saved(s); /* the next save adds only what comes after */
-    json_decref(learned);
+    json_decref(fresh);
     return rc;
 }

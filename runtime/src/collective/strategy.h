@@ -404,8 +404,40 @@ json_t *iotame__coll_knowledge_load(const char *path, MPI_Comm comm, int rank, i
 /* Merges the winners of s, and the budgets of its undecided signatures, into the file at path (created if missing;
  * entries of other signatures and other modules' sections kept; a winner never replaced by an undecided entry;
  * locked against concurrent writers, replaced atomically; an existing file that is not a knowledge file is left
- * alone: -EEXIST; a lock not had in time: -ETIMEDOUT; each reported). Returns 0 or -errno. */
-int iotame__coll_knowledge_save(iotame_selector_t *s, const char *path);
+ * alone: -EEXIST; a lock not had in time: -ETIMEDOUT; each reported), and the model's observations (observed, may be
+ * NULL: iotame__coll_corrections_observed) into its corrections. Returns 0 or -errno. */
+int iotame__coll_knowledge_save(iotame_selector_t *s, const char *path, const json_t *observed);
+
+/* ---- the model's corrections learned from the jobs it served (corrections.c) ---- */
+
+/* A strategy's correction on a class of signatures: predictions are multiplied by exp(correction); spread is the mean
+ * deviation of the observations from it (log); measurements how many there were (0: none, nothing corrected). */
+typedef struct {
+    double correction, spread;
+    int64_t measurements;
+} iotame_coll_correction_t;
+/* The class of a signature the corrections are kept by: operation, processes, nodes, the piece size to a power of
+ * two, interleaved or not ("read procs=2 nodes=1 piece=2^6 interleaved"). */
+void iotame__coll_correction_class(char *out, size_t size, const iotame_sig_t *sig, int64_t nodes, int interleaved);
+/* The key of a machine profile's corrections (its hash, hexadecimal). */
+void iotame__coll_correction_key(char *out, size_t size, int profile_hash);
+/* The correction of a strategy on a class, from a profile's corrections (NULL: none; values out of range: none). */
+iotame_coll_correction_t iotame__coll_correction(const json_t *profile_model, const char *cls, const char *strategy);
+/* The error of a prediction so corrected: the spread's (twice the mean deviation) once there are a few measurements,
+ * before that never below `fitted` (the fit's error, or the default). */
+double iotame__coll_correction_error(const iotame_coll_correction_t *c, double fitted);
+/* What the selector's entries measured against predictions this run has not reported yet, as {"profile": key,
+ * "observations": [{"class", "strategy", "r"}]} (r: log of measured over the uncorrected prediction), from `used`
+ * (what auto_predict recorded of each signature: {"<signature>": {"class": c, "corrections": {strategy: c}}}, whose
+ * "seen" it updates); NULL when there is nothing new. */
+json_t *iotame__coll_corrections_observed(const iotame_selector_t *s, json_t *used, const char *profile_key);
+/* The key of a signature in `used`. */
+void iotame__coll_corrections_sig_key(char *out, size_t size, const iotame_sig_t *sig);
+/* Applies observed's observations to the corrections of the knowledge section (each bounded; the file's corrections
+ * as they are now, so that jobs at once each add theirs). 0 or -ENOMEM. */
+int iotame__coll_corrections_merge(json_t *section, const json_t *observed);
+/* The classes and the measurements a profile's corrections rest on. */
+void iotame__coll_corrections_count(const json_t *profile_model, int64_t *classes, int64_t *measurements);
 
 /* ---- the aggregation engine strategies are built on ---- */
 

@@ -76,6 +76,8 @@ typedef struct {
     int cut[IOTAME_SELECT_MAX];     /* kept out of examinations: predicted beyond the error of the incumbent's */
     double seen[IOTAME_SELECT_MAX]; /* the latest mean measured of each strategy (MB/s; 0: none) */
     double top[IOTAME_SELECT_MAX];  /* the best mean measured of each (MB/s): what it does when conditions allow */
+    double first_call[IOTAME_SELECT_MAX]; /* each one's first call on the signature (MB/s; a transition call, not in
+                                             any mean): all a one-call phase measures */
     double backoff;                 /* a probe waits for this many times its expected loss in credit */
     /* the examination under way is restricted to the incumbent and these (a probe's, or a departure's) */
     int restricted, probing, only[IOTAME_SELECT_MAX];
@@ -129,6 +131,7 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
 int iotame__select_prediction_start(iotame_sel_entry_t *e);
 void iotame__select_prediction_skip(iotame_sel_entry_t *e, int first);
 void iotame__select_prediction_seen(iotame_sel_entry_t *e, int s, double mbs);
+void iotame__select_prediction_first_call(iotame_sel_entry_t *e, int s, double mbs);
 void iotame__select_prediction_finish(iotame_sel_entry_t *e, int previous);
 int iotame__select_prediction_departed(iotame_sel_entry_t *e);
 void iotame__select_prediction_probe(iotame_sel_entry_t *e, double mean);

@@ -44,10 +44,17 @@ static int prediction_within(const iotame_sel_entry_t *e, int c, int incumbent)
     return log(md->pred[c] / md->pred[incumbent]) <= sqrt(ec * ec + ei * ei);
 }
 
-/* The latest mean measured of strategy s: of a window or a finished examination, else the one under way (MB/s). */
+/* The latest mean measured of strategy s: of a window or a finished examination, else the one under way, else its
+ * first call (MB/s; 0: none). */
 double iotame__select_prediction_latest(const iotame_sel_entry_t *e, int s)
 {
-    return e->prediction.seen[s] > 0 ? e->prediction.seen[s] : iotame__select_exam_mean(e, s);
+    const double mean = e->prediction.seen[s] > 0 ? e->prediction.seen[s] : iotame__select_exam_mean(e, s);
+    return mean > 0 ? mean : e->prediction.first_call[s];
+}
+
+void iotame__select_prediction_first_call(iotame_sel_entry_t *e, int s, double mbs)
+{
+    if (e->prediction.on && mbs > 0 && !(e->prediction.first_call[s] > 0)) e->prediction.first_call[s] = mbs;
 }
 
 void iotame__select_prediction_seen(iotame_sel_entry_t *e, int s, double mbs)

@@ -523,6 +523,7 @@ static int calls_count(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy
     calls_trace(c, strategy, mbs);
     e->budget.spent += iotame__select_call_seconds(e, mbs);
     const int transition = calls_fresh(e, strategy);
+    if (transition && strategy != c->prev) iotame__select_prediction_first_call(e, strategy, mbs);
     c->run = strategy != c->prev ? 1 : c->run < INT_MAX ? c->run + 1 : c->run;
     c->prev = strategy;
     return transition;

@@ -1,0 +1,143 @@
+"""The cost model fitted to the strategies' measured calls (issue 48, item 2; the contract of the profile's
+`strategies` section, docs/formats.md): per strategy, a least-squares fit on log time of the measured seconds
+against the model's raw prediction (`iotame-config predict`, the runtime's own model), as a factor exp(coef .
+features) of a call's piece size, direction and interleaving, and its leave-one-out cross-validated error."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..config import run_config_tool
+from ..errors import IotameError
+
+__all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "features", "fitted_seconds", "fit_strategies", "raw_predictions"]
+
+FEATURES = ("one", "u", "u2", "write", "interleaved")
+RIDGE = 1e-3       # penalty on every coefficient but `one`: a rank-deficient design stays finite
+MIN_ROWS = 3       # a strategy with fewer measured rows gets no fit
+_CALL_KEYS = ("nprocs", "nodes", "ppn", "bytes", "pieces", "piece", "gap", "targets", "unit", "sieves")
+
+
+def features(piece: float, write: bool | int, interleaved: bool | int) -> list[float]:
+    """The features of a call (the contract's, the same in the runtime): one; u = clamp((log2(piece) - 14) / 8, -1,
+    1), so 64 B -> -1, 16 KiB -> 0, 4 MiB -> 1; u2 = u * u; write and interleaved as 1 or 0."""
+    u = min(1.0, max(-1.0, (math.log2(max(float(piece), 1.0)) - 14.0) / 8.0))
+    return [1.0, u, u * u, 1.0 if write else 0.0, 1.0 if interleaved else 0.0]
+
+
+def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int, interleaved: bool | int) -> float:
+    """The fitted seconds of one call: the model's raw seconds times exp(coef . features)."""
+    return raw * math.exp(float(np.dot(fit_entry["coef"], features(piece, write, interleaved))))
+
+
+def _call(row: dict, setup_seconds: float) -> dict:
+    call = {k: int(row.get(k, 0)) for k in _CALL_KEYS}
+    call.update(op=row["op"], interleaved=bool(row.get("interleaved", False)), setup_seconds=setup_seconds)
+    return call
+
+
+def raw_predictions(profile: dict, rows: list[dict]) -> list[dict[str, float]]:
+    """The model's raw seconds of each measured row under every kind, as the contract defines a row's: (raw with
+    setup 2 * open_seconds + (calls - 1) * raw without setup) / calls. One run of `iotame-config predict` on the
+    profile; IotameError when it fails."""
+    if not rows:
+        return []
+    calls, index = [], {}
+
+    def line(call: dict) -> int:
+        text = json.dumps(call, sort_keys=True)
+        if text not in index:
+            index[text] = len(calls)
+            calls.append(text)
+        return index[text]
+    pairs = [(line(_call(r, 2.0 * float(r.get("open_seconds", 0.0)))), line(_call(r, 0.0))) for r in rows]
+    with tempfile.TemporaryDirectory(prefix="iotame-fit-") as tmp:
+        path = Path(tmp) / "profile.json"
+        path.write_text(json.dumps(profile), encoding="utf-8")
+        p = run_config_tool(["predict", str(path)], "\n".join(calls) + "\n")
+    answers = p.stdout.splitlines()
+    if p.returncode != 0 or len(answers) != len(calls):
+        why = p.stderr.strip() or f"exit status {p.returncode}, {len(answers)} answers to {len(calls)} calls"
+        raise IotameError(f"iotame-config predict: {why}")
+    raws = [json.loads(a)["raw"] for a in answers]
+    out = []
+    for r, (first, rest) in zip(rows, pairs):
+        n = int(r["calls"])
+        out.append({kind: (raws[first][kind] + (n - 1) * raws[rest][kind]) / n
+                    if raws[first][kind] is not None and raws[rest][kind] is not None else None
+                    for kind in raws[first]})
+    return out
+
+
+def _solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Ridge least squares of y on the columns of x that vary over its rows (`one` always kept, unpenalized); the
+    coefficients of the others 0."""
+    keep = [0] + [j for j in range(1, x.shape[1]) if np.ptp(x[:, j]) > 0]
+    penalty = math.sqrt(RIDGE) * np.eye(len(keep))[1:]
+    a = np.vstack([x[:, keep], penalty])
+    b = np.concatenate([y, np.zeros(len(keep) - 1)])
+    solved = np.linalg.lstsq(a, b, rcond=None)[0]
+    coef = np.zeros(x.shape[1])
+    coef[keep] = solved
+    return coef
+
+
+def _fit_one(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients on every row and the leave-one-out residuals y_i - x_i . coef(without row i)."""
+    coef = _solve(x, y)
+    loo = np.empty(len(y))
+    for i in range(len(y)):
+        others = np.arange(len(y)) != i
+        loo[i] = y[i] - x[i] @ _solve(x[others], y[others])
+    return coef, loo
+
+
+def _target(row: dict, where: str) -> float:
+    """The row's median seconds; ValueError naming the key when the row cannot be fitted."""
+    if row.get("op") not in ("write", "read"):
+        raise ValueError(f"{where}.op: expected \"write\" or \"read\", got {json.dumps(row.get('op'))[:40]}")
+    for key in ("piece", "calls"):
+        if not isinstance(row.get(key), int) or isinstance(row.get(key), bool) or row[key] < 1:
+            raise ValueError(f"{where}.{key}: expected an integer >= 1, got {json.dumps(row.get(key))[:40]}")
+    seconds = row.get("seconds")
+    if not isinstance(seconds, list) or not seconds or \
+            not all(isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 for s in seconds):
+        raise ValueError(f"{where}.seconds: expected a list of seconds > 0, got {json.dumps(seconds)[:40]}")
+    return statistics.median(seconds)
+
+
+def fit_strategies(profile: dict) -> dict:
+    """The contract's `strategies.fit` object from profile["strategies"]["measured"]: per strategy with at least
+    MIN_ROWS rows, the coefficients of log(measured / raw) on FEATURES, the rows, each row's leave-one-out
+    residual [u, write, interleaved, r] and their median and largest relative error (exp|r| - 1). ValueError for a
+    malformed row, IotameError when the model cannot be run."""
+    rows = (profile.get("strategies") or {}).get("measured") or []
+    targets = [_target(r, f"strategies.measured[{i}]") for i, r in enumerate(rows)]
+    raws = raw_predictions(profile, rows)
+    by_strategy: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r.get("strategy") not in raws[i]:
+            raise ValueError(f"strategies.measured[{i}].strategy: expected one of {', '.join(raws[i])}, got "
+                             f"{json.dumps(r.get('strategy'))}")
+        if not raws[i][r["strategy"]] or raws[i][r["strategy"]] <= 0:
+            raise IotameError(f"strategies.measured[{i}]: the model predicts no time for {r['strategy']}")
+        by_strategy.setdefault(r["strategy"], []).append(i)
+    fits = {}
+    for strategy, members in by_strategy.items():
+        if len(members) < MIN_ROWS:
+            continue
+        x = np.array([features(rows[i]["piece"], rows[i]["op"] == "write", rows[i].get("interleaved"))
+                      for i in members])
+        y = np.array([math.log(targets[i]) - math.log(raws[i][strategy]) for i in members])
+        coef, loo = _fit_one(x, y)
+        errors = np.expm1(np.abs(loo))
+        fits[strategy] = {"coef": [float(c) for c in coef], "rows": len(members),
+                          "residuals": [[round(float(xi[1]), 6), int(xi[3]), int(xi[4]), round(float(r), 6)]
+                                        for xi, r in zip(x, loo)],
+                          "cv_median": round(float(np.median(errors)), 6), "cv_max": round(float(errors.max()), 6)}
+    return {"features": list(FEATURES), "strategies": fits}

@@ -1,0 +1,274 @@
+"""The cost model fitted to the strategies' measurements (issue 48): `iotame-config predict` (the runtime's model as
+a program), calibrate/fit.py on synthetic measurements made from known constants, and `iotame calibrate --check`
+and `--refit` on a profile with a fit."""
+import copy
+import itertools
+import json
+import math
+import subprocess
+
+import numpy as np
+import pytest
+
+from iotame.calibrate import fit_report, fit_strategies, fitted_seconds, fs_identity, load_profile, save_profile
+from iotame.calibrate.fit import FEATURES, features, raw_predictions
+from iotame.cli import main
+from iotame.paths import config_tool_path
+
+from conftest import sample
+from .profiles import MIB, good_profile
+
+KINDS = ("passthrough", "independent", "two_phase", "node_local", "target_aligned", "view_based")
+
+
+def measured_rows(strategies, pieces=(64, 1024, 16384, 256 << 10, 4 * MIB), calls=(1, 8), ops=("write", "read")):
+    """One row per strategy, piece size, direction, interleaving and calls per phase: 2 processes on one node, 2 MiB
+    (at least a piece per process) per call. Their seconds are set later."""
+    rows = []
+    for strategy, piece, op, interleaved, n in itertools.product(strategies, pieces, ops, (True, False), calls):
+        per_process = max(1, MIB // piece)
+        rows.append({"op": op, "strategy": strategy, "nprocs": 2, "nodes": 1, "ppn": 2, "piece": piece,
+                     "pieces": per_process, "interleaved": interleaved, "calls": n, "bytes": 2 * piece * per_process,
+                     "gap": 0, "targets": 1, "unit": MIB, "sieves": 1, "open_seconds": 0.002, "seconds": [1.0]})
+    return rows
+
+
+def synthetic_profile(coefs, **design):
+    """A profile whose measured seconds are the model's raw prediction times exp(coef . features) of the strategy's
+    known coef, times a deterministic noise within +-2 % (three repeats, their median taken)."""
+    p = dict(good_profile(), version=2)
+    rows = measured_rows(list(coefs), **design)
+    p["strategies"] = {"method": "synthetic", "seconds": 0.0, "measured": rows}
+    for i, (row, raw) in enumerate(zip(rows, raw_predictions(p, rows))):
+        c = coefs[row["strategy"]]
+        s = raw[row["strategy"]] * math.exp(float(np.dot(c, features(row["piece"], row["op"] == "write",
+                                                                        row["interleaved"]))))
+        noise = 0.02 * math.sin(1.7 * i + 0.3)
+        row["seconds"] = [s * (1 + noise), s * (1 - noise / 2), s * (1 + noise / 3)]
+    return p
+
+
+def test_features_are_the_contracts():
+    assert features(64, True, False) == [1.0, -1.0, 1.0, 1.0, 0.0]
+    assert features(16384, False, True) == [1.0, 0.0, 0.0, 0.0, 1.0]
+    assert features(4 * MIB, 1, 1) == [1.0, 1.0, 1.0, 1.0, 1.0]
+    assert features(1, 0, 0)[1] == -1.0 and features(1 << 30, 0, 0)[1] == 1.0      # clamped
+    assert features(1024, 0, 0)[1] == pytest.approx(-0.5)
+    assert FEATURES == ("one", "u", "u2", "write", "interleaved")
+
+
+def test_a_rows_raw_prediction_spreads_the_setup_over_its_calls():
+    p = good_profile()
+    row = measured_rows(["two_phase"], pieces=(4096,), calls=(4,), ops=("write",))[0]
+    row["open_seconds"] = 0.25
+    once = dict(row, calls=1, open_seconds=0.0)
+    spread, plain = raw_predictions(p, [row, once])
+    for kind in KINDS:   # (raw with setup 2 * open + 3 * raw without) / 4; the library's calls have no setup
+        assert spread[kind] == pytest.approx(plain[kind] + (0.125 if kind not in ("passthrough", "independent") else 0))
+
+
+COEFS = [(0.0, 0.0, 0.0, 0.0, 0.0), (0.3, -0.5, 0.2, 0.4, -0.3), (-1.2, 0.8, -0.6, -0.2, 0.9)]
+
+
+@pytest.mark.parametrize("strategy, coef",
+                         sample(itertools.product(KINDS, COEFS), 8, "fit_recovers", cover=(0, 1)))
+def test_the_fit_recovers_known_constants(strategy, coef):
+    other = "independent" if strategy != "independent" else "passthrough"
+    p = synthetic_profile({strategy: coef, other: (0.5, 0, 0, 0, 0)})
+    fit = fit_strategies(p)
+    assert fit["features"] == list(FEATURES) and set(fit["strategies"]) == {strategy, other}
+    entry = fit["strategies"][strategy]
+    assert entry["rows"] == 40 and len(entry["residuals"]) == 40
+    assert entry["coef"] == pytest.approx(coef, abs=0.03)
+    assert entry["cv_median"] < 0.02 and entry["cv_max"] < 0.05
+    assert fit["strategies"][other]["coef"] == pytest.approx([0.5, 0, 0, 0, 0], abs=0.03)
+    # the residuals name their row's features; fitted_seconds applies the coefficients to a raw prediction
+    rows = [r for r in p["strategies"]["measured"] if r["strategy"] == strategy]
+    assert [r[:3] for r in entry["residuals"]] == \
+        [[features(r["piece"], 0, 0)[1], int(r["op"] == "write"), int(r["interleaved"])] for r in rows]
+    row = rows[0]
+    raw = raw_predictions(p, [row])[0][strategy]
+    assert fitted_seconds(entry, raw, row["piece"], True, row["interleaved"]) == \
+        pytest.approx(sorted(row["seconds"])[1], rel=0.05)
+
+
+def test_one_slow_row_stands_out_and_leaves_the_others_small():
+    coef = (0.3, -0.5, 0.2, 0.4, -0.3)
+    p = synthetic_profile({"two_phase": coef}, calls=(1, 4, 16))
+    rows = p["strategies"]["measured"]
+    slow = next(i for i, r in enumerate(rows) if (r["piece"], r["op"], r["interleaved"], r["calls"]) ==
+                (16384, "write", True, 4))
+    rows[slow]["seconds"] = [5 * s for s in rows[slow]["seconds"]]
+    entry = fit_strategies(p)["strategies"]["two_phase"]
+    r = [res[3] for res in entry["residuals"]]
+    assert r[slow] == pytest.approx(math.log(5), abs=0.05)  # left out, the fit of the others sees the factor 5 whole
+    others = [abs(x) for i, x in enumerate(r) if i != slow]
+    assert max(others) < 0.25 and np.median(others) < 0.1
+    assert entry["cv_max"] == pytest.approx(math.expm1(r[slow]), abs=1e-5) and entry["cv_median"] < 0.1
+    assert entry["coef"] == pytest.approx(coef, abs=0.15)
+
+
+def test_constant_features_get_no_weight_and_few_rows_no_fit():
+    p = synthetic_profile({"view_based": (0.2, 0.1, 0.0, 0.7, 0.0)}, ops=("write",))
+    p["strategies"]["measured"] += measured_rows(["node_local"], pieces=(64, 4096), calls=(1,), ops=("read",))[:2]
+    fit = fit_strategies(p)
+    entry = fit["strategies"]["view_based"]
+    assert entry["coef"][3] == 0.0                          # every row a write: no column, coefficient 0
+    assert entry["coef"][0] == pytest.approx(0.9, abs=0.03) and entry["cv_max"] < 0.05
+    assert "node_local" not in fit["strategies"]            # two rows
+    assert fit_strategies(good_profile()) == {"features": list(FEATURES), "strategies": {}}
+
+
+def test_a_malformed_row_is_named():
+    p = synthetic_profile({"two_phase": (0, 0, 0, 0, 0)}, pieces=(64, 4096))
+    p["strategies"]["measured"][2]["seconds"] = []
+    with pytest.raises(ValueError, match=r"strategies.measured\[2\].seconds: expected a list of seconds > 0"):
+        fit_strategies(p)
+    p["strategies"]["measured"][2]["seconds"] = [1.0]
+    p["strategies"]["measured"][3]["strategy"] = "auto"
+    with pytest.raises(ValueError, match=r"strategies.measured\[3\].strategy: expected one of passthrough"):
+        fit_strategies(p)
+
+
+# --- iotame-config predict ---------------------------------------------------------------------------------------
+
+def predict(tmp_path, lines):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(good_profile()))
+    return subprocess.run([config_tool_path(), "predict", str(path)], input="".join(lines), capture_output=True,
+                          text=True)
+
+
+def test_predict_answers_every_kind_per_line(tmp_path):
+    call = {"op": "write", "nprocs": 4, "nodes": 2, "bytes": 4 * MIB, "pieces": 64, "piece": 16384,
+            "interleaved": True, "sieves": 1}
+    p = predict(tmp_path, [json.dumps(call) + "\n", "\n", json.dumps({**call, "setup_seconds": 0.5}) + "\n",
+                           json.dumps({"op": "read"})])
+    assert p.returncode == 0, p.stderr
+    first, setup, empty = (json.loads(line)["raw"] for line in p.stdout.splitlines())
+    assert list(first) == list(KINDS) and all(s > 0 for s in first.values())
+    assert all(set(json.loads(line)) == {"raw"} for line in p.stdout.splitlines())     # no fit: the raw model only
+    # setup_seconds is the engine strategies' only: the library's own calls do not pay it
+    for kind in KINDS:
+        assert setup[kind] - first[kind] == pytest.approx(0.5 if kind not in ("passthrough", "independent") else 0)
+    assert all(s > 0 for s in empty.values())
+
+
+def test_predict_applies_the_fit_as_python_does(tmp_path):
+    """The runtime's fitted prediction (iotame_model_fitted) is the raw one times exp(coef . features) with the
+    features of fit.py: the two definitions agree, clamped piece sizes included."""
+    p = synthetic_profile({"two_phase": (0.1, -0.4, 0.3, 0.2, -0.5), "view_based": (0.3, 0.2, 0, 0, 0)},
+                          pieces=(64, 16384, 4 * MIB), calls=(1,))
+    p["strategies"]["fit"] = fit = fit_strategies(p)
+    path = tmp_path / "fitted.json"
+    path.write_text(json.dumps(p))
+    calls = [{"op": op, "nprocs": 4, "nodes": 2, "pieces": 3, "piece": piece, "bytes": 12 * piece,
+              "interleaved": interleaved} for piece in (1, 64, 700, 16384, 300000, 4 * MIB, 1 << 30)
+             for op in ("write", "read") for interleaved in (True, False)]
+    out = subprocess.run([config_tool_path(), "predict", str(path)], input="".join(json.dumps(c) + "\n" for c in calls),
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for call, line in zip(calls, out.stdout.splitlines()):
+        answer = json.loads(line)
+        assert set(answer["fitted"]) == set(answer["error"]) == {"two_phase", "view_based"}
+        for kind, entry in fit["strategies"].items():
+            assert answer["fitted"][kind] == pytest.approx(
+                fitted_seconds(entry, answer["raw"][kind], call["piece"], call["op"] == "write", call["interleaved"]),
+                rel=1e-9)
+            assert 0 <= answer["error"][kind] <= entry["cv_max"] + 1e-5      # the stored figures: 6 decimals
+
+
+@pytest.mark.parametrize("lines, message", [
+    (['{"op": "write"}\n', '{"op": "write", "nprocs": "2"}\n'], 'line 2: nprocs: expected an integer >= 0, got "2"'),
+    (['{"op": "append"}\n'], 'line 1: op: expected "write" or "read", got "append"'),
+    (['\n', '{"interleaved": 2}\n'], "line 2: interleaved: expected true, false, 0 or 1, got 2"),
+    (['{"setup_seconds": -1}\n'], "line 1: setup_seconds: expected a number of seconds >= 0, got -1"),
+    (['{"bytes": 1.5}\n'], "line 1: bytes: expected an integer >= 0, got 1.5"),
+    (['{"pieces_per_call": 1}\n'], "line 1: pieces_per_call: unknown key"),
+    (['{}\n', '{"op": \n'], "line 2: not JSON:"),
+    (['[1, 2]\n'], "line 1: (the line): expected an object, one call, got [1,2]"),
+])
+def test_predict_names_the_line_and_the_key(tmp_path, lines, message):
+    p = predict(tmp_path, lines)
+    assert p.returncode == 1
+    assert f"iotame-config: predict: {message}" in p.stderr
+    assert len(p.stdout.splitlines()) == sum(1 for line in lines[:-1] if line.strip())   # the lines before it
+
+
+def test_predict_refuses_a_bad_profile_and_bad_usage(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**good_profile(), "kind": "x"}))
+    p = subprocess.run([config_tool_path(), "predict", str(bad)], input="{}\n", capture_output=True, text=True)
+    assert p.returncode == 1 and f"iotame: profile {bad}: kind:" in p.stderr and p.stdout == ""
+    p = subprocess.run([config_tool_path(), "predict"], capture_output=True, text=True)
+    assert p.returncode == 2 and "iotame-config predict PROFILE" in p.stderr
+
+
+# --- iotame calibrate --check and --refit ------------------------------------------------------------------------
+
+class FakeCalibration:
+    """calibrate --check's measurement, giving the profile's own figures (good_profile's 400 MB/s at 1 MiB)."""
+
+    def __init__(self, directory, settings, on_step=None, drop=True, env=None):
+        self.drop_reason = None
+
+    def layout(self):
+        pass
+
+    def point(self, direction, pattern, request):
+        return 400.0
+
+    def cleanup(self):
+        pass
+
+
+def fitted_profile(tmp_path):
+    p = synthetic_profile({"two_phase": (0.1, 0, 0, 0, 0), "view_based": (0.3, 0.2, 0, 0, 0)}, pieces=(64, 16384),
+                          calls=(1,))
+    p["strategies"]["measured"] += measured_rows(["node_local"], pieces=(64,), calls=(1,), ops=("write",))
+    p["strategies"]["fit"] = fit_strategies(p)
+    p["filesystem"] = dict(fs_identity(tmp_path))
+    return p
+
+
+def test_check_reports_the_fits_error_per_strategy(tmp_path, monkeypatch, capsys):
+    from iotame.calibrate import check
+    monkeypatch.setattr(check, "Calibration", FakeCalibration)
+    p = fitted_profile(tmp_path)
+    path = save_profile(p, tmp_path / "p.json")
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "holds" in out and "model fit: cross-validated error" in out
+    lines = {line.split()[1]: line for line in out.splitlines() if line.split()[1:2] and
+             line.split()[1] in ("two_phase", "view_based", "node_local")}
+    fits = p["strategies"]["fit"]["strategies"]
+    assert f"{100 * fits['view_based']['cv_median']:.1f} %" in lines["view_based"]
+    assert " 8 " in lines["two_phase"] and "too few rows" in lines["node_local"]
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["strategies"] == fit_report(p) and [r["strategy"] for r in result["strategies"]] == \
+        ["two_phase", "view_based", "node_local"]
+    assert result["strategies"][1]["cv_max"] == fits["view_based"]["cv_max"]
+    # a profile without a fit: no table, and null in --json
+    del p["strategies"]
+    save_profile(p, path)
+    assert main(["calibrate", "--dir", str(tmp_path), "--check", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["strategies"] is None
+
+
+def test_refit_rewrites_the_fit_in_place(tmp_path, capsys):
+    p = fitted_profile(tmp_path)
+    stale = copy.deepcopy(p)
+    stale["strategies"]["fit"] = {"features": list(FEATURES), "strategies": {}}
+    path = save_profile(stale, tmp_path / "p.json")
+    assert main(["calibrate", "--refit", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["strategies"] == fit_report(p)
+    assert load_profile(path) == p
+    assert main(["calibrate", "--refit", str(path), "--dir", str(tmp_path)]) == 2
+    assert "give only --refit PROFILE.json [--json]" in capsys.readouterr().err
+    del stale["strategies"]
+    save_profile(stale, path)
+    assert main(["calibrate", "--refit", str(path)]) == 2
+    assert f"iotame: profile {path}: strategies.measured: expected" in capsys.readouterr().err
+    assert main(["calibrate", "--check", str(path)]) == 2
+    assert "give --dir DIR" in capsys.readouterr().err
