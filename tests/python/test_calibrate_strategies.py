@@ -62,6 +62,11 @@ def test_the_stage_records_one_row_per_strategy_signature_and_operation(tmp_path
     assert list(tmp_path.iterdir()) == []                # the probe's scratch directory is gone
     profile = dict(good_profile(), version=2, strategies=section)
     assert load_profile(save_profile(profile, tmp_path / "p.json"))["strategies"] == section
+    from iotame.calibrate import measure
+    fit, note = measure._fit(profile)                   # the rows are what the fit takes: every strategy fitted
+    assert note is None and set(fit["strategies"]) == set(STRATEGIES)
+    profile["strategies"]["fit"] = fit
+    assert load_profile(save_profile(profile, tmp_path / "p.json"))["strategies"]["fit"] == fit
 
 
 @needs_mpi
