@@ -368,15 +368,17 @@ def auto_table(runs):
     main decision (the one with the most bytes x calls), median over the rounds."""
     autos = [c for c in (AUTO, MODEL) if any(x["config"] == c for x in runs)]
     out = ["| case | op | " + " | ".join(f"{a} served" for a in autos) + " | model's predicted ms per call "
-           "(median; * its first) |", "| --- | --- |" + " --- |" * len(autos) + " --- |"]
+           "(median; * its first) | examined where not trusted (decisions) |",
+           "| --- | --- |" + " --- |" * len(autos) + " --- | --- |"]
     for case in case_names(runs):
         for op in ("write", "read"):
             pred = {}
-            firsts = Counter()
+            firsts, examined = Counter(), Counter()
             for x in ok_runs(runs):
                 if x["case"] != case or x["config"] != MODEL:
                     continue
                 ds = [d for d in x[f"{op}_selector"]["decisions"] if d.get("model")]
+                examined.update(", ".join(d["model"].get("examined") or []) for d in ds if not d["model"]["trusted"])
                 d = max(ds, key=lambda d: d["signature"]["bytes"] * (d.get("calls") or 1), default=None)
                 if d:
                     firsts[d["model"]["first"]] += 1
@@ -384,8 +386,9 @@ def auto_table(runs):
                         pred.setdefault(s, []).append(t * 1e3)
             first = firsts.most_common(1)[0][0] if firsts else None
             ptext = ", ".join(f"{s}{'*' if s == first else ''} {med(v):.1f}" for s, v in pred.items()) or "-"
+            etext = "; ".join(f"[{e}] x{k}" for e, k in examined.most_common()) or "-"
             out.append(f"| {case} | {op} | " + " | ".join(served_summary(runs, case, op, a) for a in autos)
-                       + f" | {ptext} |")
+                       + f" | {ptext} | {etext} |")
     return "\n".join(out)
 
 
@@ -466,8 +469,10 @@ def report(data):
         lines += ["Every configuration (MB/s, median (min-max)):", "", range_table(runs), ""]
         if any(base_name(x["config"]) in (AUTO, MODEL) for x in good):
             lines += ["What the auto configurations served (strategy x calls over the rounds, from collective.trace; "
-                      "with a profile the model's first choice per decision and how many decisions trusted it), and "
-                      f"the model's predictions in `{MODEL}`'s main decision:", "", auto_table(runs), ""]
+                      "with a profile the model's first choice per decision and how many decisions trusted it), "
+                      f"the model's predictions in `{MODEL}`'s main decision, and where the model was not trusted the "
+                      "candidates it examined, in the configured order (a one-call phase gets the first):", "",
+                      auto_table(runs), ""]
         if meta.get("baseline"):
             lines += [f"Against the baseline library ({meta['baseline']['path']}, sha256 "
                       f"{meta['baseline']['sha256'][:12]}), side by side in the same rounds:", "",
