@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import __version__
+from .calibrate.basis import model_basis
 from .calibrate.discover import discovery_report
 from .paths import (ENV_CONFIG_TOOL, ENV_KERNEL, ENV_LIB, ENV_SETTINGS, checkout_root, config_tool_path,
                     kernel_path, lib_path, locate, settings_path)
@@ -86,9 +87,10 @@ def _part(path, env: str, found_by: str) -> dict:
     return {"path": str(path), "exists": path.is_file(), "from": env if os.environ.get(env) else found_by}
 
 
-def gather_info(profile_dir: str | os.PathLike | None = None) -> dict:
+def gather_info(profile_dir: str | os.PathLike | None = None, knowledge: str | os.PathLike | None = None) -> dict:
     """Everything `iotame info --json` prints; "profile" is for a file in `profile_dir` (the current directory when
-    None)."""
+    None), with what its predictions rest on ("basis": its fit, and the corrections the knowledge file
+    `knowledge` keeps of it)."""
     runtime = locate()
     root = checkout_root()
     return {
@@ -103,5 +105,12 @@ def gather_info(profile_dir: str | os.PathLike | None = None) -> dict:
         "settings": _part(settings_path(), ENV_SETTINGS, runtime.source),
         "mpi": mpi_info(),
         "hdf5": hdf5_info(),
-        "profile": discovery_report(Path(profile_dir) if profile_dir is not None else Path.cwd()),
+        "profile": _with_basis(discovery_report(Path(profile_dir) if profile_dir is not None else Path.cwd()),
+                               knowledge),
     }
+
+
+def _with_basis(found: dict, knowledge: str | os.PathLike | None) -> dict:
+    """The discovery report with the used profile's basis (calibrate/basis.py)."""
+    found["basis"] = model_basis(found["used"], knowledge) if found["used"] else None
+    return found

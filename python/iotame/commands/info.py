@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
                                    "(docs/calibrate.md).")
     p.add_argument("--dir", type=Path, metavar="DIR",
                    help="the machine profile for a file in DIR (default: the current directory)")
+    p.add_argument("--knowledge", type=Path, metavar="FILE",
+                   help="a knowledge file (collective.knowledge): how many measurements of earlier jobs its "
+                        "corrections of the profile rest on")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -35,7 +38,7 @@ def _present(part: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.dir is not None and not args.dir.is_dir():
         raise UsageError(f"info: --dir {args.dir}: not a directory")
-    info = gather_info(args.dir)
+    info = gather_info(args.dir, args.knowledge)
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
@@ -69,4 +72,15 @@ def _profile_rows(found: dict) -> list[tuple[str, str]]:
     rows.append(("profile", (found["used"] or "none") + f"  (for a file in {found['dir']})"))
     rows.append(("", found["reason"]))
     rows += [("skipped", tried["problem"]) for tried in found["considered"] if tried["problem"] is not None]
+    basis = found.get("basis")
+    if basis:
+        fitted = ", ".join(f"{name} ({f['rows']} rows, cross-validated error {f['cv_median']:.0%})"
+                           if isinstance(f.get("cv_median"), (int, float)) else name
+                           for name, f in basis["fitted"].items())
+        rows.append(("model", f"fitted to calibrate's measurements: {fitted}" if fitted else basis["note"]))
+        c = basis["corrections"]
+        if c is not None:
+            rows.append(("corrections", f"{c['measurements']} measurement(s) of earlier jobs in {c['classes']} "
+                                        f"class(es) of signatures ({c['knowledge']}" +
+                         (f": {c['note']})" if c.get("note") else ")")))
     return rows
