@@ -778,24 +778,26 @@ static void test_the_model_serves_its_prediction_from_the_first_call(void)
     CHECK(!iotame_select_running(plain) && iotame_select_choose(plain) == PT);
 }
 
-static void test_the_model_examines_only_within_its_error(void)
+static void test_an_untrusted_model_examines_as_without_a_profile(void)
 {
     /* node_local and two_phase are predicted within 0.2 of each other, the others far behind: the prediction is not
-     * trusted to choose, so the examination takes the two in the configured order (two_phase first), and the
-     * measured faster wins. */
+     * trusted to choose, so every candidate is examined in the configured order, as without a profile (passthrough
+     * first, though predicted far behind), and the measured fastest wins. */
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double pred[4] = {50, 270, 300, 40}, real[4] = {50, 280, 250, 40};
     const iotame_select_model_t m = model_of(pred, 0.2);
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, &m);
-    int order[40];
+    int order[40], seen[4] = {0};
     const int n = serve_until_running(s, e, fs, real, order, 40);
-    CHECK(n == 8 && order[0] == TP && order[4] == NL);
-    for (int i = 0; i < n; i++) CHECK(order[i] == NL || order[i] == TP);
+    CHECK(n > 0 && order[0] == PT);
+    for (int i = 0; i < n; i++) seen[order[i]] = 1;
+    CHECK(seen[PT] && seen[TP] && seen[NL] && seen[TA]);
     const json_t *d = decision(fs, 0);
     CHECK(strcmp(dstr(d, "strategy"), "two_phase") == 0);
-    CHECK(json_array_size(json_object_get(dmodel(d), "examined")) == 2);
+    CHECK(json_array_size(json_object_get(dmodel(d), "examined")) == 4 &&
+          !json_is_true(json_object_get(dmodel(d), "trusted")));
     /* 100: every candidate is within the error, in the configured order */
     const iotame_select_model_t wide = model_of(pred, 100);
     iotame_file_stats_t *fs2 = new_fs();
@@ -939,7 +941,7 @@ int main(void)
     test_a_turn_that_cannot_lose_needs_no_credit();
     test_recorded_traces_replay_to_the_same_decisions();
     test_the_model_serves_its_prediction_from_the_first_call();
-    test_the_model_examines_only_within_its_error();
+    test_an_untrusted_model_examines_as_without_a_profile();
     test_a_pick_within_the_errors_is_not_trusted();
     test_a_time_departing_from_its_prediction_lets_others_in();
     test_the_selector_returns_once_a_load_is_gone();

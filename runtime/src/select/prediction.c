@@ -180,10 +180,10 @@ static void prediction_sort(sel_exam_t *x, const double *key)
         }
 }
 
-/* A new entry's prediction: the model's error keeps out the candidates predicted beyond it of the fastest. Where
- * the fastest beats every other beyond both errors it comes first (and serves alone: prediction_start); otherwise
- * the prediction is not trusted to choose, and the candidates it keeps keep the configured order, as without a
- * profile, the ones it keeps out after them. */
+/* A new entry's prediction. Where the fastest predicted beats every other candidate beyond both errors it is
+ * trusted: it comes first and serves alone (prediction_start), the others kept out until a measured time departs
+ * from its prediction. Otherwise the prediction chooses nothing: every candidate is examined in the configured
+ * order, as without a profile (do no harm), and the predictions are only checked against what is measured. */
 void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
 {
     sel_prediction_t *md = &e->prediction;
@@ -204,10 +204,8 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
     prediction_uncut(e, 0);
     md->trusted = 1;
     for (int k = 0; k < x->ncand; k++) md->trusted &= md->cut[x->cand[k]] || x->cand[k] == first;
-    double key[IOTAME_SELECT_MAX] = {0};
-    for (int k = 0; k < x->ncand; k++) /* trusted: predicted order; else the kept ones first, configured order */
-        key[x->cand[k]] = md->trusted ? md->pred[x->cand[k]] : md->pred[x->cand[k]] > 0 && md->cut[x->cand[k]] ? 2 : 1;
-    prediction_sort(x, key);
+    if (md->trusted) prediction_sort(x, md->pred);
+    else memset(md->cut, 0, sizeof md->cut); /* as without a profile: every candidate, in the configured order */
 }
 
 /* Whether the model leaves a new entry a single candidate: it then runs from the first call. */
