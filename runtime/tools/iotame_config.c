@@ -15,7 +15,8 @@
  *   iotame-config predict PROFILE                    the cost model (profile/model.c) on calls: one JSON call per
  *                                                    input line, {"op": "write"|"read", "nprocs", "nodes", "ppn",
  *                                                    "bytes", "pieces", "piece", "interleaved", "gap", "targets",
- *                                                    "unit", "sieves", "setup_seconds"} (missing: 0, the model's
+ *                                                    "unit", "sieves", "setup_seconds", "first_call"} (missing: 0,
+ *                                                    the model's
  *                                                    defaults); one line out per call, {"raw": {KIND: seconds, ...}}
  *                                                    for every kind, and when the profile has a fit "fitted" and
  *                                                    "error" (relative; null: unknown) for each fitted kind. A bad
@@ -263,8 +264,8 @@ static int predict_call(json_t *req, long line, iotame_model_call_t *c)
             const char *op = json_string_value(v);
             if (op && (strcmp(op, "write") == 0 || strcmp(op, "read") == 0)) c->write = strcmp(op, "write") == 0;
             else problems++, predict_problem(line, key, "\"write\" or \"read\"", v);
-        } else if (strcmp(key, "interleaved") == 0 || strcmp(key, "sieves") == 0) {
-            int *flag = key[0] == 'i' ? &c->interleaved : &c->sieves;
+        } else if (strcmp(key, "interleaved") == 0 || strcmp(key, "sieves") == 0 || strcmp(key, "first_call") == 0) {
+            int *flag = key[0] == 'i' ? &c->interleaved : key[0] == 's' ? &c->sieves : &c->first_call;
             if (json_is_boolean(v)) *flag = json_is_true(v);
             else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))
                 *flag = (int)json_integer_value(v);
@@ -276,7 +277,8 @@ static int predict_call(json_t *req, long line, iotame_model_call_t *c)
         } else {
             problems++;
             fprintf(stderr, "iotame-config: predict: line %ld: %s: unknown key (a call has op, nprocs, nodes, ppn, "
-                            "bytes, pieces, piece, interleaved, gap, targets, unit, sieves, setup_seconds)\n",
+                            "bytes, pieces, piece, interleaved, gap, targets, unit, sieves, setup_seconds, "
+                            "first_call)\n",
                     line, key);
         }
     }

@@ -42,19 +42,19 @@ def synthetic_profile(coefs, **design):
     for i, (row, raw) in enumerate(zip(rows, raw_predictions(p, rows))):
         c = coefs[row["strategy"]]
         s = raw[row["strategy"]] * math.exp(float(np.dot(c, features(row["piece"], row["op"] == "write",
-                                                                        row["interleaved"]))))
+                                                                        row["interleaved"], 1 / row["calls"]))))
         noise = 0.02 * math.sin(1.7 * i + 0.3)
         row["seconds"] = [s * (1 + noise), s * (1 - noise / 2), s * (1 + noise / 3)]
     return p
 
 
 def test_features_are_the_contracts():
-    assert features(64, True, False) == [1.0, -1.0, 1.0, 1.0, 0.0]
-    assert features(16384, False, True) == [1.0, 0.0, 0.0, 0.0, 1.0]
-    assert features(4 * MIB, 1, 1) == [1.0, 1.0, 1.0, 1.0, 1.0]
+    assert features(64, True, False) == [1.0, -1.0, 1.0, 1.0, 0.0, 0.0]
+    assert features(16384, False, True, 1.0) == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+    assert features(4 * MIB, 1, 1, 0.25) == [1.0, 1.0, 1.0, 1.0, 1.0, 0.25]
     assert features(1, 0, 0)[1] == -1.0 and features(1 << 30, 0, 0)[1] == 1.0      # clamped
     assert features(1024, 0, 0)[1] == pytest.approx(-0.5)
-    assert FEATURES == ("one", "u", "u2", "write", "interleaved")
+    assert FEATURES == ("one", "u", "u2", "write", "interleaved", "first")
 
 
 def test_a_rows_raw_prediction_spreads_the_setup_over_its_calls():
@@ -67,33 +67,33 @@ def test_a_rows_raw_prediction_spreads_the_setup_over_its_calls():
         assert spread[kind] == pytest.approx(plain[kind] + (0.125 if kind not in ("passthrough", "independent") else 0))
 
 
-COEFS = [(0.0, 0.0, 0.0, 0.0, 0.0), (0.3, -0.5, 0.2, 0.4, -0.3), (-1.2, 0.8, -0.6, -0.2, 0.9)]
+COEFS = [(0.0, 0.0, 0.0, 0.0, 0.0, 0.0), (0.3, -0.5, 0.2, 0.4, -0.3, 0.6), (-1.2, 0.8, -0.6, -0.2, 0.9, -0.4)]
 
 
 @pytest.mark.parametrize("strategy, coef",
                          sample(itertools.product(KINDS, COEFS), 8, "fit_recovers", cover=(0, 1)))
 def test_the_fit_recovers_known_constants(strategy, coef):
     other = "independent" if strategy != "independent" else "passthrough"
-    p = synthetic_profile({strategy: coef, other: (0.5, 0, 0, 0, 0)})
+    p = synthetic_profile({strategy: coef, other: (0.5, 0, 0, 0, 0, 0)})
     fit = fit_strategies(p)
     assert fit["features"] == list(FEATURES) and set(fit["strategies"]) == {strategy, other}
     entry = fit["strategies"][strategy]
     assert entry["rows"] == 40 and len(entry["residuals"]) == 40
     assert entry["coef"] == pytest.approx(coef, abs=0.03)
     assert entry["cv_median"] < 0.02 and entry["cv_max"] < 0.05
-    assert fit["strategies"][other]["coef"] == pytest.approx([0.5, 0, 0, 0, 0], abs=0.03)
+    assert fit["strategies"][other]["coef"] == pytest.approx([0.5, 0, 0, 0, 0, 0], abs=0.03)
     # the residuals name their row's features; fitted_seconds applies the coefficients to a raw prediction
     rows = [r for r in p["strategies"]["measured"] if r["strategy"] == strategy]
     assert [r[:3] for r in entry["residuals"]] == \
         [[features(r["piece"], 0, 0)[1], int(r["op"] == "write"), int(r["interleaved"])] for r in rows]
     row = rows[0]
     raw = raw_predictions(p, [row])[0][strategy]
-    assert fitted_seconds(entry, raw, row["piece"], True, row["interleaved"]) == \
+    assert fitted_seconds(entry, raw, row["piece"], True, row["interleaved"], 1 / row["calls"]) == \
         pytest.approx(sorted(row["seconds"])[1], rel=0.05)
 
 
 def test_one_slow_row_stands_out_and_leaves_the_others_small():
-    coef = (0.3, -0.5, 0.2, 0.4, -0.3)
+    coef = (0.3, -0.5, 0.2, 0.4, -0.3, 0.5)
     p = synthetic_profile({"two_phase": coef}, calls=(1, 4, 16))
     rows = p["strategies"]["measured"]
     slow = next(i for i, r in enumerate(rows) if (r["piece"], r["op"], r["interleaved"], r["calls"]) ==
@@ -109,7 +109,7 @@ def test_one_slow_row_stands_out_and_leaves_the_others_small():
 
 
 def test_constant_features_get_no_weight_and_few_rows_no_fit():
-    p = synthetic_profile({"view_based": (0.2, 0.1, 0.0, 0.7, 0.0)}, ops=("write",))
+    p = synthetic_profile({"view_based": (0.2, 0.1, 0.0, 0.7, 0.0, 0.0)}, ops=("write",))
     p["strategies"]["measured"] += measured_rows(["node_local"], pieces=(64, 4096), calls=(1,), ops=("read",))[:2]
     fit = fit_strategies(p)
     entry = fit["strategies"]["view_based"]
@@ -120,7 +120,7 @@ def test_constant_features_get_no_weight_and_few_rows_no_fit():
 
 
 def test_a_malformed_row_is_named():
-    p = synthetic_profile({"two_phase": (0, 0, 0, 0, 0)}, pieces=(64, 4096))
+    p = synthetic_profile({"two_phase": (0, 0, 0, 0, 0, 0)}, pieces=(64, 4096))
     p["strategies"]["measured"][2]["seconds"] = []
     with pytest.raises(ValueError, match=r"strategies.measured\[2\].seconds: expected a list of seconds > 0"):
         fit_strategies(p)
@@ -157,14 +157,14 @@ def test_predict_answers_every_kind_per_line(tmp_path):
 def test_predict_applies_the_fit_as_python_does(tmp_path):
     """The runtime's fitted prediction (iotame_model_fitted) is the raw one times exp(coef . features) with the
     features of fit.py: the two definitions agree, clamped piece sizes included."""
-    p = synthetic_profile({"two_phase": (0.1, -0.4, 0.3, 0.2, -0.5), "view_based": (0.3, 0.2, 0, 0, 0)},
-                          pieces=(64, 16384, 4 * MIB), calls=(1,))
+    p = synthetic_profile({"two_phase": (0.1, -0.4, 0.3, 0.2, -0.5, 0.4), "view_based": (0.3, 0.2, 0, 0, 0, 0.2)},
+                          pieces=(64, 16384, 4 * MIB), calls=(1, 8))
     p["strategies"]["fit"] = fit = fit_strategies(p)
     path = tmp_path / "fitted.json"
     path.write_text(json.dumps(p))
     calls = [{"op": op, "nprocs": 4, "nodes": 2, "pieces": 3, "piece": piece, "bytes": 12 * piece,
-              "interleaved": interleaved} for piece in (1, 64, 700, 16384, 300000, 4 * MIB, 1 << 30)
-             for op in ("write", "read") for interleaved in (True, False)]
+              "interleaved": interleaved, "first_call": first} for piece in (1, 64, 700, 16384, 300000, 4 * MIB, 1 << 30)
+             for op in ("write", "read") for interleaved in (True, False) for first in (0, 1)]
     out = subprocess.run([config_tool_path(), "predict", str(path)], input="".join(json.dumps(c) + "\n" for c in calls),
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -173,8 +173,8 @@ def test_predict_applies_the_fit_as_python_does(tmp_path):
         assert set(answer["fitted"]) == set(answer["error"]) == {"two_phase", "view_based"}
         for kind, entry in fit["strategies"].items():
             assert answer["fitted"][kind] == pytest.approx(
-                fitted_seconds(entry, answer["raw"][kind], call["piece"], call["op"] == "write", call["interleaved"]),
-                rel=1e-9)
+                fitted_seconds(entry, answer["raw"][kind], call["piece"], call["op"] == "write", call["interleaved"],
+                               call["first_call"]), rel=1e-9)
             assert 0 <= answer["error"][kind] <= entry["cv_max"] + 1e-5      # the stored figures: 6 decimals
 
 
@@ -223,7 +223,7 @@ class FakeCalibration:
 
 
 def fitted_profile(tmp_path):
-    p = synthetic_profile({"two_phase": (0.1, 0, 0, 0, 0), "view_based": (0.3, 0.2, 0, 0, 0)}, pieces=(64, 16384),
+    p = synthetic_profile({"two_phase": (0.1, 0, 0, 0, 0, 0), "view_based": (0.3, 0.2, 0, 0, 0, 0)}, pieces=(64, 16384),
                           calls=(1,))
     p["strategies"]["measured"] += measured_rows(["node_local"], pieces=(64,), calls=(1,), ops=("write",))
     p["strategies"]["fit"] = fit_strategies(p)

@@ -257,13 +257,15 @@ static json_t *fitted(void)
 {
     json_t *root = sample();
     json_object_set_new(root, "version", json_integer(2));
-    json_t *vb = json_pack("{s:[f,f,f,f,f],s:i,s:[[f,i,i,f],[f,i,i,f],[f,i,i,f],[f,i,i,f]]}", "coef", 0.5, 0.25, 0.0,
-                           0.1, 0.0, "rows", 4, "residuals", -1.0, 0, 1, 0.3, -0.5, 0, 1, -0.1, 1.0, 0, 1, 0.05, 0.5,
+    json_t *vb = json_pack("{s:[f,f,f,f,f,f],s:i,s:[[f,i,i,f],[f,i,i,f],[f,i,i,f],[f,i,i,f]]}", "coef", 0.5, 0.25,
+                           0.0, 0.1, 0.0, 0.3, "rows", 4, "residuals", -1.0, 0, 1, 0.3, -0.5, 0, 1, -0.1, 1.0, 0, 1, 0.05, 0.5,
                            0, 1, -0.02);
-    json_t *pt = json_pack("{s:[f,f,f,f,f],s:i,s:[]}", "coef", -0.2, 0.0, 0.0, 0.0, 0.0, "rows", 3, "residuals");
+    json_t *pt = json_pack("{s:[f,f,f,f,f,f],s:i,s:[]}", "coef", -0.2, 0.0, 0.0, 0.0, 0.0, 0.0, "rows", 3,
+                           "residuals");
     json_object_set_new(root, "strategies",
-                        json_pack("{s:[],s:{s:[s,s,s,s,s],s:{s:o,s:o}}}", "measured", "fit", "features", "one", "u",
-                                  "u2", "write", "interleaved", "strategies", "view_based", vb, "passthrough", pt));
+                        json_pack("{s:[],s:{s:[s,s,s,s,s,s],s:{s:o,s:o}}}", "measured", "fit", "features", "one",
+                                  "u", "u2", "write", "interleaved", "first", "strategies", "view_based", vb,
+                                  "passthrough", pt));
     return root;
 }
 
@@ -287,6 +289,10 @@ static void test_a_fit_corrects_its_kind_and_says_its_error(void)
     c.pieces = 1; /* 512 KiB pieces: u 0.625, its neighbours at 0.5 and 1.0 */
     iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err);
     CHECK(NEAR(err, exp(0.05) - 1));
+    c.first_call = 1; /* the handle's first call: the feature `first` */
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, NULL),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 + 0.25 * 0.625 + 0.3)));
+    c.first_call = 0;
     /* passthrough: its correction, no residuals (error unknown); two_phase: no fit at all */
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_PASSTHROUGH, &err),
                iotame_model_predict(&p, &c, IOTAME_MODEL_PASSTHROUGH) * exp(-0.2)) && err == -1);
@@ -300,12 +306,12 @@ static void test_a_bad_fit_is_refused_by_key(void)
 {
     json_t *root = fitted();
     json_array_set_new(at(root, "strategies.fit.strategies.view_based.coef"), 1, json_string("x"));
-    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.coef: expected an array of 5 "
+    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.coef: expected an array of 6 "
                         "numbers within -20..20 (one per feature), got array\n", 1);
     root = fitted();
     json_array_set_new(at(root, "strategies.fit.features"), 2, json_string("u3"));
     check_refused(root, "iotame: profile bad.json: strategies.fit.features: expected [\"one\", \"u\", \"u2\", "
-                        "\"write\", \"interleaved\"], got array\n", 1);
+                        "\"write\", \"interleaved\", \"first\"], got array\n", 1);
     root = fitted();
     json_array_set_new(json_array_get(at(root, "strategies.fit.strategies.view_based.residuals"), 0), 1,
                        json_integer(2));

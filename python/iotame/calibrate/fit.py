@@ -17,22 +17,24 @@ from ..errors import IotameError
 
 __all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "features", "fitted_seconds", "fit_strategies", "raw_predictions"]
 
-FEATURES = ("one", "u", "u2", "write", "interleaved")
+FEATURES = ("one", "u", "u2", "write", "interleaved", "first")
 RIDGE = 1e-3       # penalty on every coefficient but `one`: a rank-deficient design stays finite
 MIN_ROWS = 3       # a strategy with fewer measured rows gets no fit
 _CALL_KEYS = ("nprocs", "nodes", "ppn", "bytes", "pieces", "piece", "gap", "targets", "unit", "sieves")
 
 
-def features(piece: float, write: bool | int, interleaved: bool | int) -> list[float]:
+def features(piece: float, write: bool | int, interleaved: bool | int, first: float = 0.0) -> list[float]:
     """The features of a call (the contract's, the same in the runtime): one; u = clamp((log2(piece) - 14) / 8, -1,
-    1), so 64 B -> -1, 16 KiB -> 0, 4 MiB -> 1; u2 = u * u; write and interleaved as 1 or 0."""
+    1), so 64 B -> -1, 16 KiB -> 0, 4 MiB -> 1; u2 = u * u; write and interleaved as 1 or 0; first: 1 for a
+    handle's first call (the runtime), for a measured phase of C calls 1 / C (the first call's share of it)."""
     u = min(1.0, max(-1.0, (math.log2(max(float(piece), 1.0)) - 14.0) / 8.0))
-    return [1.0, u, u * u, 1.0 if write else 0.0, 1.0 if interleaved else 0.0]
+    return [1.0, u, u * u, 1.0 if write else 0.0, 1.0 if interleaved else 0.0, float(first)]
 
 
-def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int, interleaved: bool | int) -> float:
+def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int, interleaved: bool | int,
+                   first: float = 0.0) -> float:
     """The fitted seconds of one call: the model's raw seconds times exp(coef . features)."""
-    return raw * math.exp(float(np.dot(fit_entry["coef"], features(piece, write, interleaved))))
+    return raw * math.exp(float(np.dot(fit_entry["coef"], features(piece, write, interleaved, first))))
 
 
 def _call(row: dict, setup_seconds: float) -> dict:
@@ -131,8 +133,8 @@ def fit_strategies(profile: dict) -> dict:
     for strategy, members in by_strategy.items():
         if len(members) < MIN_ROWS:
             continue
-        x = np.array([features(rows[i]["piece"], rows[i]["op"] == "write", rows[i].get("interleaved"))
-                      for i in members])
+        x = np.array([features(rows[i]["piece"], rows[i]["op"] == "write", rows[i].get("interleaved"),
+                               1.0 / rows[i]["calls"]) for i in members])
         y = np.array([math.log(targets[i]) - math.log(raws[i][strategy]) for i in members])
         coef, loo = _fit_one(x, y)
         errors = np.expm1(np.abs(loo))

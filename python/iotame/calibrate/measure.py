@@ -286,14 +286,9 @@ def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bo
 
 
 def _fit(profile: dict) -> tuple[dict | None, str | None]:
-    """(the fit of the measured strategies, note): fit.fit_strategies(profile) when fit.py is installed (none and
-    no note when it is not); a fit that fails leaves the measurements unfitted, with a note."""
-    try:
-        from .fit import fit_strategies
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.fit":
-            raise
-        return None, None
+    """(the fit of the measured strategies, note): fit.fit_strategies(profile); a fit that fails leaves the
+    measurements unfitted, with a note (`iotame calibrate --refit` tries again)."""
+    from .fit import fit_strategies     # numpy: imported when a calibration needs it
     try:
         return fit_strategies(profile), None
     except Exception as e:      # the minutes of measurements are kept whatever the fit does

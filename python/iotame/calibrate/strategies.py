@@ -59,7 +59,7 @@ class Design:
 # 64 B to 4 MiB pieces, 1 MiB per process and call; contiguous pieces merge into one run, so the contiguous layout
 # gives the 1 MiB and 4 MiB runs. Quick: still at least 4 interleaved and contiguous points of u per operation, so
 # that the fit's 5 coefficients per strategy stay determined with rows to spare.
-FULL_DESIGN = Design(sizes=(64, 1024, 16384, 262144, 4194304), calls=(1, 8), repeats=3)
+FULL_DESIGN = Design(sizes=(64, 1024, 16384, 262144, 4194304), calls=(1, 8), repeats=5)
 QUICK_DESIGN = Design(sizes=(64, 1024, 16384, 4194304), calls=(1, 8), repeats=2)
 
 

@@ -18,7 +18,7 @@
 #define FIT_NEAR 0.5      /* one size step of calibrate's design (64 B, 1 KiB, 16 KiB, 256 KiB, 4 MiB) */
 #define FIT_COEF_MAX 20.0 /* |coef| beyond this is no correction but a broken fit */
 
-static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one", "u", "u2", "write", "interleaved"};
+static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one", "u", "u2", "write", "interleaved", "first"};
 
 static double fit_u(double piece)
 {
@@ -36,6 +36,7 @@ void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEA
     f[2] = u * u;
     f[3] = c->write ? 1 : 0;
     f[4] = c->interleaved ? 1 : 0;
+    f[5] = c->first_call ? 1 : 0;
 }
 
 /* The largest |residual| of the fit's rows near u: level 0 of the same operation and layout, 1 of the same
@@ -99,7 +100,7 @@ static int fit_entry(const json_t *entry, const char *name, iotame_model_fit_t *
     if (!json_is_object(entry)) return -1;
     snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.coef", name);
     problem->got = coef;
-    problem->expected = "an array of 5 numbers within -20..20 (one per feature)";
+    problem->expected = "an array of 6 numbers within -20..20 (one per feature)";
     if (!json_is_array(coef) || json_array_size(coef) != IOTAME_FIT_FEATURES) return -1;
     for (int i = 0; i < IOTAME_FIT_FEATURES; i++)
         if (fit_number(json_array_get(coef, (size_t)i), &fit->coef[i]) || fabs(fit->coef[i]) > FIT_COEF_MAX) return -1;
@@ -145,7 +146,7 @@ int iotame__profile_fit_read(const json_t *strategies, iotame_profile_t *out, io
     const json_t *features = json_object_get(fit, "features"), *by = json_object_get(fit, "strategies");
     snprintf(problem->key, sizeof problem->key, "strategies.fit.features");
     problem->got = features;
-    problem->expected = "[\"one\", \"u\", \"u2\", \"write\", \"interleaved\"]";
+    problem->expected = "[\"one\", \"u\", \"u2\", \"write\", \"interleaved\", \"first\"]";
     if (!json_is_array(features) || json_array_size(features) != IOTAME_FIT_FEATURES) return -1;
     for (int i = 0; i < IOTAME_FIT_FEATURES; i++) {
         const char *name = json_string_value(json_array_get(features, (size_t)i));

@@ -43,9 +43,10 @@ typedef enum {
     IOTAME_MODEL_KINDS
 } iotame_model_kind_t;
 
-/* The features of a call its fit corrects by (fit.c): one, u, u^2, write, interleaved, u being the log2 of the piece
- * size less 14 over 8, within -1..1 (64 B: -1, 16 KiB: 0, 4 MiB: 1). */
-#define IOTAME_FIT_FEATURES 5
+/* The features of a call its fit corrects by (fit.c): one, u, u^2, write, interleaved, first; u being the log2 of
+ * the piece size less 14 over 8, within -1..1 (64 B: -1, 16 KiB: 0, 4 MiB: 1), first 1 for the handle's first call
+ * of the kind (calibrate's rows: 1 / the phase's calls). */
+#define IOTAME_FIT_FEATURES 6
 #define IOTAME_FIT_RESIDUALS 128 /* cross-validated residuals kept per strategy */
 
 /* A strategy's fit to what `iotame calibrate` measured of it (profile version 2, "strategies.fit"): the model's
@@ -118,6 +119,7 @@ typedef struct {
     int sieves;                  /* the library's writes sieve small pieces (ROMIO), not one by one (OMPIO) */
     double setup_seconds;        /* what the engine strategies' first call on a handle adds (the shadow handle's open
                                     and close); 0: set up already */
+    int first_call;              /* the handle's first call of the kind (the fit's feature `first`) */
 } iotame_model_call_t;
 
 /* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind or none. The
