@@ -3,10 +3,10 @@
  * strategy on that class of signature (operation, processes, nodes, piece size to a power of two, interleaved or
  * not). The knowledge file keeps, per machine profile (its hash) and class, each strategy's correction (the log
  * ratio of measured to predicted time, a recursive mean) and its spread; the next job on the machine multiplies its
- * predictions by exp(correction) and takes its error from the spread. An observation moves the correction by at
- * most log 2 / (weight + 1), and by twice the spread once a few measurements agree (corrections_observe), and the
- * weight stops at CORRECTIONS_WEIGHT_MAX, so that one slow call cannot swing it and the machine's later behaviour
- * still counts. Jobs at once each apply their own observations to the file's
+ * predictions by exp(correction) and takes its error from the spread. Once a few measurements agree an observation
+ * moves the correction by at most log 2 / (weight + 1) and twice the spread (corrections_observe), and the weight
+ * stops at CORRECTIONS_WEIGHT_MAX, so that one slow call cannot swing it and the machine's later behaviour still
+ * counts. Jobs at once each apply their own observations to the file's
  * corrections as they are at their save (the store's lock), so none is lost.
  *
  * In the knowledge file's "collective" section: "model": {"<profile hash>": {"<class>": {"<strategy>":
@@ -19,7 +19,8 @@
 
 #include "strategy.h"
 
-#define CORRECTIONS_STEP_MAX 0.6931471805599453 /* log 2: the most one observation counts for */
+#define CORRECTIONS_STEP_MAX 0.6931471805599453 /* log 2: the most one observation counts for once trusted */
+#define CORRECTIONS_FIRST_MAX 2.0794415416798357 /* log 8: before, while the error stays the fit's or wider */
 #define CORRECTIONS_WEIGHT_MAX 16.0            /* an observation weighs at least 1 / 17 */
 #define CORRECTIONS_TRUSTED 3                  /* measurements before the spread replaces the fit's error */
 #define CORRECTIONS_ERROR_MIN 0.02             /* the least error the spread gives */
@@ -102,9 +103,10 @@ json_t *iotame__coll_corrections_observed(const iotame_selector_t *s, json_t *us
 }
 
 /* One observation (log of measured over the uncorrected prediction) applied to a class's entry of a strategy: the
- * correction moves towards it by 1 / (weight + 1) of the way, the way bounded by log 2, and once the entry rests on
- * a few measurements by twice its spread (an observation that far off counts as that far); the spread follows the
- * observation's distance from the moved correction, bounded alike. */
+ * correction moves towards it by 1 / (weight + 1) of the way, the way bounded by log 8 while the entry rests on
+ * fewer than CORRECTIONS_TRUSTED measurements (its error is then never below the fit's: a large first step cannot
+ * make a pick trusted), and after that by log 2 and twice its spread (an observation that far off counts as that
+ * far); the spread follows the observation's distance from the correction, bounded alike. */
 static int corrections_observe(json_t *entry, double r)
 {
     const double c = json_number_value(json_object_get(entry, "correction"));
@@ -112,9 +114,11 @@ static int corrections_observe(json_t *entry, double r)
     const double w = json_number_value(json_object_get(entry, "weight"));
     const json_int_t n = json_integer_value(json_object_get(entry, "measurements"));
     const double trusted = fmin(CORRECTIONS_STEP_MAX, fmax(2 * s, CORRECTIONS_BOUND_MIN));
-    const double bound = n >= CORRECTIONS_TRUSTED ? trusted : CORRECTIONS_STEP_MAX;
+    const double bound = n >= CORRECTIONS_TRUSTED ? trusted : CORRECTIONS_FIRST_MAX;
     const double moved = c + fmax(-bound, fmin(bound, r - c)) / (w + 1);
-    const double away = fmin(bound, fabs(r - moved));
+    /* until trusted the spread is how far the observations were from the correction before them: a correction that
+     * had to jump stays uncertain until measurements confirm it */
+    const double away = fmin(bound, fabs(r - (n >= CORRECTIONS_TRUSTED ? moved : c)));
     int rc = json_object_set_new(entry, "correction", json_real(moved));
     rc |= json_object_set_new(entry, "spread", json_real(s + (away - s) / (w + 1)));
     rc |= json_object_set_new(entry, "weight", json_real(fmin(w + 1, CORRECTIONS_WEIGHT_MAX)));
