@@ -56,7 +56,6 @@ typedef struct {
     double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
     int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
                              strategy of a measured call is every rank's) */
-    int served;           /* some strategy served a call of the handle: a library strategy's next is not its first */
 } auto_model_t;
 
 struct iotame_coll_choice {
@@ -202,7 +201,8 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         call.unit = a->model.unit;
         call.sieves = a->model.sieves;
         call.setup_seconds = a->model.engine_ready ? 0 : a->model.setup_seconds;
-        call.first_call = iotame_strategies[s]->native ? !a->model.served : !a->model.engine_ready;
+        /* first_call 0: the selector's means are of calls after a strategy's first (transition calls are not
+         * measured), so that is what is predicted; the engine's set-up stays the equations' own term */
         double error;
         out->seconds[s] = iotame_model_fitted(&a->model.profile->profile, &call, a->model.kind[s], &error);
         const char *name = iotame_strategies[s]->name;
@@ -474,7 +474,6 @@ static void auto_measured(void *state, const iotame_coll_facts_t *facts, int str
 {
     struct iotame_coll_choice *a = state;
     a->model.engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
-    a->model.served |= strategy >= 0;
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
     iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);

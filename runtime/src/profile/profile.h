@@ -119,7 +119,8 @@ typedef struct {
     int sieves;                  /* the library's writes sieve small pieces (ROMIO), not one by one (OMPIO) */
     double setup_seconds;        /* what the engine strategies' first call on a handle adds (the shadow handle's open
                                     and close); 0: set up already */
-    int first_call;              /* the handle's first call of the kind (the fit's feature `first`) */
+    int first_call;              /* the handle's first call of the kind (the fit's feature `first`; the selector
+                                    predicts later calls, what its means measure: 0) */
 } iotame_model_call_t;
 
 /* Seconds of one call under strategy `kind` (an iotame_model_kind_t); a negative value for an unknown kind or none. The
