@@ -1,4 +1,4 @@
-/* corrections: the model keeps learning from the jobs it serves (docs/design/fitted-model.md, "Corrections").
+/* corrections: the model keeps learning from the jobs it serves (docs/design/fitted-model.md, "Every job corrects it").
  * Every mean a strategy measured under auto against its prediction is a measurement of the model's error for that
  * strategy on that class of signature (operation, processes, nodes, piece size to a power of two, interleaved or
  * not). The knowledge file keeps, per machine profile (its hash) and class, each strategy's correction (the log
@@ -6,8 +6,8 @@
  * predictions by exp(correction) and takes its error from the spread. Once a few measurements agree an observation
  * moves the correction by at most log 2 / (weight + 1) and twice the spread (corrections_observe), and the weight
  * stops at CORRECTIONS_WEIGHT_MAX, so that one slow call cannot swing it and the machine's later behaviour still
- * counts. Jobs at once each apply their own observations to the file's
- * corrections as they are at their save (the store's lock), so none is lost.
+ * counts. Jobs at once each apply their own observations to the file's corrections as they are at their save (the
+ * store's lock), so none is lost.
  *
  * In the knowledge file's "collective" section: "model": {"<profile hash>": {"<class>": {"<strategy>":
  * {"correction": c, "spread": s, "weight": w, "measurements": n}}}}. */
@@ -19,12 +19,12 @@
 
 #include "strategy.h"
 
-#define CORRECTIONS_STEP_MAX 0.6931471805599453 /* log 2: the most one observation counts for once trusted */
+#define CORRECTIONS_STEP_MAX 0.6931471805599453  /* log 2: the most one observation counts for once trusted */
 #define CORRECTIONS_FIRST_MAX 2.0794415416798357 /* log 8: before, while the error stays the fit's or wider */
-#define CORRECTIONS_WEIGHT_MAX 16.0            /* an observation weighs at least 1 / 17 */
-#define CORRECTIONS_TRUSTED 3                  /* measurements before the spread replaces the fit's error */
-#define CORRECTIONS_ERROR_MIN 0.02             /* the least error the spread gives */
-#define CORRECTIONS_BOUND_MIN 0.05             /* the least bound of an observation's step once trusted (log) */
+#define CORRECTIONS_WEIGHT_MAX 16.0              /* an observation weighs at least 1 / 17 */
+#define CORRECTIONS_TRUSTED 3                    /* measurements before the spread replaces the fit's error */
+#define CORRECTIONS_ERROR_MIN 0.02               /* the least error the spread gives */
+#define CORRECTIONS_BOUND_MIN 0.05               /* the least bound of an observation's step once trusted (log) */
 
 void iotame__coll_correction_class(char *out, size_t size, const iotame_sig_t *sig, int64_t nodes, int interleaved)
 {
