@@ -69,7 +69,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from iotame.bench import drop_caches, parse_kernel_output
+from iotame.bench import drop_caches
+from iotame.bench.execute import verified_job
 from iotame.bench.baseline import BASELINE, base_name, copy_baseline, ratio_interval, with_baseline
 from iotame.bench.memory import steady_memory
 from iotame.bench.setting import Setting
@@ -139,21 +140,7 @@ def environment(lib, config_path, stats, home):
 
 def job(argv, env, cwd, stats):
     """Runs one job; returns (result, statistics or None). RuntimeError on failure or unverified data."""
-    if stats.exists():
-        stats.unlink()
-    try:
-        p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{' '.join(map(str, argv[3:6]))}: no result after {TIMEOUT} s") from None
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, argv[3:]))} exited {p.returncode}:\n{p.stderr[-1500:]}")
-    try:
-        res = parse_kernel_output(p.stdout)
-    except ValueError as e:
-        raise RuntimeError(f"{' '.join(map(str, argv[3:]))}: {e}") from None
-    if res.get("verified") is not True:
-        raise RuntimeError(f"{' '.join(map(str, argv[3:]))}: data did not verify: {str(res.get('errors'))[:300]}")
-    return res, json.loads(stats.read_text()) if stats.exists() else None
+    return verified_job(argv, env, cwd, stats, TIMEOUT)
 
 
 def op_phases(res, op):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -23,7 +24,7 @@ from . import caches
 from .kernels import Kernel, Settings, get_kernel
 from .plan import BenchSpec, Trial, plan
 
-__all__ = ["BenchRun", "parse_kernel_output", "merge_results", "run_trial", "run_bench"]
+__all__ = ["BenchRun", "parse_kernel_output", "verified_job", "merge_results", "run_trial", "run_bench"]
 
 
 @dataclass
@@ -78,6 +79,28 @@ def parse_kernel_output(stdout: str) -> dict:
         if isinstance(obj, dict) and isinstance(obj.get("phases"), list):
             return obj
     raise ValueError("no JSON result with \"phases\" on stdout")
+
+
+def verified_job(argv: list, env: dict, cwd, stats: Path, timeout: float) -> tuple[dict, dict | None]:
+    """One kernel job of a bench script (argv[3:] names it: after `mpiexec -n N`): (its result, the runtime's
+    statistics at `stats` or None). RuntimeError when it fails, times out, prints no result or its data did not
+    verify."""
+    if stats.exists():
+        stats.unlink()
+    name = " ".join(map(str, argv[3:]))
+    try:
+        p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(map(str, argv[3:6]))}: no result after {timeout} s") from None
+    if p.returncode != 0:
+        raise RuntimeError(f"{name} exited {p.returncode}:\n{p.stderr[-1500:]}")
+    try:
+        res = parse_kernel_output(p.stdout)
+    except ValueError as e:
+        raise RuntimeError(f"{name}: {e}") from None
+    if res.get("verified") is not True:
+        raise RuntimeError(f"{name}: data did not verify: {str(res.get('errors'))[:300]}")
+    return res, json.loads(stats.read_text()) if stats.exists() else None
 
 
 def merge_results(write: dict, read: dict) -> dict:
