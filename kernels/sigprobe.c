@@ -2,8 +2,8 @@
  * docs/calibrate.md, issue 48): a design of synthetic collective call signatures measured in one job, each a write
  * phase and a read phase of `calls` consecutive MPI_File_write_all / MPI_File_read_all on a fresh shared file.
  *
- * A signature: piece size s, k = max(1, --pieces-bytes / s) pieces per process per call, a layout and a number of
- * calls C. Interleaved: piece j of rank r at (j*P + r)*s of the call's region; contiguous: rank r's k pieces follow
+ * A signature: piece size s, k = max(1, b / s) pieces per process per call (b: the size's own `s@b` in --sizes, else
+ * --pieces-bytes), a layout and a number of calls C. Interleaved: piece j of rank r at (j*P + r)*s of the call's region; contiguous: rank r's k pieces follow
  * one another at r*k*s. The regions of the calls follow one another (call c at c*P*k*s), so each file view is one
  * type tiled by the calls through the individual file pointer. A row says what the runtime sees of a call: touching
  * pieces merge into one (contiguous: one piece of k*s bytes per process; interleaved with one process or one
@@ -53,6 +53,7 @@ typedef struct {
     const char *dir, *sizes_arg, *calls_arg, *layouts_arg, *ops_arg;
     int64_t pieces_bytes, repeats;
     int64_t sizes[SIGPROBE_MAX_LIST], calls[SIGPROBE_MAX_LIST];
+    int64_t call_bytes[SIGPROBE_MAX_LIST]; /* per size: bytes per process and call (0: --pieces-bytes) */
     int nsizes, ncalls;
     bool layouts[SIGPROBE_NLAYOUTS], ops[SIGPROBE_NOPS];
     sigprobe_sig_t sigs[SIGPROBE_MAX_SIGS];
@@ -62,8 +63,9 @@ typedef struct {
     char path[4096];
 } sigprobe_t;
 
-/* A comma list of sizes (sizes) or integers >= 1 (calls) into out[]; a usage error naming the option. */
-static int sigprobe_numbers(const char *option, const char *text, bool sizes, int64_t *out, int *n)
+/* A comma list of sizes (sizes: each SIZE or SIZE@BYTES, BYTES per process and call into at[], else 0) or
+ * integers >= 1 (calls) into out[]; a usage error naming the option. */
+static int sigprobe_numbers(const char *option, const char *text, bool sizes, int64_t *out, int64_t *at, int *n)
 {
     const char *s = text;
     *n = 0;
@@ -71,22 +73,27 @@ static int sigprobe_numbers(const char *option, const char *text, bool sizes, in
         const char *end = strchr(s, ',');
         size_t len = end ? (size_t)(end - s) : strlen(s);
         char item[64];
-        int64_t v = 0;
+        int64_t v = 0, b = 0;
         if (len == 0 || len >= sizeof item) break;
         memcpy(item, s, len);
         item[len] = '\0';
+        char *sep = sizes ? strchr(item, '@') : NULL;
+        if (sep) *sep = '\0';
         if ((sizes ? iotame_parse_size(item, &v) : iotame_parse_int(item, &v)) != 0 || v < 1) break;
-        if (v > (sizes ? SIGPROBE_MAX_CALL : 100000))
-            return iotame_usage_error("option --%s: %s is too large (at most %s)", option, item,
+        if (sep && (iotame_parse_size(sep + 1, &b) != 0 || b < 1)) break;
+        if (v > (sizes ? SIGPROBE_MAX_CALL : 100000) || b > SIGPROBE_MAX_CALL)
+            return iotame_usage_error("option --%s: %.*s is too large (at most %s)", option, (int)len, s,
                                       sizes ? "1g" : "100000");
         if (*n == SIGPROBE_MAX_LIST)
             return iotame_usage_error("option --%s: at most %d values", option, SIGPROBE_MAX_LIST);
+        if (at) at[*n] = b;
         out[(*n)++] = v;
         if (!end) return 0;
         s = end + 1;
     }
     return iotame_usage_error("option --%s: expected a comma-separated list of %s, got \"%s\"", option,
-                              sizes ? IOTAME_SIZE_SYNTAX : "integers >= 1", text);
+                              sizes ? IOTAME_SIZE_SYNTAX " (each optionally @bytes per process and call)"
+                                    : "integers >= 1", text);
 }
 
 /* A comma list of names from names[0..n) into chosen[]; a usage error naming the option. */
@@ -116,7 +123,8 @@ static void sigprobe_design(sigprobe_t *p, int nprocs)
     for (int i = 0; i < p->nsizes; i++)
         for (int layout = 0; layout < SIGPROBE_NLAYOUTS; layout++) {
             if (!p->layouts[layout]) continue;
-            int64_t s = p->sizes[i], k = p->pieces_bytes / s > 1 ? p->pieces_bytes / s : 1;
+            const int64_t s = p->sizes[i], b = p->call_bytes[i] > 0 ? p->call_bytes[i] : p->pieces_bytes;
+            const int64_t k = b / s > 1 ? b / s : 1;
             bool apart = layout == SIGPROBE_INTERLEAVED && nprocs > 1 && k > 1; /* pieces that do not touch */
             for (int c = 0; c < p->ncalls; c++) {
                 sigprobe_sig_t g = {.size = s, .layout = layout, .k = k, .calls = p->calls[c],
@@ -140,7 +148,7 @@ static int sigprobe_parse(iotame_run_t *run, int argc, char **argv, sigprobe_t *
         {.name = "pieces-bytes", .type = IOTAME_OPT_SIZE, .value = &p->pieces_bytes, .def = "1m", .min = "1",
          .max = "1g", .help = "bytes per process and call: k = max(1, this / piece size) pieces"},
         {.name = "sizes", .type = IOTAME_OPT_STRING, .value = &p->sizes_arg, .def = "64,1024,16384,262144,4194304",
-         .help = "piece sizes, comma-separated"},
+         .help = "piece sizes, comma-separated; SIZE@BYTES: that size with BYTES per process and call"},
         {.name = "calls", .type = IOTAME_OPT_STRING, .value = &p->calls_arg, .def = "1,8",
          .help = "calls per phase, comma-separated"},
         {.name = "layouts", .type = IOTAME_OPT_STRING, .value = &p->layouts_arg, .def = "interleaved,contiguous",
@@ -152,15 +160,16 @@ static int sigprobe_parse(iotame_run_t *run, int argc, char **argv, sigprobe_t *
         {0}};
     int rc = iotame_options_parse(run, opts, argc, argv);
     if (rc) return rc;
-    if ((rc = sigprobe_numbers("sizes", p->sizes_arg, true, p->sizes, &p->nsizes))) return rc;
-    if ((rc = sigprobe_numbers("calls", p->calls_arg, false, p->calls, &p->ncalls))) return rc;
+    if ((rc = sigprobe_numbers("sizes", p->sizes_arg, true, p->sizes, p->call_bytes, &p->nsizes))) return rc;
+    if ((rc = sigprobe_numbers("calls", p->calls_arg, false, p->calls, NULL, &p->ncalls))) return rc;
     if ((rc = sigprobe_names("layouts", p->layouts_arg, sigprobe_layout_names, SIGPROBE_NLAYOUTS, p->layouts)))
         return rc;
     if ((rc = sigprobe_names("ops", p->ops_arg, sigprobe_op_names, SIGPROBE_NOPS, p->ops))) return rc;
     for (int i = 0; i < p->nsizes; i++)
-        if (p->sizes[i] > INT32_MAX / run->nprocs)
+        if (p->sizes[i] > INT32_MAX / run->nprocs || p->call_bytes[i] > INT32_MAX / run->nprocs)
             return iotame_usage_error("option --sizes: %lld bytes times %d processes overflows a datatype",
-                                      (long long)p->sizes[i], run->nprocs);
+                                      (long long)(p->sizes[i] > p->call_bytes[i] ? p->sizes[i] : p->call_bytes[i]),
+                                      run->nprocs);
     if (p->pieces_bytes > INT32_MAX / run->nprocs)
         return iotame_usage_error("option --pieces-bytes: %lld bytes times %d processes overflows a datatype",
                                   (long long)p->pieces_bytes, run->nprocs);

@@ -43,6 +43,15 @@ def test_calls_and_repeats_and_one_operation(job, tmp_path):
     assert all(len(r["seconds"]) == 2 for r in res["rows"])
 
 
+def test_a_size_with_its_own_bytes_per_call(job, tmp_path):
+    res, p = job.kernel(2, "sigprobe", "--dir", tmp_path, "--sizes", "1k,1k@4k,8k@32k", "--calls", "2", "--repeats",
+                        "1", "--pieces-bytes", "16k", "--layouts", "interleaved", "--ops", "write,read")
+    assert p.returncode == 0 and res["verified"] is True, p.stderr
+    # (piece, pieces per process, bytes of a call of both ranks): 16 KiB, 4 KiB and 32 KiB per process
+    assert sorted({(r["piece"], r["pieces"], r["bytes"]) for r in res["rows"]}) == \
+        [(1024, 4, 8192), (1024, 16, 32768), (8192, 4, 65536)]
+
+
 def test_one_rank_pieces_merge(job, tmp_path):
     res, _ = job.kernel(1, "sigprobe", "--dir", tmp_path, "--sizes", "64", "--calls", "1", "--repeats", "1",
                         "--pieces-bytes", "4k")
@@ -53,7 +62,8 @@ def test_one_rank_pieces_merge(job, tmp_path):
 def test_listed_and_bad_options(job):
     p = job.run(1, [KERNEL, "--list"])
     assert "sigprobe" in p.stdout.split()
-    for args, word in ((["--sizes", "64,x"], "--sizes"), (["--calls", "0"], "--calls"),
+    for args, word in ((["--sizes", "64,x"], "--sizes"), (["--sizes", "64@"], "--sizes"),
+                       (["--sizes", "64@2g"], "--sizes"), (["--calls", "0"], "--calls"),
                        (["--layouts", "diagonal"], "--layouts"), (["--ops", "write,append"], "--ops")):
         line, _ = usage_error(job, 2, "sigprobe", args)
         assert word in line

@@ -138,7 +138,11 @@ def test_designs_keep_the_fit_determined():
     for design in (FULL_DESIGN, QUICK_DESIGN):
         assert len(design.sizes) >= 3 and set(design.layouts) == {"interleaved", "contiguous"}
         assert set(design.ops) == {"write", "read"} and min(design.sizes) == 64 and max(design.sizes) == 4 * MIB
-    assert FULL_DESIGN.argv("/d")[:3] == ["sigprobe", "--dir", "/d"]
+        per_process = {design.pieces_bytes} | {b for _, b in design.call_sizes}   # the fit's v: small and large calls
+        assert min(per_process) <= 16 << 10 and max(per_process) >= 8 * MIB
+    argv = FULL_DESIGN.argv("/d")
+    assert argv[:3] == ["sigprobe", "--dir", "/d"]
+    assert argv[argv.index("--sizes") + 1].split(",")[-2:] == [f"{MIB}@{8 * MIB}", f"{4 * MIB}@{8 * MIB}"]
 
 
 def test_calls_not_served_by_the_strategy_are_noted():
@@ -156,7 +160,7 @@ def test_the_fit_is_added_and_a_failing_fit_keeps_the_measurements(monkeypatch):
     from iotame.calibrate import measure
     profile = dict(good_profile(), version=2, strategies={"method": "m", "seconds": 1.0, "measured": [_row()]})
     fake = types.ModuleType("iotame.calibrate.fit")
-    fake.fit_strategies = lambda p: {"features": ["one", "u", "u2", "write", "interleaved", "first"],
+    fake.fit_strategies = lambda p: {"features": ["one", "u", "u2", "write", "interleaved", "first", "v"],
                                      "strategies": {}, "rows_seen": len(p["strategies"]["measured"])}
     monkeypatch.setitem(sys.modules, "iotame.calibrate.fit", fake)
     fit, note = measure._fit(profile)

@@ -251,20 +251,23 @@ static void test_unreadable_and_not_json(void)
     free(errors);
 }
 
-/* A fit of two kinds: view_based corrected by exp(0.5 + 0.25 u + 0.1 write), its error from the residuals near the
- * call; a kind without a fit predicted as the equations say. */
+/* A fit of two kinds: view_based corrected by exp(0.5 + 0.25 u + 0.1 write + 0.3 first - 0.2 v), its error from
+ * the residuals near the call; a kind without a fit predicted as the equations say. */
 static json_t *fitted(void)
 {
     json_t *root = sample();
     json_object_set_new(root, "version", json_integer(2));
-    json_t *vb = json_pack("{s:[f,f,f,f,f,f],s:i,s:[[f,i,i,f],[f,i,i,f],[f,i,i,f],[f,i,i,f]]}", "coef", 0.5, 0.25,
-                           0.0, 0.1, 0.0, 0.3, "rows", 4, "residuals", -1.0, 0, 1, 0.3, -0.5, 0, 1, -0.1, 1.0, 0, 1, 0.05, 0.5,
-                           0, 1, -0.02);
-    json_t *pt = json_pack("{s:[f,f,f,f,f,f],s:i,s:[]}", "coef", -0.2, 0.0, 0.0, 0.0, 0.0, 0.0, "rows", 3,
+    /* residuals [u, v, write, interleaved, r]: a read of 64-byte interleaved pieces (u -1, v 0) has the first one
+     * at its place, the second of the other operation, the third far in u, the fourth of the other layout and one
+     * step away in v */
+    json_t *vb = json_pack("{s:[f,f,f,f,f,f,f],s:i,s:[[f,f,i,i,f],[f,f,i,i,f],[f,f,i,i,f],[f,f,i,i,f]]}", "coef", 0.5,
+                           0.25, 0.0, 0.1, 0.0, 0.3, -0.2, "rows", 4, "residuals", -1.0, 0.0, 0, 1, 0.1, -1.0, 0.0, 1,
+                           1, 0.5, 1.0, 0.0, 0, 1, 1.0, -1.0, 1.0, 0, 0, 0.3);
+    json_t *pt = json_pack("{s:[f,f,f,f,f,f,f],s:i,s:[]}", "coef", -0.2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "rows", 3,
                            "residuals");
     json_object_set_new(root, "strategies",
-                        json_pack("{s:[],s:{s:[s,s,s,s,s,s],s:{s:o,s:o}}}", "measured", "fit", "features", "one",
-                                  "u", "u2", "write", "interleaved", "first", "strategies", "view_based", vb,
+                        json_pack("{s:[],s:{s:[s,s,s,s,s,s,s],s:{s:o,s:o}}}", "measured", "fit", "features", "one",
+                                  "u", "u2", "write", "interleaved", "first", "v", "strategies", "view_based", vb,
                                   "passthrough", pt));
     return root;
 }
@@ -275,23 +278,33 @@ static void test_a_fit_corrects_its_kind_and_says_its_error(void)
     char *errors = NULL;
     CHECK(load(fitted(), &p, &errors) == 0 && !errors);
     CHECK(iotame_model_fits(&p) == 2 && p.fit[IOTAME_MODEL_VIEW_BASED].nres == 4);
-    /* a read of 64-byte pieces: u -1 */
+    /* a read of 64-byte pieces, 512 KiB per process: u -1, v 0 */
     iotame_model_call_t c = {.write = 0, .nprocs = 2, .nodes = 1, .bytes = 1 << 20, .pieces = 8192, .interleaved = 1};
     double err;
     const double raw = iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED);
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err), raw * exp(0.5 - 0.25)));
-    CHECK(NEAR(err, exp(0.3) - 1)); /* the rows at u -1 and -0.5 of reads, interleaved: the largest */
-    c.write = 1; /* no written rows: every row's largest */
+    /* twice the weighted root mean square: weight 1 at its place, 1/4 for the other operation, exp(-d^2 / 0.5) at
+     * a distance of d size steps (and 1/4 again for the other layout) */
+    const double w[4] = {1, 0.25, exp(-8), 0.25 * exp(-2)}, r[4] = {0.1, 0.5, 1.0, 0.3};
+    double num = 0, den = 0;
+    for (int i = 0; i < 4; i++) num += w[i] * r[i] * r[i], den += w[i];
+    CHECK(NEAR(err, expm1(2 * sqrt(num / den))));
+    c.bytes = 32 << 20; /* 16 MiB per process in 64-byte pieces: u -1, v 1; the fourth residual now at its v */
+    c.pieces = 262144;
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 - 0.25 - 0.2)));
+    const double w2[4] = {exp(-2), 0.25 * exp(-2), exp(-10), 0.25};
+    num = den = 0;
+    for (int i = 0; i < 4; i++) num += w2[i] * r[i] * r[i], den += w2[i];
+    CHECK(NEAR(err, expm1(2 * sqrt(num / den))));
+    c.bytes = 1 << 20;
+    c.pieces = 8192;
+    c.write = 1;
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
                iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 - 0.25 + 0.1)));
-    CHECK(NEAR(err, exp(0.3) - 1));
-    c.write = 0;
-    c.pieces = 1; /* 512 KiB pieces: u 0.625, its neighbours at 0.5 and 1.0 */
-    iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err);
-    CHECK(NEAR(err, exp(0.05) - 1));
     c.first_call = 1; /* the handle's first call: the feature `first` */
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, NULL),
-               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 + 0.25 * 0.625 + 0.3)));
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 - 0.25 + 0.1 + 0.3)));
     c.first_call = 0;
     /* passthrough: its correction, no residuals (error unknown); two_phase: no fit at all */
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_PASSTHROUGH, &err),
@@ -302,21 +315,42 @@ static void test_a_fit_corrects_its_kind_and_says_its_error(void)
     CHECK(load(sample(), &p, &errors) == 0 && iotame_model_fits(&p) == 0);
 }
 
+/* A fit of the first version-2 profiles, without the feature v: it loads, v's coefficient 0, its residuals as near
+ * in v as any call. */
+static void test_a_fit_without_v_still_loads(void)
+{
+    json_t *root = sample();
+    json_object_set_new(root, "version", json_integer(2));
+    json_t *vb = json_pack("{s:[f,f,f,f,f,f],s:i,s:[[f,i,i,f],[f,i,i,f]]}", "coef", 0.5, 0.0, 0.0, 0.0, 0.0, 0.0,
+                           "rows", 2, "residuals", -1.0, 0, 1, 0.2, -1.0, 0, 1, -0.2);
+    json_object_set_new(root, "strategies",
+                        json_pack("{s:[],s:{s:[s,s,s,s,s,s],s:{s:o}}}", "measured", "fit", "features", "one", "u",
+                                  "u2", "write", "interleaved", "first", "strategies", "view_based", vb));
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(load(root, &p, &errors) == 0 && !errors && iotame_model_fits(&p) == 1);
+    double err;
+    iotame_model_call_t c = {.write = 0, .nprocs = 2, .nodes = 1, .bytes = 64 << 20, .pieces = 1 << 20, .interleaved = 1};
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5)));
+    CHECK(NEAR(err, expm1(0.4)));
+}
+
 static void test_a_bad_fit_is_refused_by_key(void)
 {
     json_t *root = fitted();
     json_array_set_new(at(root, "strategies.fit.strategies.view_based.coef"), 1, json_string("x"));
-    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.coef: expected an array of 6 "
+    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.coef: expected an array of 7 "
                         "numbers within -20..20 (one per feature), got array\n", 1);
     root = fitted();
     json_array_set_new(at(root, "strategies.fit.features"), 2, json_string("u3"));
     check_refused(root, "iotame: profile bad.json: strategies.fit.features: expected [\"one\", \"u\", \"u2\", "
-                        "\"write\", \"interleaved\", \"first\"], got array\n", 1);
+                        "\"write\", \"interleaved\", \"first\", \"v\"] (without \"v\": an earlier profile), got array\n", 1);
     root = fitted();
-    json_array_set_new(json_array_get(at(root, "strategies.fit.strategies.view_based.residuals"), 0), 1,
+    json_array_set_new(json_array_get(at(root, "strategies.fit.strategies.view_based.residuals"), 0), 2,
                        json_integer(2));
-    check_refused(root, "strategies.fit.strategies.view_based.residuals: expected an array of [u (-1..1), write (0/1), "
-                        "interleaved (0/1), log residual] rows, got array\n", 1);
+    check_refused(root, "strategies.fit.strategies.view_based.residuals: expected an array of [u (-1..1), v (-1..1), "
+                        "write (0/1), interleaved (0/1), log residual] rows, got array\n", 1);
     root = fitted();
     json_object_set_new(root, "strategies", json_string("none"));
     check_refused(root, "strategies: expected an object (what calibrate measured of the strategies) or null, got "
@@ -333,6 +367,7 @@ int main(void)
     test_every_problem_listed_and_layout();
     test_unreadable_and_not_json();
     test_a_fit_corrects_its_kind_and_says_its_error();
+    test_a_fit_without_v_still_loads();
     test_a_bad_fit_is_refused_by_key();
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
     return failures != 0;

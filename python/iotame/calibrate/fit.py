@@ -1,7 +1,8 @@
 """The cost model fitted to the strategies' measured calls (issue 48, item 2; the contract of the profile's
 `strategies` section, docs/formats.md): per strategy, a least-squares fit on log time of the measured seconds
 against the model's raw prediction (`iotame-config predict`, the runtime's own model), as a factor exp(coef .
-features) of a call's piece size, direction and interleaving, and its leave-one-out cross-validated error."""
+features) of a call's piece size, bytes per process, direction and interleaving, and its leave-one-out
+cross-validated error."""
 from __future__ import annotations
 
 import json
@@ -15,26 +16,37 @@ import numpy as np
 from ..config import run_config_tool
 from ..errors import IotameError
 
-__all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "features", "fitted_seconds", "fit_strategies", "raw_predictions"]
+__all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "features", "row_features", "fitted_seconds", "fit_strategies", "raw_predictions"]
 
-FEATURES = ("one", "u", "u2", "write", "interleaved", "first")
+FEATURES = ("one", "u", "u2", "write", "interleaved", "first", "v")
 RIDGE = 1e-3       # penalty on every coefficient but `one`: a rank-deficient design stays finite
 MIN_ROWS = 3       # a strategy with fewer measured rows gets no fit
 _CALL_KEYS = ("nprocs", "nodes", "ppn", "bytes", "pieces", "piece", "gap", "targets", "unit", "sieves")
 
 
-def features(piece: float, write: bool | int, interleaved: bool | int, first: float = 0.0) -> list[float]:
+def features(piece: float, write: bool | int, interleaved: bool | int, first: float = 0.0,
+             process_bytes: float = 1 << 19) -> list[float]:
     """The features of a call (the contract's, the same in the runtime): one; u = clamp((log2(piece) - 14) / 8, -1,
     1), so 64 B -> -1, 16 KiB -> 0, 4 MiB -> 1; u2 = u * u; write and interleaved as 1 or 0; first: 1 for a
-    handle's first call (the runtime), for a measured phase of C calls 1 / C (the first call's share of it)."""
+    handle's first call (the runtime), for a measured phase of C calls 1 / C (the first call's share of it); v =
+    clamp((log2(bytes per process and call) - 19) / 5, -1, 1), so 16 KiB -> -1, 512 KiB -> 0, 16 MiB -> 1."""
     u = min(1.0, max(-1.0, (math.log2(max(float(piece), 1.0)) - 14.0) / 8.0))
-    return [1.0, u, u * u, 1.0 if write else 0.0, 1.0 if interleaved else 0.0, float(first)]
+    v = min(1.0, max(-1.0, (math.log2(max(float(process_bytes), 1.0)) - 19.0) / 5.0))
+    return [1.0, u, u * u, 1.0 if write else 0.0, 1.0 if interleaved else 0.0, float(first), v]
+
+
+def row_features(row: dict) -> list[float]:
+    """The features of a measured row (its calls' piece, bytes per process, direction and layout; first 1 / calls)."""
+    return features(row["piece"], row["op"] == "write", row.get("interleaved"), 1.0 / row["calls"],
+                    row.get("bytes", 0) / max(int(row.get("nprocs", 1)), 1))
 
 
 def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int, interleaved: bool | int,
-                   first: float = 0.0) -> float:
-    """The fitted seconds of one call: the model's raw seconds times exp(coef . features)."""
-    return raw * math.exp(float(np.dot(fit_entry["coef"], features(piece, write, interleaved, first))))
+                   first: float = 0.0, process_bytes: float = 1 << 19) -> float:
+    """The fitted seconds of one call: the model's raw seconds times exp(coef . features); a fit of an earlier
+    profile, with fewer coefficients, leaves the features it lacks out."""
+    f = features(piece, write, interleaved, first, process_bytes)
+    return raw * math.exp(float(np.dot(fit_entry["coef"], f[:len(fit_entry["coef"])])))
 
 
 def _call(row: dict, setup_seconds: float) -> dict:
@@ -116,7 +128,7 @@ def _target(row: dict, where: str) -> float:
 def fit_strategies(profile: dict) -> dict:
     """The contract's `strategies.fit` object from profile["strategies"]["measured"]: per strategy with at least
     MIN_ROWS rows, the coefficients of log(measured / raw) on FEATURES, the rows, each row's leave-one-out
-    residual [u, write, interleaved, r] and their median and largest relative error (exp|r| - 1). ValueError for a
+    residual [u, v, write, interleaved, r] and their median and largest relative error (exp|r| - 1). ValueError for a
     malformed row, IotameError when the model cannot be run."""
     rows = (profile.get("strategies") or {}).get("measured") or []
     targets = [_target(r, f"strategies.measured[{i}]") for i, r in enumerate(rows)]
@@ -133,13 +145,12 @@ def fit_strategies(profile: dict) -> dict:
     for strategy, members in by_strategy.items():
         if len(members) < MIN_ROWS:
             continue
-        x = np.array([features(rows[i]["piece"], rows[i]["op"] == "write", rows[i].get("interleaved"),
-                               1.0 / rows[i]["calls"]) for i in members])
+        x = np.array([row_features(rows[i]) for i in members])
         y = np.array([math.log(targets[i]) - math.log(raws[i][strategy]) for i in members])
         coef, loo = _fit_one(x, y)
         errors = np.expm1(np.abs(loo))
         fits[strategy] = {"coef": [float(c) for c in coef], "rows": len(members),
-                          "residuals": [[round(float(xi[1]), 6), int(xi[3]), int(xi[4]), round(float(r), 6)]
-                                        for xi, r in zip(x, loo)],
+                          "residuals": [[round(float(xi[1]), 6), round(float(xi[6]), 6), int(xi[3]), int(xi[4]),
+                                         round(float(r), 6)] for xi, r in zip(x, loo)],
                           "cv_median": round(float(np.median(errors)), 6), "cv_max": round(float(errors.max()), 6)}
     return {"features": list(FEATURES), "strategies": fits}

@@ -35,32 +35,40 @@ ROW_KEYS = ("op", "strategy", "nprocs", "nodes", "ppn", "piece", "pieces", "inte
 NOT_ASKED_NOTE = "strategies not measured: " + NETWORK_NOT_ASKED.split(": ", 1)[1]
 SKIPPED_NOTE = "strategies not measured (--no-strategies)"
 PROBE_TIMEOUT = 900     # seconds of one strategy's run
+KIB = 1 << 10
 MIB = 1 << 20
 
 
 @dataclass(frozen=True)
 class Design:
     """The signatures sigprobe measures: piece sizes, calls per phase, layouts, operations, repeats of each, and
-    the bytes per process and call (k = max(1, pieces_bytes / size) pieces)."""
+    the bytes per process and call (k = max(1, pieces_bytes / size) pieces); `call_sizes` adds pieces at other
+    bytes per process and call, (piece size, bytes) each."""
     sizes: tuple[int, ...]
     calls: tuple[int, ...]
     repeats: int
     layouts: tuple[str, ...] = ("interleaved", "contiguous")
     ops: tuple[str, ...] = ("write", "read")
     pieces_bytes: int = MIB
+    call_sizes: tuple[tuple[int, int], ...] = ()
 
     def argv(self, directory: str | os.PathLike) -> list[str]:
         """sigprobe's arguments (after the program) for a file in `directory`."""
+        sizes = [str(s) for s in self.sizes] + [f"{s}@{b}" for s, b in self.call_sizes]
         return ["sigprobe", "--dir", str(directory), "--pieces-bytes", str(self.pieces_bytes),
-                "--sizes", ",".join(map(str, self.sizes)), "--calls", ",".join(map(str, self.calls)),
+                "--sizes", ",".join(sizes), "--calls", ",".join(map(str, self.calls)),
                 "--layouts", ",".join(self.layouts), "--ops", ",".join(self.ops), "--repeats", str(self.repeats)]
 
 
 # 64 B to 4 MiB pieces, 1 MiB per process and call; contiguous pieces merge into one run, so the contiguous layout
-# gives the 1 MiB and 4 MiB runs. Quick: still at least 4 interleaved and contiguous points of u per operation, so
-# that the fit's 5 coefficients per strategy stay determined with rows to spare.
-FULL_DESIGN = Design(sizes=(64, 1024, 16384, 262144, 4194304), calls=(1, 8), repeats=5)
-QUICK_DESIGN = Design(sizes=(64, 1024, 16384, 4194304), calls=(1, 8), repeats=2)
+# gives the 1 MiB and 4 MiB runs. The call sizes of applications reach from a few KiB to tens of MiB per process,
+# where a strategy's per-call costs and its streams weigh differently: small pieces in 16 KiB calls and large ones
+# in 8 MiB calls span the fit's v. Quick: still at least 4 interleaved and contiguous points of u and 2 of v per
+# operation, so that the fit's 7 coefficients per strategy stay determined with rows to spare.
+FULL_DESIGN = Design(sizes=(64, 1024, 16384, 262144, 4194304), calls=(1, 8), repeats=5,
+                     call_sizes=((1024, 16 * KIB), (4096, 16 * KIB), (MIB, 8 * MIB), (4 * MIB, 8 * MIB)))
+QUICK_DESIGN = Design(sizes=(64, 1024, 16384, 4194304), calls=(1, 8), repeats=2,
+                      call_sizes=((4096, 16 * KIB), (MIB, 8 * MIB)))
 
 
 def strategy_config(strategy: str, emulate: dict | None = None) -> dict:

@@ -1,8 +1,8 @@
 /* fit: the cost model fitted to what `iotame calibrate` measured of the strategies (profile version 2,
  * "strategies.fit"; docs/design/fitted-model.md). The model's equations keep their form (model.c); each kind's
  * prediction is multiplied by exp(coef . features), a correction least squares found on log time over the
- * calibration's synthetic signatures (python/iotame/calibrate/fit.py), and its error near a call is the largest
- * cross-validated residual of the rows measured near it. As in Behzad et al.'s model-driven tuning (Cluster 2015),
+ * calibration's synthetic signatures (python/iotame/calibrate/fit.py), and its error near a call is twice the
+ * root mean square of the cross-validated residuals, each weighted by how near its row was measured to the call. As in Behzad et al.'s model-driven tuning (Cluster 2015),
  * a regression fitted to a few measured configurations; here one per strategy, over the model's own prediction, so
  * that what the equations already explain (the device, the network) is not fitted again. Pure arithmetic and the
  * JSON reader of the section; no MPI. */
@@ -15,44 +15,51 @@
 
 #define FIT_U_CENTRE 14.0 /* log2 of 16 KiB: u 0 */
 #define FIT_U_SCALE 8.0   /* 64 B .. 4 MiB: u -1 .. 1 */
+#define FIT_V_CENTRE 19.0 /* log2 of 512 KiB per process and call: v 0 */
+#define FIT_V_SCALE 5.0   /* 16 KiB .. 16 MiB: v -1 .. 1 */
 #define FIT_NEAR 0.5      /* one size step of calibrate's design (64 B, 1 KiB, 16 KiB, 256 KiB, 4 MiB) */
+#define FIT_OTHER 0.25    /* the weight of a residual of the other operation or layout */
 #define FIT_COEF_MAX 20.0 /* |coef| beyond this is no correction but a broken fit */
 
-static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one", "u", "u2", "write", "interleaved", "first"};
+static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one",         "u",     "u2", "write",
+                                                                    "interleaved", "first", "v"};
+#define FIT_FEATURES_BEFORE_V 6 /* the features of the first version-2 profiles */
 
-static double fit_u(double piece)
+static double fit_scaled(double bytes, double centre, double scale)
 {
-    const double u = (log2(piece > 1 ? piece : 1) - FIT_U_CENTRE) / FIT_U_SCALE;
-    return u < -1 ? -1 : u > 1 ? 1 : u;
+    const double x = (log2(bytes > 1 ? bytes : 1) - centre) / scale;
+    return x < -1 ? -1 : x > 1 ? 1 : x;
 }
 
 void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEATURES])
 {
     const double pieces = (double)(c->nprocs > 0 ? c->nprocs : 1) * (double)(c->pieces > 0 ? c->pieces : 1);
     const double piece = c->piece_size > 0 ? (double)c->piece_size : (double)c->bytes / pieces;
-    const double u = fit_u(piece);
+    const double u = fit_scaled(piece, FIT_U_CENTRE, FIT_U_SCALE);
     f[0] = 1;
     f[1] = u;
     f[2] = u * u;
     f[3] = c->write ? 1 : 0;
     f[4] = c->interleaved ? 1 : 0;
     f[5] = c->first_call ? 1 : 0;
+    f[6] = fit_scaled((double)c->bytes / (double)(c->nprocs > 0 ? c->nprocs : 1), FIT_V_CENTRE, FIT_V_SCALE);
 }
 
-/* The largest |residual| of the fit's rows near u: level 0 of the same operation and layout, 1 of the same
- * operation, 2 all of them; -1 when fewer than two are. */
-static double fit_largest(const iotame_model_fit_t *fit, double u, int write, int interleaved, int level)
+/* The spread of the fit's residuals near the call (features f): their root mean square, each weighted by a Gaussian
+ * of its row's distance in (u, v) in size steps, and less when the row is of the other operation or layout; -1 when
+ * fewer than two rows are. A row of an earlier profile (no v) is as near in v as the call. */
+static double fit_spread(const iotame_model_fit_t *fit, const double f[IOTAME_FIT_FEATURES])
 {
-    double worst = 0;
-    int n = 0;
+    double sum = 0, weights = 0;
     for (int i = 0; i < fit->nres; i++) {
-        const int same_op = fit->res[i].write == write, same_layout = fit->res[i].interleaved == interleaved;
-        const int near = fabs(fit->res[i].u - u) <= FIT_NEAR + 1e-9;
-        if ((level == 0 && !(same_op && same_layout && near)) || (level == 1 && !(same_op && near))) continue;
-        worst = fmax(worst, fabs(fit->res[i].r));
-        n++;
+        const double du = fit->res[i].u - f[1], dv = isnan(fit->res[i].v) ? 0 : fit->res[i].v - f[6];
+        double w = exp(-(du * du + dv * dv) / (2 * FIT_NEAR * FIT_NEAR));
+        if (fit->res[i].write != (int)f[3]) w *= FIT_OTHER;
+        if (fit->res[i].interleaved != (int)f[4]) w *= FIT_OTHER;
+        sum += w * fit->res[i].r * fit->res[i].r;
+        weights += w;
     }
-    return n >= 2 ? worst : -1;
+    return fit->nres >= 2 && weights > 0 ? sqrt(sum / weights) : -1;
 }
 
 double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error)
@@ -65,10 +72,8 @@ double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t 
     iotame_model_features(c, f);
     for (int i = 0; i < IOTAME_FIT_FEATURES; i++) x += fit->coef[i] * f[i];
     if (error) {
-        double r = -1;
-        for (int level = 0; level < 3 && r < 0; level++)
-            r = fit_largest(fit, f[1], c->write != 0, c->interleaved != 0, level);
-        *error = r < 0 ? -1 : exp(r) - 1;
+        const double spread = fit_spread(fit, f);
+        *error = spread < 0 ? -1 : expm1(2 * spread);
     }
     return raw * exp(x);
 }
@@ -89,8 +94,32 @@ static int fit_number(const json_t *v, double *out)
     return 0;
 }
 
-/* One strategy's entry into *fit; -1 with the problem in *problem. */
-static int fit_entry(const json_t *entry, const char *name, iotame_model_fit_t *fit, iotame_fit_problem_t *problem)
+/* One residual row [u, v, write, interleaved, r] (with `nfeatures` before v: [u, write, interleaved, r], v unknown,
+ * NAN) into *out; -1 when it is not one. */
+static int fit_residual(const json_t *row, int nfeatures, iotame_model_fit_t *out)
+{
+    const int with_v = nfeatures > FIT_FEATURES_BEFORE_V, n = with_v ? 5 : 4;
+    double x[5];
+    if (!json_is_array(row) || json_array_size(row) != (size_t)n) return -1;
+    for (int j = 0; j < n; j++)
+        if (fit_number(json_array_get(row, (size_t)j), &x[j])) return -1;
+    const double u = x[0], v = with_v ? x[1] : NAN, w = x[n - 3], il = x[n - 2], r = x[n - 1];
+    if (fabs(u) > 1 + 1e-9 || (with_v && fabs(v) > 1 + 1e-9) || (w != 0 && w != 1) || (il != 0 && il != 1) ||
+        fabs(r) > FIT_COEF_MAX)
+        return -1;
+    if (out->nres == IOTAME_FIT_RESIDUALS) return 0; /* the first ones: enough to say the error near a call */
+    out->res[out->nres].u = u;
+    out->res[out->nres].v = v;
+    out->res[out->nres].r = r;
+    out->res[out->nres].write = (int)w;
+    out->res[out->nres].interleaved = (int)il;
+    out->nres++;
+    return 0;
+}
+
+/* One strategy's entry of a fit of `nfeatures` features into *fit; -1 with the problem in *problem. */
+static int fit_entry(const json_t *entry, const char *name, int nfeatures, iotame_model_fit_t *fit,
+                     iotame_fit_problem_t *problem)
 {
     const json_t *coef = json_object_get(entry, "coef"), *rows = json_object_get(entry, "rows");
     const json_t *res = json_object_get(entry, "residuals");
@@ -100,9 +129,10 @@ static int fit_entry(const json_t *entry, const char *name, iotame_model_fit_t *
     if (!json_is_object(entry)) return -1;
     snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.coef", name);
     problem->got = coef;
-    problem->expected = "an array of 6 numbers within -20..20 (one per feature)";
-    if (!json_is_array(coef) || json_array_size(coef) != IOTAME_FIT_FEATURES) return -1;
-    for (int i = 0; i < IOTAME_FIT_FEATURES; i++)
+    problem->expected = nfeatures > FIT_FEATURES_BEFORE_V ? "an array of 7 numbers within -20..20 (one per feature)"
+                                                          : "an array of 6 numbers within -20..20 (one per feature)";
+    if (!json_is_array(coef) || json_array_size(coef) != (size_t)nfeatures) return -1;
+    for (int i = 0; i < nfeatures; i++)
         if (fit_number(json_array_get(coef, (size_t)i), &fit->coef[i]) || fabs(fit->coef[i]) > FIT_COEF_MAX) return -1;
     snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.rows", name);
     problem->got = rows;
@@ -111,25 +141,17 @@ static int fit_entry(const json_t *entry, const char *name, iotame_model_fit_t *
     fit->rows = json_integer_value(rows) > 1 << 30 ? 1 << 30 : (int)json_integer_value(rows);
     snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.residuals", name);
     problem->got = res;
-    problem->expected = "an array of [u (-1..1), write (0/1), interleaved (0/1), log residual] rows";
+    problem->expected = nfeatures > FIT_FEATURES_BEFORE_V
+                            ? "an array of [u (-1..1), v (-1..1), write (0/1), interleaved (0/1), log residual] rows"
+                            : "an array of [u (-1..1), write (0/1), interleaved (0/1), log residual] rows";
     if (!json_is_array(res)) return -1;
     size_t i;
     const json_t *row;
     json_array_foreach(res, i, row) {
-        double u, w, il, r;
-        if (!json_is_array(row) || json_array_size(row) != 4 || fit_number(json_array_get(row, 0), &u) ||
-            fit_number(json_array_get(row, 1), &w) || fit_number(json_array_get(row, 2), &il) ||
-            fit_number(json_array_get(row, 3), &r) || fabs(u) > 1 + 1e-9 || (w != 0 && w != 1) ||
-            (il != 0 && il != 1) || fabs(r) > FIT_COEF_MAX) {
+        if (fit_residual(row, nfeatures, fit) != 0) {
             problem->got = row;
             return -1;
         }
-        if (fit->nres == IOTAME_FIT_RESIDUALS) continue; /* the first ones: enough to say the error near a call */
-        fit->res[fit->nres].u = u;
-        fit->res[fit->nres].r = r;
-        fit->res[fit->nres].write = (int)w;
-        fit->res[fit->nres].interleaved = (int)il;
-        fit->nres++;
     }
     return 0;
 }
@@ -146,9 +168,11 @@ int iotame__profile_fit_read(const json_t *strategies, iotame_profile_t *out, io
     const json_t *features = json_object_get(fit, "features"), *by = json_object_get(fit, "strategies");
     snprintf(problem->key, sizeof problem->key, "strategies.fit.features");
     problem->got = features;
-    problem->expected = "[\"one\", \"u\", \"u2\", \"write\", \"interleaved\", \"first\"]";
-    if (!json_is_array(features) || json_array_size(features) != IOTAME_FIT_FEATURES) return -1;
-    for (int i = 0; i < IOTAME_FIT_FEATURES; i++) {
+    problem->expected = "[\"one\", \"u\", \"u2\", \"write\", \"interleaved\", \"first\", \"v\"] (without \"v\": an "
+                        "earlier profile)";
+    const size_t nfeatures = json_is_array(features) ? json_array_size(features) : 0;
+    if (nfeatures != IOTAME_FIT_FEATURES && nfeatures != FIT_FEATURES_BEFORE_V) return -1;
+    for (size_t i = 0; i < nfeatures; i++) {
         const char *name = json_string_value(json_array_get(features, (size_t)i));
         if (!name || strcmp(name, fit_feature_names[i]) != 0) return -1;
     }
@@ -159,7 +183,7 @@ int iotame__profile_fit_read(const json_t *strategies, iotame_profile_t *out, io
     for (int k = IOTAME_MODEL_NONE + 1; k < IOTAME_MODEL_KINDS; k++) {
         const char *name = iotame_model_kind_name(k);
         const json_t *entry = json_object_get(by, name);
-        if (entry && fit_entry(entry, name, &out->fit[k], problem) != 0) {
+        if (entry && fit_entry(entry, name, (int)nfeatures, &out->fit[k], problem) != 0) {
             memset(&out->fit[k], 0, sizeof out->fit[k]);
             return -1;
         }

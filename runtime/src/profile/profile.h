@@ -43,10 +43,12 @@ typedef enum {
     IOTAME_MODEL_KINDS
 } iotame_model_kind_t;
 
-/* The features of a call its fit corrects by (fit.c): one, u, u^2, write, interleaved, first; u being the log2 of
- * the piece size less 14 over 8, within -1..1 (64 B: -1, 16 KiB: 0, 4 MiB: 1), first 1 for the handle's first call
- * of the kind (calibrate's rows: 1 / the phase's calls). */
-#define IOTAME_FIT_FEATURES 6
+/* The features of a call its fit corrects by (fit.c): one, u, u^2, write, interleaved, first, v; u being the log2
+ * of the piece size less 14 over 8, within -1..1 (64 B: -1, 16 KiB: 0, 4 MiB: 1), first 1 for the handle's first
+ * call of the kind (calibrate's rows: 1 / the phase's calls), v the log2 of the bytes per process and call less 19
+ * over 5, within -1..1 (16 KiB: -1, 512 KiB: 0, 16 MiB: 1). A fit of fewer features (an earlier profile) has the
+ * others' coefficients 0. */
+#define IOTAME_FIT_FEATURES 7
 #define IOTAME_FIT_RESIDUALS 128 /* cross-validated residuals kept per strategy */
 
 /* A strategy's fit to what `iotame calibrate` measured of it (profile version 2, "strategies.fit"): the model's
@@ -56,7 +58,7 @@ typedef struct {
     double coef[IOTAME_FIT_FEATURES];
     int nres;
     struct {
-        double u, r; /* the row's u (the features' piece size) and its residual, log(measured / fitted) */
+        double u, v, r; /* the row's features u and v, and its residual log(measured / fitted) */
         int write, interleaved;
     } res[IOTAME_FIT_RESIDUALS];
 } iotame_model_fit_t;
