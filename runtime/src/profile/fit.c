@@ -1,8 +1,8 @@
 /* fit: the cost model fitted to what `iotame calibrate` measured of the strategies (profile version 2,
  * "strategies.fit"; docs/design/fitted-model.md). The model's equations keep their form (model.c); each kind's
  * prediction is multiplied by exp(coef . features), a correction least squares found on log time over the
- * calibration's synthetic signatures (python/iotame/calibrate/fit.py), and its error near a call is twice the
- * root mean square of the cross-validated residuals, each weighted by how near its row was measured to the call. As in Behzad et al.'s model-driven tuning (Cluster 2015),
+ * calibration's synthetic signatures (python/iotame/calibrate/fit.py), and its error near a call is the largest
+ * cross-validated residual of the rows measured near it. As in Behzad et al.'s model-driven tuning (Cluster 2015),
  * a regression fitted to a few measured configurations; here one per strategy, over the model's own prediction, so
  * that what the equations already explain (the device, the network) is not fitted again. Pure arithmetic and the
  * JSON reader of the section; no MPI. */
@@ -18,7 +18,6 @@
 #define FIT_V_CENTRE 19.0 /* log2 of 512 KiB per process and call: v 0 */
 #define FIT_V_SCALE 5.0   /* 16 KiB .. 16 MiB: v -1 .. 1 */
 #define FIT_NEAR 0.5      /* one size step of calibrate's design (64 B, 1 KiB, 16 KiB, 256 KiB, 4 MiB) */
-#define FIT_OTHER 0.25    /* the weight of a residual of the other operation or layout */
 #define FIT_COEF_MAX 20.0 /* |coef| beyond this is no correction but a broken fit */
 
 static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one",         "u",     "u2", "write",
@@ -45,21 +44,22 @@ void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEA
     f[6] = fit_scaled((double)c->bytes / (double)(c->nprocs > 0 ? c->nprocs : 1), FIT_V_CENTRE, FIT_V_SCALE);
 }
 
-/* The spread of the fit's residuals near the call (features f): their root mean square, each weighted by a Gaussian
- * of its row's distance in (u, v) in size steps, and less when the row is of the other operation or layout; -1 when
- * fewer than two rows are. A row of an earlier profile (no v) is as near in v as the call. */
-static double fit_spread(const iotame_model_fit_t *fit, const double f[IOTAME_FIT_FEATURES])
+/* The largest |residual| of the fit's rows near the call (features f: within one size step in u and in v): level 0
+ * of the same operation and layout, 1 of the same operation, 2 all of them; -1 when fewer than two are. A row of an
+ * earlier profile (no v) is as near in v as the call. */
+static double fit_largest(const iotame_model_fit_t *fit, const double f[IOTAME_FIT_FEATURES], int level)
 {
-    double sum = 0, weights = 0;
+    double worst = 0;
+    int n = 0;
     for (int i = 0; i < fit->nres; i++) {
-        const double du = fit->res[i].u - f[1], dv = isnan(fit->res[i].v) ? 0 : fit->res[i].v - f[6];
-        double w = exp(-(du * du + dv * dv) / (2 * FIT_NEAR * FIT_NEAR));
-        if (fit->res[i].write != (int)f[3]) w *= FIT_OTHER;
-        if (fit->res[i].interleaved != (int)f[4]) w *= FIT_OTHER;
-        sum += w * fit->res[i].r * fit->res[i].r;
-        weights += w;
+        const int same_op = fit->res[i].write == (int)f[3], same_layout = fit->res[i].interleaved == (int)f[4];
+        const int near = fabs(fit->res[i].u - f[1]) <= FIT_NEAR + 1e-9 &&
+                         (isnan(fit->res[i].v) || fabs(fit->res[i].v - f[6]) <= FIT_NEAR + 1e-9);
+        if ((level == 0 && !(same_op && same_layout && near)) || (level == 1 && !(same_op && near))) continue;
+        worst = fmax(worst, fabs(fit->res[i].r));
+        n++;
     }
-    return fit->nres >= 2 && weights > 0 ? sqrt(sum / weights) : -1;
+    return n >= 2 ? worst : -1;
 }
 
 double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error)
@@ -72,8 +72,9 @@ double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t 
     iotame_model_features(c, f);
     for (int i = 0; i < IOTAME_FIT_FEATURES; i++) x += fit->coef[i] * f[i];
     if (error) {
-        const double spread = fit_spread(fit, f);
-        *error = spread < 0 ? -1 : expm1(2 * spread);
+        double r = -1;
+        for (int level = 0; level < 3 && r < 0; level++) r = fit_largest(fit, f, level);
+        *error = r < 0 ? -1 : expm1(r);
     }
     return raw * exp(x);
 }
