@@ -360,18 +360,30 @@ void replay_io_verify(replay_io_t *io, const replay_file_t *f)
     io->map = NULL;
 }
 
-/* Written through a mapping for the reason replay_io_verify reads through one: the statistics of the replay (and a
- * Darshan log of it) count the job's calls only. */
-void replay_io_preload(replay_io_t *io, const char *path, uint64_t offset, uint64_t length)
+/* Creates path (setup) with `size` bytes, zeros, for the preload of every rank to map. */
+void replay_io_create(replay_io_t *io, const char *path, uint64_t size)
 {
     (void)io;
     int fd = open(path, O_RDWR | O_CREAT, 0644);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) iotame_fatal("cannot create %s to preload it: %s", path, strerror(errno));
-    uint64_t end = offset + length, page = (uint64_t)sysconf(_SC_PAGESIZE), start = offset / page * page;
-    if ((uint64_t)st.st_size < end && ftruncate(fd, (off_t)end) != 0)
-        iotame_fatal("cannot extend %s to %llu bytes to preload it: %s", path, (unsigned long long)end,
+    if (fd < 0) iotame_fatal("cannot create %s to preload it: %s", path, strerror(errno));
+    if (ftruncate(fd, (off_t)size) != 0)
+        iotame_fatal("cannot extend %s to %llu bytes to preload it: %s", path, (unsigned long long)size,
                      strerror(errno));
+    close(fd);
+}
+
+/* Written through a mapping for the reason replay_io_verify reads through one: the statistics of the replay (and a
+ * Darshan log of it) count the job's calls only. The file is already that long (replay_io_create): ranks preload
+ * their shares at once, and none may change its size under another's mapping. */
+void replay_io_preload(replay_io_t *io, const char *path, uint64_t offset, uint64_t length)
+{
+    int fd = open(path, O_RDWR);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) iotame_fatal("cannot open %s to preload it: %s", path, strerror(errno));
+    uint64_t end = offset + length, page = (uint64_t)sysconf(_SC_PAGESIZE), start = offset / page * page;
+    if ((uint64_t)st.st_size < end)
+        iotame_fatal("%s has %lld bytes, the preload needs %llu", path, (long long)st.st_size,
+                     (unsigned long long)end);
     unsigned char *map = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
     if (map == MAP_FAILED) iotame_fatal("cannot map %s to preload it: %s", path, strerror(errno));
     iotame_pattern_fill(map + (offset - start), length, io->run->seed, 0, offset);

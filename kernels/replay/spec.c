@@ -127,6 +127,7 @@ static int replay_spec_call(const replay_spec_ctx_t *c, const char *key, json_t 
         snprintf(k, sizeof k, "%s.repeat", key);
         if (replay_spec_uint(c, k, x, 1, REPLAY_MAX_OFFSET, &call->repeat)) return IOTAME_EXIT_USAGE;
     }
+    call->spec_repeat = call->repeat;
     if ((x = json_object_get(v, "advance"))) {
         snprintf(k, sizeof k, "%s.advance", key);
         if (replay_spec_uint(c, k, x, 0, REPLAY_MAX_OFFSET, &call->advance)) return IOTAME_EXIT_USAGE;
@@ -422,7 +423,8 @@ void replay_spec_scale(replay_spec_t *spec, double f)
         replay_file_t *file = &spec->files[i];
         uint64_t n[2] = {0, 0}; /* [0] independent, [1] collective calls */
         for (size_t j = 0; j < file->ncalls; j++)
-            if (replay_op_data(file->calls[j].op)) n[replay_op_collective(file->calls[j].op)] += file->calls[j].repeat;
+            if (replay_op_data(file->calls[j].op))
+                n[replay_op_collective(file->calls[j].op)] += file->calls[j].repeat = file->calls[j].spec_repeat;
         uint64_t left[2] = {(uint64_t)ceil(f * (double)n[0]), (uint64_t)ceil(f * (double)n[1])};
         for (size_t j = 0; j < file->ncalls; j++) {
             replay_call_t *call = &file->calls[j];
