@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.table import Table
 
 from ..errors import UsageError
+from .argtypes import byte_size
 from ..render import console
 from ..replay.check import DEFAULT_TOLERANCE, compare_replay
 from ..replay.plan import to_spec
@@ -37,7 +38,7 @@ def add_parser(sub) -> None:
                    help="replay a Darshan log's job with N processes (default: the job's count)")
     s.set_defaults(func=spec)
     c = actions.add_parser("compare", help="run the replay under the runtime and compare it with the job",
-                           usage="iotame replay compare [--scale F] [--tolerance T] [--nprocs N] [--dir D] [--stats F] "
+                           usage="iotame replay compare [--scale F] [--replay-bytes BYTES] [--tolerance T] [--nprocs N] [--dir D] [--stats F] "
                                  "[--json] SRC [-- LAUNCHER...]",
                            description="Run `LAUNCHER iotame-kernel replay --from SPEC` under the runtime with a "
                                        "request trace and compare, per file, bytes, calls, collective calls and "
@@ -47,6 +48,9 @@ def add_parser(sub) -> None:
     c.add_argument("source", metavar="SRC")
     c.add_argument("--scale", type=float, default=1.0, metavar="F",
                    help="replay this fraction of the calls (judged only at 1)")
+    c.add_argument("--replay-bytes", type=byte_size, default=None, metavar="BYTES",
+                   help="most bytes the replay may write, preload included (e.g. 64m): the scale is lowered until "
+                        "they fit; the replay refuses to start when even one call per file does not")
     c.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, metavar="T",
                    help=f"relative difference allowed per value (default {DEFAULT_TOLERANCE})")
     c.add_argument("--nprocs", type=int, default=None, metavar="N",
@@ -115,7 +119,8 @@ def compare(args: argparse.Namespace) -> int:
     if not launcher:
         launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
     result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,
-                            workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs)
+                            workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs,
+                            replay_bytes=args.replay_bytes)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

@@ -61,12 +61,25 @@ def replay_counts(stats: dict, directory: Path, spec: dict) -> dict[str, FileCou
     return out
 
 
+def _applied_scale(stdout: str | None, asked: float) -> float:
+    """The scale the kernel applied (its result's params.scale_applied: --replay-bytes may lower it)."""
+    for line in (stdout or "").splitlines()[::-1]:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "params" in doc:
+            return float(doc["params"].get("scale_applied", asked))
+    return asked
+
+
 def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.0,
                    tolerance: float = DEFAULT_TOLERANCE, workdir: str | Path | None = None,
                    stats_out: str | Path | None = None, timeout: float | None = None,
-                   nprocs: int | None = None) -> dict:
+                   nprocs: int | None = None, replay_bytes: int | None = None) -> dict:
     """Runs `launcher kernel replay --from SPEC` under the runtime and returns the comparison (JSON-able):
-    {"source", "nprocs", "scale", "tolerance", "judged", "ok", "rows": [...], "time_share": {...}, "notes"}."""
+    {"source", "nprocs", "scale", "tolerance", "judged", "ok", "rows": [...], "time_share": {...}, "notes"}. With
+    replay_bytes the kernel lowers the scale until what it writes fits (`scale` is then the one it applied)."""
     source = Path(source)
     spec = to_spec(job_plan(source, nprocs=nprocs))
     tmp = Path(tempfile.mkdtemp(prefix="iotame-replay-", dir=workdir))
@@ -75,7 +88,7 @@ def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.
         spec_path.write_text(json.dumps(spec))
         data = tmp / "files"
         argv = [*launcher, str(require_kernel()), "replay", "--from", str(spec_path), "--dir", str(data),
-                "--scale", repr(scale)]
+                "--scale", repr(scale), *(["--replay-bytes", str(replay_bytes)] if replay_bytes else [])]
         stats_path = Path(stats_out) if stats_out else tmp / "stats.json"
         try:
             result = run_command(argv, config=replay_config(spec, tmp / "config.json"), stats_path=stats_path,
@@ -88,6 +101,7 @@ def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.
                               f"{', timed out' if result.timed_out else ''}): " + " | ".join(tail)
                               + (f" ({result.stats_error})" if result.stats_error else ""))
         stats = load_stats(stats_path)
+        scale = _applied_scale(result.stdout, scale)
         job = job_counts(source, spec)
         replay = replay_counts(stats, data, spec)
     finally:
