@@ -259,7 +259,55 @@ def file_records(log: dict, mods: dict[str, list[dict]] | None = None) -> dict[i
     return out
 
 
-def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[int], notes: set[str]):
+def _segments_by_rank(traced: list[dict], key: str) -> dict[int, list[list]]:
+    """A direction's DXT segments per rank, in start-time order (the lists of the records themselves)."""
+    out: dict[int, list[list]] = defaultdict(list)
+    for rec in traced:
+        out[rec["rank"]].extend(rec.get(key, []))
+    for segs in out.values():
+        segs.sort(key=lambda s: s[2])
+    return out
+
+
+def derive_offsets(traced: list[dict], posix: list[dict], collective: dict[str, bool], notes: set[str]) -> list[dict]:
+    """The DXT MPI-IO records with the offsets Darshan 3.1 left out (-1) filled in: a rank's POSIX DXT segments of
+    the same direction in order where it has as many, else from the pattern the counters describe (collective calls
+    interleave the ranks call by call; independent ones give each rank a region of its own, in rank order)."""
+    if not any(seg[0] < 0 for rec in traced for k in ("write_segments", "read_segments") for seg in rec.get(k, [])):
+        return traced
+    traced = [{**rec, "write_segments": [list(x) for x in rec.get("write_segments", [])],
+               "read_segments": [list(x) for x in rec.get("read_segments", [])]} for rec in traced]
+    for key, d in (("write_segments", "w"), ("read_segments", "r")):
+        mine, theirs = _segments_by_rank(traced, key), _segments_by_rank(posix, key)
+        if not any(seg[0] < 0 for segs in mine.values() for seg in segs):
+            continue
+        if all(len(theirs.get(r, [])) == len(segs) for r, segs in mine.items()):
+            for r, segs in mine.items():
+                for seg, low in zip(segs, theirs[r]):
+                    seg[0] = int(low[0])
+            notes.add("the MPI-IO trace has no offsets (Darshan 3.1): each call takes the offset of the rank's "
+                      "POSIX request of the same order")
+            continue
+        ranks = sorted(mine)
+        if collective[d]:
+            base = 0
+            for k in range(max(len(mine[r]) for r in ranks)):
+                for r in ranks:
+                    if k < len(mine[r]):
+                        mine[r][k][0], base = base, base + int(mine[r][k][1])
+        else:
+            base = 0
+            for r in ranks:
+                for seg in mine[r]:
+                    seg[0], base = base, base + int(seg[1])
+        notes.add("the MPI-IO trace has no offsets (Darshan 3.1) and the POSIX trace does not match it call for "
+                  "call: offsets follow the counters' pattern (collective calls interleave the ranks, independent "
+                  "ones give each rank its own region)")
+    return traced
+
+
+def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[int], notes: set[str],
+                 posix: list[dict] | None = None):
     """Per proc, the DXT trace of a file, collective where the counters say every call of a direction was, and the
     counted syncs of a shared file after each process's calls (DXT does not trace them)."""
     collective = {}
@@ -270,6 +318,8 @@ def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[
         if prefix == "MPIIO" and coll and indep:
             notes.add("a file with both collective and independent calls of one direction is replayed with "
                       "independent ones (DXT does not say which call was which)")
+    if prefix == "MPIIO":
+        traced = derive_offsets(traced, posix or [], collective, notes)
     calls = file_from_dxt(traced, procs, collective)
     if rows[0]["rank"] == -1:
         syncs = counter_total(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS") // len(procs)
@@ -301,11 +351,19 @@ def _fold(procs: list[int], calls: list[list[Call]], nprocs: int) -> tuple[list[
     return sorted(folded), [folded[p] for p in sorted(folded)]
 
 
+def _job_nprocs(log: dict) -> int:
+    """The job's process count; where the log's is damaged (null), one more than the highest rank of a record."""
+    if log["job"].get("nprocs"):
+        return int(log["job"]["nprocs"])
+    ranks = [r["rank"] for m in ("MPI-IO", "POSIX", "DXT_MPIIO", "DXT_POSIX") for r in log["records"].get(m, [])]
+    return max(ranks, default=0) + 1
+
+
 def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, nprocs: int | None = None) -> JobPlan:
     """The job's plan; with nprocs, made by that many processes: a shared file's counters split over them, the
     calls of rank r (DXT, a file per process) made by rank r mod nprocs."""
     log = read_log(path)
-    job_nprocs = int(log["job"]["nprocs"])
+    job_nprocs = _job_nprocs(log)
     nprocs = nprocs or job_nprocs
     mods = {m: _records(log, m) for m in ("MPI-IO", "POSIX")}
     dxt = {"MPIIO": _dxt(log, "DXT_MPIIO"), "POSIX": _dxt(log, "DXT_POSIX")}
@@ -339,7 +397,7 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, npro
         procs = list(range(job_nprocs)) if shared else [int(r["rank"]) for r in rows]
         traced = dxt[prefix].get(fid, [])
         if traced and _traced_calls(traced) >= _counted_calls(rows, prefix):
-            calls = _traced_file(traced, rows, prefix, procs, notes)
+            calls = _traced_file(traced, rows, prefix, procs, notes, dxt["POSIX"].get(fid, []))
         else:
             if traced:
                 notes.add("files DXT did not trace completely are replayed from their counters")

@@ -1,0 +1,51 @@
+"""The replay spec of the real logs of ../shared/darshan-logs (issue 49): every MPI-IO log gives a spec the kernel
+accepts (no offset below 0, a damaged process count replaced), Darshan 3.1's DXT MPI-IO records without offsets get
+them from the POSIX trace or from the counters' pattern, and the inference is listed in source.notes."""
+from pathlib import Path
+
+import pytest
+
+darshan = pytest.importorskip("darshan")
+
+from iotame.replay.darshan_plan import derive_offsets, plan_from_darshan  # noqa: E402
+from iotame.replay.plan import to_spec                                   # noqa: E402
+
+SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared" / "darshan-logs").resolve()
+MPIIO_LOGS = [p for p in sorted(SHARED.glob("*.darshan"))
+              if not p.name.startswith(("dlio_logs", "hdf5_diagonal"))]      # the two without MPI-IO
+needs_shared = pytest.mark.skipif(not MPIIO_LOGS, reason=f"no logs in {SHARED}")
+
+
+def offsets(spec):
+    return [r[0] for f in spec["files"] for proc in f["calls"] for e in proc for r in e.get("at", [])]
+
+
+@needs_shared
+@pytest.mark.parametrize("log", MPIIO_LOGS, ids=lambda p: p.name[:40])
+def test_every_mpiio_log_gives_a_spec_with_real_offsets(log):
+    spec = to_spec(plan_from_darshan(log, nprocs=2))
+    assert spec["nprocs"] == 2 and spec["files"]
+    assert min(offsets(spec)) >= 0
+    assert all(lo >= 0 and n > 0 for f in spec["files"] for lo, n in f["preload"])
+
+
+@needs_shared
+def test_darshan_3_1_offsets_come_from_the_posix_trace():
+    log = SHARED / "release_logs__mpi-io-test-x86_64-3.1.6.darshan"
+    spec = to_spec(plan_from_darshan(log))
+    (f,) = spec["files"]
+    assert sorted(offsets(spec)) == sorted([r * 16 * 2**20 for r in range(4)] * 2)
+    assert any("no offsets (Darshan 3.1)" in n and "POSIX request" in n for n in spec["source"]["notes"])
+
+
+def test_without_a_matching_posix_trace_offsets_follow_the_counters_pattern():
+    seg = lambda n, t: [-1, n, t, t + 1]                                   # noqa: E731
+    traced = [{"id": 1, "rank": r, "write_segments": [seg(100, 0), seg(100, 2)], "read_segments": []}
+              for r in range(3)]
+    notes = set()
+    coll = derive_offsets(traced, [], {"w": True, "r": False}, notes)
+    assert [[s[0] for s in rec["write_segments"]] for rec in coll] == [[0, 300], [100, 400], [200, 500]]
+    indep = derive_offsets(traced, [], {"w": False, "r": False}, notes)
+    assert [[s[0] for s in rec["write_segments"]] for rec in indep] == [[0, 100], [200, 300], [400, 500]]
+    assert any("counters' pattern" in n for n in notes)
+    assert traced[0]["write_segments"][0][0] == -1                         # the log's records are left as read
