@@ -49,3 +49,22 @@ def test_without_a_matching_posix_trace_offsets_follow_the_counters_pattern():
     assert [[s[0] for s in rec["write_segments"]] for rec in indep] == [[0, 100], [200, 300], [400, 500]]
     assert any("counters' pattern" in n for n in notes)
     assert traced[0]["write_segments"][0][0] == -1                         # the log's records are left as read
+
+
+@needs_shared
+def test_counters_only_sizes_keep_reads_and_writes_apart():
+    """ior-HDF5 (format 3.41, counters only): 23 independent writes, 3 of them in the 0-100 B bin, 36 reads; the
+    common access sizes are shared by both directions. Every request of the counters is made, none of 0 bytes (the
+    replay made 20 writes and an empty 0-100 B bin: the bin's sizes were 0 and the calls dropped)."""
+    from iotame.replay.darshan_plan import size_bin
+    log = next(SHARED.glob("ior_pnetcdf_hdf5__*.darshan"))
+    spec = to_spec(plan_from_darshan(log, nprocs=2))
+    (f,) = spec["files"]
+    sizes = {"w": [], "r": []}
+    for proc in f["calls"]:
+        for e in proc:
+            if e["op"] in "wrWR":
+                sizes[e["op"].lower()] += [sum(r[1] * r[2] for r in e["at"])] * e.get("repeat", 1)
+    assert (len(sizes["w"]), len(sizes["r"])) == (23, 36)
+    assert sum(size_bin(n) == 0 for n in sizes["w"]) == 3 and min(sizes["w"]) >= 1
+    assert sum(size_bin(n) == 0 for n in sizes["r"]) == 3

@@ -87,7 +87,8 @@ def counter_sizes(c: dict, prefix: str, direction: str, calls: int, nbytes: int,
     for b, k in enumerate(left):
         if k:
             mean = rest_bytes // rest_calls if rest_calls else 0
-            size = min(max(mean, _bin_low(b)), SIZE_BINS[b][1])
+            # at least 1 byte: a request of the 0-100 bin the counters left no bytes for is still a request
+            size = min(max(mean, _bin_low(b), 1), SIZE_BINS[b][1])
             sizes += [size] * k
             rest_bytes, rest_calls = max(0, rest_bytes - size * k), rest_calls - k
     return sizes[:calls] if len(sizes) >= calls else sizes + [sizes[-1] if sizes else 0] * (calls - len(sizes))
