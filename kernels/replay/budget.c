@@ -113,20 +113,41 @@ size_t replay_budget_preload(const replay_file_t *f, bool whole, uint64_t (**out
     return n;
 }
 
+/* Bytes this rank creates in f at the current scale: its kept write calls' bytes and its share of the preload. */
+static uint64_t budget_file_bytes(const replay_file_t *f, bool whole)
+{
+    uint64_t total = 0;
+    if (f->me < 0) return 0;
+    for (size_t j = 0; j < f->ncalls; j++)
+        if (f->calls[j].op == 'w' || f->calls[j].op == 'W') total += f->calls[j].repeat * f->calls[j].bytes;
+    uint64_t (*pre)[2];
+    size_t n = replay_budget_preload(f, whole, &pre);
+    for (size_t k = 0; k < n; k++) total += pre[k][1];
+    free(pre);
+    return total;
+}
+
 uint64_t replay_budget_bytes(const replay_spec_t *spec, const bool *whole)
 {
     uint64_t total = 0;
-    for (size_t i = 0; i < spec->nfiles; i++) {
-        const replay_file_t *f = &spec->files[i];
-        if (f->me < 0) continue;
-        for (size_t j = 0; j < f->ncalls; j++)
-            if (f->calls[j].op == 'w' || f->calls[j].op == 'W') total += f->calls[j].repeat * f->calls[j].bytes;
-        uint64_t (*pre)[2];
-        size_t n = replay_budget_preload(f, whole[i], &pre);
-        for (size_t k = 0; k < n; k++) total += pre[k][1];
-        free(pre);
-    }
+    for (size_t i = 0; i < spec->nfiles; i++) total += budget_file_bytes(&spec->files[i], whole[i]);
     return total;
+}
+
+/* Collective: the file that needs the most bytes at the current scale (summed over ranks), and how many. */
+static size_t budget_largest(iotame_run_t *run, const replay_spec_t *spec, uint64_t *bytes)
+{
+    size_t nf = spec->nfiles ? spec->nfiles : 1, best = 0;
+    uint64_t *per = calloc(nf, sizeof *per);
+    bool *whole = replay_budget_whole(run, spec);
+    for (size_t i = 0; i < spec->nfiles; i++) per[i] = budget_file_bytes(&spec->files[i], whole[i]);
+    MPI_Allreduce(MPI_IN_PLACE, per, (int)spec->nfiles, MPI_UINT64_T, MPI_SUM, run->comm);
+    for (size_t i = 1; i < spec->nfiles; i++)
+        if (per[i] > per[best]) best = i;
+    *bytes = per[best];
+    free(per);
+    free(whole);
+    return best;
 }
 
 static uint64_t budget_total(iotame_run_t *run, replay_spec_t *spec, double scale)
@@ -157,14 +178,16 @@ int replay_budget_fit(iotame_run_t *run, replay_spec_t *spec, double scale, uint
     if (limit && need > limit) {
         /* Bisection on the scale: the bytes grow with it (each file keeps ceil(f*n) calls of a kind). */
         double lo = 0.0, hi = scale;
-        uint64_t least = budget_total(run, spec, 1e-15);
+        uint64_t least = budget_total(run, spec, 1e-15), most;
         if (least > limit) {
+            size_t big = budget_largest(run, spec, &most);
             replay_spec_scale(spec, scale);
             return iotame_usage_error("the replay would write %llu bytes (its write calls and the preload its reads "
-                                      "need) even with one call per file and kind, more than --replay-bytes %llu; "
-                                      "raise the limit, or make the spec with `iotame replay spec --replay-bytes`, "
-                                      "which also shrinks the requests",
-                                      (unsigned long long)least, (unsigned long long)limit);
+                                      "need) even with one call per file and kind, more than --replay-bytes %llu "
+                                      "(%s alone needs %llu); raise --replay-bytes to at least %llu, or leave the "
+                                      "largest files out of the spec (`iotame replay spec SRC --out SPEC`, then "
+                                      "edit its \"files\")", (unsigned long long)least, (unsigned long long)limit,
+                                      spec->files[big].name, (unsigned long long)most, (unsigned long long)least);
         }
         for (int it = 0; it < 60 && hi - lo > 1e-12 * scale; it++) {
             double mid = (lo + hi) / 2;

@@ -82,10 +82,13 @@ static int replay_spec_extent(const replay_spec_ctx_t *c, const char *key, const
     for (int i = 0; i < 4; i++) {
         char k[700];
         snprintf(k, sizeof k, "%s[%d] (%s)", key, i, names[i]);
-        uint64_t min = i == 1 || i == 2 ? 1 : 0, max = i == 1 ? REPLAY_MAX_CALL_BYTES : REPLAY_MAX_OFFSET;
+        uint64_t min = i == 2 ? 1 : 0, max = i == 1 ? REPLAY_MAX_CALL_BYTES : REPLAY_MAX_OFFSET;
         if (replay_spec_uint(c, k, json_array_get(v, (size_t)i), min, max, &x[i])) return IOTAME_EXIT_USAGE;
     }
     *e = (replay_extent_t){.offset = x[0], .length = x[1], .count = x[2], .stride = x[3]};
+    if (e->length == 0 && e->count != 1)
+        return replay_spec_fail(c, key, "a run of length 0 (a call of no bytes) has count 1, got %llu",
+                                (unsigned long long)e->count);
     if (e->count > 1 && e->stride < e->length)
         return replay_spec_fail(c, key, "stride %llu is less than length %llu: the pieces overlap",
                                 (unsigned long long)e->stride, (unsigned long long)e->length);
@@ -159,6 +162,8 @@ static int replay_spec_call(const replay_spec_ctx_t *c, const char *key, json_t 
         snprintf(ki, sizeof ki, "%s[%zu]", k, i);
         replay_extent_t *e = &call->at[i];
         if (replay_spec_extent(c, ki, json_array_get(at, i), end, e)) return IOTAME_EXIT_USAGE;
+        if (e->length == 0 && call->nat > 1)   /* a call of 0 bytes: a read at the end of a file, say */
+            return replay_spec_fail(c, ki, "a run of length 0 is a call of no bytes: expected it alone in \"at\"");
         end = replay_extent_end(e);
         call->pieces += e->count;
         if (e->length * e->count > REPLAY_MAX_CALL_BYTES - call->bytes)

@@ -2,6 +2,9 @@
 communicators; the preload scaled with --scale; --replay-bytes lowers the scale until what the replay writes
 (preload included) fits, and refuses to start when nothing fits; the bytes on disk never exceed the limit. Real
 mpiexec, 2 ranks."""
+import os
+import subprocess
+
 import pytest
 
 from conftest import write_json
@@ -77,7 +80,34 @@ def test_replay_bytes_smaller_than_one_call_refuses_to_start(job):
     line, _ = usage_error(job, 2, "replay", ["--from", str(write_json(job.tmp / "spec.json", s)),
                                              "--replay-bytes", "1m"])
     assert "more than --replay-bytes 1048576" in line and "even with one call per file" in line
+    assert "(in.dat alone needs 2097152); raise --replay-bytes to at least 2097152" in line   # 2 procs x 1 MiB
     assert not (job.tmp / "in.dat").exists()
+
+
+@pytest.fixture
+def small_fs(job):
+    """A 1 MiB tmpfs mounted for the test (the tests run as root), unmounted after it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = job.tmp / "small"
+    mnt.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+@pytest.mark.parametrize("limit", [[], ["--replay-bytes", "64m"]], ids=["no-limit", "limit-above-need"])
+def test_more_than_the_free_space_of_dir_refuses_to_start(job, small_fs, limit):
+    """16 MiB of preload into a 1 MiB file system: refused before any file is made, naming the bytes needed, the
+    directory and its free bytes."""
+    st = os.statvfs(small_fs)
+    path = write_json(job.tmp / "spec.json", spec(2, read_file("in.dat")))
+    line, _ = usage_error(job, 2, "replay", ["--from", str(path), "--dir", str(small_fs), *limit])
+    assert f"would write {16 * MIB} bytes in {small_fs}" in line
+    assert f"more than the {st.f_bavail * st.f_frsize} bytes free there" in line
+    assert list(small_fs.iterdir()) == []
 
 
 @pytest.mark.parametrize("limit", ["64m"])

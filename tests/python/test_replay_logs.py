@@ -54,8 +54,9 @@ def test_without_a_matching_posix_trace_offsets_follow_the_counters_pattern():
 @needs_shared
 def test_counters_only_sizes_keep_reads_and_writes_apart():
     """ior-HDF5 (format 3.41, counters only): 23 independent writes, 3 of them in the 0-100 B bin, 36 reads; the
-    common access sizes are shared by both directions. Every request of the counters is made, none of 0 bytes (the
-    replay made 20 writes and an empty 0-100 B bin: the bin's sizes were 0 and the calls dropped)."""
+    common access sizes are shared by both directions. Every request of the counters is made: the 0-100 B writes
+    the common sizes left no bytes for are calls of 0 bytes, not dropped (the replay made 20 writes and an empty
+    0-100 B bin)."""
     from iotame.replay.darshan_plan import size_bin
     log = next(SHARED.glob("ior_pnetcdf_hdf5__*.darshan"))
     spec = to_spec(plan_from_darshan(log, nprocs=2))
@@ -66,5 +67,23 @@ def test_counters_only_sizes_keep_reads_and_writes_apart():
             if e["op"] in "wrWR":
                 sizes[e["op"].lower()] += [sum(r[1] * r[2] for r in e["at"])] * e.get("repeat", 1)
     assert (len(sizes["w"]), len(sizes["r"])) == (23, 36)
-    assert sum(size_bin(n) == 0 for n in sizes["w"]) == 3 and min(sizes["w"]) >= 1
+    assert sum(size_bin(n) == 0 for n in sizes["w"]) == 3 and sorted(sizes["w"])[:4] == [0, 0, 0, 101]
+    (w0,) = [e for proc in f["calls"] for e in proc if e["op"] == "w" and e["at"][0][1] == 0]
+    assert w0["at"] == [[w0["at"][0][0], 0, 1, 0]] and w0.get("repeat", 1) == 3
     assert sum(size_bin(n) == 0 for n in sizes["r"]) == 3
+
+
+@needs_shared
+def test_reads_of_no_bytes_are_calls_of_the_spec():
+    """A DXT log of Python's imports: the reads of 0 bytes at the end of each .pyc file are calls of 0 bytes, so the
+    spec's reads per file are the log's POSIX_READS (they were dropped)."""
+    from iotame.replay.compare import counts_from_darshan_rows, spec_file_counts
+    from iotame.replay.darshan_plan import file_records, read_log
+    log = SHARED / "hdf5_diagonal_write_only__hdf5_diagonal_write_1_byte_dxt.darshan"
+    spec = to_spec(plan_from_darshan(log))
+    records = {path: counts_from_darshan_rows(rows, prefix) for path, prefix, rows in file_records(read_log(log)).values()}
+    pyc = [f for f in spec["files"] if f["name"].endswith(".pyc")]
+    empty = [e for f in pyc for proc in f["calls"] for e in proc if e["op"] == "r" and e["at"][0][1] == 0]
+    assert pyc and empty and all(e["at"] == [[e["at"][0][0], 0, 1, 0]] for e in empty)
+    for f in pyc:
+        assert spec_file_counts(f).calls["r"] == records[f["path"]].calls["r"], f["path"]

@@ -87,8 +87,8 @@ def counter_sizes(c: dict, prefix: str, direction: str, calls: int, nbytes: int,
     for b, k in enumerate(left):
         if k:
             mean = rest_bytes // rest_calls if rest_calls else 0
-            # at least 1 byte: a request of the 0-100 bin the counters left no bytes for is still a request
-            size = min(max(mean, _bin_low(b), 1), SIZE_BINS[b][1])
+            # 0 bytes where the counters left none: a request all the same (a read at the end of a file)
+            size = min(max(mean, _bin_low(b)), SIZE_BINS[b][1])
             sizes += [size] * k
             rest_bytes, rest_calls = max(0, rest_bytes - size * k), rest_calls - k
     return sizes[:calls] if len(sizes) >= calls else sizes + [sizes[-1] if sizes else 0] * (calls - len(sizes))
@@ -103,6 +103,12 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
+def _call(op: str, off: int, length: int, gap: float = 0.0) -> Call:
+    """One request as a call; one of 0 bytes is still a call: a collective one with no data on this process, an
+    independent one a run of length 0 at its offset (a read at the end of a file)."""
+    return Call(op, [] if length <= 0 and op in COLLECTIVE_OPS else merge_runs([(off, length)]), gap)
+
+
 def _collective_calls(op: str, sizes: list[int], nprocs: int) -> list[list[Call]]:
     """Call k of every proc holds sizes[k*P + r] at rank order, one call after the other (interleaved)."""
     sizes = sorted(sizes)
@@ -113,7 +119,7 @@ def _collective_calls(op: str, sizes: list[int], nprocs: int) -> list[list[Call]
         chunk = sizes[k * nprocs:(k + 1) * nprocs]
         off = base
         for r, s in enumerate(chunk):
-            calls[r].append(Call(op, merge_runs([(off, s)])))
+            calls[r].append(_call(op, off, s))
             off += s
         base = off
     return calls
@@ -130,7 +136,7 @@ def _independent_calls(op: str, sizes_per_proc: list[list[int]], segmented: bool
             off += s
         if shuffle:
             rng.shuffle(offs)
-        calls.append([Call(op, merge_runs([p])) for p in offs if p[1] > 0])
+        calls.append([_call(op, *p) for p in offs])
         base = off if segmented else base
     return calls
 
@@ -206,8 +212,7 @@ def file_from_dxt(dxt: list[dict], procs: list[int], collective: dict[str, bool]
         calls, prev_end = [], None
         for start, end, op, off, length in sorted(by_rank.get(p, [])):
             gap = max(0.0, start - prev_end) if prev_end is not None else 0.0
-            if length > 0 or op in COLLECTIVE_OPS:   # an independent request of 0 bytes moves nothing
-                calls.append(Call(op, merge_runs([(off, length)]), gap))
+            calls.append(_call(op, off, length, gap))
             prev_end = end
         per_proc.append(calls)
     return per_proc
