@@ -87,3 +87,21 @@ def test_reads_of_no_bytes_are_calls_of_the_spec():
     assert pyc and empty and all(e["at"] == [[e["at"][0][0], 0, 1, 0]] for e in empty)
     for f in pyc:
         assert spec_file_counts(f).calls["r"] == records[f["path"]].calls["r"], f["path"]
+
+
+@needs_shared
+def test_counters_only_collective_calls_take_the_largest_sizes():
+    """pytokio's VPIC-IO (2048 ranks, counters only): 12,288 collective reads and as many requests of 100 MB-1 GB;
+    the collective calls are those (128 MiB each), the independent ones HDF5's small metadata reads (the collective
+    calls had the smallest sizes: 512-byte collective reads)."""
+    log = SHARED / "pytokio__sample-2.darshan"
+    spec = to_spec(plan_from_darshan(log, nprocs=2))
+    (f,) = spec["files"]
+    sizes = {"R": [], "r": []}
+    for proc in f["calls"]:
+        for e in proc:
+            if e["op"] in sizes:
+                sizes[e["op"]] += [sum(r[1] * r[2] for r in e["at"])] * e.get("repeat", 1)
+    assert len(sizes["R"]) == 12288 and min(sizes["R"]) > 100 << 20
+    assert max(sizes["r"]) < 1024
+    assert any("collective calls take the largest" in n for n in spec["source"]["notes"])

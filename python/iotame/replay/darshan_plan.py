@@ -143,6 +143,13 @@ def _independent_calls(op: str, sizes_per_proc: list[list[int]], segmented: bool
 
 # ---- a file from its counters ----
 
+def _split_collective(sizes: list[int], ncoll: int) -> tuple[list[int], list[int]]:
+    """The ncoll largest sizes for the collective calls, the others (in their order) for the independent ones."""
+    largest = set(sorted(range(len(sizes)), key=lambda i: -sizes[i])[:ncoll])
+    return ([sizes[i] for i in sorted(largest)],
+            [s for i, s in enumerate(sizes) if i not in largest])
+
+
 def counter_total(rows: list[dict], key: str) -> int:
     """A counter summed over a file's records."""
     return int(sum(r.get(key, 0) for r in rows))
@@ -169,8 +176,11 @@ def file_from_counters(rows: list[dict], prefix: str, procs: list[int], notes: s
             if coll + indep == 0:
                 continue
             sizes = counter_sizes(row, prefix, d, coll + indep, nbytes, _common_sizes(row, prefix))
-            coll_sizes = sizes[:coll - coll % nprocs] if shared else []
-            indep_sizes = sizes[len(coll_sizes):]
+            coll_sizes, indep_sizes = _split_collective(sizes, coll - coll % nprocs if shared else 0)
+            if coll_sizes and indep_sizes:
+                notes.add("collective calls take the largest of the counters' request sizes, independent ones the "
+                          "rest (HDF5 and PnetCDF move their data collectively, their metadata in small "
+                          "independent requests)")
             if coll and not shared:
                 notes.add("collective calls of a file opened by a single process are replayed as independent ones")
             seq = int(row.get(f"POSIX_SEQ_{kind}S", 0)) if prefix == "POSIX" else None
