@@ -17,6 +17,7 @@
 
 #include "common/textfile.h"
 #include "kernels.h"
+#include "replay/budget.h"
 #include "replay/convert.h"
 #include "replay/io.h"
 #include "replay/spec.h"
@@ -24,7 +25,7 @@
 typedef struct {
     const char *from, *dir;
     double scale;
-    int64_t seed;
+    int64_t seed, replay_bytes;
     bool compute, keep;
 } replay_opts_t;
 
@@ -37,6 +38,9 @@ static int replay_parse(iotame_run_t *run, int argc, char **argv, replay_opts_t 
          .help = "directory the spec's files are created in"},
         {.name = "scale", .type = IOTAME_OPT_DOUBLE, .value = &o->scale, .def = "1", .max = "1",
          .help = "fraction (0 < F <= 1) of each process's calls per file to replay, the first ones"},
+        {.name = "replay-bytes", .type = IOTAME_OPT_SIZE, .value = &o->replay_bytes, .def = "0", .min = "0",
+         .help = "most bytes the replay may write, preload included (0: no limit but the free space of --dir); "
+                 "the scale is lowered until they fit"},
         {.name = "compute", .type = IOTAME_OPT_FLAG, .value = &o->compute,
          .help = "sleep each call's gap (the job's computation) before it; not counted as I/O time"},
         {.name = "seed", .type = IOTAME_OPT_INT, .value = &o->seed, .def = "42", .min = "0",
@@ -119,29 +123,52 @@ static MPI_Comm *replay_comms(iotame_run_t *run, const replay_spec_t *spec)
     return comms;
 }
 
+/* Frees each communicator replay_comms made once: files of the same procs set share one handle, so every copy of
+ * a handle is cleared before it is freed (MPI_Comm_free nulls only the variable it is given). */
 static void replay_comms_free(const replay_spec_t *spec, MPI_Comm *comms)
 {
     for (size_t i = 0; i < spec->nfiles; i++) {
-        bool first = true;
-        for (size_t j = 0; j < i && first; j++) first = comms[j] != comms[i];
-        if (first && comms[i] != MPI_COMM_NULL && comms[i] != MPI_COMM_SELF) MPI_Comm_free(&comms[i]);
+        MPI_Comm c = comms[i];
+        if (c == MPI_COMM_NULL || c == MPI_COMM_SELF) continue;
+        for (size_t k = i; k < spec->nfiles; k++)
+            if (comms[k] == c) comms[k] = MPI_COMM_NULL;
+        MPI_Comm_free(&c);
     }
     free(comms);
 }
 
-/* Untimed: --dir, each file removed and created afresh by its first proc, its preload ranges written. Returns
- * IOTAME_EXIT_OK or IOTAME_EXIT_IO on every rank. */
-static int replay_setup(iotame_run_t *run, const replay_opts_t *o, const replay_spec_t *spec, replay_io_t *io)
+/* Untimed: each file removed and created afresh by its first proc, sized to the end of every rank's share of its
+ * preload (replay_budget_preload); then every rank writes its share. Returns IOTAME_EXIT_OK or IOTAME_EXIT_IO on
+ * every rank. */
+static int replay_setup(iotame_run_t *run, const replay_spec_t *spec, replay_io_t *io)
 {
-    bool ok = run->rank != 0 || replay_mkdirs(o->dir, true) == 0;
-    if (!iotame_all_ok(run, ok)) return IOTAME_EXIT_IO;
-    for (size_t i = 0; i < spec->nfiles && ok; i++) {
+    size_t nf = spec->nfiles;
+    uint64_t (**pre)[2] = calloc(nf ? nf : 1, sizeof *pre);
+    size_t *npre = calloc(nf ? nf : 1, sizeof *npre);
+    uint64_t *end = calloc(nf ? nf : 1, sizeof *end);
+    bool *whole = replay_budget_whole(run, spec);
+    for (size_t i = 0; i < nf; i++) {
+        npre[i] = replay_budget_preload(&spec->files[i], whole[i], &pre[i]);
+        for (size_t k = 0; k < npre[i]; k++)
+            if (pre[i][k][0] + pre[i][k][1] > end[i]) end[i] = pre[i][k][0] + pre[i][k][1];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, end, (int)nf, MPI_UINT64_T, MPI_MAX, run->comm);
+    bool ok = true;
+    for (size_t i = 0; i < nf && ok; i++) {
         const replay_file_t *f = &spec->files[i];
         if (f->me != 0) continue;
         ok = replay_mkdirs(f->path, false) == 0 && iotame_file_remove(IOTAME_API_POSIX, f->path) == 0;
-        for (size_t k = 0; k < f->npreload && ok; k++) replay_io_preload(io, f->path, f->preload[k][0],
-                                                                        f->preload[k][1]);
+        if (ok && end[i]) replay_io_create(io, f->path, end[i]);
     }
+    if (iotame_all_ok(run, ok)) {   /* every file exists at its size before any rank maps it */
+        for (size_t i = 0; i < nf; i++)
+            for (size_t k = 0; k < npre[i]; k++) replay_io_preload(io, spec->files[i].path, pre[i][k][0], pre[i][k][1]);
+    }
+    for (size_t i = 0; i < nf; i++) free(pre[i]);
+    free(pre);
+    free(npre);
+    free(end);
+    free(whole);
     return iotame_all_ok(run, ok) ? IOTAME_EXIT_OK : IOTAME_EXIT_IO;
 }
 
@@ -182,11 +209,23 @@ static int replay_run(iotame_run_t *run, int argc, char **argv)
     rc = replay_spec_parse(run, text, len, what, o.dir, &spec);
     free(text);
     if (rc) return rc;
-    replay_spec_scale(&spec, o.scale);
+    if (!iotame_all_ok(run, run->rank != 0 || replay_mkdirs(o.dir, true) == 0)) {
+        replay_spec_free(&spec);
+        return IOTAME_EXIT_IO;
+    }
+    double scale;
+    uint64_t created;
+    rc = replay_budget_fit(run, &spec, o.scale, (uint64_t)o.replay_bytes, o.dir, &scale, &created);
+    if (rc) {
+        replay_spec_free(&spec);
+        return rc;
+    }
+    json_object_set_new(run->params, "scale_applied", json_real(scale));
+    iotame_param_int(run, "created_bytes", (int64_t)created);
 
     replay_io_t io = {.run = run, .compute = o.compute};
     MPI_Comm *comms = replay_comms(run, &spec);
-    rc = replay_setup(run, &o, &spec, &io);
+    rc = replay_setup(run, &spec, &io);
     if (rc == IOTAME_EXIT_OK) {
         iotame_phase_begin(run, "replay");
         for (size_t i = 0; i < spec.nfiles; i++)

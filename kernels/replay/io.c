@@ -51,12 +51,21 @@ static void replay_io_check(replay_io_t *io, const replay_file_t *f, iotame_file
     iotame_data_check(io->run, f->name, io->buf + pos, len, 0, offset);
 }
 
+/* A POSIX call of 0 bytes, made as the job made it (the common file calls make none for 0 bytes). */
+static void replay_io_empty(const replay_file_t *f, iotame_file_t *fh, uint64_t offset, bool write)
+{
+    char byte = 0;
+    ssize_t n = write ? pwrite(fh->fd, &byte, 0, (off_t)offset) : pread(fh->fd, &byte, 0, (off_t)offset);
+    if (n != 0) iotame_fatal("%s of 0 bytes at offset %llu of %s: %s", write ? "pwrite" : "pread",
+                             (unsigned long long)offset, f->path, n < 0 ? strerror(errno) : "moved bytes");
+}
+
 /* One independent transfer of a piece: MPI_File_write_at/read_at in the default view, or pwrite/pread. */
 static void replay_io_piece_write(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
                                   uint64_t len, size_t pos)
 {
-    (void)f;
-    if (fh->api == IOTAME_API_MPIIO)
+    if (fh->api == IOTAME_API_POSIX && len == 0) replay_io_empty(f, fh, offset, true);
+    else if (fh->api == IOTAME_API_MPIIO)
         iotame_view_write(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
     else iotame_file_write_at(fh, offset, io->buf + pos, len, false);
 }
@@ -64,8 +73,8 @@ static void replay_io_piece_write(replay_io_t *io, const replay_file_t *f, iotam
 static void replay_io_piece_read(replay_io_t *io, const replay_file_t *f, iotame_file_t *fh, uint64_t offset,
                                  uint64_t len, size_t pos)
 {
-    (void)f;
-    if (fh->api == IOTAME_API_MPIIO)
+    if (fh->api == IOTAME_API_POSIX && len == 0) replay_io_empty(f, fh, offset, false);
+    else if (fh->api == IOTAME_API_MPIIO)
         iotame_view_read(fh, (MPI_Offset)offset, io->buf + pos, (int)len, MPI_BYTE, false);
     else iotame_file_read_at(fh, offset, io->buf + pos, len, false);
 }
@@ -329,6 +338,7 @@ static void replay_io_verify_piece(replay_io_t *io, const replay_file_t *f, iota
                                    uint64_t len, size_t pos)
 {
     (void)fh, (void)pos;
+    if (len == 0) return;   /* a write of 0 bytes leaves nothing to check */
     if (offset + len > io->map_size)
         iotame_fatal("%s is %llu bytes, short of the piece written at %llu (%llu bytes)", f->path,
                      (unsigned long long)io->map_size, (unsigned long long)offset, (unsigned long long)len);
@@ -360,18 +370,30 @@ void replay_io_verify(replay_io_t *io, const replay_file_t *f)
     io->map = NULL;
 }
 
-/* Written through a mapping for the reason replay_io_verify reads through one: the statistics of the replay (and a
- * Darshan log of it) count the job's calls only. */
-void replay_io_preload(replay_io_t *io, const char *path, uint64_t offset, uint64_t length)
+/* Creates path (setup) with `size` bytes, zeros, for the preload of every rank to map. */
+void replay_io_create(replay_io_t *io, const char *path, uint64_t size)
 {
     (void)io;
     int fd = open(path, O_RDWR | O_CREAT, 0644);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) iotame_fatal("cannot create %s to preload it: %s", path, strerror(errno));
-    uint64_t end = offset + length, page = (uint64_t)sysconf(_SC_PAGESIZE), start = offset / page * page;
-    if ((uint64_t)st.st_size < end && ftruncate(fd, (off_t)end) != 0)
-        iotame_fatal("cannot extend %s to %llu bytes to preload it: %s", path, (unsigned long long)end,
+    if (fd < 0) iotame_fatal("cannot create %s to preload it: %s", path, strerror(errno));
+    if (ftruncate(fd, (off_t)size) != 0)
+        iotame_fatal("cannot extend %s to %llu bytes to preload it: %s", path, (unsigned long long)size,
                      strerror(errno));
+    close(fd);
+}
+
+/* Written through a mapping for the reason replay_io_verify reads through one: the statistics of the replay (and a
+ * Darshan log of it) count the job's calls only. The file is already that long (replay_io_create): ranks preload
+ * their shares at once, and none may change its size under another's mapping. */
+void replay_io_preload(replay_io_t *io, const char *path, uint64_t offset, uint64_t length)
+{
+    int fd = open(path, O_RDWR);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) iotame_fatal("cannot open %s to preload it: %s", path, strerror(errno));
+    uint64_t end = offset + length, page = (uint64_t)sysconf(_SC_PAGESIZE), start = offset / page * page;
+    if ((uint64_t)st.st_size < end)
+        iotame_fatal("%s has %lld bytes, the preload needs %llu", path, (long long)st.st_size,
+                     (unsigned long long)end);
     unsigned char *map = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
     if (map == MAP_FAILED) iotame_fatal("cannot map %s to preload it: %s", path, strerror(errno));
     iotame_pattern_fill(map + (offset - start), length, io->run->seed, 0, offset);

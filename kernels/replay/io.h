@@ -25,7 +25,9 @@ void replay_io_file(replay_io_t *io, const replay_file_t *f, MPI_Comm comm);
  * in f. */
 void replay_io_verify(replay_io_t *io, const replay_file_t *f);
 
-/* Writes the pattern over [offset, offset + length) of path (through a mapping; setup). */
+/* Setup: creates path `size` bytes long; then writes the pattern over [offset, offset + length) of it (through a
+ * mapping, every rank its share). */
+void replay_io_create(replay_io_t *io, const char *path, uint64_t size);
 void replay_io_preload(replay_io_t *io, const char *path, uint64_t offset, uint64_t length);
 
 #endif

@@ -82,10 +82,13 @@ static int replay_spec_extent(const replay_spec_ctx_t *c, const char *key, const
     for (int i = 0; i < 4; i++) {
         char k[700];
         snprintf(k, sizeof k, "%s[%d] (%s)", key, i, names[i]);
-        uint64_t min = i == 1 || i == 2 ? 1 : 0, max = i == 1 ? REPLAY_MAX_CALL_BYTES : REPLAY_MAX_OFFSET;
+        uint64_t min = i == 2 ? 1 : 0, max = i == 1 ? REPLAY_MAX_CALL_BYTES : REPLAY_MAX_OFFSET;
         if (replay_spec_uint(c, k, json_array_get(v, (size_t)i), min, max, &x[i])) return IOTAME_EXIT_USAGE;
     }
     *e = (replay_extent_t){.offset = x[0], .length = x[1], .count = x[2], .stride = x[3]};
+    if (e->length == 0 && e->count != 1)
+        return replay_spec_fail(c, key, "a run of length 0 (a call of no bytes) has count 1, got %llu",
+                                (unsigned long long)e->count);
     if (e->count > 1 && e->stride < e->length)
         return replay_spec_fail(c, key, "stride %llu is less than length %llu: the pieces overlap",
                                 (unsigned long long)e->stride, (unsigned long long)e->length);
@@ -127,6 +130,7 @@ static int replay_spec_call(const replay_spec_ctx_t *c, const char *key, json_t 
         snprintf(k, sizeof k, "%s.repeat", key);
         if (replay_spec_uint(c, k, x, 1, REPLAY_MAX_OFFSET, &call->repeat)) return IOTAME_EXIT_USAGE;
     }
+    call->spec_repeat = call->repeat;
     if ((x = json_object_get(v, "advance"))) {
         snprintf(k, sizeof k, "%s.advance", key);
         if (replay_spec_uint(c, k, x, 0, REPLAY_MAX_OFFSET, &call->advance)) return IOTAME_EXIT_USAGE;
@@ -158,6 +162,8 @@ static int replay_spec_call(const replay_spec_ctx_t *c, const char *key, json_t 
         snprintf(ki, sizeof ki, "%s[%zu]", k, i);
         replay_extent_t *e = &call->at[i];
         if (replay_spec_extent(c, ki, json_array_get(at, i), end, e)) return IOTAME_EXIT_USAGE;
+        if (e->length == 0 && call->nat > 1)   /* a call of 0 bytes: a read at the end of a file, say */
+            return replay_spec_fail(c, ki, "a run of length 0 is a call of no bytes: expected it alone in \"at\"");
         end = replay_extent_end(e);
         call->pieces += e->count;
         if (e->length * e->count > REPLAY_MAX_CALL_BYTES - call->bytes)
@@ -422,7 +428,8 @@ void replay_spec_scale(replay_spec_t *spec, double f)
         replay_file_t *file = &spec->files[i];
         uint64_t n[2] = {0, 0}; /* [0] independent, [1] collective calls */
         for (size_t j = 0; j < file->ncalls; j++)
-            if (replay_op_data(file->calls[j].op)) n[replay_op_collective(file->calls[j].op)] += file->calls[j].repeat;
+            if (replay_op_data(file->calls[j].op))
+                n[replay_op_collective(file->calls[j].op)] += file->calls[j].repeat = file->calls[j].spec_repeat;
         uint64_t left[2] = {(uint64_t)ceil(f * (double)n[0]), (uint64_t)ceil(f * (double)n[1])};
         for (size_t j = 0; j < file->ncalls; j++) {
             replay_call_t *call = &file->calls[j];

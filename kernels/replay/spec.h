@@ -25,6 +25,7 @@ typedef struct {
     replay_extent_t *at;    /* in file order; NULL when nat is 0 */
     size_t nat;
     uint64_t repeat;        /* after --scale: 0 drops the entry */
+    uint64_t spec_repeat;   /* as the spec has it (--scale starts from it, so it can be applied again) */
     uint64_t advance;
     double gap;
     uint64_t bytes;         /* one call's bytes */
@@ -56,8 +57,9 @@ typedef struct {
 int replay_spec_parse(iotame_run_t *run, const char *text, size_t len, const char *what, const char *dir,
                       replay_spec_t *spec);
 
-/* Applies --scale f (0 < f <= 1) to this rank's calls: per file the first ceil(f*n) collective and ceil(f*m)
- * independent calls, repetitions counted, syncs and reopens kept. */
+/* Applies --scale f (0 < f <= 1) to this rank's calls as the spec has them (again: a later call replaces an earlier
+ * one): per file the first ceil(f*n) collective and ceil(f*m) independent calls, repetitions counted, syncs and
+ * reopens kept. */
 void replay_spec_scale(replay_spec_t *spec, double f);
 
 void replay_spec_free(replay_spec_t *spec);

@@ -226,6 +226,25 @@ def test_reopen_closes_and_opens_again(job):
     assert px["opens"] == 3 and px["reads"] == px["writes"] == 1      # and the read-back check's open (a mapping)
 
 
+def test_calls_of_no_bytes_are_made_and_counted(job):
+    """Reads of 0 bytes at the end of a file (Python's .pyc files in real logs) and a write of 0 bytes are calls:
+    made through POSIX and MPI-IO, counted by the runtime, the data around them verified."""
+    pyc = {"name": "mod.pyc", "api": "POSIX", "procs": [0], "preload": [[0, 100]],
+           "calls": [[{"op": "r", "at": [[0, 100, 1, 0]]}, {"op": "r", "at": [[100, 0, 1, 0]], "repeat": 2},
+                      {"op": "w", "at": [[100, 0, 1, 0]]}]]}
+    end = {"name": "end.dat", "api": "MPIIO", "procs": [0, 1],
+           "calls": [[{"op": "w", "at": [[r * 64, 64, 1, 0]]}, {"op": "r", "at": [[128, 0, 1, 0]]}] for r in range(2)]}
+    s = spec(2, pyc, end)
+    stats = job.tmp / "stats.json"
+    res, _ = replay(job, 2, s, "--keep", preload=True, stats=stats,
+                    config=write_json(job.tmp / "c.json", {"version": 1, "defaults": {"posix": {"all_files": True}}}))
+    check_replay(job, res, s)
+    px = file_stats(stats, "mod.pyc")["posix"]
+    assert (px["reads"], px["writes"], px["bytes_read"], px["bytes_written"]) == (3, 1, 100, 0)
+    f = file_stats(stats, "end.dat")
+    assert f["ops"]["read_at"]["count"] == 2 and f["bytes_read"] == 0 and f["bytes_written"] == 128
+
+
 def test_runtime_statistics_count_the_views(job):
     """Views are set only where needed: per call for the overlapping repetitions (3), once for the entry that
     rewrites the same bytes, once for the repeated entry, none for the entry on its tiles, the default view back
@@ -357,8 +376,12 @@ BAD = [
      "files[0].calls[0][1].op: \"W\" is collective: it needs api \"MPIIO\""),
     ("at-type", call_spec({"op": "w", "at": {"0": 1}}), "files[0].calls[0][1].at: expected an array of runs"),
     ("run-size", call_spec({"op": "w", "at": [[0, 1, 1]]}), "files[0].calls[0][1].at[0]: expected a run"),
-    ("run-value", call_spec({"op": "w", "at": [[0, 1, 1, 0], [10, 0, 1, 0]]}),
-     "files[0].calls[0][1].at[1][1] (length): expected an integer from 1"),
+    ("run-value", call_spec({"op": "w", "at": [[0, -1, 1, 0]]}),
+     "files[0].calls[0][1].at[0][1] (length): expected an integer from 0"),
+    ("run-empty-not-alone", call_spec({"op": "w", "at": [[0, 1, 1, 0], [10, 0, 1, 0]]}),
+     "files[0].calls[0][1].at[1]: a run of length 0 is a call of no bytes: expected it alone in \"at\""),
+    ("run-empty-count", call_spec({"op": "r", "at": [[0, 0, 3, 0]]}),
+     "files[0].calls[0][1].at[0]: a run of length 0 (a call of no bytes) has count 1, got 3"),
     ("run-stride", call_spec({"op": "w", "at": [[0, 10, 2, 5]]}),
      "files[0].calls[0][1].at[0]: stride 5 is less than length 10"),
     ("runs-overlap", call_spec({"op": "w", "at": [[0, 10, 2, 20], [25, 1, 1, 0]]}),

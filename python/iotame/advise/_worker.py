@@ -70,6 +70,7 @@ def worker_read(path: str, dxt: bool = False) -> dict:
                 "start_time": int(job.get("start_time_sec", 0)), "end_time": int(job.get("end_time_sec", 0))},
         "exe": str((r.metadata.get("exe") or "")).split(" ")[0],
         "modules": list(r.modules.keys()),
+        "partial_modules": [m for m, info in r.modules.items() if info.get("partial_flag")],
         "records": {},
     }
     for mod in WORKER_MODULES:

@@ -23,14 +23,19 @@ class LogInfo:
     darshan: str
     exe: str | None
     jobid: int
-    nprocs: int
+    nprocs: int | None
     run_seconds: float
     modules: list[str]
+    # issue 49 (reading, wt-49a; /work/notes/contract49.md): Darshan's partial modules and notes on the log as read
+    partial_modules: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, log: DarshanLog, path: str) -> LogInfo:
         j = log.job
-        return cls(path, j.log_ver, j.lib_ver, log.exe, j.jobid, j.nprocs, j.run_time, log.modules)
+        nprocs = j.nprocs if j.nprocs or not j.nprocs_recorded else None   # None: the log's count is damaged
+        return cls(path, j.log_ver, j.lib_ver, log.exe, j.jobid, nprocs, j.run_time, log.modules,
+                   list(log.partial_modules), list(log.notes))
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """argparse types shared by the commands: values checked with a message that says what was expected."""
 import argparse
 
-__all__ = ["positive_int", "count", "seconds"]
+__all__ = ["positive_int", "count", "seconds", "byte_size"]
 
 
 def _number(text: str, kind, ok, expected: str):
@@ -24,3 +24,9 @@ def count(text: str) -> int:
 
 def seconds(text: str) -> float:
     return _number(text, float, lambda s: s > 0, "a positive number of seconds")
+
+
+def byte_size(text: str) -> int:
+    """Bytes as the kernels take them: "4096", "64k", "64m", "2g" (powers of 1024), at least 1."""
+    from ..bench.options import parse_size
+    return _number(text, parse_size, lambda n: n >= 1, "a size in bytes such as 4096, 64m or 2g")

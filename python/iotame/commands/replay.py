@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.table import Table
 
 from ..errors import UsageError
+from .argtypes import byte_size
 from ..render import console
 from ..replay.check import DEFAULT_TOLERANCE, compare_replay
 from ..replay.plan import to_spec
@@ -37,7 +38,7 @@ def add_parser(sub) -> None:
                    help="replay a Darshan log's job with N processes (default: the job's count)")
     s.set_defaults(func=spec)
     c = actions.add_parser("compare", help="run the replay under the runtime and compare it with the job",
-                           usage="iotame replay compare [--scale F] [--tolerance T] [--nprocs N] [--dir D] [--stats F] "
+                           usage="iotame replay compare [--scale F] [--replay-bytes BYTES] [--tolerance T] [--nprocs N] [--dir D] [--stats F] "
                                  "[--json] SRC [-- LAUNCHER...]",
                            description="Run `LAUNCHER iotame-kernel replay --from SPEC` under the runtime with a "
                                        "request trace and compare, per file, bytes, calls, collective calls and "
@@ -46,7 +47,10 @@ def add_parser(sub) -> None:
                                        "`mpiexec -n NPROCS` (the job's process count).")
     c.add_argument("source", metavar="SRC")
     c.add_argument("--scale", type=float, default=1.0, metavar="F",
-                   help="replay this fraction of the calls (judged only at 1)")
+                   help="replay this fraction of the calls (judged on the part of the job it replays)")
+    c.add_argument("--replay-bytes", type=byte_size, default=None, metavar="BYTES",
+                   help="most bytes the replay may write, preload included (e.g. 64m): the scale is lowered until "
+                        "they fit; the replay refuses to start when even one call per file does not")
     c.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, metavar="T",
                    help=f"relative difference allowed per value (default {DEFAULT_TOLERANCE})")
     c.add_argument("--nprocs", type=int, default=None, metavar="N",
@@ -83,11 +87,14 @@ def _print_comparison(result: dict) -> None:
     out = console()
     table = Table(title=f"replay of {Path(result['source']).name} ({result['nprocs']} processes, "
                         f"scale {result['scale']})")
-    for col in ("file", "value", "job", "replay", ""):
-        table.add_column(col, justify="right" if col in ("job", "replay") else "left")
+    scaled = result.get("scaled") is not None
+    cols = ("file", "value", *(("job x", "x") if scaled else ("job",)), "replay", "")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("file", "value", "") else "right")
     for r in result["rows"]:
         mark = ("ok" if r["ok"] else "DIFFERS") if r["judged"] else "(not judged)"
-        table.add_row(r["file"], r["what"], f"{r['job']:,.0f}", f"{r['replay']:,.0f}", mark)
+        factor = (f"{r['factor']:.3g}",) if scaled else ()
+        table.add_row(r["file"], r["what"], f"{r['job']:,.0f}", *factor, f"{r['replay']:,.0f}", mark)
     out.print(table)
     shares = Table(title="share of the I/O time per file (not judged: another machine)")
     for col in ("file", "job", "replay"):
@@ -95,16 +102,19 @@ def _print_comparison(result: dict) -> None:
     for name, s in result["time_share"].items():
         shares.add_row(name, f"{s['job']:.0%}", f"{s['replay']:.0%}")
     out.print(shares)
+    if scaled:
+        out.print(f"scaled: {result['scaled']}")
     for note in result["notes"]:
         out.print(f"note: {note}")
     if result["skipped"]:
         out.print(f"skipped: {len(result['skipped'])} files (e.g. {result['skipped'][0]['path']}: "
                   f"{result['skipped'][0]['reason']})")
     bad = [r for r in result["rows"] if r["judged"] and not r["ok"]]
-    verdict = (f"the replay matches the job within {result['tolerance']:.0%}" if not bad else
+    part = "the part of the job it replayed" if scaled else "the job"
+    verdict = (f"the replay matches {part} within {result['tolerance']:.0%}" if not bad else
                f"the replay differs beyond {result['tolerance']:.0%} in {len(bad)} values: " +
                "; ".join(f"{r['file']} {r['what']}" for r in bad[:5]))
-    out.print(verdict if result["judged"] else "not judged: a scaled replay makes fewer calls than the job")
+    out.print(verdict)
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -115,7 +125,8 @@ def compare(args: argparse.Namespace) -> int:
     if not launcher:
         launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
     result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,
-                            workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs)
+                            workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs,
+                            replay_bytes=args.replay_bytes)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

@@ -13,7 +13,7 @@ from ..paths import require_kernel
 from ..runner import run_command
 from ..stats import load_stats
 from .compare import (FileCounts, Row, bins_from_spec_file, compare_counts, counts_from_darshan_rows,
-                      counts_from_stats_record, replay_record, time_shares)
+                      counts_from_stats_record, replay_record, scale_factors, time_shares)
 from .plan import to_spec
 from .source import job_plan, read_json_or_none
 
@@ -47,7 +47,7 @@ def job_counts(source: Path, spec: dict) -> dict[str, FileCounts]:
     return {f["name"]: by_path[f["path"]] for f in spec["files"] if f["path"] in by_path}
 
 
-def replay_counts(stats: dict, directory: Path, spec: dict) -> dict[str, FileCounts]:
+def replay_counts(stats: dict, directory: Path, spec: dict, scale: float = 1.0) -> dict[str, FileCounts]:
     out = {}
     for f in spec["files"]:
         rec = replay_record(stats, directory, f["name"])
@@ -56,17 +56,42 @@ def replay_counts(stats: dict, directory: Path, spec: dict) -> dict[str, FileCou
             continue
         fc = counts_from_stats_record(rec, f["api"])
         if f["api"] == "POSIX" or fc.binning != "darshan":
-            fc.bins, fc.binning = bins_from_spec_file(f), "darshan"
+            fc.bins, fc.binning = bins_from_spec_file(f, scale), "darshan"
         out[f["name"]] = fc
     return out
+
+
+def _applied_scale(stdout: str | None, asked: float) -> float:
+    """The scale the kernel applied (its result's params.scale_applied: --replay-bytes may lower it)."""
+    for line in (stdout or "").splitlines()[::-1]:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "params" in doc:
+            return float(doc["params"].get("scale_applied", asked))
+    return asked
+
+
+def _scaling(scale: float, replay_bytes: int | None) -> str:
+    """How a scaled replay's values are judged, in a sentence for the output."""
+    why = f"--replay-bytes {replay_bytes} made the kernel lower it" if replay_bytes else "--scale"
+    return (f"the replay ran at scale {scale:.6g} ({why}): per process and file the first ceil({scale:.6g} x n) "
+            f"collective and independent calls of the spec, at their sizes; each job value is the log's times the "
+            f"share of the spec's value those calls hold (column x), so bytes, calls and requests per size bin are "
+            f"judged on the part of the job replayed; x = 0: none of the kept calls has that value (say, reads "
+            f"that follow the kept writes)")
 
 
 def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.0,
                    tolerance: float = DEFAULT_TOLERANCE, workdir: str | Path | None = None,
                    stats_out: str | Path | None = None, timeout: float | None = None,
-                   nprocs: int | None = None) -> dict:
+                   nprocs: int | None = None, replay_bytes: int | None = None) -> dict:
     """Runs `launcher kernel replay --from SPEC` under the runtime and returns the comparison (JSON-able):
-    {"source", "nprocs", "scale", "tolerance", "judged", "ok", "rows": [...], "time_share": {...}, "notes"}."""
+    {"source", "nprocs", "scale", "tolerance", "judged", "scaled", "ok", "rows": [...], "time_share": {...},
+    "notes"}. With replay_bytes the kernel lowers the scale until what it writes fits (`scale` is then the one it
+    applied); a scaled replay is judged against the job's values times each row's `factor` (compare.py), and
+    `scaled` says so (null at scale 1)."""
     source = Path(source)
     spec = to_spec(job_plan(source, nprocs=nprocs))
     tmp = Path(tempfile.mkdtemp(prefix="iotame-replay-", dir=workdir))
@@ -75,7 +100,7 @@ def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.
         spec_path.write_text(json.dumps(spec))
         data = tmp / "files"
         argv = [*launcher, str(require_kernel()), "replay", "--from", str(spec_path), "--dir", str(data),
-                "--scale", repr(scale)]
+                "--scale", repr(scale), *(["--replay-bytes", str(replay_bytes)] if replay_bytes else [])]
         stats_path = Path(stats_out) if stats_out else tmp / "stats.json"
         try:
             result = run_command(argv, config=replay_config(spec, tmp / "config.json"), stats_path=stats_path,
@@ -88,17 +113,20 @@ def compare_replay(source: str | Path, launcher: list[str], *, scale: float = 1.
                               f"{', timed out' if result.timed_out else ''}): " + " | ".join(tail)
                               + (f" ({result.stats_error})" if result.stats_error else ""))
         stats = load_stats(stats_path)
+        scale = _applied_scale(result.stdout, scale)
         job = job_counts(source, spec)
-        replay = replay_counts(stats, data, spec)
+        replay = replay_counts(stats, data, spec, scale)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    judged = scale == 1.0
+    files = {f["name"]: f for f in spec["files"]}
     rows: list[Row] = []
     for name, fc in job.items():
-        rows += compare_counts(name, fc, replay[name], tolerance, judged)
+        factors = scale_factors(files[name], scale) if scale < 1 else None
+        rows += compare_counts(name, fc, replay[name], tolerance, True, factors)
     job_share, replay_share = time_shares(job), time_shares(replay)
     return {"source": str(source), "nprocs": spec["nprocs"], "scale": scale, "tolerance": tolerance,
-            "judged": judged, "ok": all(r.ok for r in rows if r.judged),
+            "judged": True, "scaled": _scaling(scale, replay_bytes) if scale < 1 else None,
+            "ok": all(r.ok for r in rows if r.judged),
             "rows": [asdict(r) for r in rows],
             "time_share": {n: {"job": job_share[n], "replay": replay_share.get(n, 0.0)} for n in job},
             "notes": spec["source"].get("notes", []), "skipped": spec["source"].get("skipped", [])}

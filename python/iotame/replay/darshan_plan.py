@@ -87,6 +87,7 @@ def counter_sizes(c: dict, prefix: str, direction: str, calls: int, nbytes: int,
     for b, k in enumerate(left):
         if k:
             mean = rest_bytes // rest_calls if rest_calls else 0
+            # 0 bytes where the counters left none: a request all the same (a read at the end of a file)
             size = min(max(mean, _bin_low(b)), SIZE_BINS[b][1])
             sizes += [size] * k
             rest_bytes, rest_calls = max(0, rest_bytes - size * k), rest_calls - k
@@ -102,6 +103,12 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
+def _call(op: str, off: int, length: int, gap: float = 0.0) -> Call:
+    """One request as a call; one of 0 bytes is still a call: a collective one with no data on this process, an
+    independent one a run of length 0 at its offset (a read at the end of a file)."""
+    return Call(op, [] if length <= 0 and op in COLLECTIVE_OPS else merge_runs([(off, length)]), gap)
+
+
 def _collective_calls(op: str, sizes: list[int], nprocs: int) -> list[list[Call]]:
     """Call k of every proc holds sizes[k*P + r] at rank order, one call after the other (interleaved)."""
     sizes = sorted(sizes)
@@ -112,7 +119,7 @@ def _collective_calls(op: str, sizes: list[int], nprocs: int) -> list[list[Call]
         chunk = sizes[k * nprocs:(k + 1) * nprocs]
         off = base
         for r, s in enumerate(chunk):
-            calls[r].append(Call(op, merge_runs([(off, s)])))
+            calls[r].append(_call(op, off, s))
             off += s
         base = off
     return calls
@@ -129,12 +136,19 @@ def _independent_calls(op: str, sizes_per_proc: list[list[int]], segmented: bool
             off += s
         if shuffle:
             rng.shuffle(offs)
-        calls.append([Call(op, merge_runs([p])) for p in offs if p[1] > 0])
+        calls.append([_call(op, *p) for p in offs])
         base = off if segmented else base
     return calls
 
 
 # ---- a file from its counters ----
+
+def _split_collective(sizes: list[int], ncoll: int) -> tuple[list[int], list[int]]:
+    """The ncoll largest sizes for the collective calls, the others (in their order) for the independent ones."""
+    largest = set(sorted(range(len(sizes)), key=lambda i: -sizes[i])[:ncoll])
+    return ([sizes[i] for i in sorted(largest)],
+            [s for i, s in enumerate(sizes) if i not in largest])
+
 
 def counter_total(rows: list[dict], key: str) -> int:
     """A counter summed over a file's records."""
@@ -162,8 +176,11 @@ def file_from_counters(rows: list[dict], prefix: str, procs: list[int], notes: s
             if coll + indep == 0:
                 continue
             sizes = counter_sizes(row, prefix, d, coll + indep, nbytes, _common_sizes(row, prefix))
-            coll_sizes = sizes[:coll - coll % nprocs] if shared else []
-            indep_sizes = sizes[len(coll_sizes):]
+            coll_sizes, indep_sizes = _split_collective(sizes, coll - coll % nprocs if shared else 0)
+            if coll_sizes and indep_sizes:
+                notes.add("collective calls take the largest of the counters' request sizes, independent ones the "
+                          "rest (HDF5 and PnetCDF move their data collectively, their metadata in small "
+                          "independent requests)")
             if coll and not shared:
                 notes.add("collective calls of a file opened by a single process are replayed as independent ones")
             seq = int(row.get(f"POSIX_SEQ_{kind}S", 0)) if prefix == "POSIX" else None
@@ -205,8 +222,7 @@ def file_from_dxt(dxt: list[dict], procs: list[int], collective: dict[str, bool]
         calls, prev_end = [], None
         for start, end, op, off, length in sorted(by_rank.get(p, [])):
             gap = max(0.0, start - prev_end) if prev_end is not None else 0.0
-            if length > 0 or op in COLLECTIVE_OPS:   # an independent request of 0 bytes moves nothing
-                calls.append(Call(op, merge_runs([(off, length)]), gap))
+            calls.append(_call(op, off, length, gap))
             prev_end = end
         per_proc.append(calls)
     return per_proc
@@ -259,7 +275,55 @@ def file_records(log: dict, mods: dict[str, list[dict]] | None = None) -> dict[i
     return out
 
 
-def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[int], notes: set[str]):
+def _segments_by_rank(traced: list[dict], key: str) -> dict[int, list[list]]:
+    """A direction's DXT segments per rank, in start-time order (the lists of the records themselves)."""
+    out: dict[int, list[list]] = defaultdict(list)
+    for rec in traced:
+        out[rec["rank"]].extend(rec.get(key, []))
+    for segs in out.values():
+        segs.sort(key=lambda s: s[2])
+    return out
+
+
+def derive_offsets(traced: list[dict], posix: list[dict], collective: dict[str, bool], notes: set[str]) -> list[dict]:
+    """The DXT MPI-IO records with the offsets Darshan 3.1 left out (-1) filled in: a rank's POSIX DXT segments of
+    the same direction in order where it has as many, else from the pattern the counters describe (collective calls
+    interleave the ranks call by call; independent ones give each rank a region of its own, in rank order)."""
+    if not any(seg[0] < 0 for rec in traced for k in ("write_segments", "read_segments") for seg in rec.get(k, [])):
+        return traced
+    traced = [{**rec, "write_segments": [list(x) for x in rec.get("write_segments", [])],
+               "read_segments": [list(x) for x in rec.get("read_segments", [])]} for rec in traced]
+    for key, d in (("write_segments", "w"), ("read_segments", "r")):
+        mine, theirs = _segments_by_rank(traced, key), _segments_by_rank(posix, key)
+        if not any(seg[0] < 0 for segs in mine.values() for seg in segs):
+            continue
+        if all(len(theirs.get(r, [])) == len(segs) for r, segs in mine.items()):
+            for r, segs in mine.items():
+                for seg, low in zip(segs, theirs[r]):
+                    seg[0] = int(low[0])
+            notes.add("the MPI-IO trace has no offsets (Darshan 3.1): each call takes the offset of the rank's "
+                      "POSIX request of the same order")
+            continue
+        ranks = sorted(mine)
+        if collective[d]:
+            base = 0
+            for k in range(max(len(mine[r]) for r in ranks)):
+                for r in ranks:
+                    if k < len(mine[r]):
+                        mine[r][k][0], base = base, base + int(mine[r][k][1])
+        else:
+            base = 0
+            for r in ranks:
+                for seg in mine[r]:
+                    seg[0], base = base, base + int(seg[1])
+        notes.add("the MPI-IO trace has no offsets (Darshan 3.1) and the POSIX trace does not match it call for "
+                  "call: offsets follow the counters' pattern (collective calls interleave the ranks, independent "
+                  "ones give each rank its own region)")
+    return traced
+
+
+def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[int], notes: set[str],
+                 posix: list[dict] | None = None):
     """Per proc, the DXT trace of a file, collective where the counters say every call of a direction was, and the
     counted syncs of a shared file after each process's calls (DXT does not trace them)."""
     collective = {}
@@ -270,6 +334,8 @@ def _traced_file(traced: list[dict], rows: list[dict], prefix: str, procs: list[
         if prefix == "MPIIO" and coll and indep:
             notes.add("a file with both collective and independent calls of one direction is replayed with "
                       "independent ones (DXT does not say which call was which)")
+    if prefix == "MPIIO":
+        traced = derive_offsets(traced, posix or [], collective, notes)
     calls = file_from_dxt(traced, procs, collective)
     if rows[0]["rank"] == -1:
         syncs = counter_total(rows, "MPIIO_SYNCS" if prefix == "MPIIO" else "POSIX_FSYNCS") // len(procs)
@@ -301,11 +367,19 @@ def _fold(procs: list[int], calls: list[list[Call]], nprocs: int) -> tuple[list[
     return sorted(folded), [folded[p] for p in sorted(folded)]
 
 
+def _job_nprocs(log: dict) -> int:
+    """The job's process count; where the log's is damaged (null), one more than the highest rank of a record."""
+    if log["job"].get("nprocs"):
+        return int(log["job"]["nprocs"])
+    ranks = [r["rank"] for m in ("MPI-IO", "POSIX", "DXT_MPIIO", "DXT_POSIX") for r in log["records"].get(m, [])]
+    return max(ranks, default=0) + 1
+
+
 def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, nprocs: int | None = None) -> JobPlan:
     """The job's plan; with nprocs, made by that many processes: a shared file's counters split over them, the
     calls of rank r (DXT, a file per process) made by rank r mod nprocs."""
     log = read_log(path)
-    job_nprocs = int(log["job"]["nprocs"])
+    job_nprocs = _job_nprocs(log)
     nprocs = nprocs or job_nprocs
     mods = {m: _records(log, m) for m in ("MPI-IO", "POSIX")}
     dxt = {"MPIIO": _dxt(log, "DXT_MPIIO"), "POSIX": _dxt(log, "DXT_POSIX")}
@@ -339,7 +413,7 @@ def plan_from_darshan(path: str | Path, max_files: int = DEFAULT_MAX_FILES, npro
         procs = list(range(job_nprocs)) if shared else [int(r["rank"]) for r in rows]
         traced = dxt[prefix].get(fid, [])
         if traced and _traced_calls(traced) >= _counted_calls(rows, prefix):
-            calls = _traced_file(traced, rows, prefix, procs, notes)
+            calls = _traced_file(traced, rows, prefix, procs, notes, dxt["POSIX"].get(fid, []))
         else:
             if traced:
                 notes.add("files DXT did not trace completely are replayed from their counters")

@@ -81,7 +81,9 @@ def replay_names(paths: list[str]) -> dict[str, str]:
 
 def merge_runs(pieces: list[tuple[int, int]]) -> list[Run]:
     """(offset, length) pieces in file order as runs: adjacent pieces joined, equal pieces at a constant stride
-    folded into one run."""
+    folded into one run. A call of no bytes is one run of length 0 at its offset (a read at the end of a file)."""
+    if pieces and all(length <= 0 for _, length in pieces):
+        return [(max(0, pieces[0][0]), 0, 1, 0)]
     joined: list[list[int]] = []
     for off, length in pieces:
         if length <= 0:
