@@ -9,7 +9,7 @@ from rich.table import Table
 
 from .stats import partial_banner
 
-__all__ = ["console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_seconds", "fmt_mbs"]
+__all__ = ["console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
 
 
 def _model_basis(rows: list) -> str:
@@ -35,6 +35,17 @@ def console(file: IO[str] | None = None, stderr: bool = False) -> Console:
 
 def fmt_bytes(n: int | float) -> str:
     return f"{int(n):,}"
+
+
+def fmt_size(n: int | float) -> str:
+    """A size as a person reads it, in decimal units (MB is 10^6 bytes, as Darshan's tools print): `25 GB`,
+    `78 KB`, `512 B`."""
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" or abs(n) >= 100 else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
 
 
 def fmt_seconds(s: float) -> str:

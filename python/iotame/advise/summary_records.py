@@ -10,7 +10,7 @@ from .records import Finding
 
 __all__ = ["Seconds", "Totals", "Histogram", "DirectionAccess", "Access", "Alignment", "RequestCounts",
            "MpiioCalls", "Striping", "Hdf5Use", "SharedRankBalance", "PerRankBalance", "GroupSummary", "OstLoad",
-           "JobSummary", "SkippedFiles", "Summary"]
+           "UnreadModule", "JobSummary", "SkippedFiles", "Summary"]
 
 
 @dataclass
@@ -231,6 +231,21 @@ class OstLoad:
 
 
 @dataclass
+class UnreadModule:
+    """A module of the log that advise does not analyse (STDIO, DAOS, DFS, ...), with its bytes; `error` when
+    pydarshan could not read it (bytes unknown)."""
+
+    module: str
+    bytes_read: int | None
+    bytes_written: int | None
+    error: str | None
+
+    @property
+    def moved(self) -> int:
+        return (self.bytes_read or 0) + (self.bytes_written or 0)
+
+
+@dataclass
 class JobSummary:
     """The job: processes, run time, its files (shared, per process, the median's bytes), totals over every file,
     and its requests, calls and OSTs."""
@@ -248,6 +263,7 @@ class JobSummary:
     access: Access | None
     mpiio: MpiioCalls | None
     lustre: OstLoad | None
+    unread: list[UnreadModule] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         j = _summary_records_json
@@ -256,7 +272,7 @@ class JobSummary:
                 "median_file_bytes": self.median_file_bytes, **self.totals.to_json(),
                 "io_seconds_per_process": self.io_seconds_per_process, "histogram_source": self.histogram_source,
                 "histogram": j(self.histogram), "access": j(self.access), "mpiio": j(self.mpiio),
-                "lustre": j(self.lustre)}
+                "lustre": j(self.lustre), "unread_modules": [asdict(u) for u in self.unread]}
 
 
 @dataclass
@@ -274,10 +290,11 @@ class SkippedFiles:
 @dataclass
 class Summary:
     """A log's summary: the job, its groups of files (those that matter first), the files skipped, notes on what
-    the log lacks, and the modules the log holds."""
+    the log lacks, the modules the log holds, and each file's bytes and I/O seconds (many_small_files)."""
 
     job: JobSummary
     groups: list[GroupSummary]
     skipped: SkippedFiles | None
     notes: list[str]
     modules: list[str]
+    file_loads: list[tuple[int, float]] = field(default_factory=list)   # every file's (bytes, I/O seconds)
