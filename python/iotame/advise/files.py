@@ -82,6 +82,7 @@ class FileTally:
     id: int
     path: str
     ranks: set[int] = field(default_factory=set)
+    posix_ranks: set[int] = field(default_factory=set)     # the ranks of its POSIX records (-1: reduced)
     posix: Counter = field(default_factory=Counter)
     posix_times: Counter = field(default_factory=Counter)
     posix_records: int = 0
@@ -101,6 +102,7 @@ class FileTally:
         c, f = rec["counters"], rec.get("fcounters", {})
         self.posix_records += 1
         self.ranks.add(rec["rank"])
+        self.posix_ranks.add(rec["rank"])
         _files_add(rec, _POSIX_SUMMED, "POSIX", self.posix, self.posix_times)
         self.alignment = max(self.alignment, int(c.get("POSIX_FILE_ALIGNMENT", 0)))
         if rec["rank"] == -1:

@@ -204,18 +204,23 @@ def _find_imbalance(g: GroupSummary, job: JobSummary) -> Finding | None:
 
 
 def _find_rmw(g: GroupSummary) -> Finding | None:
-    """Read/write alternations per rank that has the file open (Darshan sums POSIX_RW_SWITCHES over the ranks of
-    a shared file's record): one read before writing is one switch per rank, whatever the job's size."""
+    """Read/write alternations per rank that made POSIX calls on the files (Darshan sums POSIX_RW_SWITCHES over
+    the ranks of a shared file's record; under collective buffering only the aggregators have POSIX records): one
+    read before writing is one switch per rank, whatever the job's size."""
     written, read = g.totals.bytes_written, g.totals.bytes_read
-    if g.rw_switches is None or not written or not read:
+    # reads of 0 bytes count: data sieving reads the holes of a file being written, past its end
+    if g.rw_switches is None or not written or not (read or g.requests.read):
         return None
-    per_rank = g.rw_switches / max(1, g.ranks)
+    ranks = max(1, g.posix_ranks)
+    per_rank = g.rw_switches / ranks
     if per_rank < RMW_SWITCHES_PER_RANK:
         return None
     return Finding("read_modify_write", "warning", g.match,
                    f"reads and writes alternated {g.rw_switches:,} times on a written file, {per_rank:,.1f} per rank "
-                   f"of {g.ranks:,}: a read-modify-write pattern (data sieving, or partial blocks rewritten)",
-                   {"POSIX_RW_SWITCHES": g.rw_switches, "ranks": g.ranks, "POSIX_BYTES_READ": read,
+                   f"of the {ranks:,} with POSIX records: a read-modify-write pattern (data sieving, or partial "
+                   f"blocks rewritten)",
+                   {"POSIX_RW_SWITCHES": g.rw_switches, "ranks with POSIX records": ranks, "POSIX_READS": g.requests.read,
+                    "POSIX_BYTES_READ": read,
                     "POSIX_BYTES_WRITTEN": written},
                    quantity="read/write switches per rank", value=round(per_rank, 2),
                    threshold=RMW_SWITCHES_PER_RANK)

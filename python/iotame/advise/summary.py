@@ -50,6 +50,8 @@ def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSu
         mpiio.update(f.mpiio)
     shared = any(f.shared(nprocs) for f in files)
     ranks = nprocs if any(-1 in f.ranks for f in files) else len({r for f in files for r in f.ranks})
+    posix_ranks = nprocs if any(-1 in f.posix_ranks for f in files) else len({r for f in files
+                                                                               for r in f.posix_ranks})
     source, hist = measure_histogram(files)
     has_posix = any(f.layer == "POSIX" for f in files)
     return GroupSummary(
@@ -63,7 +65,8 @@ def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSu
         requests=RequestCounts(posix["POSIX_READS"], posix["POSIX_WRITES"]),
         mpiio=measure_mpiio(mpiio, sum(f.mpiio_records for f in files)),
         lustre=measure_striping(files), hdf5=measure_hdf5(files), rank_balance=measure_ranks(files),
-        counters={**{k: v for k, v in posix.items() if v}, **{k: v for k, v in mpiio.items() if v}})
+        counters={**{k: v for k, v in posix.items() if v}, **{k: v for k, v in mpiio.items() if v}},
+        posix_ranks=posix_ranks)
 
 
 def _summary_groups(files: list[FileTally]) -> dict[str, list[FileTally]]:

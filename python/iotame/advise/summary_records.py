@@ -204,6 +204,8 @@ class GroupSummary:
     rank_balance: SharedRankBalance | PerRankBalance | None
     counters: dict[str, int]
     findings: list[Finding] = field(default_factory=list)
+    posix_ranks: int = 0        # ranks with POSIX records of the group's files (under collective buffering: the
+                                # aggregators), what POSIX counters are normalised by
 
     def to_json(self) -> dict[str, Any]:
         j = _summary_records_json
