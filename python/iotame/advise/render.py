@@ -150,8 +150,13 @@ def _render_settings(console: Console, a: Advice) -> None:
         _render_wrap(console, s.reason + gain, "    ")
 
 
+def _render_line(console: Console, text: str) -> None:
+    """A line as it is (a path in it stays whole and on the line that names it)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def print_advice(a: Advice, console: Console, config_out: str | None = None) -> None:
-    _render_wrap(console, f"iotame advise {a.log.path}")
+    _render_line(console, f"iotame advise {a.log.path}")
     _render_job(console, a)
     if a.files:
         console.print("files that matter (by bytes and I/O time; seconds summed over the ranks):", markup=False,
@@ -177,4 +182,5 @@ def print_advice(a: Advice, console: Console, config_out: str | None = None) -> 
     _render_wrap(console, "rules match basenames (digits wildcarded for numbered files): the log's paths are those "
                           "of the machine that ran the job")
     if config_out:
-        _render_wrap(console, f"configuration written to {config_out} (iotame run --config {config_out} -- ...)")
+        _render_line(console, f"configuration written to {config_out}")
+        _render_line(console, f"  iotame run --config {config_out} -- ...")

@@ -42,7 +42,7 @@ def file_glob(path: str, numbered: bool) -> str:
     return wild if numbered and wild.strip("*") else base
 
 
-def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSummary:
+def _summary_group(pattern: str, files: list[FileTally], nprocs: int, partial: dict) -> GroupSummary:
     posix: Counter = Counter()
     mpiio: Counter = Counter()
     for f in files:
@@ -66,7 +66,8 @@ def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSu
         mpiio=measure_mpiio(mpiio, sum(f.mpiio_records for f in files)),
         lustre=measure_striping(files), hdf5=measure_hdf5(files), rank_balance=measure_ranks(files),
         counters={**{k: v for k, v in posix.items() if v}, **{k: v for k, v in mpiio.items() if v}},
-        posix_ranks=posix_ranks)
+        posix_ranks=posix_ranks,
+        partial={m: True for f in files for m, on in partial.get(str(f.id), {}).items() if on})
 
 
 def _summary_groups(files: list[FileTally]) -> dict[str, list[FileTally]]:
@@ -88,16 +89,24 @@ def _summary_weight(moved: int, io_seconds: float, job: Totals) -> float:
     return (moved / job.moved if job.moved else 0.0) + (io_seconds / job.io_seconds if job.io_seconds else 0.0)
 
 
-def _summary_partial_notes(files: list[FileTally]) -> list[str]:
-    """A note per file whose POSIX record is partial (files.FileTally.posix_partial): its figures are MPI-IO's."""
-    notes = []
+def _summary_partial_notes(files: list[FileTally], flagged: dict[str, dict[str, bool]],
+                           partial_modules: list[str]) -> list[str]:
+    """A note per file whose POSIX record is partial: by its counters (files.FileTally.posix_partial: its figures
+    are then MPI-IO's) or by Darshan's flag (load_log's "partial": the module ran out of memory in this job, the
+    file's record there may be short); and one per module Darshan flagged."""
+    notes = [f"Darshan flagged the {m} module partial (it ran out of memory): its records may be missing or short"
+             for m in partial_modules]
     for f in files:
+        posix = f.posix["POSIX_BYTES_READ"] + f.posix["POSIX_BYTES_WRITTEN"]
+        mpiio = f.mpiio["MPIIO_BYTES_READ"] + f.mpiio["MPIIO_BYTES_WRITTEN"]
+        mods = sorted(m for m, on in flagged.get(str(f.id), {}).items() if on)
         if f.posix_partial:
-            posix = f.posix["POSIX_BYTES_READ"] + f.posix["POSIX_BYTES_WRITTEN"]
-            mpiio = f.mpiio["MPIIO_BYTES_READ"] + f.mpiio["MPIIO_BYTES_WRITTEN"]
             notes.append(f"the POSIX record of {f.path} is partial: POSIX shows {fmt_size(posix)}, MPI-IO "
                          f"{fmt_size(mpiio)} (Darshan lost POSIX records); its bytes, times and request sizes are "
                          f"MPI-IO's")
+        elif mods:
+            shows = f"; POSIX shows {fmt_size(posix)}" + (f", MPI-IO {fmt_size(mpiio)}" if f.mpiio_records else "")
+            notes.append(f"the {' and '.join(mods)} record(s) of {f.path} may be partial (Darshan's flag){shows}")
     return notes
 
 
@@ -121,7 +130,8 @@ def _summary_nprocs(log: DarshanLog, files: list[FileTally]) -> tuple[int, str |
     if 1 <= n <= MAX_NPROCS and n > highest:
         return n, None
     used = max(1, highest + 1)
-    return used, (f"the log's header says {n:,} processes, which cannot be (damaged header): the records name "
+    recorded = getattr(log.job, "nprocs_recorded", None) or n    # load.py's raw value, where it keeps one
+    return used, (f"the log's job record says {recorded:,} processes, which cannot be (damaged): the records name "
                   f"ranks up to {highest}; {used} processes are assumed")
 
 
@@ -154,19 +164,24 @@ def _summary_job(log: DarshanLog, files: list[FileTally], totals: Totals, nprocs
         lustre=measure_ost_load(files), unread=unread)
 
 
-def summarize_log(log: DarshanLog, max_files: int = MAX_FILES, module_bytes: dict | None = None) -> Summary:
+def summarize_log(log: DarshanLog, max_files: int = MAX_FILES, module_bytes: dict | None = None,
+                  partial: dict | None = None, partial_modules: list[str] | None = None) -> Summary:
     """The summary of a loaded log: the job (totals over every file), the groups (one per rule glob, the groups
     that matter first), the files beyond `max_files` (summed as skipped), notes and the log's modules;
-    `module_bytes` the worker's count of the modules advise does not analyse (load_log's "module_bytes")."""
+    `module_bytes` the worker's count of the modules advise does not analyse (load_log's "module_bytes"),
+    `partial` and `partial_modules` Darshan's partial flags per file and per module (load_log's "partial" and
+    "header"."partial_modules")."""
     files = tally_files(log)
     nprocs, nprocs_note = _summary_nprocs(log, files)
     totals = measure_totals(files)
     ranked = sorted(files, key=lambda f: -_summary_weight(sum(f.bytes()), f.times().total, totals))
     kept, rest = ranked[:max_files], ranked[max_files:]
-    groups = [_summary_group(p, members, nprocs) for p, members in _summary_groups(kept).items()]
+    groups = [_summary_group(p, members, nprocs, partial or {}) for p, members in _summary_groups(kept).items()]
     groups.sort(key=lambda g: -_summary_weight(g.totals.moved, g.totals.io_seconds, totals))
     skipped = SkippedFiles(len(rest), measure_totals(rest),
                            f"beyond the {max_files} files that matter most (--max-files)") if rest else None
-    notes = ([nprocs_note] if nprocs_note else []) + _summary_notes(log.modules) + _summary_partial_notes(files)
+    partial = partial or {}
+    notes = ([nprocs_note] if nprocs_note else []) + _summary_notes(log.modules) + \
+        _summary_partial_notes(files, partial, partial_modules or [])
     job = _summary_job(log, files, totals, nprocs, _summary_unread(module_bytes or {}))
     return Summary(job, groups, skipped, notes, log.modules, [(sum(f.bytes()), f.times().total) for f in files])

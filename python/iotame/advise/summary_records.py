@@ -204,6 +204,7 @@ class GroupSummary:
     rank_balance: SharedRankBalance | PerRankBalance | None
     counters: dict[str, int]
     findings: list[Finding] = field(default_factory=list)
+    partial: dict[str, bool] = field(default_factory=dict)  # Darshan's partial flags on the group's files, by module
     posix_ranks: int = 0        # ranks with POSIX records of the group's files (under collective buffering: the
                                 # aggregators), what POSIX counters are normalised by
 
@@ -214,7 +215,8 @@ class GroupSummary:
                 "histogram": j(self.histogram), "access": j(self.access), "alignment": j(self.alignment),
                 "rw_switches": self.rw_switches, "requests": j(self.requests), "mpiio": j(self.mpiio),
                 "lustre": j(self.lustre), "hdf5": j(self.hdf5), "rank_balance": j(self.rank_balance),
-                "counters": self.counters, "findings": [f.to_json() for f in self.findings]}
+                "counters": self.counters, "partial": self.partial,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 @dataclass
