@@ -138,14 +138,17 @@ def _find_independent(g: GroupSummary) -> list[Finding]:
     mpi = g.mpiio
     if g.kind != "shared" or g.ranks <= 1 or coll or g.totals.moved < MIN_BYTES:
         return out
-    if mpi and indep:
+    # a few large independent calls per rank need no aggregation: MIN_REQUESTS_PER_RANK of them
+    if mpi and indep and indep / g.ranks >= MIN_REQUESTS_PER_RANK:
         out.append(Finding("independent_shared", "warning", g.match,
                            f"{g.ranks:,} ranks accessed the shared file with independent MPI-IO calls only "
-                           f"({indep / g.ranks:,.1f} per rank): the MPI library cannot aggregate their requests",
+                           f"({indep / g.ranks:,.1f} per rank, none collective): the MPI library cannot aggregate "
+                           f"their requests",
                            {"MPIIO_INDEP_READS": mpi.independent_reads, "MPIIO_INDEP_WRITES": mpi.independent_writes,
                             "MPIIO_NB_READS": mpi.nonblocking_reads, "MPIIO_NB_WRITES": mpi.nonblocking_writes,
                             "MPIIO_COLL_READS": 0, "MPIIO_COLL_WRITES": 0},
-                           quantity="collective calls per MPI-IO call", value=0.0, threshold=0.0))
+                           quantity="independent MPI-IO calls per rank (none collective)",
+                           value=round(indep / g.ranks, 2), threshold=MIN_REQUESTS_PER_RANK))
     acc = g.access
     if acc:
         n = acc.read.requests + acc.write.requests

@@ -91,22 +91,20 @@ def _summary_weight(moved: int, io_seconds: float, job: Totals) -> float:
 
 def _summary_partial_notes(files: list[FileTally], flagged: dict[str, dict[str, bool]],
                            partial_modules: list[str]) -> list[str]:
-    """A note per file whose POSIX record is partial: by its counters (files.FileTally.posix_partial: its figures
-    are then MPI-IO's) or by Darshan's flag (load_log's "partial": the module ran out of memory in this job, the
-    file's record there may be short); and one per module Darshan flagged."""
-    notes = [f"Darshan flagged the {m} module partial (it ran out of memory): its records may be missing or short"
-             for m in partial_modules]
+    """One note per module Darshan flagged partial (load_log's header.partial_modules: it ran out of memory), with
+    the files the flag concerns (load_log's "partial"); one per file whose POSIX record is short by its counters
+    (files.FileTally.posix_partial: MPI-IO moved more), whose figures are then MPI-IO's."""
+    notes = []
+    for m in partial_modules:
+        n = sum(1 for f in files if flagged.get(str(f.id), {}).get(m))
+        notes.append(f"Darshan flagged the {m} module partial (it ran out of memory): the {m} records of "
+                     f"{n:,} file(s) may be missing or short")
     for f in files:
-        posix = f.posix["POSIX_BYTES_READ"] + f.posix["POSIX_BYTES_WRITTEN"]
-        mpiio = f.mpiio["MPIIO_BYTES_READ"] + f.mpiio["MPIIO_BYTES_WRITTEN"]
-        mods = sorted(m for m, on in flagged.get(str(f.id), {}).items() if on)
         if f.posix_partial:
+            posix = f.posix["POSIX_BYTES_READ"] + f.posix["POSIX_BYTES_WRITTEN"]
+            mpiio = f.mpiio["MPIIO_BYTES_READ"] + f.mpiio["MPIIO_BYTES_WRITTEN"]
             notes.append(f"the POSIX record of {f.path} is partial: POSIX shows {fmt_size(posix)}, MPI-IO "
-                         f"{fmt_size(mpiio)} (Darshan lost POSIX records); its bytes, times and request sizes are "
-                         f"MPI-IO's")
-        elif mods:
-            shows = f"; POSIX shows {fmt_size(posix)}" + (f", MPI-IO {fmt_size(mpiio)}" if f.mpiio_records else "")
-            notes.append(f"the {' and '.join(mods)} record(s) of {f.path} may be partial (Darshan's flag){shows}")
+                         f"{fmt_size(mpiio)}; its bytes, times and request sizes are MPI-IO's")
     return notes
 
 
