@@ -211,3 +211,16 @@ def test_every_finding_states_its_figure_and_threshold():
         for f in advice(log).findings:
             assert f.quantity and f.value is not None and f.threshold is not None, (log.name, f.id)
             assert f.to_json()["threshold"] == f.threshold
+
+
+@pytest.mark.parametrize("log", sorted(SHARED.glob("*.darshan")), ids=lambda p: p.name[:30])
+def test_every_shared_log_gives_findings_with_figures_and_a_configuration_the_runtime_accepts(tmp_path, log):
+    """The configuration of each shared log, written as --config-out writes it, passes `iotame config check`
+    (the runtime's validator); each setting answers a finding of the advice."""
+    from iotame.config import check_config, save_config
+    a = advice(log)
+    cfg = save_config(a.config, tmp_path / "advice.json")
+    assert check_config(cfg) == []
+    ids = {f.id for f in a.findings}
+    assert all(set(s.findings) <= ids for s in a.settings)
+    assert all(f.quantity and f.threshold is not None for f in a.findings)
