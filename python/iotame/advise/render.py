@@ -93,7 +93,7 @@ def _render_job(console: Console, a: Advice) -> None:
     _render_wrap(console, f"job: {j.nprocs:,} processes, {j.run_seconds:,.0f} s, Darshan {log.darshan} (format "
                           f"{log.format}), modules {', '.join(log.modules)}")
     per = f", {j.io_seconds_per_process:,.2f} s per process" if j.io_seconds_per_process is not None else ""
-    _render_wrap(console, f"{j.files:,} files ({j.shared_files:,} shared, {j.per_process_files:,} per process); "
+    _render_wrap(console, f"{j.files:,} file(s) ({j.shared_files:,} shared, {j.per_process_files:,} per process); "
                           f"read {fmt_size(t.bytes_read)}, written {fmt_size(t.bytes_written)}; I/O "
                           f"{t.io_seconds:,.2f} s summed over the ranks{per}; metadata {t.meta_share:.0%} of it",
                  "  ")
