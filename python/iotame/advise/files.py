@@ -147,8 +147,9 @@ class FileTally:
         return self.mpiio["MPIIO_BYTES_READ"], self.mpiio["MPIIO_BYTES_WRITTEN"]
 
     def times(self) -> Seconds:
-        """Seconds in reads, writes and metadata at the file's layer (POSIX's, else MPI-IO's)."""
-        t = self.posix_times if self.layer == "POSIX" else self.mpiio_times
+        """Seconds in reads, writes and metadata as the application waited for them: MPI-IO's where the file has
+        MPI-IO records (under collective buffering POSIX's are the aggregators' alone), else POSIX's."""
+        t = self.mpiio_times if self.mpiio_records else self.posix_times
         return Seconds(t["READ_TIME"], t["WRITE_TIME"], t["META_TIME"])
 
 

@@ -229,15 +229,19 @@ def _find_rmw(g: GroupSummary) -> Finding | None:
                    threshold=RMW_SWITCHES_PER_RANK)
 
 
-def _find_meta(totals, ranks: int, match: str | None, where: str) -> Finding | None:
+def _find_meta(totals, ranks: int, match: str | None, where: str, layer: str) -> Finding | None:
+    """Metadata's share of the I/O time; `layer` names the counters the seconds come from (MPIIO for files with
+    MPI-IO records, POSIX else, or both over a job)."""
     t = totals.seconds
     per_rank = t.meta / max(1, ranks)
     if totals.meta_share < META_SHARE or per_rank < META_SECONDS_PER_RANK:
         return None
+    names = {k: f"{layer}_F_{k}_TIME" for k in ("META", "READ", "WRITE")} if layer in ("MPIIO", "POSIX") else \
+        {k: f"{k.lower()} seconds (MPI-IO where a file has it, else POSIX)" for k in ("META", "READ", "WRITE")}
     return Finding("metadata_share", "warning", match,
-                   f"metadata (open, close, stat, seek) took {totals.meta_share:.0%} of the I/O time {where} "
+                   f"metadata (open, close, stat, seek, sync) took {totals.meta_share:.0%} of the I/O time {where} "
                    f"({t.meta:,.1f} s summed over the ranks, {per_rank:,.2f} s per rank)",
-                   {"POSIX_F_META_TIME": t.meta, "POSIX_F_READ_TIME": t.read, "POSIX_F_WRITE_TIME": t.write},
+                   {names["META"]: t.meta, names["READ"]: t.read, names["WRITE"]: t.write},
                    quantity="metadata seconds per I/O second", value=round(totals.meta_share, 4),
                    threshold=META_SHARE)
 
@@ -255,7 +259,7 @@ def _find_chunks(g: GroupSummary) -> Finding | None:
 
 def _find_group(g: GroupSummary, job: JobSummary) -> list[Finding]:
     out = [_find_small_requests(g), _find_unaligned(g), *_find_independent(g), _find_stripe(g, job),
-           _find_imbalance(g, job), _find_rmw(g), _find_meta(g.totals, g.ranks, g.match, "on these files"),
+           _find_imbalance(g, job), _find_rmw(g), _find_meta(g.totals, g.ranks, g.match, "on these files", "MPIIO" if g.mpiio else "POSIX"),
            _find_chunks(g)]
     return [f for f in out if f is not None]
 
@@ -333,7 +337,9 @@ def _find_job(summary: Summary) -> list[Finding]:
     small = [(b, t) for b, t in summary.file_loads if b < SMALL_FILE_BYTES]
     out = [_find_ost(job), _find_small_files(summary, small), _find_unread(job)]
     if not any(f.id == "metadata_share" for g in summary.groups for f in g.findings):
-        out.append(_find_meta(job.totals, job.nprocs, None, "of the job, spread over many files"))
+        out.append(_find_meta(job.totals, job.nprocs, None, "of the job, spread over many files",
+                              "MPIIO" if job.mpiio and "POSIX" not in summary.modules else
+                              ("POSIX" if not job.mpiio else "both")))
     return [f for f in out if f is not None]
 
 
