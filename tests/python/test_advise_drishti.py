@@ -14,6 +14,7 @@ darshan = pytest.importorskip("darshan")
 
 from iotame.advise import advise_loaded                        # noqa: E402
 from iotame.advise._worker import worker_read                  # noqa: E402
+from iotame.advise.records import FINDING_IDS                  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DRISHTI = ROOT / ".venv-drishti" / "bin" / "drishti"
@@ -62,7 +63,6 @@ def test_the_table_names_every_drishti_trigger_once(tmp_path):
     assert sorted(codes) == sorted(TABLE["triggers"]) and len(codes) >= 30
     for code, t in TABLE["triggers"].items():
         assert t["level"] in ("HIGH", "WARN", "INFO", "OK") and t["what"] and t["why"], code
-        from iotame.advise.records import FINDING_IDS
         assert set(t["answers"]) <= set(FINDING_IDS), code
 
 

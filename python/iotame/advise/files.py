@@ -13,7 +13,8 @@ from typing import Any
 from .load import DarshanLog
 from .summary_records import Seconds
 
-__all__ = ["SIZE_BINS", "IGNORED_PREFIXES", "PARTIAL_RATIO", "PARTIAL_MIN_BYTES", "Layout", "Dataset", "FileTally", "tally_files"]
+__all__ = ["SIZE_BINS", "IGNORED_PREFIXES", "PARTIAL_RATIO", "PARTIAL_MIN_BYTES", "Layout", "Dataset", "FileTally",
+           "tally_files"]
 
 # Darshan's request-size bins, in its counter names' order (POSIX_SIZE_WRITE_<bin>, MPIIO_SIZE_WRITE_AGG_<bin>).
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G",

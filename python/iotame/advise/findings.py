@@ -9,7 +9,8 @@ from .records import FINDING_IDS, Finding
 from ..render import fmt_size
 from .summary_records import GroupSummary, JobSummary, Summary
 
-__all__ = ["Finding", "find", "small_time_share", "FINDING_IDS", "SMALL_BINS", "BIN_UPPER", "SMALL_SHARE", "REQUEST_COST_BYTES", "SMALL_TIME_SHARE",
+__all__ = ["Finding", "find", "small_time_share", "FINDING_IDS", "SMALL_BINS", "BIN_UPPER", "SMALL_SHARE",
+           "REQUEST_COST_BYTES", "SMALL_TIME_SHARE",
            "MIN_REQUESTS_PER_RANK", "MIN_BYTES", "UNALIGNED_SHARE", "NONCONSECUTIVE_SHARE", "STRIPE_MIN_BYTES",
            "STRIPE_SHARE", "FILES_PER_OST_MAX", "OST_BYTES_IMBALANCE", "IMBALANCE_RATIO", "IMBALANCE_RUN_SHARE",
            "IMBALANCE_MIN_SECONDS", "RMW_SWITCHES_PER_RANK", "META_SHARE", "META_SECONDS_PER_RANK", "MANY_FILES",
@@ -222,7 +223,8 @@ def _find_rmw(g: GroupSummary) -> Finding | None:
                    f"reads and writes alternated {g.rw_switches:,} times on a written file, {per_rank:,.1f} per rank "
                    f"of the {ranks:,} with POSIX records: a read-modify-write pattern (data sieving, or partial "
                    f"blocks rewritten)",
-                   {"POSIX_RW_SWITCHES": g.rw_switches, "ranks with POSIX records": ranks, "POSIX_READS": g.requests.read,
+                   {"POSIX_RW_SWITCHES": g.rw_switches, "ranks with POSIX records": ranks,
+                    "POSIX_READS": g.requests.read,
                     "POSIX_BYTES_READ": read,
                     "POSIX_BYTES_WRITTEN": written},
                    quantity="read/write switches per rank", value=round(per_rank, 2),
@@ -259,7 +261,8 @@ def _find_chunks(g: GroupSummary) -> Finding | None:
 
 def _find_group(g: GroupSummary, job: JobSummary) -> list[Finding]:
     out = [_find_small_requests(g), _find_unaligned(g), *_find_independent(g), _find_stripe(g, job),
-           _find_imbalance(g, job), _find_rmw(g), _find_meta(g.totals, g.ranks, g.match, "on these files", "MPIIO" if g.mpiio else "POSIX"),
+           _find_imbalance(g, job), _find_rmw(g),
+           _find_meta(g.totals, g.ranks, g.match, "on these files", "MPIIO" if g.mpiio else "POSIX"),
            _find_chunks(g)]
     return [f for f in out if f is not None]
 
