@@ -172,8 +172,8 @@ def print_advice(a: Advice, console: Console, config_out: str | None = None) -> 
             console.print(_render_finding(f))
     else:
         unread = unread_line(a)
-        _render_wrap(console, "findings: none on what advise reads (POSIX, MPI-IO, LUSTRE, HDF5)" +
-                     (f"; {unread}" if unread else "; no figure crossed its threshold (docs/advise.md lists them)"))
+        _render_wrap(console, "findings: none: no figure of what advise reads (POSIX, MPI-IO, LUSTRE, HDF5) crossed "
+                              "its threshold (docs/advise.md lists them)" + (f"; {unread}" if unread else ""))
     if a.settings:
         _render_settings(console, a)
     for u in a.unanswered:

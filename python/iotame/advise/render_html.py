@@ -102,7 +102,8 @@ def _files(a: Advice) -> str:
 def _findings(a: Advice) -> str:
     if not a.findings:
         unread = unread_line(a)
-        return f"<p>None on what advise reads{'; ' + _e(unread) if unread else ''}.</p>"
+        return (f"<p>None: no figure of what advise reads crossed its threshold{'; ' + _e(unread) if unread else ''}"
+                f".</p>")
     out = []
     for f in a.findings:
         counters = ", ".join(f"{k}={v}" for k, v in f.counters.items())
