@@ -10,11 +10,12 @@ cd "$(dirname "$0")/.."
 # (slurmctld, slurmd), slurm-client, munge; Lmod to load packaging/modules/iotame.lua in tests/python; libtsan2 for
 # the ThreadSanitizer build of tests/tsan (scripts/build_tsan.sh; gcc's own dependency on amd64, named here);
 # CephFS for scripts/ceph (docs/design/cephfs.md): its daemons, the FUSE client, the ceph CLI, and attr for
-# getfattr/setfattr of the ceph.file.layout attributes.
+# getfattr/setfattr of the ceph.file.layout attributes; Chromium's headless shell, in which tests/python renders
+# the pages iotame writes (advise --html).
 PKGS=(mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libjansson-dev cmake make gcc gfortran
       pkg-config fio python3 python3-venv iproute2 util-linux procps postgresql
       slurm-wlm slurm-client munge lmod libtsan2
-      ceph-mon ceph-mgr ceph-mds ceph-osd ceph-fuse ceph-common attr)
+      ceph-mon ceph-mgr ceph-mds ceph-osd ceph-fuse ceph-common attr chromium-headless-shell)
 OPENMPI_PKGS=(openmpi-bin libopenmpi-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -58,6 +59,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q -e 'python[test]'
   echo "$want" >"$stamp"
+fi
+
+# Drishti (LBNL's Darshan log analyser, PyPI drishti-io) in a venv of its own: it pins its own dependencies, which
+# must not move .venv's. tests/python/test_advise_drishti.py runs it beside `iotame advise` (docs/advise.md).
+DRISHTI_VERSION=0.8
+if [ ! -x .venv-drishti/bin/drishti ] || [ "$(cat .venv-drishti/.version 2>/dev/null)" != "$DRISHTI_VERSION" ]; then
+  echo "setup: installing drishti-io $DRISHTI_VERSION into .venv-drishti"
+  "$PY" -m venv .venv-drishti
+  .venv-drishti/bin/pip install -q "drishti-io==$DRISHTI_VERSION"
+  echo "$DRISHTI_VERSION" >.venv-drishti/.version
 fi
 
 # C parts: libiotame.so and iotame-kernel (and the test programs).

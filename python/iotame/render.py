@@ -9,7 +9,7 @@ from rich.table import Table
 
 from .stats import partial_banner
 
-__all__ = ["console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_seconds", "fmt_mbs"]
+__all__ = ["PIPE_WIDTH", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
 
 
 def _model_basis(rows: list) -> str:
@@ -28,13 +28,38 @@ def _model_basis(rows: list) -> str:
     return "\n".join(lines)
 
 
+# The width of a console that is not a terminal (a file, a pipe): rich would take 80 columns and cut values to
+# `1,649…`; tables size to their content, so a width no row reaches leaves every value whole.
+PIPE_WIDTH = 1 << 14
+
+
+def _render_isatty(f: IO[str]) -> bool:
+    try:
+        return f.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def console(file: IO[str] | None = None, stderr: bool = False) -> Console:
-    """A console on the current sys.stdout/sys.stderr (looked up at call time, so tests can capture it)."""
-    return Console(file=file or (sys.stderr if stderr else sys.stdout), highlight=False, soft_wrap=False)
+    """A console on the current sys.stdout/sys.stderr (looked up at call time, so tests can capture it): a
+    terminal's width on a terminal, PIPE_WIDTH elsewhere, so that nothing printed to a file or a pipe is cut."""
+    f = file or (sys.stderr if stderr else sys.stdout)
+    return Console(file=f, highlight=False, soft_wrap=False, width=None if _render_isatty(f) else PIPE_WIDTH)
 
 
 def fmt_bytes(n: int | float) -> str:
     return f"{int(n):,}"
+
+
+def fmt_size(n: int | float) -> str:
+    """A size as a person reads it, in decimal units (MB is 10^6 bytes, as Darshan's tools print): `25 GB`,
+    `78 KB`, `512 B`."""
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" or abs(n) >= 100 else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
 
 
 def fmt_seconds(s: float) -> str:

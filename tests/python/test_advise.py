@@ -13,7 +13,8 @@ darshan = pytest.importorskip("darshan")
 
 from iotame.advise import ADVICE_VERSION                     # noqa: E402
 from iotame.advise.findings import (FILES_PER_OST_MAX, FINDING_IDS, IMBALANCE_MIN_SECONDS,  # noqa: E402
-                                    IMBALANCE_RATIO, SMALL_BINS, SMALL_SHARE)
+                                    IMBALANCE_RATIO, IMBALANCE_RUN_SHARE, MIN_REQUESTS_PER_RANK, SMALL_BINS,
+                                    SMALL_SHARE, SMALL_TIME_SHARE, small_time_share)
 from iotame.cli import main                                   # noqa: E402
 from iotame.config import check_config                        # noqa: E402
 
@@ -112,14 +113,21 @@ def test_badost_is_posix_only_its_advice_throttles_every_file(capsys):
 
 
 def test_small_requests_from_the_posix_histogram(capsys):
+    """A file's small requests are a finding when most of its requests, MIN_REQUESTS_PER_RANK per rank, are small
+    and take SMALL_TIME_SHARE of its time by small_time_share's estimate (from the bins' counts and upper edges)."""
     r, recs = records(MACSIO, "POSIX")
+    nprocs = r.metadata["job"]["nprocs"]
+    edges = {"0_100": 100, "100_1K": 1000, "1K_10K": 10_000, "10K_100K": 100_000}
     expected = set()
     for rec in recs:
         c = dict(zip(r.counters["POSIX"]["counters"], rec["counters"]))
         small = sum(c[f"POSIX_SIZE_{d}_{b}"] for d in ("READ", "WRITE") for b in SMALL_BINS)
+        small_bytes = sum(c[f"POSIX_SIZE_{d}_{b}"] * edges[b] for d in ("READ", "WRITE") for b in SMALL_BINS)
         total = c["POSIX_READS"] + c["POSIX_WRITES"]
         moved = c["POSIX_BYTES_READ"] + c["POSIX_BYTES_WRITTEN"]
-        if total and small / total >= SMALL_SHARE and small >= 100 and moved >= 1 << 20:
+        ranks = nprocs if rec["rank"] == -1 else 1
+        if total and small / total >= SMALL_SHARE and small / ranks >= MIN_REQUESTS_PER_RANK and \
+                moved >= 1 << 20 and small_time_share(small, total, small_bytes, moved) >= SMALL_TIME_SHARE:
             expected.add(PurePosixPath(r.name_records[rec["id"]]).name)
     advice = advise_json(capsys, MACSIO)
     got = {f["match"] for f in advice["findings"] if f["id"] in ("small_requests", "collective_small_requests")}
@@ -141,17 +149,20 @@ def test_independent_io_on_a_shared_file(capsys):
     assert found[0]["counters"]["MPIIO_INDEP_WRITES"] == c["MPIIO_INDEP_WRITES"]
 
 
-def test_rank_imbalance_from_the_fastest_and_slowest_rank(capsys):
+def test_rank_imbalance_from_the_fastest_and_slowest_rank_at_mpiio(capsys):
+    """sample.darshan's file was written through MPI-IO: the ranks are compared in its MPI-IO record (the layer the
+    application called), against the run time."""
     log = LOG["sample.darshan"]
-    r, recs = records(log, "POSIX")
-    f = dict(zip(r.counters["POSIX"]["fcounters"], recs[0]["fcounters"]))
-    slow, fast = f["POSIX_F_SLOWEST_RANK_TIME"], f["POSIX_F_FASTEST_RANK_TIME"]
-    expected = slow - fast >= IMBALANCE_MIN_SECONDS and slow >= IMBALANCE_RATIO * fast
+    r, recs = records(log, "MPI-IO")
+    f = dict(zip(r.counters["MPI-IO"]["fcounters"], recs[0]["fcounters"]))
+    slow, fast = f["MPIIO_F_SLOWEST_RANK_TIME"], f["MPIIO_F_FASTEST_RANK_TIME"]
+    run = r.metadata["job"]["run_time"]
+    expected = slow - fast >= max(IMBALANCE_MIN_SECONDS, IMBALANCE_RUN_SHARE * run) and slow >= IMBALANCE_RATIO * fast
     advice = advise_json(capsys, log)
     found = [x for x in advice["findings"] if x["id"] == "rank_imbalance"]
-    assert bool(found) == expected
-    if found:
-        assert found[0]["counters"]["POSIX_F_SLOWEST_RANK_TIME"] == pytest.approx(slow)
+    assert bool(found) == expected and expected
+    assert found[0]["counters"]["MPIIO_F_SLOWEST_RANK_TIME"] == pytest.approx(slow)
+    assert found[0]["value"] == pytest.approx(slow / fast, rel=1e-3) and found[0]["threshold"] == IMBALANCE_RATIO
 
 
 def test_a_log_without_posix(capsys):

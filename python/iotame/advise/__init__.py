@@ -49,7 +49,9 @@ def advise_loaded(log: dict, log_path: str, top: int = 10, profile: str | None =
                   max_files: int = MAX_FILES) -> Advice:
     """The advice for a log load_log read (or a test made from one)."""
     loaded = DarshanLog.of(log)
-    summary = summarize_log(loaded, max_files=max_files)
+    summary = summarize_log(loaded, max_files=max_files, module_bytes=log.get("module_bytes"),
+                            partial=log.get("partial"),
+                            partial_modules=(log.get("header") or {}).get("partial_modules"))
     findings = find(summary)
     prof, prof_path, prof_note = resolve_profile(profile)
     rec = build_config(summary, findings, top, prof, prof_path, prof_note, str(log_path))

@@ -8,6 +8,8 @@ import json
 import sys
 from typing import Any
 
+from iotame.advise.modbytes import module_bytes
+
 # The modules advise reads; the others (STDIO, DXT_*, HEATMAP, ...) are only listed.
 WORKER_MODULES = ("POSIX", "MPI-IO", "H5F", "H5D", "LUSTRE")
 
@@ -91,6 +93,7 @@ def worker_read(path: str, dxt: bool = False) -> dict:
         if mod in r.modules:
             r.mod_read_all_dxt_records(mod, warnings=False)
             out["records"][mod] = [_worker_dxt(rec) for rec in r.records[mod].to_df()]
+    out["module_bytes"] = module_bytes(r)      # advise's (modbytes.py): the modules it does not analyse
     r.read_name_records()
     out["names"] = {str(k): v for k, v in r.name_records.items()}
     return out

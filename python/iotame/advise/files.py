@@ -13,7 +13,8 @@ from typing import Any
 from .load import DarshanLog
 from .summary_records import Seconds
 
-__all__ = ["SIZE_BINS", "IGNORED_PREFIXES", "Layout", "Dataset", "FileTally", "tally_files"]
+__all__ = ["SIZE_BINS", "IGNORED_PREFIXES", "PARTIAL_RATIO", "PARTIAL_MIN_BYTES", "Layout", "Dataset", "FileTally",
+           "tally_files"]
 
 # Darshan's request-size bins, in its counter names' order (POSIX_SIZE_WRITE_<bin>, MPIIO_SIZE_WRITE_AGG_<bin>).
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G",
@@ -31,6 +32,10 @@ _MPIIO_SUMMED = ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS", "MPIIO_INDEP_READS", "
                  "MPIIO_BYTES_READ", "MPIIO_BYTES_WRITTEN", "MPIIO_RW_SWITCHES") + \
     tuple(f"MPIIO_SIZE_{d}_AGG_{b}" for d in ("READ", "WRITE") for b in SIZE_BINS)
 _TIMES = ("READ_TIME", "WRITE_TIME", "META_TIME")
+# A file's POSIX record is partial when MPI-IO moved more than twice its bytes, and at least 1 MiB more: every byte
+# of an MPI-IO call reaches the file system through POSIX (data sieving and HDF5 metadata only add POSIX bytes).
+PARTIAL_RATIO = 2.0
+PARTIAL_MIN_BYTES = 1 << 20
 
 
 def _files_add(rec: dict[str, Any], summed: tuple[str, ...], prefix: str, counters: Counter, times: Counter) -> None:
@@ -78,11 +83,13 @@ class FileTally:
     id: int
     path: str
     ranks: set[int] = field(default_factory=set)
+    posix_ranks: set[int] = field(default_factory=set)     # the ranks of its POSIX records (-1: reduced)
     posix: Counter = field(default_factory=Counter)
     posix_times: Counter = field(default_factory=Counter)
     posix_records: int = 0
     alignment: int = 0
-    shared_record: dict[str, Any] | None = None    # the rank -1 record (fastest/slowest rank counters)
+    shared_record: dict[str, Any] | None = None    # the POSIX rank -1 record (fastest/slowest rank counters)
+    mpiio_shared_record: dict[str, Any] | None = None  # the MPI-IO rank -1 record (the same at the MPI-IO layer)
     rank_times: Counter = field(default_factory=Counter)    # per-rank records: each rank's read+write+meta seconds
     rank_bytes: Counter = field(default_factory=Counter)
     mpiio: Counter = field(default_factory=Counter)
@@ -96,6 +103,7 @@ class FileTally:
         c, f = rec["counters"], rec.get("fcounters", {})
         self.posix_records += 1
         self.ranks.add(rec["rank"])
+        self.posix_ranks.add(rec["rank"])
         _files_add(rec, _POSIX_SUMMED, "POSIX", self.posix, self.posix_times)
         self.alignment = max(self.alignment, int(c.get("POSIX_FILE_ALIGNMENT", 0)))
         if rec["rank"] == -1:
@@ -108,23 +116,41 @@ class FileTally:
         self.mpiio_records += 1
         self.ranks.add(rec["rank"])
         _files_add(rec, _MPIIO_SUMMED, "MPIIO", self.mpiio, self.mpiio_times)
-        if rec["rank"] == -1 and self.shared_record is None and not self.posix_records:
-            self.shared_record = rec
+        if rec["rank"] == -1:
+            self.mpiio_shared_record = rec
 
     def shared(self, nprocs: int) -> bool:
         """Opened by more than one rank: Darshan's reduced record (rank -1) in a job of several processes, or
         records of several ranks."""
         return (-1 in self.ranks and nprocs > 1) or len(self.ranks - {-1}) > 1
 
+    @property
+    def posix_partial(self) -> bool:
+        """The POSIX records hold less than MPI-IO moved through them (PARTIAL_RATIO, and at least PARTIAL_MIN_BYTES
+        more): Darshan lost POSIX records of this file (its POSIX module ran out of memory), so POSIX's figures
+        are not the file's."""
+        if not self.posix_records or not self.mpiio_records:
+            return False
+        posix = self.posix["POSIX_BYTES_READ"] + self.posix["POSIX_BYTES_WRITTEN"]
+        mpiio = self.mpiio["MPIIO_BYTES_READ"] + self.mpiio["MPIIO_BYTES_WRITTEN"]
+        return mpiio - posix >= PARTIAL_MIN_BYTES and mpiio > PARTIAL_RATIO * posix
+
+    @property
+    def layer(self) -> str:
+        """The layer whose bytes and times are the file's: POSIX (what reached the file system), MPI-IO where the
+        log has no POSIX record of the file or its POSIX record is partial."""
+        return "POSIX" if self.posix_records and not self.posix_partial else "MPI-IO"
+
     def bytes(self) -> tuple[int, int]:
-        """(read, written): POSIX's when the log has it, else MPI-IO's."""
-        if self.posix_records:
+        """(read, written) at the file's layer (POSIX's, else MPI-IO's)."""
+        if self.layer == "POSIX":
             return self.posix["POSIX_BYTES_READ"], self.posix["POSIX_BYTES_WRITTEN"]
         return self.mpiio["MPIIO_BYTES_READ"], self.mpiio["MPIIO_BYTES_WRITTEN"]
 
     def times(self) -> Seconds:
-        """Seconds in reads, writes and metadata: POSIX's when the log has it, else MPI-IO's."""
-        t = self.posix_times if self.posix_records else self.mpiio_times
+        """Seconds in reads, writes and metadata as the application waited for them: MPI-IO's where the file has
+        MPI-IO records (under collective buffering POSIX's are the aggregators' alone), else POSIX's."""
+        t = self.mpiio_times if self.mpiio_records else self.posix_times
         return Seconds(t["READ_TIME"], t["WRITE_TIME"], t["META_TIME"])
 
 

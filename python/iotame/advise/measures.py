@@ -41,7 +41,8 @@ def measure_histogram(files: Iterable[FileTally]) -> tuple[str | None, Histogram
     posix: Counter = Counter()
     mpiio: Counter = Counter()
     for f in files:
-        posix.update(f.posix)
+        if f.layer == "POSIX":      # a partial POSIX record's bins are not the file's
+            posix.update(f.posix)
         mpiio.update(f.mpiio)
     if any(posix[f"POSIX_SIZE_{d}_{b}"] for d in ("READ", "WRITE") for b in SIZE_BINS):
         return "POSIX", _measures_hist(posix, "POSIX_SIZE_{d}_{b}")
@@ -85,25 +86,35 @@ def measure_striping(files: list[FileTally]) -> Striping | None:
                     osts=sorted(osts), files_per_ost_max=max(osts.values()) if osts else 0)
 
 
+def _measures_shared_balance(rec: dict, p: str) -> SharedRankBalance:
+    """Fastest and slowest rank of a reduced record (rank -1) of module prefix `p` (POSIX or MPIIO)."""
+    c, fc = rec["counters"], rec.get("fcounters", {})
+    names = (f"{p}_FASTEST_RANK", f"{p}_FASTEST_RANK_BYTES", f"{p}_SLOWEST_RANK", f"{p}_SLOWEST_RANK_BYTES")
+    fnames = (f"{p}_F_FASTEST_RANK_TIME", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_F_VARIANCE_RANK_TIME",
+              f"{p}_F_VARIANCE_RANK_BYTES")
+    return SharedRankBalance(
+        source=f"{p}_FASTEST_RANK/{p}_SLOWEST_RANK",
+        counters={**{n: c.get(n) for n in names}, **{n: fc.get(n) for n in fnames}},
+        fastest_rank=c.get(f"{p}_FASTEST_RANK"), fastest_bytes=c.get(f"{p}_FASTEST_RANK_BYTES"),
+        fastest_seconds=fc.get(f"{p}_F_FASTEST_RANK_TIME"),
+        slowest_rank=c.get(f"{p}_SLOWEST_RANK"), slowest_bytes=c.get(f"{p}_SLOWEST_RANK_BYTES"),
+        slowest_seconds=fc.get(f"{p}_F_SLOWEST_RANK_TIME"),
+        variance_seconds=fc.get(f"{p}_F_VARIANCE_RANK_TIME"), variance_bytes=fc.get(f"{p}_F_VARIANCE_RANK_BYTES"))
+
+
 def measure_ranks(files: list[FileTally]) -> SharedRankBalance | PerRankBalance | None:
-    """Fastest and slowest rank: a shared file's own counters (POSIX_F_FASTEST_RANK_TIME, ...); for per-process
-    files the files' own times and bytes (each file is one rank's)."""
-    shared = [f.shared_record for f in files if f.shared_record is not None]
-    if len(files) == 1 and shared:
-        rec = shared[0]
-        c, fc = rec["counters"], rec.get("fcounters", {})
-        p = "POSIX" if "POSIX_FASTEST_RANK" in c else "MPIIO"
-        names = (f"{p}_FASTEST_RANK", f"{p}_FASTEST_RANK_BYTES", f"{p}_SLOWEST_RANK", f"{p}_SLOWEST_RANK_BYTES")
-        fnames = (f"{p}_F_FASTEST_RANK_TIME", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_F_VARIANCE_RANK_TIME",
-                  f"{p}_F_VARIANCE_RANK_BYTES")
-        return SharedRankBalance(
-            source=f"{p}_FASTEST_RANK/{p}_SLOWEST_RANK",
-            counters={**{n: c.get(n) for n in names}, **{n: fc.get(n) for n in fnames}},
-            fastest_rank=c.get(f"{p}_FASTEST_RANK"), fastest_bytes=c.get(f"{p}_FASTEST_RANK_BYTES"),
-            fastest_seconds=fc.get(f"{p}_F_FASTEST_RANK_TIME"),
-            slowest_rank=c.get(f"{p}_SLOWEST_RANK"), slowest_bytes=c.get(f"{p}_SLOWEST_RANK_BYTES"),
-            slowest_seconds=fc.get(f"{p}_F_SLOWEST_RANK_TIME"),
-            variance_seconds=fc.get(f"{p}_F_VARIANCE_RANK_TIME"), variance_bytes=fc.get(f"{p}_F_VARIANCE_RANK_BYTES"))
+    """Fastest and slowest rank, at the layer the application called: a shared file's MPI-IO record when it has
+    one (under collective calls only the aggregators reach POSIX, so POSIX's ranks differ by design), else its
+    POSIX record; for per-process files the files' own times and bytes (each file is one rank's). Files with
+    MPI-IO records but no reduced one are not compared at POSIX (their POSIX records are the aggregators')."""
+    if len(files) == 1:
+        f = files[0]
+        if f.mpiio_shared_record is not None:
+            return _measures_shared_balance(f.mpiio_shared_record, "MPIIO")
+        if f.shared_record is not None:
+            return _measures_shared_balance(f.shared_record, "POSIX")
+    if any(f.mpiio_records for f in files):
+        return None
     per_rank: Counter = Counter()
     per_rank_bytes: Counter = Counter()
     for f in files:

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from ..tune.recommend import curve_value, throttle_level
-from .findings import SMALL_BINS, SMALL_MIN_REQUESTS
+from .findings import MIN_REQUESTS_PER_RANK, SMALL_BINS
 from .records import AdvisedConfig, AdvisedSetting, Finding, Prediction, Unanswered
 from .summary_records import GroupSummary, Summary
 
@@ -127,9 +127,12 @@ def _rec_staging(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None)
               "large requests and writes them behind", gain, note)
         done = True
     acc = g.access.read if g.access else None
+    # prefetch where the small requests are reads: most of the reads small, at least MIN_REQUESTS_PER_RANK per
+    # rank, and sequential
     small_reads = sum(n for size_bin, n in g.histogram.read.items() if size_bin in SMALL_BINS)
-    if small_reads >= SMALL_MIN_REQUESTS and acc and acc.requests and \
-            (acc.consecutive + acc.sequential) / acc.requests >= 0.5:
+    reads = sum(g.histogram.read.values())
+    if reads and small_reads / reads >= 0.5 and small_reads / max(1, g.ranks) >= MIN_REQUESTS_PER_RANK and acc and \
+            acc.requests and (acc.consecutive + acc.sequential) / acc.requests >= 0.5:
         b.add(g.match, "staging", "prefetch", True, f.id,
               "the node's flusher reads ahead of each rank's sequential reads")
         done = True
@@ -212,11 +215,13 @@ def _rec_answer_imbalance(b: _Builder, g: GroupSummary, f: Finding, profile: dic
 
 
 def _rec_answer_rmw(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:
-    if g.mpiio and g.mpiio.independent_writes:
+    # the writes mostly independent: a few independent writes beside collective ones are not what switched
+    if g.mpiio and g.mpiio.independent_writes and g.mpiio.independent_writes >= g.mpiio.collective_writes:
         b.add(g.match, "mpiio_hints", "romio_ds_write", "disable", f.id,
               "ROMIO's data sieving reads the range of a noncontiguous independent write before writing it")
     else:
-        b.leave(f, "the reads and writes are the application's own (or collective): no setting removes them")
+        b.leave(f, "the reads and writes are the application's own, or collective buffering's over the holes of "
+                   "the aggregators' domains: no setting removes them")
 
 
 def _rec_answer_meta(b: _Builder, g: GroupSummary, f: Finding, profile: dict | None) -> None:

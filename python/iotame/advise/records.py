@@ -12,14 +12,16 @@ __all__ = ["SEVERITIES", "FINDING_IDS", "Finding", "AdvisedSetting", "Unanswered
 SEVERITIES = ("info", "warning", "critical")
 FINDING_IDS = ("small_requests", "unaligned_requests", "independent_shared", "interleaved_no_collective",
                "collective_small_requests", "stripe_count", "ost_imbalance", "rank_imbalance",
-               "read_modify_write", "metadata_share", "many_small_files", "small_hdf5_chunks")
+               "read_modify_write", "metadata_share", "many_small_files", "small_hdf5_chunks", "unread_modules")
 
 
 @dataclass
 class Finding:
     """What the counters show to be wrong: `match` is a group's glob (None: the whole job), `message` the sentence,
     `counters` the evidence as shown (counter name: value). What the configuration is built from is in fields:
-    `osts` the OSTs the log shows (stripe_count), `streams` the most files one OST served (ost_imbalance)."""
+    `osts` the OSTs the log shows (stripe_count), `streams` the most files one OST served (ost_imbalance).
+    `quantity`, `value`, `threshold`: the normalised figure the finding rests on (per rank, per byte, per second),
+    its value and the threshold it crossed (findings.py)."""
 
     id: str
     severity: str
@@ -28,12 +30,16 @@ class Finding:
     counters: dict[str, Any]
     osts: int | None = None
     streams: int | None = None
+    quantity: str | None = None
+    value: float | None = None
+    threshold: float | None = None
 
     def __post_init__(self) -> None:
         assert self.id in FINDING_IDS and self.severity in SEVERITIES
 
     def to_json(self) -> dict:
         return {"id": self.id, "severity": self.severity, "match": self.match, "message": self.message,
+                "quantity": self.quantity, "value": self.value, "threshold": self.threshold,
                 "counters": self.counters}
 
 

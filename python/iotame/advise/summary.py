@@ -14,9 +14,14 @@ from .files import IGNORED_PREFIXES, SIZE_BINS, FileTally, tally_files
 from .load import DarshanLog
 from .measures import (measure_access, measure_hdf5, measure_histogram, measure_mpiio, measure_ost_load,
                        measure_ranks, measure_striping, measure_totals)
-from .summary_records import Alignment, GroupSummary, JobSummary, RequestCounts, SkippedFiles, Summary, Totals
+from .summary_records import (Alignment, GroupSummary, JobSummary, RequestCounts, SkippedFiles, Summary, Totals,
+                              UnreadModule)
+from ..render import fmt_size
 
 __all__ = ["SIZE_BINS", "MAX_FILES", "IGNORED_PREFIXES", "file_glob", "summarize_log"]
+
+# More processes than any machine has run (and than MPI's int ranks reach): a header saying so is damaged.
+MAX_NPROCS = 1 << 31
 
 # Files analysed one by one at most; the rest (the least bytes and time) are summed as skipped. A log of a job that
 # opened a million files would otherwise make a million rows and rules; 10000 keeps a summary within seconds.
@@ -37,7 +42,7 @@ def file_glob(path: str, numbered: bool) -> str:
     return wild if numbered and wild.strip("*") else base
 
 
-def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSummary:
+def _summary_group(pattern: str, files: list[FileTally], nprocs: int, partial: dict) -> GroupSummary:
     posix: Counter = Counter()
     mpiio: Counter = Counter()
     for f in files:
@@ -45,8 +50,10 @@ def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSu
         mpiio.update(f.mpiio)
     shared = any(f.shared(nprocs) for f in files)
     ranks = nprocs if any(-1 in f.ranks for f in files) else len({r for f in files for r in f.ranks})
+    posix_ranks = nprocs if any(-1 in f.posix_ranks for f in files) else len({r for f in files
+                                                                               for r in f.posix_ranks})
     source, hist = measure_histogram(files)
-    has_posix = any(f.posix_records for f in files)
+    has_posix = any(f.layer == "POSIX" for f in files)
     return GroupSummary(
         match=pattern, files=len(files), example=files[0].path,
         kind="shared" if shared else ("per-process" if len(files) > 1 else "single"),
@@ -58,7 +65,9 @@ def _summary_group(pattern: str, files: list[FileTally], nprocs: int) -> GroupSu
         requests=RequestCounts(posix["POSIX_READS"], posix["POSIX_WRITES"]),
         mpiio=measure_mpiio(mpiio, sum(f.mpiio_records for f in files)),
         lustre=measure_striping(files), hdf5=measure_hdf5(files), rank_balance=measure_ranks(files),
-        counters={**{k: v for k, v in posix.items() if v}, **{k: v for k, v in mpiio.items() if v}})
+        counters={**{k: v for k, v in posix.items() if v}, **{k: v for k, v in mpiio.items() if v}},
+        posix_ranks=posix_ranks,
+        partial={m: True for f in files for m, on in partial.get(str(f.id), {}).items() if on})
 
 
 def _summary_groups(files: list[FileTally]) -> dict[str, list[FileTally]]:
@@ -80,6 +89,50 @@ def _summary_weight(moved: int, io_seconds: float, job: Totals) -> float:
     return (moved / job.moved if job.moved else 0.0) + (io_seconds / job.io_seconds if job.io_seconds else 0.0)
 
 
+def _summary_partial_notes(files: list[FileTally], flagged: dict[str, dict[str, bool]],
+                           partial_modules: list[str]) -> list[str]:
+    """One note per module Darshan flagged partial (load_log's header.partial_modules: it ran out of memory), with
+    the files the flag concerns (load_log's "partial"); one per file whose POSIX record is short by its counters
+    (files.FileTally.posix_partial: MPI-IO moved more), whose figures are then MPI-IO's."""
+    notes = []
+    for m in partial_modules:
+        n = sum(1 for f in files if flagged.get(str(f.id), {}).get(m))
+        notes.append(f"Darshan flagged the {m} module partial (it ran out of memory): the {m} records of "
+                     f"{n:,} file(s) may be missing or short")
+    for f in files:
+        if f.posix_partial:
+            posix = f.posix["POSIX_BYTES_READ"] + f.posix["POSIX_BYTES_WRITTEN"]
+            mpiio = f.mpiio["MPIIO_BYTES_READ"] + f.mpiio["MPIIO_BYTES_WRITTEN"]
+            notes.append(f"the POSIX record of {f.path} is partial: POSIX shows {fmt_size(posix)}, MPI-IO "
+                         f"{fmt_size(mpiio)}; its bytes, times and request sizes are MPI-IO's")
+    return notes
+
+
+def _summary_unread(module_bytes: dict[str, dict]) -> list[UnreadModule]:
+    """The modules with bytes that advise does not analyse (STDIO, DAOS, ...), as the worker counted them
+    (modbytes.py); a module pydarshan could not read is named with the reason."""
+    out = []
+    for mod, b in sorted(module_bytes.items()):
+        if "error" in b:
+            out.append(UnreadModule(mod, None, None, b["error"]))
+        elif b["bytes_read"] or b["bytes_written"]:
+            out.append(UnreadModule(mod, b["bytes_read"], b["bytes_written"], None))
+    return out
+
+
+def _summary_nprocs(log: DarshanLog, files: list[FileTally]) -> tuple[int, str | None]:
+    """The job's processes: the header's, unless it is impossible (below 1, above MAX_NPROCS, or fewer than the
+    ranks the records name): then the ranks the records name, and a note saying so."""
+    n = log.job.nprocs
+    highest = max((r for f in files for r in f.ranks), default=-1)
+    if 1 <= n <= MAX_NPROCS and n > highest:
+        return n, None
+    used = max(1, highest + 1)
+    recorded = getattr(log.job, "nprocs_recorded", None) or n    # load.py's raw value, where it keeps one
+    return used, (f"the log's job record says {recorded:,} processes, which cannot be (damaged): the records name "
+                  f"ranks up to {highest}; {used} processes are assumed")
+
+
 def _summary_notes(modules: list[str]) -> list[str]:
     notes = []
     if "POSIX" not in modules:
@@ -91,8 +144,8 @@ def _summary_notes(modules: list[str]) -> list[str]:
     return notes
 
 
-def _summary_job(log: DarshanLog, files: list[FileTally], totals: Totals) -> JobSummary:
-    nprocs = log.job.nprocs
+def _summary_job(log: DarshanLog, files: list[FileTally], totals: Totals, nprocs: int,
+                 unread: list[UnreadModule]) -> JobSummary:
     hist_source, hist = measure_histogram(files)
     posix_all: Counter = Counter()
     for f in files:
@@ -106,18 +159,27 @@ def _summary_job(log: DarshanLog, files: list[FileTally], totals: Totals) -> Job
         histogram_source=hist_source, histogram=hist,
         access=measure_access(posix_all) if "POSIX" in log.modules else None,
         mpiio=measure_mpiio(sum((f.mpiio for f in files), Counter()), sum(f.mpiio_records for f in files)),
-        lustre=measure_ost_load(files))
+        lustre=measure_ost_load(files), unread=unread)
 
 
-def summarize_log(log: DarshanLog, max_files: int = MAX_FILES) -> Summary:
+def summarize_log(log: DarshanLog, max_files: int = MAX_FILES, module_bytes: dict | None = None,
+                  partial: dict | None = None, partial_modules: list[str] | None = None) -> Summary:
     """The summary of a loaded log: the job (totals over every file), the groups (one per rule glob, the groups
-    that matter first), the files beyond `max_files` (summed as skipped), notes and the log's modules."""
+    that matter first), the files beyond `max_files` (summed as skipped), notes and the log's modules;
+    `module_bytes` the worker's count of the modules advise does not analyse (load_log's "module_bytes"),
+    `partial` and `partial_modules` Darshan's partial flags per file and per module (load_log's "partial" and
+    "header"."partial_modules")."""
     files = tally_files(log)
+    nprocs, nprocs_note = _summary_nprocs(log, files)
     totals = measure_totals(files)
     ranked = sorted(files, key=lambda f: -_summary_weight(sum(f.bytes()), f.times().total, totals))
     kept, rest = ranked[:max_files], ranked[max_files:]
-    groups = [_summary_group(p, members, log.job.nprocs) for p, members in _summary_groups(kept).items()]
+    groups = [_summary_group(p, members, nprocs, partial or {}) for p, members in _summary_groups(kept).items()]
     groups.sort(key=lambda g: -_summary_weight(g.totals.moved, g.totals.io_seconds, totals))
     skipped = SkippedFiles(len(rest), measure_totals(rest),
                            f"beyond the {max_files} files that matter most (--max-files)") if rest else None
-    return Summary(_summary_job(log, files, totals), groups, skipped, _summary_notes(log.modules), log.modules)
+    partial = partial or {}
+    notes = ([nprocs_note] if nprocs_note else []) + _summary_notes(log.modules) + \
+        _summary_partial_notes(files, partial, partial_modules or [])
+    job = _summary_job(log, files, totals, nprocs, _summary_unread(module_bytes or {}))
+    return Summary(job, groups, skipped, notes, log.modules, [(sum(f.bytes()), f.times().total) for f in files])

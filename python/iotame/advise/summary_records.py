@@ -10,7 +10,7 @@ from .records import Finding
 
 __all__ = ["Seconds", "Totals", "Histogram", "DirectionAccess", "Access", "Alignment", "RequestCounts",
            "MpiioCalls", "Striping", "Hdf5Use", "SharedRankBalance", "PerRankBalance", "GroupSummary", "OstLoad",
-           "JobSummary", "SkippedFiles", "Summary"]
+           "UnreadModule", "JobSummary", "SkippedFiles", "Summary"]
 
 
 @dataclass
@@ -204,6 +204,9 @@ class GroupSummary:
     rank_balance: SharedRankBalance | PerRankBalance | None
     counters: dict[str, int]
     findings: list[Finding] = field(default_factory=list)
+    partial: dict[str, bool] = field(default_factory=dict)  # Darshan's partial flags on the group's files, by module
+    posix_ranks: int = 0        # ranks with POSIX records of the group's files (under collective buffering: the
+                                # aggregators), what POSIX counters are normalised by
 
     def to_json(self) -> dict[str, Any]:
         j = _summary_records_json
@@ -212,7 +215,8 @@ class GroupSummary:
                 "histogram": j(self.histogram), "access": j(self.access), "alignment": j(self.alignment),
                 "rw_switches": self.rw_switches, "requests": j(self.requests), "mpiio": j(self.mpiio),
                 "lustre": j(self.lustre), "hdf5": j(self.hdf5), "rank_balance": j(self.rank_balance),
-                "counters": self.counters, "findings": [f.to_json() for f in self.findings]}
+                "counters": self.counters, "partial": self.partial,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 @dataclass
@@ -228,6 +232,21 @@ class OstLoad:
     bytes_per_ost_max: float
     bytes_per_ost_mean: float
     stripe_counts: dict[int, int]
+
+
+@dataclass
+class UnreadModule:
+    """A module of the log that advise does not analyse (STDIO, DAOS, DFS, ...), with its bytes; `error` when
+    pydarshan could not read it (bytes unknown)."""
+
+    module: str
+    bytes_read: int | None
+    bytes_written: int | None
+    error: str | None
+
+    @property
+    def moved(self) -> int:
+        return (self.bytes_read or 0) + (self.bytes_written or 0)
 
 
 @dataclass
@@ -248,6 +267,7 @@ class JobSummary:
     access: Access | None
     mpiio: MpiioCalls | None
     lustre: OstLoad | None
+    unread: list[UnreadModule] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         j = _summary_records_json
@@ -256,7 +276,7 @@ class JobSummary:
                 "median_file_bytes": self.median_file_bytes, **self.totals.to_json(),
                 "io_seconds_per_process": self.io_seconds_per_process, "histogram_source": self.histogram_source,
                 "histogram": j(self.histogram), "access": j(self.access), "mpiio": j(self.mpiio),
-                "lustre": j(self.lustre)}
+                "lustre": j(self.lustre), "unread_modules": [asdict(u) for u in self.unread]}
 
 
 @dataclass
@@ -274,10 +294,11 @@ class SkippedFiles:
 @dataclass
 class Summary:
     """A log's summary: the job, its groups of files (those that matter first), the files skipped, notes on what
-    the log lacks, and the modules the log holds."""
+    the log lacks, the modules the log holds, and each file's bytes and I/O seconds (many_small_files)."""
 
     job: JobSummary
     groups: list[GroupSummary]
     skipped: SkippedFiles | None
     notes: list[str]
     modules: list[str]
+    file_loads: list[tuple[int, float]] = field(default_factory=list)   # every file's (bytes, I/O seconds)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..advise import advise as make_advice
 from ..advise.render import print_advice
+from ..advise.render_html import render_html
 from ..advise.summary import MAX_FILES
 from ..config import save_config
 from ..errors import UsageError
@@ -34,6 +35,9 @@ def add_parser(sub) -> None:
     p.add_argument("log", metavar="LOG", help="a Darshan log (.darshan)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON (docs/advise.md)")
     p.add_argument("--config-out", metavar="FILE.json", help="write the configuration there")
+    p.add_argument("--html", metavar="FILE.html",
+                   help="also write the advice as one self-contained HTML page (job, files, figures, findings, "
+                        "configuration)")
     p.add_argument("--profile", metavar="PROFILE.json",
                    help="machine profile (iotame calibrate) to predict the gains with; default: the one the runtime "
                         "finds for the current directory")
@@ -72,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
             save_config(advice.config, args.config_out)
         except OSError as e:
             raise UsageError(f"cannot write {args.config_out}: {e.strerror or e}") from None
+    if args.html:
+        try:
+            Path(args.html).write_text(render_html(advice), encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot write {args.html}: {e.strerror or e}") from None
     if args.json:
         json.dump(advice.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
