@@ -37,6 +37,10 @@ void iotame_core_finalize(void);
  * `reason` (and `signo`, 0 when no signal) when IOTAME_STATS is set, at most once per process, and never after
  * MPI_Finalize's write. Returns whether it wrote (attempted). */
 int iotame_core_write_partial(const char *reason, int signo);
+/* The watchdog's write of the partial statistics (with its report, "hang"): like iotame_core_write_partial but
+ * without claiming the process's one write, so that a later fatal signal, or MPI_Finalize once the job moves on,
+ * still writes (the former over this file). */
+int iotame_core_write_partial_hang(const char *reason);
 /* Before PMPI_Init: notes which fatal signals the application left at their default action. */
 void iotame_partial_snapshot(void);
 /* Installs the fatal-signal handlers (only where the application left the default action) and the exit hook. */
@@ -104,6 +108,150 @@ int iotame__mpi3_unpack(const void *inbuf, MPI_Count insize, MPI_Count *position
 #define PMPI_Pack_c iotame__mpi3_pack
 #define PMPI_Unpack_c iotame__mpi3_unpack
 #endif
+
+/* ---- the watchdog (core/watchdog.c, core/watch.h; docs/design/watchdog.md) ----
+ * Each thread inside a call of the runtime keeps its record up to date at step boundaries: relaxed atomic stores
+ * to its own record, no lock, nothing at all while runtime.hang_seconds is 0 (iotame__watch is then 0). */
+
+#include "watch.h"
+
+
+static inline iotame_where_t *iotame_where(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&iotame__watch, __ATOMIC_RELAXED), 1)) return NULL;
+    iotame_where_t *w = iotame__where;
+    return w ? w : iotame__where_claim();
+}
+
+#define IOTAME__SET(w, field, v) __atomic_store_n(&(w)->field, (v), __ATOMIC_RELAXED)
+
+static inline void iotame__where_bump(iotame_where_t *w)
+{
+    __atomic_store_n(&w->progress, __atomic_load_n(&w->progress, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* The thread enters the outermost call `call` of the runtime (a wrapper's name) / leaves it. */
+static inline void iotame_where_enter(const char *call)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    IOTAME__SET(w, file, NULL);
+    IOTAME__SET(w, module, NULL);
+    IOTAME__SET(w, step, NULL);
+    IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
+    IOTAME__SET(w, call, call);
+    iotame__where_bump(w);
+}
+static inline void iotame_where_leave(void)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    IOTAME__SET(w, call, NULL);
+    iotame__where_bump(w);
+}
+/* The file (its statistics record) the current call is about. */
+static inline void iotame_where_file(const void *fs)
+{
+    iotame_where_t *w = iotame_where();
+    if (w) IOTAME__SET(w, file, fs);
+}
+
+/* A step of a module: push returns what it replaces, pop restores it; both count as progress. A push outside any
+ * call (a POSIX call the application made itself) makes `module`'s step the call (`call` named by the step). */
+typedef struct {
+    const char *module, *step;
+    int entered;
+} iotame_where_mark_t;
+
+static inline iotame_where_mark_t iotame_where_push(const char *module, const char *step)
+{
+    iotame_where_mark_t m = {NULL, NULL, 0};
+    iotame_where_t *w = iotame_where();
+    if (!w) return m;
+    m.module = w->module;
+    m.step = w->step;
+    if (!w->call) {
+        IOTAME__SET(w, file, NULL);
+        IOTAME__SET(w, call, step);
+        m.entered = 1;
+    }
+    IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
+    IOTAME__SET(w, module, module);
+    IOTAME__SET(w, step, step);
+    iotame__where_bump(w);
+    return m;
+}
+static inline void iotame_where_pop(iotame_where_mark_t m)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
+    IOTAME__SET(w, module, m.module);
+    IOTAME__SET(w, step, m.step);
+    if (m.entered) IOTAME__SET(w, call, NULL);
+    iotame__where_bump(w);
+}
+
+/* What the current step waits for (no progress: a wait loop calls it again with fresh figures). */
+static inline void iotame_where_wait(iotame_wait_t kind, const char *what, int64_t a, int64_t b, int64_t c)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    IOTAME__SET(w, what, what);
+    IOTAME__SET(w, a, a);
+    IOTAME__SET(w, b, b);
+    IOTAME__SET(w, c, c);
+    IOTAME__SET(w, wait, (int32_t)kind);
+}
+
+/* The runtime's own MPI calls that wait for other ranks, labelled while they run (only inside a call of the
+ * runtime: outside one, e.g. the application's own MPI_Barrier through intercept/sync.c, nothing is recorded). */
+static inline int iotame__coll_begin(const char *name, MPI_Comm comm)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w || !w->call || w->wait != IOTAME_WAIT_NONE) return 0;
+    int n = 0;
+    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &n);
+    iotame_where_wait(IOTAME_WAIT_COLL, name, n, 0, 0);
+    return 1;
+}
+static inline void iotame__coll_end(int begun)
+{
+    if (!begun) return;
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
+    iotame__where_bump(w);
+}
+#define IOTAME__COLL(name, comm, expr)                                                                         \
+    __extension__({                                                                                            \
+        int iotame__begun = iotame__coll_begin(name, comm);                                                    \
+        int iotame__rc = (expr);                                                                               \
+        iotame__coll_end(iotame__begun);                                                                       \
+        iotame__rc;                                                                                            \
+    })
+#ifndef IOTAME_NO_COLL_LABELS
+#define PMPI_Allreduce(s, r, n, t, o, c) IOTAME__COLL("MPI_Allreduce", c, PMPI_Allreduce(s, r, n, t, o, c))
+#define PMPI_Bcast(b, n, t, root, c) IOTAME__COLL("MPI_Bcast", c, PMPI_Bcast(b, n, t, root, c))
+#define PMPI_Barrier(c) IOTAME__COLL("MPI_Barrier", c, PMPI_Barrier(c))
+#define PMPI_Allgather(s, sn, st, r, rn, rt, c) IOTAME__COLL("MPI_Allgather", c, PMPI_Allgather(s, sn, st, r, rn, rt, c))
+#define PMPI_Alltoall(s, sn, st, r, rn, rt, c) IOTAME__COLL("MPI_Alltoall", c, PMPI_Alltoall(s, sn, st, r, rn, rt, c))
+#define PMPI_Alltoallv(s, sc, sd, st, r, rc, rd, rt, c)                                                        \
+    IOTAME__COLL("MPI_Alltoallv", c, PMPI_Alltoallv(s, sc, sd, st, r, rc, rd, rt, c))
+#define PMPI_Gather(s, sn, st, r, rn, rt, root, c)                                                             \
+    IOTAME__COLL("MPI_Gather", c, PMPI_Gather(s, sn, st, r, rn, rt, root, c))
+#define PMPI_Gatherv(s, sn, st, r, rc, rd, rt, root, c)                                                        \
+    IOTAME__COLL("MPI_Gatherv", c, PMPI_Gatherv(s, sn, st, r, rc, rd, rt, root, c))
+#define PMPI_Waitall(n, q, s) IOTAME__COLL("MPI_Waitall", MPI_COMM_NULL, PMPI_Waitall(n, q, s))
+#define PMPI_Wait(q, s) IOTAME__COLL("MPI_Wait", MPI_COMM_NULL, PMPI_Wait(q, s))
+#endif
+
+/* Starts the watchdog thread when runtime.hang_seconds > 0 (MPI_Init, after the configuration); stops and joins it
+ * (MPI_Finalize, first). Never blocks for long: the thread looks at a stop flag at least every second. */
+void iotame_watchdog_start(const iotame_config_t *cfg);
+void iotame_watchdog_stop(void);
+/* The report, if the watchdog made one, as a JSON object for the partial statistics ("hang"); NULL otherwise. */
+json_t *iotame_watchdog_json(void);
 
 /* ---- logging (stderr; info only with IOTAME_VERBOSE=1, and only rank 0 unless all=1) ---- */
 

@@ -194,6 +194,7 @@ void iotame_core_init(int thread_level)
     iotame_memory_prepare(rt.config);
     rt.stats_path = dup_env(IOTAME_ENV_STATS);
     iotame_modules_start(rt.config);
+    iotame_watchdog_start(rt.config);
     iotame__active = 1;
     rt.pid = getpid();
     if (rt.stats_path) {
@@ -214,9 +215,18 @@ int iotame_core_write_partial(const char *reason, int signo)
     return 1;
 }
 
+int iotame_core_write_partial_hang(const char *reason)
+{
+    if (!rt.stats_path || getpid() != rt.pid || __atomic_load_n(&rt.written, __ATOMIC_ACQUIRE)) return 0;
+    double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
+    iotame_stats_write_partial(rt.stats_path, rt.rank, rt.nprocs, wall, rt.config_path, rt.config_error, reason, 0);
+    return 1;
+}
+
 void iotame_core_finalize(void)
 {
     if (!iotame__active) return;
+    iotame_watchdog_stop(); /* first: nothing below is watched, and the thread is gone before the write */
     iotame__active = 0; /* the modules' last work and the reductions below must not count themselves */
     iotame_modules_finalize();
     double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;

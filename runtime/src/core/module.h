@@ -289,19 +289,34 @@ void iotame_modules_sizing(iotame_file_t *f);
 int iotame_modules_predict(const iotame_file_config_t *fc);
 
 /* The data path: inline, since every data call takes it. */
+/* Each hook runs as a step of its module for the watchdog (core/watch.h). */
 static inline void iotame_modules_before(const iotame_io_t *io)
 {
-    for (int i = 0; i < iotame__hooks_before.n; i++) iotame__hooks_before.m[i]->before(io);
+    iotame_where_file(io->file ? io->file->fs : NULL);
+    for (int i = 0; i < iotame__hooks_before.n; i++) {
+        iotame_where_mark_t mark = iotame_where_push(iotame__hooks_before.m[i]->name, "before the call");
+        iotame__hooks_before.m[i]->before(io);
+        iotame_where_pop(mark);
+    }
 }
 static inline int iotame_modules_serve(const iotame_io_t *io, int *rc)
 {
-    for (int i = 0; i < iotame__hooks_serve.n; i++)
-        if (iotame__hooks_serve.m[i]->serve(io, rc)) return 1;
+    for (int i = 0; i < iotame__hooks_serve.n; i++) {
+        iotame_where_mark_t mark = iotame_where_push(iotame__hooks_serve.m[i]->name, "serving the call");
+        int served = iotame__hooks_serve.m[i]->serve(io, rc);
+        iotame_where_pop(mark);
+        if (served) return 1;
+    }
+    iotame_where_push("library", "the MPI library's own call");
     return 0;
 }
 static inline void iotame_modules_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
 {
-    for (int i = 0; i < iotame__hooks_after.n; i++) iotame__hooks_after.m[i]->after(io, rc, ticks, bytes);
+    for (int i = 0; i < iotame__hooks_after.n; i++) {
+        iotame_where_mark_t mark = iotame_where_push(iotame__hooks_after.m[i]->name, "after the call");
+        iotame__hooks_after.m[i]->after(io, rc, ticks, bytes);
+        iotame_where_pop(mark);
+    }
 }
 static inline void iotame_modules_meta(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
 {
@@ -309,7 +324,11 @@ static inline void iotame_modules_meta(iotame_file_stats_t *fs, iotame_op_t op, 
 }
 static inline void iotame_modules_posix_before(const iotame_posix_io_t *io)
 {
-    for (int i = 0; i < iotame__hooks_posix_before.n; i++) iotame__hooks_posix_before.m[i]->posix_before(io);
+    for (int i = 0; i < iotame__hooks_posix_before.n; i++) {
+        iotame_where_mark_t mark = iotame_where_push(iotame__hooks_posix_before.m[i]->name, "before the system call");
+        iotame__hooks_posix_before.m[i]->posix_before(io);
+        iotame_where_pop(mark);
+    }
 }
 static inline void iotame_modules_posix_after(const iotame_posix_io_t *io, ssize_t rc, uint64_t ns)
 {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -464,7 +465,8 @@ static void stats_pack(buf_t *b)
 static int stats_dump(json_t *stats, const char *path)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    /* the thread too: the watchdog's partial write and a signal handler's may run at once */
+    snprintf(tmp, sizeof tmp, "%s.tmp%d.%ld", path, (int)getpid(), (long)syscall(SYS_gettid));
     if (json_dump_file(stats, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0 ||
         rename(tmp, path) != 0) {
         remove(tmp);
@@ -529,6 +531,8 @@ void iotame_stats_write_partial(const char *path, int rank, int job_nprocs, doub
     json_object_set_new(stats, "partial", json_pack("{s:s,s:i,s:i,s:o}", "reason", reason, "rank", rank,
                                                     "job_nprocs", job_nprocs, "signal",
                                                     signo ? json_integer(signo) : json_null()));
+    json_t *hang = iotame_watchdog_json();
+    if (hang) json_object_set_new(stats, "hang", hang);
     char target[4096];
     snprintf(target, sizeof target, "%s.partial.%d", path, rank);
     if (stats_dump(stats, target) != 0) iotame_log_warn("cannot write the partial statistics to %s\n", target);

@@ -12,14 +12,21 @@
 
 /* Enters a wrapper. Returns 0 when the call must go straight to the library: the runtime is inactive
  * (before MPI_Init, IOTAME_DISABLE=1, after MPI_Finalize) or we are already inside one of our wrappers. */
-static inline int iotame__enter(void)
+static inline int iotame__enter_call(const char *call)
 {
     if (!iotame__active || iotame__depth) return 0;
     iotame__depth++;
+    iotame_where_enter(call);
     return 1;
 }
+/* The wrapper's own name is the call the watchdog reports (core/watch.h). */
+#define iotame__enter() iotame__enter_call(__func__)
 
-static inline void iotame__leave(void) { iotame__depth--; }
+static inline void iotame__leave(void)
+{
+    iotame_where_leave();
+    iotame__depth--;
+}
 
 /* Bytes a completed call moved, from its status. MPICH and Open MPI keep the byte count in public
  * fields of MPI_Status (mpi.h); reading them costs a few instructions where PMPI_Get_elements_x costs a hundred,

@@ -229,14 +229,17 @@ static size_t iov_bytes(const struct iovec *iov, int n)
  * accounting, the hooks after. POSITIONAL: the call reads or moves the descriptor's file position. errno is saved
  * only where something after the call may change it (a hook, the lseek of an O_APPEND write): the accounting
  * itself is arithmetic. */
-#define REQUEST(W, OFF, BYTES, CALL, POSITIONAL)                                                                \
+#define REQUEST(NAME, W, OFF, BYTES, CALL, POSITIONAL)                                                          \
     iotame__posix_fd_t *d = &iotame__posix_fds[fd];                                                            \
     iotame_posix_io_t io = {fd, W, (off_t)(OFF), (size_t)(BYTES), __atomic_load_n(&d->file, __ATOMIC_ACQUIRE)}; \
+    iotame_where_mark_t wmark = iotame_where_push("posix", #NAME);                                             \
     hooks_before(&io);                                                                                         \
     iotame__posix_request_begin(io.file);                                                                      \
+    iotame_where_wait(IOTAME_WAIT_SYSCALL, #NAME, fd, (int64_t)(BYTES), (int64_t)(OFF));                       \
     uint64_t t0 = iotame_now();                                                                                \
     ssize_t rc = CALL;                                                                                         \
     uint64_t t = iotame_now() - t0;                                                                            \
+    iotame_where_pop(wmark);                                                                                   \
     int careful = iotame__hooks_posix_after.n || (W && d->append), e = careful ? errno : 0;                    \
     if (W && rc > 0) d->written = 1;                                                                           \
     if (rc < 0) iotame__posix_failed++;                                                                        \
@@ -255,7 +258,7 @@ static size_t iov_bytes(const struct iovec *iov, int n)
 /* A data call: pass-through unless the descriptor is recorded. RATIONALE: the recorded path is a function of its
  * own, so that the pass-through path saves no registers and tail-calls the real function. */
 #define DATA(NAME, PARAMS, ARGS, W, OFF, BYTES, FALLBACK, POSITIONAL)                                           \
-    static __attribute__((noinline)) ssize_t NAME##_recorded PARAMS { REQUEST(W, OFF, BYTES, real.NAME ARGS, POSITIONAL) } \
+    static __attribute__((noinline)) ssize_t NAME##_recorded PARAMS { REQUEST(NAME, W, OFF, BYTES, real.NAME ARGS, POSITIONAL) } \
     static __attribute__((noinline, cold)) ssize_t NAME##_unresolved PARAMS                                    \
     {                                                                                                          \
         return REAL(NAME) ? NAME ARGS : FALLBACK;                                                              \

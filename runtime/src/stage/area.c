@@ -226,7 +226,13 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
     if (a->tail < upto) {
         if (a->want < upto) __atomic_store_n(&a->want, upto, __ATOMIC_RELAXED); /* read by area_commit */
         stage_event_notify(&a->wake, 0);
-        while (a->tail < upto) stage_wait_progress(a);
+        iotame_where_mark_t mark = iotame_where_push("stage", "waiting for the flusher (drain)");
+        while (a->tail < upto) {
+            iotame_where_wait(IOTAME_WAIT_DRAIN, NULL, (int64_t)upto, (int64_t)a->tail,
+                              __atomic_load_n(&a->writing, __ATOMIC_RELAXED));
+            stage_wait_progress(a);
+        }
+        iotame_where_pop(mark);
     }
     stage_unlock(a);
     return iotame_monotonic_ns() - t0;
@@ -262,7 +268,11 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
         stage_event_notify(&a->wake, 0); /* full: the flusher must run whatever its threshold */
         if (a->want < a->head) __atomic_store_n(&a->want, a->head, __ATOMIC_RELAXED);
         a->blocked++;
+        iotame_where_mark_t mark = iotame_where_push("stage", "waiting for room in the staging ring");
+        iotame_where_wait(IOTAME_WAIT_RING, NULL, (int64_t)(a->head - a->tail), (int64_t)a->cap,
+                          __atomic_load_n(&a->writing, __ATOMIC_RELAXED));
         stage_wait_progress(a);
+        iotame_where_pop(mark);
         a->blocked--;
         *blocked_ns += iotame_monotonic_ns() - t0;
     }

@@ -232,7 +232,9 @@ static void *flusher_run(void *arg)
         int waited = a->waiting;
         stage_unlock(a);
         uint64_t t0 = iotame_monotonic_ns();
+        __atomic_store_n(&a->writing, 1, __ATOMIC_RELAXED);
         stage_write_batch(a, from, to);
+        __atomic_store_n(&a->writing, 0, __ATOMIC_RELAXED);
         uint64_t ns = iotame_monotonic_ns() - t0;
         stage_lock(a);
         a->count.flush_ns += ns;

@@ -76,12 +76,19 @@ int stage_remote_wait(int world_rank, uint64_t upto)
 {
     const int leader = stage_leaders[world_rank];
     struct timespec pause = {0, 50000};
+    iotame_where_mark_t mark = iotame_where_push("stage", "aggregator caching: waiting for a remote ring");
     for (;;) {
         uint64_t none = 0, tail = 0;
         if (PMPI_Fetch_and_op(&none, &tail, MPI_UINT64_T, leader, 0, MPI_NO_OP, stage_tail_win) != MPI_SUCCESS ||
-            PMPI_Win_flush(leader, stage_tail_win) != MPI_SUCCESS)
+            PMPI_Win_flush(leader, stage_tail_win) != MPI_SUCCESS) {
+            iotame_where_pop(mark);
             return -1;
-        if (tail >= upto) return 0;
+        }
+        if (tail >= upto) {
+            iotame_where_pop(mark);
+            return 0;
+        }
+        iotame_where_wait(IOTAME_WAIT_REMOTE, NULL, world_rank, (int64_t)upto, (int64_t)tail);
         nanosleep(&pause, NULL);
         if (pause.tv_nsec < 10000000) pause.tv_nsec *= 2;
     }

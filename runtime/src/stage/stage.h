@@ -116,6 +116,7 @@ typedef struct {
     int32_t flusher;                /* STAGE_FLUSHER_*: whether the node's flusher runs */
     int32_t asked;                  /* read-ahead buffers asked for (the asker's stage_unlock wakes the flusher) */
     int32_t idle;                   /* the flusher sleeps with nothing staged: the next write wakes it */
+    int32_t writing, pad_writing;   /* the flusher is writing a batch (what waiters tell the watchdog) */
     stage_counts_t count;       /* the flusher's */
     stage_problems_t problems;  /* what went wrong behind the application's back */
     stage_file_t file[STAGE_FILES];

@@ -100,6 +100,21 @@ static void gate_bypass(throttle_gate_t *g, uint32_t mine)
     gate_wake(g);
 }
 
+/* Tells the watchdog (core/watch.h) whom the waiter with `ticket` waits for: the oldest process inside. */
+static void gate_tell_watchdog(throttle_gate_t *g, uint32_t ticket, int level)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    int oldest = -1;
+    for (int i = 0; i < THROTTLE_HOLDERS; i++) {
+        throttle_holder_t *h = &g->holder[i];
+        if (!h->pid || !h->inside || h->given || (int32_t)(h->ticket - ticket) >= 0) continue;
+        if (oldest < 0 || (int32_t)(h->ticket - g->holder[oldest].ticket) < 0) oldest = i;
+    }
+    __atomic_store_n(&w->a, oldest >= 0 ? (int64_t)g->holder[oldest].pid : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->b, (int64_t)level, __ATOMIC_RELAXED);
+}
+
 /* Waits (the lock held) until the ticket may enter under `level`, giving a stuck ticket back after each stall_ns
  * without progress. */
 static void gate_wait(throttle_gate_t *g, uint32_t ticket, int level, uint64_t stall_ns, uint64_t t0)
@@ -117,6 +132,7 @@ static void gate_wait(throttle_gate_t *g, uint32_t ticket, int level, uint64_t s
             progress = now;
             continue; /* a bypass admits the first waiter in line, which may be another: nobody overtakes */
         }
+        gate_tell_watchdog(g, ticket, k);
         uint64_t left = progress + stall_ns - now;
         gate_sleep(g, left < 100000000ull ? left : 100000000ull);
     }

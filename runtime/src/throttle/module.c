@@ -188,7 +188,10 @@ static void throttle_posix_before(const iotame_posix_io_t *io)
                                  &l->curve[dir]);
     }
     entered_at = iotame_monotonic_ns();
+    iotame_where_mark_t mark = iotame_where_push("throttle", "waiting for a gate token");
+    iotame_where_wait(IOTAME_WAIT_GATE, dir == WRITE ? "writes" : "reads", 0, l->level[dir] == AUTO ? 0 : l->level[dir], 0);
     entered_wait = throttle_gate_enter(g, l->level[dir] == AUTO ? 0 : l->level[dir], stall_ns, &entered_pass);
+    iotame_where_pop(mark);
     entered = g;
     entered_auto = l->level[dir] == AUTO;
 }
