@@ -7,8 +7,9 @@
  *   op=open|write|read|sync|truncate  the calls it concerns (write: write, pwrite, writev, pwritev and their 64 and
  *                                     v2 forms; read likewise; sync: fsync, fdatasync; truncate: ftruncate)
  *   file=GLOB     only descriptors opened on a path whose last component matches GLOB (fnmatch)
- *   fail=ERRNO|short|kill  fail with that errno (EIO, ENOSPC, EDQUOT, EINTR, EACCES, EFBIG, EROFS), move half the
- *                 bytes (data calls), or SIGKILL the process before the call
+ *   fail=ERRNO|short|kill|stop  fail with that errno (EIO, ENOSPC, EDQUOT, EINTR, EACCES, EFBIG, EROFS), move half
+ *                 the bytes (data calls), SIGKILL the process before the call, or stop it with SIGSTOP before the
+ *                 call (the call goes on, unharmed, once the process gets SIGCONT: the watchdog's tests)
  *   nth=N         the first matching call that fails (default 1), counted per process
  *   count=K       how many calls fail from the nth (default 1; 0: every one after it, a device that stays broken)
  *   prob=P,seed=S each matching call fails with probability P instead (a generator seeded with S and the rank)
@@ -42,7 +43,7 @@
 #define FAULTS_MAX_IOV 1024
 
 typedef enum { OP_OPEN, OP_WRITE, OP_READ, OP_SYNC, OP_TRUNCATE, OP_NONE } faults_op_t;
-enum { FAIL_SHORT = -1, FAIL_KILL = -2 };
+enum { FAIL_SHORT = -1, FAIL_KILL = -2, FAIL_STOP = -3 };
 enum { THREAD_ANY, THREAD_MAIN, THREAD_OTHER };
 
 static struct {
@@ -84,11 +85,13 @@ static void faults_parse_pair(char *key, char *value, char *log)
     } else if (!strcmp(key, "file")) {
         snprintf(rule.file, sizeof rule.file, "%s", value);
     } else if (!strcmp(key, "fail")) {
-        rule.fail = !strcmp(value, "short") ? FAIL_SHORT : !strcmp(value, "kill") ? FAIL_KILL : 0;
+        rule.fail = !strcmp(value, "short") ? FAIL_SHORT : !strcmp(value, "kill") ? FAIL_KILL
+                    : !strcmp(value, "stop")  ? FAIL_STOP
+                                              : 0;
         for (size_t i = 0; i < sizeof faults_errnos / sizeof *faults_errnos; i++)
             if (!strcmp(value, faults_errnos[i].name)) rule.fail = faults_errnos[i].value;
         if (!rule.fail)
-            faults_die(key, value, "an errno name (EIO, ENOSPC, EDQUOT, EINTR, EACCES, EFBIG, EROFS), short or kill");
+            faults_die(key, value, "an errno name (EIO, ENOSPC, EDQUOT, EINTR, EACCES, EFBIG, EROFS), short, kill or stop");
     } else if (!strcmp(key, "nth") || !strcmp(key, "count") || !strcmp(key, "rank") || !strcmp(key, "seed")) {
         long v = strtol(value, &end, 10);
         if (*end || v < 0) faults_die(key, value, "a whole number >= 0");
@@ -143,6 +146,8 @@ __attribute__((constructor)) static void faults_constructor(void) { pthread_once
 FAULTS_EXPORT void iotame_fault_arm(void) { __atomic_store_n(&rule.armed, 1, __ATOMIC_RELEASE); }
 
 /* Whether this call fails, and how (0: it does not). Counts it when it matches. */
+static void faults_log(faults_op_t op, int fd, long long offset, size_t bytes, int fail);
+
 static int faults_decide(faults_op_t op, int fd, const char *path)
 {
     pthread_once(&faults_once, faults_init);
@@ -161,6 +166,11 @@ static int faults_decide(faults_op_t op, int fd, const char *path)
     int fire = rule.prob > 0 ? (double)rand_r(&rule.seed) / RAND_MAX < rule.prob
                              : n >= rule.nth && (rule.count == 0 || n < rule.nth + rule.count);
     pthread_mutex_unlock(&faults_lock);
+    if (fire && rule.fail == FAIL_STOP) { /* the whole process stops here; the call then goes on */
+        faults_log(op, fd, -1, 0, FAIL_STOP);
+        raise(SIGSTOP);
+        return 0;
+    }
     return fire ? rule.fail : 0;
 }
 
@@ -168,7 +178,7 @@ static void faults_log(faults_op_t op, int fd, long long offset, size_t bytes, i
 {
     static const char *const names[] = {"open", "write", "read", "sync", "truncate"};
     if (rule.log_fd < 0) return;
-    const char *how = fail == FAIL_SHORT ? "short" : fail == FAIL_KILL ? "kill" : NULL;
+    const char *how = fail == FAIL_SHORT ? "short" : fail == FAIL_KILL ? "kill" : fail == FAIL_STOP ? "stop" : NULL;
     for (size_t i = 0; !how && i < sizeof faults_errnos / sizeof *faults_errnos; i++)
         if (faults_errnos[i].value == fail) how = faults_errnos[i].name;
     char line[256];

@@ -244,6 +244,7 @@ static inline void iotame__coll_end(int begun)
     IOTAME__COLL("MPI_Gatherv", c, PMPI_Gatherv(s, sn, st, r, rc, rd, rt, root, c))
 #define PMPI_Waitall(n, q, s) IOTAME__COLL("MPI_Waitall", MPI_COMM_NULL, PMPI_Waitall(n, q, s))
 #define PMPI_Wait(q, s) IOTAME__COLL("MPI_Wait", MPI_COMM_NULL, PMPI_Wait(q, s))
+#define PMPI_Waitsome(n, q, o, i, s) IOTAME__COLL("MPI_Waitsome", MPI_COMM_NULL, PMPI_Waitsome(n, q, o, i, s))
 #endif
 
 /* Starts the watchdog thread when runtime.hang_seconds > 0 (MPI_Init, after the configuration); stops and joins it

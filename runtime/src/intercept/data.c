@@ -10,7 +10,7 @@
 #define CALL(NAME, ARGS, OP, KIND, WRITE, AT, LARGE, OFF, STATUS, BYTES)                                        \
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
-        const iotame_io_t io = {IOTAME_OP_##OP, IOTAME_IO_##KIND, WRITE, AT, LARGE, fh, iotame_file_lookup(fh),   \
+        const iotame_io_t io = {IOTAME_OP_##OP, IOTAME_IO_##KIND, WRITE, AT, LARGE, fh, iotame__lookup(fh),   \
                                 OFF, (void *)buf, count, datatype, STATUS};                                    \
         iotame_modules_before(&io);                                                                            \
         uint64_t t0 = iotame_now();                                                                            \
@@ -40,7 +40,7 @@
         if (!iotame__enter()) return PMPI_File_##NAME(fh, buf, status);                                        \
         uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME(fh, buf, status);                                                            \
-        iotame_file_stats_t *fs = iotame_file_lookup(fh)->fs;                                                  \
+        iotame_file_stats_t *fs = iotame__lookup(fh)->fs;                                                  \
         iotame_modules_meta(fs, IOTAME_OP_##NAME, iotame_now() - t0);                                          \
         iotame_stats_record_error(fs, IOTAME_OP_##NAME, rc);                                                   \
         iotame__leave();                                                                                       \

@@ -10,7 +10,7 @@
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
         uint64_t t0 = iotame_now();                                                                            \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
-        iotame_file_stats_t *fs = iotame_file_lookup(fh)->fs;                                                  \
+        iotame_file_stats_t *fs = iotame__lookup(fh)->fs;                                                  \
         iotame_modules_meta(fs, IOTAME_OP_##NAME, iotame_now() - t0);                                          \
         iotame_stats_record_error(fs, IOTAME_OP_##NAME, rc);                                                   \
         iotame__leave();                                                                                       \
@@ -23,7 +23,7 @@
     {                                                                                                          \
         if (!iotame__enter()) return PMPI_File_##NAME ARGS;                                                    \
         uint64_t t0 = iotame_now();                                                                            \
-        iotame_file_t *f = iotame_file_lookup(fh);                                                             \
+        iotame_file_t *f = iotame__lookup(fh);                                                             \
         iotame_modules_sizing(f);                                                                              \
         int rc = PMPI_File_##NAME ARGS;                                                                        \
         iotame_modules_meta(f->fs, IOTAME_OP_##NAME, iotame_now() - t0);                                       \
@@ -43,7 +43,7 @@ IOTAME_WRAPPER int MPI_File_set_atomicity(MPI_File fh, int flag)
 {
     if (!iotame__enter()) return PMPI_File_set_atomicity(fh, flag);
     uint64_t t0 = iotame_now();
-    iotame_file_t *f = iotame_file_lookup(fh);
+    iotame_file_t *f = iotame__lookup(fh);
     int rc = PMPI_File_set_atomicity(fh, flag);
     if (rc == MPI_SUCCESS) iotame_modules_set_atomicity(f, flag);
     iotame_modules_meta(f->fs, IOTAME_OP_set_atomicity, iotame_now() - t0);
@@ -56,7 +56,7 @@ IOTAME_WRAPPER int MPI_File_sync(MPI_File fh)
 {
     if (!iotame__enter()) return PMPI_File_sync(fh);
     uint64_t t0 = iotame_now();
-    iotame_file_t *f = iotame_file_lookup(fh);
+    iotame_file_t *f = iotame__lookup(fh);
     int mine = iotame_modules_sync(f); /* first: the library's sync then covers what the modules wrote */
     int rc = PMPI_File_sync(fh);
     if (rc == MPI_SUCCESS) rc = mine;
@@ -155,7 +155,7 @@ static int file_close_durable(iotame_file_t *f)
 IOTAME_WRAPPER int MPI_File_close(MPI_File *fh)
 {
     if (!iotame__enter()) return PMPI_File_close(fh);
-    iotame_file_t *f = iotame_file_lookup(*fh); /* the library sets *fh to MPI_FILE_NULL */
+    iotame_file_t *f = iotame__lookup(*fh); /* the library sets *fh to MPI_FILE_NULL */
     iotame_file_stats_t *fs = f->fs;
     uint64_t t0 = iotame_now();
     int durable = file_close_durable(f);
@@ -194,7 +194,7 @@ IOTAME_WRAPPER int MPI_File_set_info(MPI_File fh, MPI_Info info)
 {
     if (!iotame__enter()) return PMPI_File_set_info(fh, info);
     uint64_t t0 = iotame_now();
-    iotame_file_t *f = iotame_file_lookup(fh);
+    iotame_file_t *f = iotame__lookup(fh);
     MPI_Info merged = file_override_hints(info, f);
     int rc = PMPI_File_set_info(fh, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);
@@ -209,7 +209,7 @@ IOTAME_WRAPPER int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype 
 {
     if (!iotame__enter()) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
     uint64_t t0 = iotame_now();
-    iotame_file_t *f = iotame_file_lookup(fh);
+    iotame_file_t *f = iotame__lookup(fh);
     MPI_Info merged = file_override_hints(info, f);
     int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, merged != MPI_INFO_NULL ? merged : info);
     if (merged != MPI_INFO_NULL) PMPI_Info_free(&merged);

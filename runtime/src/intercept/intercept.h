@@ -22,6 +22,14 @@ static inline int iotame__enter_call(const char *call)
 /* The wrapper's own name is the call the watchdog reports (core/watch.h). */
 #define iotame__enter() iotame__enter_call(__func__)
 
+/* The record of a handle, which the watchdog also takes for the file the current call is about. */
+static inline iotame_file_t *iotame__lookup(MPI_File fh)
+{
+    iotame_file_t *f = iotame_file_lookup(fh);
+    iotame_where_file(f ? f->fs : NULL);
+    return f;
+}
+
 static inline void iotame__leave(void)
 {
     iotame_where_leave();

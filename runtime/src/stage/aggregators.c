@@ -87,7 +87,7 @@ int stage_agg_wait(stage_handle_t *h)
     for (int r = 0; r < a->nprocs && rc == MPI_SUCCESS; r++) {
         if (!a->end[r]) continue;
         const int w = a->world_of[r];
-        if (stage_remote_local(w)) stage_drain(stage_process.area, a->end[r]);
+        if (stage_remote_local(w)) stage_drain_step(stage_process.area, a->end[r], STAGE_AGG_STEP);
         else if (stage_remote_wait(w, a->end[r]) != 0) rc = MPI_ERR_IO;
         if (rc == MPI_SUCCESS) a->end[r] = 0;
         waited = 1;
@@ -105,7 +105,7 @@ int stage_agg_wait(stage_handle_t *h)
 void stage_agg_flush(stage_handle_t *h)
 {
     if (!h->agg.dirty) return;
-    stage_drain_counted(stage_head(stage_process.area));
+    stage_drain_counted_step(stage_head(stage_process.area), STAGE_AGG_STEP);
     PMPI_Barrier(h->comm);
     h->agg.dirty = 0;
     stage_agg_waits_clear(h);
@@ -233,7 +233,7 @@ static void stage_agg_read_ready(void *arg, int64_t lo, int64_t hi)
     const stage_handle_t *h = arg;
     (void)lo, (void)hi;
     if (h->agg.own_end && __atomic_load_n(&stage_process.area->tail, __ATOMIC_ACQUIRE) < h->agg.own_end)
-        stage_drain_counted(h->agg.own_end);
+        stage_drain_counted_step(h->agg.own_end, STAGE_AGG_STEP);
 }
 
 static const iotame_block_consumer_t stage_agg_consumer = {

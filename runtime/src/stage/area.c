@@ -219,14 +219,16 @@ void stage_wait_progress(stage_area_t *a)
     a->waiting--;
 }
 
-uint64_t stage_drain(stage_area_t *a, uint64_t upto)
+uint64_t stage_drain(stage_area_t *a, uint64_t upto) { return stage_drain_step(a, upto, "waiting for the flusher (drain)"); }
+
+uint64_t stage_drain_step(stage_area_t *a, uint64_t upto, const char *step)
 {
     uint64_t t0 = iotame_monotonic_ns();
     stage_lock(a);
     if (a->tail < upto) {
         if (a->want < upto) __atomic_store_n(&a->want, upto, __ATOMIC_RELAXED); /* read by area_commit */
         stage_event_notify(&a->wake, 0);
-        iotame_where_mark_t mark = iotame_where_push("stage", "waiting for the flusher (drain)");
+        iotame_where_mark_t mark = iotame_where_push("stage", step);
         while (a->tail < upto) {
             iotame_where_wait(IOTAME_WAIT_DRAIN, NULL, (int64_t)upto, (int64_t)a->tail,
                               __atomic_load_n(&a->writing, __ATOMIC_RELAXED));
@@ -246,6 +248,8 @@ uint64_t stage_drain(stage_area_t *a, uint64_t upto)
 static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64_t *blocked_ns)
 {
     const uint64_t n = head->size;
+    iotame_where_mark_t mark = {0};
+    int waited = 0;
     for (;;) {
         uint64_t at = a->head % a->cap, pad = a->cap - at < n ? a->cap - at : 0;
         if (a->head + pad + n - a->tail <= a->cap) {
@@ -262,17 +266,18 @@ static uint64_t area_reserve(stage_area_t *a, const stage_record_t *head, uint64
             if (pos + n - a->tail > a->count.max_dirty) a->count.max_dirty = pos + n - a->tail;
             /* a write under way is activity: the flusher's quiet time counts from here too */
             __atomic_store_n(&a->last_put_ns, iotame_monotonic_ns(), __ATOMIC_RELAXED);
+            if (waited) iotame_where_pop(mark);
             return pos;
         }
         uint64_t t0 = iotame_monotonic_ns();
         stage_event_notify(&a->wake, 0); /* full: the flusher must run whatever its threshold */
         if (a->want < a->head) __atomic_store_n(&a->want, a->head, __ATOMIC_RELAXED);
         a->blocked++;
-        iotame_where_mark_t mark = iotame_where_push("stage", "waiting for room in the staging ring");
+        if (!waited) mark = iotame_where_push("stage", "waiting for room in the staging ring"); /* once: a step */
+        waited = 1;
         iotame_where_wait(IOTAME_WAIT_RING, NULL, (int64_t)(a->head - a->tail), (int64_t)a->cap,
                           __atomic_load_n(&a->writing, __ATOMIC_RELAXED));
         stage_wait_progress(a);
-        iotame_where_pop(mark);
         a->blocked--;
         *blocked_ns += iotame_monotonic_ns() - t0;
     }

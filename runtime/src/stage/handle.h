@@ -123,6 +123,9 @@ static inline void stage_count(uint64_t *counter, uint64_t n) { __atomic_fetch_a
 static inline double stage_seconds(uint64_t ns) { return (double)ns * 1e-9; }
 /* Waits for everything staged before `upto` to be written, counting the wait. */
 void stage_drain_counted(uint64_t upto);
+void stage_drain_counted_step(uint64_t upto, const char *step); /* the wait named for the watchdog */
+/* What the watchdog names a wait of aggregator caching for its node's flusher (core/watch.h). */
+#define STAGE_AGG_STEP "aggregator caching: waiting for the node's flusher to write the cached blocks"
 /* The MPI error class of an errno; err returned through the handle's file error handler (counted). */
 int stage_error_class(int err);
 int stage_error_raise(stage_handle_t *h, int err);

@@ -67,6 +67,10 @@ static int stage_module_return_error(stage_handle_t *h)
 }
 
 void stage_drain_counted(uint64_t upto) { stage_count(&module_counts.drain_ns, stage_drain(stage_process.area, upto)); }
+void stage_drain_counted_step(uint64_t upto, const char *step)
+{
+    stage_count(&module_counts.drain_ns, stage_drain_step(stage_process.area, upto, step));
+}
 
 /* ---- open and close ---- */
 
@@ -267,7 +271,8 @@ static int stage_sync(iotame_file_t *f)
 {
     stage_handle_t *h = stage_handle(f);
     if (!h) return MPI_SUCCESS;
-    stage_drain_counted(stage_head(stage_process.area));
+    if (h->agg.on) stage_drain_counted_step(stage_head(stage_process.area), STAGE_AGG_STEP);
+    else stage_drain_counted(stage_head(stage_process.area));
     stage_prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
     int rc = stage_module_return_error(h);
     return stage_agg_returned(h, rc);
@@ -279,7 +284,9 @@ static int stage_close(iotame_file_t *f)
     if (!h) return MPI_SUCCESS;
     uint64_t t0 = iotame_monotonic_ns();
     /* cached data never outlives the handle: another rank could not be told of its failure */
-    if (h->set.sync_on_close || h->agg.unreported) stage_drain_counted(stage_head(stage_process.area));
+    if (h->set.sync_on_close || h->agg.unreported)
+        stage_drain_counted_step(stage_head(stage_process.area),
+                                 h->agg.on ? STAGE_AGG_STEP : "waiting for the flusher (drain)");
     int rc = stage_agg_returned(h, stage_module_return_error(h));
     stage_count(&module_counts.close_ns, iotame_monotonic_ns() - t0);
     stage_prefetch_release(h);

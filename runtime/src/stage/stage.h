@@ -215,6 +215,8 @@ int stage_room_for(stage_area_t *a, uint64_t record_bytes, double fill);
 /* Waits until everything staged before position `upto` is written (or failed, or lost with its writer). Returns the
  * nanoseconds waited. */
 uint64_t stage_drain(stage_area_t *a, uint64_t upto);
+/* The same, the wait named `step` (a string literal) for the watchdog (core/watch.h). */
+uint64_t stage_drain_step(stage_area_t *a, uint64_t upto, const char *step);
 /* The current end of the ring (a drain of everything staged so far waits for it). */
 uint64_t stage_head(stage_area_t *a);
 /* Takes this process's pending error of a file (0 when none): returned once per process it concerns. */
