@@ -54,7 +54,7 @@ static void test_messages(void)
     parse_fails("{\"version\": 1, \"files\": [3]}", "files[0]: expected an object, got integer");
     parse_fails("{\"version\": 1, \"defaults\": {\"match\": \"*\"}}",
                 "defaults.match: unknown key (expected one of: collective, emulate, hdf5, memory, mpiio_hints, "
-                "mpiio_hints_extra, override, posix, staging, throttle, trace)");
+                "mpiio_hints_extra, override, posix, runtime, staging, throttle, trace)");
     parse_fails("{\"version\": 1, \"files\": [{\"match\": \"*\", \"memory\": {}}]}",
                 "files[0].memory: the section sets the whole process: allowed in defaults only");
     parse_fails("{\"version\": 1, \"defaults\": {\"memory\": {\"malloc_threshold\": 33554432}}}",

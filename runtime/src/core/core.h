@@ -206,7 +206,7 @@ static inline void iotame_where_wait(iotame_wait_t kind, const char *what, int64
 
 /* The runtime's own MPI calls that wait for other ranks, labelled while they run (only inside a call of the
  * runtime: outside one, e.g. the application's own MPI_Barrier through intercept/sync.c, nothing is recorded). */
-static inline int iotame__coll_begin(const char *name, MPI_Comm comm)
+static inline int iotame__watch_coll_begin(const char *name, MPI_Comm comm)
 {
     iotame_where_t *w = iotame_where();
     if (!w || !w->call || w->wait != IOTAME_WAIT_NONE) return 0;
@@ -215,7 +215,7 @@ static inline int iotame__coll_begin(const char *name, MPI_Comm comm)
     iotame_where_wait(IOTAME_WAIT_COLL, name, n, 0, 0);
     return 1;
 }
-static inline void iotame__coll_end(int begun)
+static inline void iotame__watch_coll_end(int begun)
 {
     if (!begun) return;
     iotame_where_t *w = iotame_where();
@@ -223,28 +223,28 @@ static inline void iotame__coll_end(int begun)
     IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
     iotame__where_bump(w);
 }
-#define IOTAME__COLL(name, comm, expr)                                                                         \
+#define IOTAME__WATCH_COLL(name, comm, expr)                                                                         \
     __extension__({                                                                                            \
-        int iotame__begun = iotame__coll_begin(name, comm);                                                    \
+        int iotame__begun = iotame__watch_coll_begin(name, comm);                                                    \
         int iotame__rc = (expr);                                                                               \
-        iotame__coll_end(iotame__begun);                                                                       \
+        iotame__watch_coll_end(iotame__begun);                                                                       \
         iotame__rc;                                                                                            \
     })
 #ifndef IOTAME_NO_COLL_LABELS
-#define PMPI_Allreduce(s, r, n, t, o, c) IOTAME__COLL("MPI_Allreduce", c, PMPI_Allreduce(s, r, n, t, o, c))
-#define PMPI_Bcast(b, n, t, root, c) IOTAME__COLL("MPI_Bcast", c, PMPI_Bcast(b, n, t, root, c))
-#define PMPI_Barrier(c) IOTAME__COLL("MPI_Barrier", c, PMPI_Barrier(c))
-#define PMPI_Allgather(s, sn, st, r, rn, rt, c) IOTAME__COLL("MPI_Allgather", c, PMPI_Allgather(s, sn, st, r, rn, rt, c))
-#define PMPI_Alltoall(s, sn, st, r, rn, rt, c) IOTAME__COLL("MPI_Alltoall", c, PMPI_Alltoall(s, sn, st, r, rn, rt, c))
+#define PMPI_Allreduce(s, r, n, t, o, c) IOTAME__WATCH_COLL("MPI_Allreduce", c, PMPI_Allreduce(s, r, n, t, o, c))
+#define PMPI_Bcast(b, n, t, root, c) IOTAME__WATCH_COLL("MPI_Bcast", c, PMPI_Bcast(b, n, t, root, c))
+#define PMPI_Barrier(c) IOTAME__WATCH_COLL("MPI_Barrier", c, PMPI_Barrier(c))
+#define PMPI_Allgather(s, sn, st, r, rn, rt, c) IOTAME__WATCH_COLL("MPI_Allgather", c, PMPI_Allgather(s, sn, st, r, rn, rt, c))
+#define PMPI_Alltoall(s, sn, st, r, rn, rt, c) IOTAME__WATCH_COLL("MPI_Alltoall", c, PMPI_Alltoall(s, sn, st, r, rn, rt, c))
 #define PMPI_Alltoallv(s, sc, sd, st, r, rc, rd, rt, c)                                                        \
-    IOTAME__COLL("MPI_Alltoallv", c, PMPI_Alltoallv(s, sc, sd, st, r, rc, rd, rt, c))
+    IOTAME__WATCH_COLL("MPI_Alltoallv", c, PMPI_Alltoallv(s, sc, sd, st, r, rc, rd, rt, c))
 #define PMPI_Gather(s, sn, st, r, rn, rt, root, c)                                                             \
-    IOTAME__COLL("MPI_Gather", c, PMPI_Gather(s, sn, st, r, rn, rt, root, c))
+    IOTAME__WATCH_COLL("MPI_Gather", c, PMPI_Gather(s, sn, st, r, rn, rt, root, c))
 #define PMPI_Gatherv(s, sn, st, r, rc, rd, rt, root, c)                                                        \
-    IOTAME__COLL("MPI_Gatherv", c, PMPI_Gatherv(s, sn, st, r, rc, rd, rt, root, c))
-#define PMPI_Waitall(n, q, s) IOTAME__COLL("MPI_Waitall", MPI_COMM_NULL, PMPI_Waitall(n, q, s))
-#define PMPI_Wait(q, s) IOTAME__COLL("MPI_Wait", MPI_COMM_NULL, PMPI_Wait(q, s))
-#define PMPI_Waitsome(n, q, o, i, s) IOTAME__COLL("MPI_Waitsome", MPI_COMM_NULL, PMPI_Waitsome(n, q, o, i, s))
+    IOTAME__WATCH_COLL("MPI_Gatherv", c, PMPI_Gatherv(s, sn, st, r, rc, rd, rt, root, c))
+#define PMPI_Waitall(n, q, s) IOTAME__WATCH_COLL("MPI_Waitall", MPI_COMM_NULL, PMPI_Waitall(n, q, s))
+#define PMPI_Wait(q, s) IOTAME__WATCH_COLL("MPI_Wait", MPI_COMM_NULL, PMPI_Wait(q, s))
+#define PMPI_Waitsome(n, q, o, i, s) IOTAME__WATCH_COLL("MPI_Waitsome", MPI_COMM_NULL, PMPI_Waitsome(n, q, o, i, s))
 #endif
 
 /* Starts the watchdog thread when runtime.hang_seconds > 0 (MPI_Init, after the configuration); stops and joins it
