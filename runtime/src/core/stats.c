@@ -465,8 +465,11 @@ static void stats_pack(buf_t *b)
 static int stats_dump(json_t *stats, const char *path)
 {
     char tmp[4096];
-    /* the thread too: the watchdog's partial write and a signal handler's may run at once */
-    snprintf(tmp, sizeof tmp, "%s.tmp%d.%ld", path, (int)getpid(), (long)syscall(SYS_gettid));
+    /* another thread than the process's first adds its id: the watchdog's partial write and a signal handler's
+     * may run at once */
+    long tid = (long)syscall(SYS_gettid);
+    if (tid == (long)getpid()) snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    else snprintf(tmp, sizeof tmp, "%s.tmp%d.%ld", path, (int)getpid(), tid);
     if (json_dump_file(stats, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0 ||
         rename(tmp, path) != 0) {
         remove(tmp);
