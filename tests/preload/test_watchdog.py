@@ -1,7 +1,7 @@
 """The watchdog (runtime.hang_seconds; docs/reliability.md "The watchdog", docs/design/watchdog.md) end to end: a
 rank stopped with SIGSTOP at a chosen moment (the fault injector's fail=stop, under the runtime's POSIX layer) makes
-another thread or rank wait inside a call of the runtime; with hang_seconds 1 the waiting rank's report names the
-call, the file, the module and step, and what it waits for: a throttle gate token and the stopped process holding
+another thread or rank wait inside a call of the runtime; with hang_seconds 1 the waiting rank's report (stderr,
+and IOTAME_STATS.hang.RANK) names the call, the file, the module and step, and what it waits for: a throttle gate token and the stopped process holding
 it, room in a full staging ring and the stopped flusher, the node's flusher in aggregator caching, and the runtime's
 own collective that the stopped rank never enters. Then the stopped process gets SIGCONT and the job must end
 normally with its data verified: the watchdog only reports. No timing is asserted beyond a generous bound for the
@@ -74,12 +74,13 @@ def stopped_job(job, nprocs, argv, config, fault, timeout=120):
             p.wait()
     for t in readers:
         t.join(5)
-    return report, stopped, p, "".join(err), "".join(out)
+    m = REPORT.search("".join(err))  # a job that ended at once (hang_action abort) is read to its end
+    return m.group(0) if m else None, stopped, p, "".join(err), "".join(out)
 
 
-def partial_hang(job, rank):
-    """The "hang" section of the rank's partial statistics the watchdog wrote."""
-    return json.loads((job.tmp / f"s.json.partial.{rank}").read_text())["hang"]
+def written_report(job, rank):
+    """The report the watchdog wrote beside the statistics (IOTAME_STATS.hang.RANK)."""
+    return json.loads((job.tmp / f"s.json.hang.{rank}").read_text())
 
 
 def watchdog_config(**defaults):
@@ -104,7 +105,7 @@ def test_a_rank_waiting_for_a_gate_token_names_the_gate_and_the_stopped_holder(j
     assert "in MPI_File_write" in report and "t.dat" in report
     assert "module throttle, step waiting for a gate token" in report
     assert f"a throttle gate token (writes, level 1) held by process {holder}" in report
-    hang = partial_hang(job, 0)
+    hang = written_report(job, 0)
     assert hang["module"] == "throttle" and hang["file"].endswith("t.dat") and str(holder) in hang["waits_for"]
     assert err.count("iotame: watchdog:") == 1  # once
 
@@ -123,7 +124,7 @@ def test_a_writer_waiting_for_room_names_the_full_ring_and_the_stopped_flusher(j
     assert report.startswith("iotame: watchdog: rank 1 ")
     assert "module stage, step waiting for room in the staging ring" in report
     assert "room in the node's full staging ring" in report and "flusher writing a batch" in report
-    assert partial_hang(job, 1)["module"] == "stage"
+    assert written_report(job, 1)["module"] == "stage"
 
 
 def test_a_rank_waiting_for_an_aggregator_names_aggregator_caching_and_the_flusher(job):
@@ -173,4 +174,22 @@ def test_without_a_hang_nothing_is_reported_and_zero_turns_it_off(job):
         res, p = job.kernel(2, "ior", "-a", "MPIIO", "-c", "-w", "-r", "-W", "-b", "1m", "-t", "64k", preload=True,
                             config=config, stats=stats)
         assert res["verified"] is True and "watchdog" not in p.stderr
-        assert not list(job.tmp.glob(f"s{seconds}.json.partial.*"))
+        assert not list(job.tmp.glob(f"s{seconds}.json.partial.*")) + list(job.tmp.glob(f"s{seconds}.json.hang.*"))
+
+
+def test_hang_action_abort_ends_the_process_after_the_report_with_the_stack(job):
+    """hang_action abort: after its report (and, with hang_backtrace, the stuck thread's stack) the waiting rank
+    raises SIGABRT; its partial statistics hold the signal and the report; the launcher ends the job."""
+    config = watchdog_config(throttle={"writers": 1, "stall_seconds": 600},
+                             emulate={"device": "disk", "bandwidth_mbs": 1000, "position_ms": 1, "seek_ms": 0,
+                                      "state": str(job.tmp / "dev.state")})
+    config["defaults"]["runtime"].update(hang_action="abort", hang_backtrace=True)
+    report, stopped, p, err, out = stopped_job(
+        job, 2, [KERNEL, "ior", "-a", "MPIIO", "-w", "-b", "4m", "-t", "64k", "-o", str(job.tmp / "t.dat")],
+        config, "op=write,file=t.dat,rank=1,nth=2,fail=stop")
+    assert report and report.startswith("iotame: watchdog: rank 0 "), err[-3000:]
+    assert p.returncode != 0
+    assert "runtime.hang_action is abort" in err
+    assert "the stuck thread's stack:" in err
+    part = json.loads((job.tmp / "s.json.partial.0").read_text())
+    assert part["partial"]["signal"] == signal.SIGABRT and part["hang"]["action"] == "abort"

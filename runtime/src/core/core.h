@@ -37,10 +37,9 @@ void iotame_core_finalize(void);
  * `reason` (and `signo`, 0 when no signal) when IOTAME_STATS is set, at most once per process, and never after
  * MPI_Finalize's write. Returns whether it wrote (attempted). */
 int iotame_core_write_partial(const char *reason, int signo);
-/* The watchdog's write of the partial statistics (with its report, "hang"): like iotame_core_write_partial but
- * without claiming the process's one write, so that a later fatal signal, or MPI_Finalize once the job moves on,
- * still writes (the former over this file). */
-int iotame_core_write_partial_hang(const char *reason);
+/* The watchdog's report (a JSON object) to IOTAME_STATS.hang.RANK when IOTAME_STATS is set. Builds nothing from
+ * the statistics records, which other threads may be updating: safe while the job runs. Returns whether it wrote. */
+int iotame_core_write_hang(json_t *report);
 /* Before PMPI_Init: notes which fatal signals the application left at their default action. */
 void iotame_partial_snapshot(void);
 /* Installs the fatal-signal handlers (only where the application left the default action) and the exit hook. */

@@ -201,6 +201,8 @@ void iotame_core_init(int thread_level)
         char stale[4096]; /* an earlier job's partial statistics of this rank must not be read as this job's */
         snprintf(stale, sizeof stale, "%s.partial.%d", rt.stats_path, rt.rank);
         remove(stale);
+        snprintf(stale, sizeof stale, "%s.hang.%d", rt.stats_path, rt.rank);
+        remove(stale);
         iotame_partial_arm();
     }
 }
@@ -215,11 +217,16 @@ int iotame_core_write_partial(const char *reason, int signo)
     return 1;
 }
 
-int iotame_core_write_partial_hang(const char *reason)
+int iotame_core_write_hang(json_t *report)
 {
-    if (!rt.stats_path || getpid() != rt.pid || __atomic_load_n(&rt.written, __ATOMIC_ACQUIRE)) return 0;
-    double wall = (double)(iotame_monotonic_ns() - rt.start_ns) * 1e-9;
-    iotame_stats_write_partial(rt.stats_path, rt.rank, rt.nprocs, wall, rt.config_path, rt.config_error, reason, 0);
+    if (!rt.stats_path || getpid() != rt.pid) return 0;
+    char target[4096], tmp[4200];
+    snprintf(target, sizeof target, "%s.hang.%d", rt.stats_path, rt.rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", target, (int)getpid());
+    if (json_dump_file(report, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || rename(tmp, target) != 0) {
+        remove(tmp);
+        return 0;
+    }
     return 1;
 }
 

@@ -1,7 +1,9 @@
 /* The watchdog (docs/design/watchdog.md): one thread per process that looks at every thread's "where am I" record
  * (core/watch.h) about once a second and, when one has stayed inside a call of the runtime without progress for
- * runtime.hang_seconds, reports once: a line on stderr, the report in the partial statistics (written at once,
- * without taking the process's one final write), and, with runtime.hang_backtrace, the stuck thread's stack.
+ * runtime.hang_seconds, reports once: a line on stderr, the same in IOTAME_STATS.hang.RANK at once and in the
+ * partial statistics whenever the process writes them (a fatal signal, an exit, MPI_Abort), and, with
+ * runtime.hang_backtrace, the stuck thread's stack. The statistics records are not read here: other threads may be
+ * updating them.
  * It never ends the job unless runtime.hang_action is "abort". The hot path takes no lock: records are updated with
  * relaxed atomic stores by their owners and read here with relaxed loads. */
 #define _GNU_SOURCE
@@ -93,10 +95,7 @@ static void watch_report(const iotame_where_t *w, uint64_t stuck_ns)
     __atomic_store_n(&wd.report, r, __ATOMIC_RELEASE);
     if (wd.backtrace && watch_stack_signal)
         syscall(SYS_tgkill, (int)wd.pid, (int)w->tid, watch_stack_signal);
-    char reason[160];
-    snprintf(reason, sizeof reason, "no progress for %.0f s in %s on rank %d (watchdog)", seconds, w->call,
-             iotame_core_rank());
-    iotame_core_write_partial_hang(reason);
+    if (r) iotame_core_write_hang(r);
     if (wd.abort_job) {
         static const char msg[] = "iotame: watchdog: runtime.hang_action is abort: ending the process\n";
         ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
