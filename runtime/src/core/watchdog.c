@@ -40,6 +40,7 @@ static struct {
 /* ---- the stuck thread's stack (runtime.hang_backtrace) ---- */
 
 static int watch_stack_signal; /* 0: none installed */
+static int watch_stack_done;   /* the stuck thread wrote its stack */
 
 /* Runs on the stuck thread: backtrace() was called once at start, so it allocates nothing here. */
 static void watch_on_stack_signal(int sig)
@@ -52,6 +53,7 @@ static void watch_on_stack_signal(int sig)
     ssize_t ignored = write(STDERR_FILENO, head, sizeof head - 1);
     (void)ignored;
     backtrace_symbols_fd(frames, n, STDERR_FILENO);
+    __atomic_store_n(&watch_stack_done, 1, __ATOMIC_RELEASE);
     errno = saved;
 }
 
@@ -93,8 +95,12 @@ static void watch_report(const iotame_where_t *w, uint64_t stuck_ns)
                           "step", w->step, "waits_for", waits[0] ? waits : NULL, "action",
                           wd.abort_job ? "abort" : "report");
     __atomic_store_n(&wd.report, r, __ATOMIC_RELEASE);
-    if (wd.backtrace && watch_stack_signal)
-        syscall(SYS_tgkill, (int)wd.pid, (int)w->tid, watch_stack_signal);
+    if (wd.backtrace && watch_stack_signal &&
+        syscall(SYS_tgkill, (int)wd.pid, (int)w->tid, watch_stack_signal) == 0 && wd.abort_job) {
+        /* SIGABRT, a lower signal, would be taken first: the stack is given 2 s to be written */
+        struct timespec pause = {0, 10000000};
+        for (int i = 0; i < 200 && !__atomic_load_n(&watch_stack_done, __ATOMIC_ACQUIRE); i++) nanosleep(&pause, NULL);
+    }
     if (r) iotame_core_write_hang(r);
     if (wd.abort_job) {
         static const char msg[] = "iotame: watchdog: runtime.hang_action is abort: ending the process\n";
