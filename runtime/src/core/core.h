@@ -191,6 +191,17 @@ static inline void iotame_where_pop(iotame_where_mark_t m)
     iotame__where_bump(w);
 }
 
+/* The module and step in force, without counting progress: for hooks that do not wait (a hook that may wait pushes a
+ * step of its own). */
+static inline void iotame_where_module(const char *module, const char *step)
+{
+    iotame_where_t *w = iotame_where();
+    if (!w) return;
+    IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
+    IOTAME__SET(w, module, module);
+    IOTAME__SET(w, step, step);
+}
+
 /* What the current step waits for (no progress: a wait loop calls it again with fresh figures). */
 static inline void iotame_where_wait(iotame_wait_t kind, const char *what, int64_t a, int64_t b, int64_t c)
 {

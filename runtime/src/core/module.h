@@ -289,14 +289,14 @@ void iotame_modules_sizing(iotame_file_t *f);
 int iotame_modules_predict(const iotame_file_config_t *fc);
 
 /* The data path: inline, since every data call takes it. */
-/* Each hook runs as a step of its module for the watchdog (core/watch.h). */
+/* Each hook runs as a step of its module for the watchdog (core/watch.h): serve's count as progress; before and
+ * after, which do not wait, only name their module. */
 static inline void iotame_modules_before(const iotame_io_t *io)
 {
     iotame_where_file(io->file ? io->file->fs : NULL);
     for (int i = 0; i < iotame__hooks_before.n; i++) {
-        iotame_where_mark_t mark = iotame_where_push(iotame__hooks_before.m[i]->name, "before the call");
+        iotame_where_module(iotame__hooks_before.m[i]->name, "before the call");
         iotame__hooks_before.m[i]->before(io);
-        iotame_where_pop(mark);
     }
 }
 static inline int iotame_modules_serve(const iotame_io_t *io, int *rc)
@@ -313,9 +313,8 @@ static inline int iotame_modules_serve(const iotame_io_t *io, int *rc)
 static inline void iotame_modules_after(const iotame_io_t *io, int rc, uint64_t ticks, uint64_t bytes)
 {
     for (int i = 0; i < iotame__hooks_after.n; i++) {
-        iotame_where_mark_t mark = iotame_where_push(iotame__hooks_after.m[i]->name, "after the call");
+        iotame_where_module(iotame__hooks_after.m[i]->name, "after the call");
         iotame__hooks_after.m[i]->after(io, rc, ticks, bytes);
-        iotame_where_pop(mark);
     }
 }
 static inline void iotame_modules_meta(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks)
