@@ -28,6 +28,8 @@ static void watch_key_make(void) { watch_key_ok = pthread_key_create(&watch_key,
 
 iotame_where_t *iotame__where_claim(void)
 {
+    static _Thread_local int refused; /* every slot was taken: the thread goes unwatched, without a search per call */
+    if (refused) return NULL;
     pthread_once(&watch_key_once, watch_key_make);
     for (int i = 0; i < IOTAME_WATCH_SLOTS; i++) {
         int32_t free_slot = 0;
@@ -42,6 +44,7 @@ iotame_where_t *iotame__where_claim(void)
         iotame__where = w;
         return w;
     }
+    refused = 1;
     return NULL;
 }
 

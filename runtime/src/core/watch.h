@@ -41,7 +41,8 @@ typedef struct {
 
 extern int iotame__watch; /* the watchdog runs: the records are kept */
 extern _Thread_local iotame_where_t *iotame__where __attribute__((tls_model("initial-exec")));
-/* The calling thread's record, claimed at its first use; NULL when every slot is taken. */
+/* The calling thread's record, claimed at its first use; NULL when every slot was taken then (the thread stays
+ * unwatched). */
 iotame_where_t *iotame__where_claim(void);
 
 /* The records (watch.c); a slot with `used` set has an owner thread. */
