@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..bench.caches import CACHE_MODES
 from ..calibrate.discover import find_profile
 from ..config import load_config, save_config
 from ..paths import require_lib
@@ -101,8 +102,13 @@ def add_parser(sub) -> None:
                    help=f"stop before the search when the default's {NOISE_RUNS} runs spread more than F "
                         f"((max - min) / median; default {MAX_NOISE:g}): a job too short to measure gets advice, "
                         f"not a ranking of noise")
-    p.add_argument("--no-drop-caches", action="store_true",
-                   help="do not drop the page cache before each run (dropped by default when root)")
+    p.add_argument("--cache", choices=CACHE_MODES, default="files",
+                   help="keeping reads off the page cache: 'files' (default) writes back and evicts the files each "
+                        "run's statistics list (any user; other processes' cached data stays); 'machine' empties "
+                        "the whole machine's page cache before each run (root; flushes other users' data too); "
+                        "'off' does nothing")
+    p.add_argument("--no-drop-caches", action="store_const", dest="cache", const="off",
+                   help="the same as --cache off")
     p.add_argument("--profile", metavar="F", type=Path,
                    help="machine profile of the cost model's recommendation (default: the one the runtime finds for "
                         "--dir: --base's collective.profile, $IOTAME_PROFILE, ~/.config/iotame/profiles)")
@@ -338,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
                     study=StudySpec(name, storage=args.storage, objective=args.objective, sampler=args.sampler,
                                     trials=args.trials, jobs=args.jobs, seed=args.seed),
                     space=SpaceSpec(space, source, base=base, durable=args.durable),
-                    runs=RunSpec(repeat=args.repeat, timeout=args.timeout, drop_caches=not args.no_drop_caches,
+                    runs=RunSpec(repeat=args.repeat, timeout=args.timeout, drop_caches=args.cache,
                                  max_noise=args.max_noise),
                     final=FinalSpec(top=args.final_top, repeat=args.final_repeat,
                                     ablation_rounds=max(0, args.ablation_rounds)),

@@ -82,7 +82,7 @@ class RunSpec:
 
     repeat: int = 1                         # runs per configuration, the median its value
     timeout: float | None = None            # None: a multiple of the default's slowest run (iotame.tune.tuner)
-    drop_caches: bool = True
+    drop_caches: str | bool = "files"     # page cache mode (iotame.tune.page_cache): files, machine, off
     max_noise: float = MAX_NOISE            # the default's runs spreading more stop the study (iotame.tune.noise)
     cwd: Path | None = None
 
