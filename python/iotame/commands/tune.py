@@ -17,6 +17,7 @@ from ..stats import OBJECTIVES, emulated_storage
 from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, FinalSpec,
                     RunSpec, SeedSpec, SpaceSpec, StudySpec, TrialRecord, Tuner, TuneEvents, TuneSpec, builtin_space,
                     default_knowledge_path, detect_fs, load_space, resolve_job, run_tune, study_name)
+from ..tune.budget import Budget, StudyPlan, parse_budget
 from ..tune.job import ENV_SRUN_MPI
 from ..tune.noise import MAX_NOISE, NOISE_RUNS
 from ..tune.recommend import Recommendation
@@ -102,6 +103,9 @@ def add_parser(sub) -> None:
                    help=f"stop before the search when the default's {NOISE_RUNS} runs spread more than F "
                         f"((max - min) / median; default {MAX_NOISE:g}): a job too short to measure gets advice, "
                         f"not a ranking of noise")
+    p.add_argument("--budget", type=_budget, metavar="RUNS|MINUTES",
+                   help="the most runs of the whole study (120), or minutes (30m; converted to runs at the default's "
+                        "run time): the search gets fewer trials and the race fewer rounds to fit")
     p.add_argument("--cache", choices=CACHE_MODES, default="files",
                    help="keeping reads off the page cache: 'files' (default) writes back and evicts the files each "
                         "run's statistics list (any user; other processes' cached data stays); 'machine' empties "
@@ -185,9 +189,10 @@ class ConsoleEvents(TuneEvents):
             self.err.print(f"{line}  | {best_text}", markup=False, highlight=False, soft_wrap=True)
 
     def final_started(self, runs: int) -> None:
-        self._start("final re-run", runs)
+        self._start("race", runs)
         if not self.quiet and not self.bar:
-            self.err.print(f"final re-run: {runs} runs, the default and the best alternately", markup=False)
+            self.err.print(f"race: at most {runs} runs, the default, the best few and their reductions in paired, "
+                           f"rotated rounds, until the simplest as fast as the best is known", markup=False)
 
     def final_run(self, label: str, round_: int, value: float | None, error: str | None) -> None:
         if self.progress:
@@ -203,6 +208,13 @@ class ConsoleEvents(TuneEvents):
                            markup=False)
 
     ablation_run = final_run
+
+
+def _budget(text: str) -> Budget:
+    try:
+        return parse_budget(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _space(args, fs: str, nprocs: int):
@@ -239,8 +251,11 @@ def print_result(summary: dict, out_dir: Path) -> None:
     trials = summary["trials"]
     interval = summary.get("speedup_interval")
     out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -")
-              + (f" [{interval[0]:.2f}, {interval[1]:.2f}] by round" if interval else "") + f" ({summary['measured']})",
-              markup=False)
+              + (f" [{interval[0]:.2f}, {interval[1]:.2f}] (95 % interval)" if interval else "")
+              + f" ({summary['measured']})", markup=False, soft_wrap=True)
+    if (summary.get("race") or {}).get("no_gain"):
+        out.print("answer: the default (no configuration beat it beyond the noise); best.json is the empty "
+                  "configuration", markup=False)
     ablation = summary.get("ablation")
     if ablation:
         out.print(f"what carries the gain (each setting's removal, side by side): {ablation['summary']}"
@@ -359,8 +374,13 @@ def run(args: argparse.Namespace) -> int:
                   f"space {source}: {len(space)} parameters, sampler {args.sampler}", markup=False)
         for note in ([job.note] if job.note else []) + list(space.notes):
             events.note(note)
+    plan = StudyPlan.of(args.trials, args.repeat, len(space), args.final_top, args.final_repeat,
+                        FinalSpec.max_rounds)
+    if not args.quiet:
+        err.print(f"iotame: tune: {plan.describe()}" + (f"; --budget {args.budget}" if args.budget else ""),
+                  markup=False, soft_wrap=True)
     try:
-        result = run_tune(spec, events)
+        result = run_tune(spec, events, plan, args.budget)
     finally:
         events.stop()
     print_result(result.summary, out_dir)
