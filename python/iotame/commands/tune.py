@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..bandwidth import fmt_bandwidth
 from ..bench.caches import CACHE_MODES
 from ..calibrate.discover import find_profile
 from ..config import load_config, save_config
@@ -134,6 +135,11 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.1f} {unit}" if unit == "MB/s" else f"{value:.4f} {unit}"
 
 
+def _fmt_mib(value: float | None, unit: str) -> str:
+    """A value with MiB/s beside MB/s (iotame.bandwidth: one definition of a run's bandwidth)."""
+    return fmt_bandwidth(value) if unit == "MB/s" and value is not None else _fmt(value, unit)
+
+
 def _hints(params: dict) -> str:
     shown = [f"{k.split('.', 1)[-1]}={v}" for k, v in params.items() if v != UNSET]
     return " ".join(shown) or "(system default)"
@@ -243,8 +249,8 @@ def print_result(summary: dict, out_dir: Path) -> None:
     t.add_column("trial", justify="right")
     t.add_column("configuration", overflow="fold")
     d, b = summary["default"], summary["best"]
-    t.add_row("default", _fmt(d["objective"], unit), str(d["trial"]), "(system default)")
-    t.add_row("best", _fmt(b["objective"], unit), str(b["trial"]),
+    t.add_row("default", _fmt_mib(d["objective"], unit), str(d["trial"]), "(system default)")
+    t.add_row("best", _fmt_mib(b["objective"], unit), str(b["trial"]),
               "(system default)" if b["is_default"] else _hints(b["params"]))
     out.print(t)
     speedup = summary.get("speedup")
