@@ -8,7 +8,7 @@ import pytest
 
 from iotame.tune import UNSET, builtin_space
 from iotame.tune.budget import StudyPlan, parse_budget
-from iotame.tune.final import race_entrants
+from iotame.tune.race_study import race_entrants
 from iotame.tune.race import Entrant, paired_interval, race
 from iotame.tune.workload import Workload
 

@@ -28,7 +28,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from .ablation import weigh_best
 from .budget import Budget, StudyPlan
-from .final import FinalResult, pick_candidates, race_best
+from .final import FinalResult, pick_candidates
+from .race_study import race_best
 from .noise import too_noisy
 from .output import choose_best, write_results, write_stored_results
 from .page_cache import PageCache
