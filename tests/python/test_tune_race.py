@@ -116,3 +116,16 @@ def test_budget_and_plan():
     trials, cap = plan.within(30)
     assert (trials, cap) == (10, 30 - 3 - 10)                # the search fits; the race gets the rest
     assert plan.within(20) == (5, 12)                      # the race keeps its first rounds of 4 entrants
+
+
+def test_a_smaller_entrant_stays_while_the_default_is_still_in_doubt():
+    """The default looks as fast in the first rounds (one lucky run), then falls behind: the smaller of two
+    configurations as fast as the best must still be in the race then (it was once dropped for having more
+    settings than the default of the moment)."""
+    es = entrants(("default", {}), ("big", {"a": 1, "b": 1}), ("small", {"a": 1}))
+
+    def run(e, r):
+        return {"default": 250.0 if r == 0 else 100.0, "big": 200.0, "small": 199.0}[e.label]
+    result = race(es, es[0], run, "maximize", min_rounds=3, max_rounds=8)
+    assert result.answer.label == "small" and es[0].out.startswith("slower than big")
+    assert result.rounds >= 6 and not result.no_gain

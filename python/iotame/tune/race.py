@@ -5,8 +5,8 @@ of its settings, and it without every setting that cannot act in this workload (
 statistics, iotame.tune.workload.prune). They run in paired, rotated rounds (round r starts at entrant r), so that a
 drift of the machine hits every entrant alike. After `min_rounds`, each round compares every entrant with the best
 (the best median) by the paired per-round ratios: an entrant whose interval (a t-interval of the mean log ratio,
-95 %) lies below the best's by more than the noise floor is out; so is one with more settings than the current
-answer and a worse median, which cannot become the answer. The answer is the alive entrant with the fewest settings
+95 %) lies below the best's by more than the noise floor is out; so is one with more settings than the best (and so
+a worse median), which cannot become the answer while the best is in. The answer is the alive entrant with the fewest settings
 (ties: the better median). The race stops when the answer is the best itself or its interval says it is at most
 `tolerance` slower than the best, when nothing but the answer and the best is left, or at `max_rounds` / the
 run cap. Where the answer's gain over the default has an interval that does not exclude 1, the answer is the
@@ -117,19 +117,17 @@ def _simplest(alive: list[Entrant], direction: str) -> Entrant:
     return _leader([e for e in alive if e.size == fewest], direction)
 
 
-def _eliminate(alive: list[Entrant], best: Entrant, default: Entrant, direction: str) -> None:
-    """Marks out the entrants clearly slower than `best`, then those larger than the simplest and worse."""
+def _eliminate(alive: list[Entrant], best: Entrant, direction: str) -> None:
+    """Marks out the entrants clearly slower than `best`, and those with more settings than `best` (a worse median
+    by its definition): neither can become the answer while `best` stays in, and `best` is never marked out."""
     for e in alive:
         if e is best:
             continue
         m = paired_interval(e.values, best.values, direction)
         if m is not None and m[2] * (1 + NOISE_FLOOR) < 1:
             e.out = f"slower than {best.label}: x{m[0]:.3f} [{m[1]:.3f}, {m[2]:.3f}]"
-    still = [e for e in alive if e.out is None]
-    answer = _simplest(still, direction)
-    for e in still:
-        if e is not best and e is not answer and e is not default and e.size > answer.size:
-            e.out = f"more settings than {answer.label} and not the best"
+        elif e.size > best.size:
+            e.out = f"more settings than {best.label}, the best, and a worse median"
 
 
 def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int], float | None], direction: str,
@@ -163,7 +161,7 @@ def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int]
         best = _leader(alive, direction)
         if rounds < min_rounds:
             continue
-        _eliminate(alive, best, default, direction)
+        _eliminate(alive, best, direction)
         alive = [e for e in entrants if e.alive]
         answer = _simplest(alive, direction)
         if on_round:
