@@ -54,9 +54,11 @@ def add_parser(sub) -> None:
     p.add_argument("--repeat", type=positive_int, default=1, metavar="R",
                    help="runs per configuration, the median is its value (default 1)")
     p.add_argument("--final-top", type=count, default=3, metavar="K",
-                   help="configurations re-run beside the default at the end (default 3)")
+                   help="the best search configurations in the race at the end, beside the default and the best "
+                        "one's reductions (default 3)")
     p.add_argument("--final-repeat", type=count, default=3, metavar="R",
-                   help="rounds of the final re-run (default 3; 0: declare the best trial best)")
+                   help="the race's rounds before any configuration leaves it (default 3; at most 6 in all; 0: no "
+                        "race, the best trial is declared best)")
     p.add_argument("--timeout", type=seconds, metavar="S",
                    help="stop a run after S seconds, the trial fails (default: 10 x the default's run, >= 60 s)")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="J",
@@ -96,10 +98,7 @@ def add_parser(sub) -> None:
                         "every run syncs them, so that the objective measures the storage, not the page cache; "
                         "best.json does not keep it)")
     p.add_argument("--ablation-rounds", type=int, default=2, metavar="N",
-                   help="after the search, weigh each setting of the best configuration by running it without that "
-                        "setting, side by side, N times (default 2), and up to 2N where a setting's interval "
-                        "straddles the noise; settings within the noise are left out of best.json. 0: keep every "
-                        "setting")
+                   help="kept for old scripts: the race at the end weighs every setting now (docs/tuning.md)")
     p.add_argument("--max-noise", type=float, default=MAX_NOISE, metavar="F",
                    help=f"stop before the search when the default's {NOISE_RUNS} runs spread more than F "
                         f"((max - min) / median; default {MAX_NOISE:g}): a job too short to measure gets advice, "

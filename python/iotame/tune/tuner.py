@@ -6,8 +6,9 @@ and write the best configuration and a summary.
     2. the study is seeded (iotame.tune.seeding): the configurations given with --first, the cost model's
        recommendation for the workload with a machine profile, then up to 3 best configurations of similar workloads
     3. the sampler proposes the rest; a configuration measured before is not run again (iotame.tune.trials)
-    4. the best few and the default are re-run alternately; the best median wins (iotame.tune.final); the best's
-       settings are weighed by their removal (iotame.tune.ablation)
+    4. the race: the default, the best few and the best's reductions in paired, rotated rounds, until the simplest
+       configuration as fast as the best is known (iotame.tune.race, iotame.tune.race_study); its settings are
+       weighed by their removal in the same rounds
     5. best.json, summary.json, and the workload's best configuration in the knowledge base (iotame.tune.output)
 
 An interrupted study resumes where it stopped (same storage and study name): trials a killed tuner left running are
@@ -26,7 +27,6 @@ import random
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from .ablation import weigh_best
 from .budget import Budget, StudyPlan
 from .final import FinalResult, pick_candidates
 from .race_study import race_best
@@ -176,12 +176,8 @@ class Tuner:
         complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         best = choose_best(study.get_trials(deepcopy=False), default, final, self.spec.study.direction,
                            study.best_trial if complete else default)
-        if final is not None and getattr(final, "race", None) is not None:
-            ablation = self.race_ablation
-        else:
-            ablation = None if best.is_default else weigh_best(self.spec, self.full_space, best.trial, default,
-                                                               final, self.events, self.trials.timeout,
-                                                               self.page_cache)
+        # the race weighs the answer's settings; without a race (--final-repeat 0) the search's best is kept whole
+        ablation = self.race_ablation if getattr(final, "race", None) is not None else None
         return write_results(self.spec, study, (self.full_space, self.trials.space), default, final, best,
                              ablation, self.page_cache.status, self.trials.timeout, self.events.note)
 
