@@ -8,7 +8,7 @@ import pytest
 
 from iotame.tune import UNSET, builtin_space
 from iotame.tune.budget import StudyPlan, parse_budget
-from iotame.tune.race_study import race_entrants
+from iotame.tune.race_study import needed_point, race_entrants
 from iotame.tune.race import Entrant, paired_interval, race
 from iotame.tune.workload import Workload
 
@@ -112,7 +112,7 @@ def test_budget_and_plan():
     with pytest.raises(ValueError, match="expected a number of runs"):
         parse_budget("soon")
     plan = StudyPlan.of(trials=10, repeat=1, space_size=4, top=3, min_rounds=3, max_rounds=6)
-    assert plan.total == 3 + 10 + (1 + 3 + 4 + 1) * 6
+    assert plan.total == 3 + 10 + (1 + 3 + 4 + 2) * 6
     trials, cap = plan.within(30)
     assert (trials, cap) == (10, 30 - 3 - 10)                # the search fits; the race gets the rest
     assert plan.within(20) == (5, 12)                      # the race keeps its first rounds of 4 entrants
@@ -129,3 +129,22 @@ def test_a_smaller_entrant_stays_while_the_default_is_still_in_doubt():
     result = race(es, es[0], run, "maximize", min_rounds=3, max_rounds=8)
     assert result.answer.label == "small" and es[0].out.startswith("slower than big")
     assert result.rounds >= 6 and not result.no_gain
+
+
+def test_a_late_entrant_keeps_only_the_settings_whose_removal_was_clearly_slower():
+    """b and c carry nothing: removing either alone leaves 2 settings, so only the late entrant with a alone (built
+    from the first rounds' removals) can be the simplest as fast; it runs its own first rounds before it counts."""
+    lead = {"a": 1, "b": 1, "c": 2}
+    es = entrants(("default", {}), ("lead", lead), ("without a", {"b": 1, "c": 2}), ("without b", {"a": 1, "c": 2}),
+                  ("without c", {"a": 1, "b": 1}))
+    added = []
+
+    def late(now):
+        point = needed_point(es[1], now, "maximize")
+        added.append(Entrant("needed", point))
+        return added
+    log = []
+    result = race(es, es[0], runner(log), "maximize", min_rounds=3, max_rounds=6, late=late)
+    assert added[0].point == {"a": 1} and result.answer is added[0]
+    assert len(added[0].values) == 3 and result.rounds == 6 and result.speedup[0] == pytest.approx(2.0)
+    assert needed_point(es[1], es[:2], "maximize") is None      # no removal measured: nothing to leave out

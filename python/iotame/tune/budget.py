@@ -53,7 +53,7 @@ class StudyPlan:
 
     @classmethod
     def of(cls, trials: int, repeat: int, space_size: int, top: int, min_rounds: int, max_rounds: int) -> "StudyPlan":
-        entrants = 1 + top + space_size + 1 if min_rounds > 0 else 0   # + without each setting, + only what acts
+        entrants = 1 + top + space_size + 2 if min_rounds > 0 else 0   # + without each; only what acts; needed
         return cls(max(repeat, NOISE_RUNS), trials, repeat, entrants, max_rounds if min_rounds > 0 else 0,
                    min_rounds, top)
 

@@ -132,14 +132,21 @@ def _eliminate(alive: list[Entrant], best: Entrant, direction: str) -> None:
 
 def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int], float | None], direction: str,
          min_rounds: int = 3, max_rounds: int = 6, run_cap: int | None = None, tolerance: float = TOLERANCE,
-         on_round: Callable[[int, Entrant], None] | None = None) -> RaceResult:
+         late: Callable[[list[Entrant]], list[Entrant]] | None = None) -> RaceResult:
     """Races `entrants` (the default among them) in paired, rotated rounds; `run(entrant, round)` measures one run
     (None: it failed, and the entrant is out). The default runs every round (the speedup's reference) even when
-    it is out of the answer. `run_cap` bounds the runs; a round is only started when it fits."""
+    it is out of the answer. `run_cap` bounds the runs; a round is only started when it fits. `late(entrants)`,
+    called once after `min_rounds`, may add entrants built from what was measured (e.g. the best without every
+    setting whose removal was not clearly slower); an entrant is compared, and can leave or be the answer, only
+    once it has run `min_rounds` rounds, and the race does not stop for an answer while one is still short."""
     assert default in entrants, "the default must be an entrant"
     runs = rounds = 0
     stopped = f"{max_rounds} rounds (the most)"
     previous = None
+
+    def ready(e: Entrant) -> bool:
+        return e.alive and len(e.values) >= min_rounds
+
     while rounds < max_rounds:
         racing = [e for e in entrants if e.error is None and (e.out is None or e is default)]
         if run_cap is not None and runs + len(racing) > run_cap:
@@ -154,18 +161,19 @@ def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int]
             else:
                 e.values[rounds] = value
         rounds += 1
-        alive = [e for e in entrants if e.alive]
-        if not alive:
+        if not any(e.alive for e in entrants):
             stopped = "every entrant failed"
             break
-        best = _leader(alive, direction)
-        if rounds < min_rounds:
+        if rounds < min_rounds or not any(ready(e) for e in entrants):
             continue
-        _eliminate(alive, best, direction)
-        alive = [e for e in entrants if e.alive]
-        answer = _simplest(alive, direction)
-        if on_round:
-            on_round(rounds, answer)
+        if rounds == min_rounds and late is not None:
+            entrants.extend(late(entrants))
+        best = _leader([e for e in entrants if ready(e)], direction)
+        _eliminate([e for e in entrants if ready(e)], best, direction)
+        answer = _simplest([e for e in entrants if ready(e)], direction)
+        if any(e.alive and not ready(e) for e in entrants):
+            previous = None
+            continue                                    # a late entrant still short of min_rounds
         m = paired_interval(answer.values, best.values, direction)
         if answer is best:
             stopped = "the simplest entrant still in is the best"
@@ -173,14 +181,13 @@ def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int]
         if m is not None and m[1] * (1 + tolerance) >= 1:
             stopped = f"{answer.label} is within {tolerance * 100:.0f} % of the best"
             break
-        if set(map(id, alive)) <= {id(answer), id(best)} and previous is answer:
+        if {id(e) for e in entrants if e.alive} <= {id(answer), id(best)} and previous is answer:
             stopped = "only the simplest and the best are left"
             break
         previous = answer
-    alive = [e for e in entrants if e.alive] or [default]
-    best = _leader([e for e in alive if e.values] or [default], direction) if any(e.values for e in alive) \
-        else default
-    answer = _simplest(alive, direction) if all(e.values for e in alive) else default
+    done = [e for e in entrants if ready(e)]
+    best = _leader(done, direction) if done else default
+    answer = _simplest(done, direction) if done else default
     speedup = paired_interval(answer.values, default.values, direction) if answer is not default else None
     no_gain = answer is default or speedup is None or speedup[1] <= 1
     if no_gain:

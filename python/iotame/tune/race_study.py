@@ -18,7 +18,7 @@ from .space import UNSET, Space, config_key, decode
 from .spec import TuneSpec
 from .workload import Workload, prune
 
-__all__ = ["race_entrants", "race_best"]
+__all__ = ["race_entrants", "race_best", "needed_point"]
 
 
 def _set_only(point: dict) -> dict:
@@ -49,6 +49,19 @@ def race_entrants(full_space: Space, workload: Workload | None, picked: list[Fro
         for k in _set_only(point):
             add(f"trial-{lead.number:04d}-without-{k.split('.')[-1]}", {**point, k: UNSET}, None)
     return out
+
+
+def needed_point(lead: Entrant, entrants: list[Entrant], direction: str) -> dict | None:
+    """`lead` without every setting whose removal was not clearly slower (the entrant without it ran, and its
+    interval against `lead` reaches 1 within the noise floor); None when that leaves it as it is."""
+    by_point = {_point_key(e.point): e for e in entrants if e.values}
+    keep = {}
+    for k, v in lead.point.items():
+        other = by_point.get(_point_key({x: y for x, y in lead.point.items() if x != k}))
+        m = None if other is None else race_interval(other.values, lead.values, direction)
+        if m is None or m[2] * (1 + NOISE_FLOOR) < 1:      # not measured, or clearly needed
+            keep[k] = v
+    return keep if len(keep) < len(lead.point) else None
 
 
 def _point_key(point: dict) -> str:
@@ -99,7 +112,7 @@ def race_best(spec: TuneSpec, full_space: Space, workload: Workload | None, defa
         cfg = save_config(spec.space.layered(full_space.config(point, meta={"tool": "iotame tune", "race": label})),
                           _mkdir(final_dir / label) / "config.json")
         entrants.append(Entrant(label, _set_only(point), trial, payload=Candidate(label, trial, cfg, dict(point))))
-    most = max_runs(len(entrants), spec.final.max_rounds)
+    most = max_runs(len(entrants), spec.final.max_rounds) + spec.final.max_rounds - rounds   # + a late entrant
     events.final_started(most if run_cap is None else min(most, run_cap))
 
     def run(e: Entrant, r: int) -> float | None:
@@ -110,9 +123,23 @@ def race_best(spec: TuneSpec, full_space: Space, workload: Workload | None, defa
         events.final_run(c.label, r, outcome.value, outcome.error)
         return outcome.value
 
-    result = race(entrants, base, run, spec.study.direction, min_rounds=rounds,
-                  max_rounds=max(rounds, spec.final.max_rounds), run_cap=run_cap, tolerance=spec.final.tolerance)
     lead = next((e for e in entrants if picked and e.trial == picked[0].number), None)
+
+    def late(now: list[Entrant]) -> list[Entrant]:
+        point = needed_point(lead, now, spec.study.direction)
+        if point is None or _point_key(point) in {_point_key(e.point) for e in now}:
+            return []
+        label = f"{lead.label}-needed"
+        full = full_space.canonical(point)
+        cfg = save_config(spec.space.layered(full_space.config(full, meta={"tool": "iotame tune", "race": label})),
+                          _mkdir(final_dir / label) / "config.json")
+        events.note(f"race: {label} joins: {lead.label} with only the settings whose removal was clearly slower "
+                    f"({', '.join(k.split('.')[-1] for k in point) or 'none'})")
+        return [Entrant(label, point, None, payload=Candidate(label, None, cfg, dict(full)))]
+
+    result = race(entrants, base, run, spec.study.direction, min_rounds=rounds,
+                  max_rounds=max(rounds, spec.final.max_rounds), run_cap=run_cap, tolerance=spec.final.tolerance,
+                  late=late if lead is not None and lead.size > 1 else None)
     answer = result.answer
     answer_c = answer.payload
     if answer_c.trial is None:           # a reduction: best.json is written from the ablation's point below

@@ -142,7 +142,7 @@ class Tuner:
         seconds = sorted(r.get("seconds") or 0.0 for r in default.user_attrs.get("runs", [])) or [0.0]
         per_run = seconds[len(seconds) // 2]
         if self.trials.space is not None and self.plan.race_entrants:   # the race reduces only what can act
-            self.plan = dataclasses.replace(self.plan, race_entrants=self.plan.top + len(self.trials.space) + 2)
+            self.plan = dataclasses.replace(self.plan, race_entrants=self.plan.top + len(self.trials.space) + 3)
         total = self.plan.total
         if self.budget is not None:
             trials, self.race_cap = self.plan.within(self.budget.runs_for(per_run))
