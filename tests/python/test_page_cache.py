@@ -38,8 +38,9 @@ def cached_by_another_process(path):
 
 
 def still_cached(path, control) -> bool:
-    """Whether `path` is all in the page cache; skips the test when `control`, a file nothing in the test touches,
-    left it too: the machine's page cache was emptied from outside (another user's drop_caches)."""
+    """Whether `path` is all in the page cache; skips the test when `control`, a file nothing in the test touches
+    and cached just before `path`, left it too: the machine's page cache was emptied from outside (another user's
+    drop_caches; any such drop after `path` was cached also hits `control`)."""
     if resident(path)[0] == resident(path)[1]:
         return True
     if resident(control)[0] < resident(control)[1]:
@@ -89,8 +90,8 @@ def test_tune_evicts_the_jobs_files_and_leaves_others_cached(tmp_path, fake_lib,
     prog.write_text(JOB.format(python=sys.executable))
     prog.chmod(0o755)
     (d / "stats-template.json").write_text(json.dumps(dict(make_stats(), nprocs=1)))
+    control = cached_by_another_process(tmp_path / "control.bin")     # first: see still_cached
     other = cached_by_another_process(d / "other.bin")        # beside the job's own file, in its directory
-    control = cached_by_another_process(tmp_path / "control.bin")
     (tmp_path / "space.toml").write_text('[mpiio]\nromio_cb_write = ["enable", "disable"]\n')
     assert main(["tune", "--space", str(tmp_path / "space.toml"), "--out", str(tmp_path / "out"), "--study", "s",
                  "--trials", "2", "--final-repeat", "1", "--max-noise", "10", "--", str(prog)]) == 0
@@ -118,8 +119,8 @@ def test_calibrate_evicts_its_files_and_leaves_others_cached(tmp_path, no_machin
                     checked.append(resident(f)[0])
         return done
     monkeypatch.setattr(measure, "evict", evict_and_check)
+    control = cached_by_another_process(tmp_path / "control.bin")     # first: see still_cached
     other = cached_by_another_process(tmp_path / "other.bin")
-    control = cached_by_another_process(tmp_path / "control.bin")
     work = tmp_path / "work"
     work.mkdir()
     profile = calibrate(work, QUICK, quick=True, strategies=False)
@@ -134,3 +135,18 @@ def test_calibrate_cache_option_parses():
     assert p.parse_args(["calibrate", "--dir", ".", "--cache", "off"]).cache == "off"
     with pytest.raises(SystemExit):
         p.parse_args(["calibrate", "--dir", ".", "--cache", "all"])
+
+
+def test_bench_files_mode_evicts_the_write_jobs_directory_only(tmp_path, no_machine_drop):
+    if not evictable(tmp_path):
+        pytest.skip("this file system keeps pages on POSIX_FADV_DONTNEED")
+    from iotame.bench import BenchSpec
+    from iotame.bench.execute import _dropper
+    work = tmp_path / "work"
+    work.mkdir()
+    written = cached_by_another_process(work / "data")
+    control = cached_by_another_process(tmp_path / "control.bin")     # first: see still_cached
+    other = cached_by_another_process(tmp_path / "other.bin")
+    assert _dropper(BenchSpec("ior", drop_caches="files"))([work]) is True
+    assert resident(written)[0] == 0 and still_cached(other, control)
+    assert _dropper(BenchSpec("ior", drop_caches=True))([]) is False     # nothing known to evict: not dropped
