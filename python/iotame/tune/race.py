@@ -141,7 +141,7 @@ def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int]
     once it has run `min_rounds` rounds, and the race does not stop for an answer while one is still short."""
     assert default in entrants, "the default must be an entrant"
     runs = rounds = 0
-    stopped = f"{max_rounds} rounds (the most)"
+    stopped = f"at the most rounds, {max_rounds}"
     previous = None
 
     def ready(e: Entrant) -> bool:
@@ -150,7 +150,7 @@ def race(entrants: list[Entrant], default: Entrant, run: Callable[[Entrant, int]
     while rounds < max_rounds:
         racing = [e for e in entrants if e.error is None and (e.out is None or e is default)]
         if run_cap is not None and runs + len(racing) > run_cap:
-            stopped = f"the run cap ({run_cap} runs)"
+            stopped = f"at the run cap of {run_cap} runs"
             break
         shift = rounds % len(racing)
         for e in racing[shift:] + racing[:shift]:       # rotated: no entrant always runs first
