@@ -311,3 +311,14 @@ def test_a_default_run_of_another_process_count_stops_the_study(tmp_path, job, c
     err = capsys.readouterr().err
     assert "a job of 3 processes, not 1" in err and "--mpi=pmi2" in err
     assert len(log(job)) == NOISE_RUNS      # the default trial alone
+
+
+def test_the_study_says_its_most_runs_beforehand_and_a_budget_caps_them(tmp_path, job, capsys):
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "40", "--final-repeat", "2", "--budget", "20") == 0
+    err = capsys.readouterr().err
+    announced = int(err.split("iotame: tune: at most ", 1)[1].split(" runs", 1)[0])
+    assert announced == 3 + 40 + (1 + 3 + 3 + 2) * 6           # before the default: the plan for the whole space
+    assert "--budget 20 runs: 9 search trials instead of 40" in err
+    assert len(log(job)) <= 20                                  # every run of the study, the race's included
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["race"]["runs"] <= 8 and summary["trials"]["total"] == 9
