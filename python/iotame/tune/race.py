@@ -6,11 +6,12 @@ statistics, iotame.tune.workload.prune). They run in paired, rotated rounds (rou
 drift of the machine hits every entrant alike. After `min_rounds`, each round compares every entrant with the best
 (the best median) by the paired per-round ratios: an entrant whose interval (a t-interval of the mean log ratio,
 95 %) lies below the best's by more than the noise floor is out; so is one with more settings than the best (and so
-a worse median), which cannot become the answer while the best is in. The answer is the alive entrant with the fewest settings
-(ties: the better median). The race stops when the answer is the best itself or its interval says it is at most
-`tolerance` slower than the best, when nothing but the answer and the best is left, or at `max_rounds` / the
-run cap. Where the answer's gain over the default has an interval that does not exclude 1, the answer is the
-default: nothing beat it beyond the noise.
+a worse median), which cannot become the answer while the best is in. A late entrant may join after `min_rounds`
+(`late`) and counts once it has run as many rounds. The answer is the alive entrant with the fewest settings (ties:
+the better median). The race stops when the answer is the best itself or its interval says it is at most
+`tolerance` slower than the best, when nothing but the answer and the best is left, or at `max_rounds` / the run
+cap. Where the answer's gain over the default has an interval that does not exclude 1, the answer is the default:
+nothing beat it beyond the noise.
 
 The race is pure apart from `run` (entrant, round -> value or None), so it is tested on a cheap objective."""
 from __future__ import annotations

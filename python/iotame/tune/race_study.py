@@ -25,7 +25,8 @@ def _set_only(point: dict) -> dict:
     return {k: v for k, v in point.items() if v != UNSET}
 
 
-def race_entrants(full_space: Space, workload: Workload | None, picked: list[FrozenTrial]) -> list[tuple[str, dict, int | None]]:
+def race_entrants(full_space: Space, workload: Workload | None,
+                  picked: list[FrozenTrial]) -> list[tuple[str, dict, int | None]]:
     """(label, canonical point, trial) of the race's entrants besides the default: the picked search trials, then the
     first (the search's best) without each of its settings, and without every setting that cannot act in this
     workload. Points that are the same configuration appear once, under their first label."""
