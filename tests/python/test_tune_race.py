@@ -148,3 +148,9 @@ def test_a_late_entrant_keeps_only_the_settings_whose_removal_was_clearly_slower
     assert added[0].point == {"a": 1} and result.answer is added[0]
     assert len(added[0].values) == 3 and result.rounds == 6 and result.speedup[0] == pytest.approx(2.0)
     assert needed_point(es[1], es[:2], "maximize") is None      # no removal measured: nothing to leave out
+
+
+def test_a_reduction_that_is_the_default_is_not_raced_twice():
+    space = builtin_space("local", 4)
+    got = [label for label, _, _ in race_entrants(space, None, [_trial(3, {"mpiio.romio_cb_write": "disable"})])]
+    assert got == ["trial-0003"]             # without its one setting it is the default, which is raced already

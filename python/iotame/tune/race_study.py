@@ -14,7 +14,7 @@ from .measure import run_once
 from .page_cache import PageCache
 from .race import NOISE_FLOOR, Entrant, max_runs, paired_interval as race_interval, race
 from .records import TuneEvents
-from .space import UNSET, Space, config_key, decode
+from .space import UNSET, Space, decode
 from .spec import TuneSpec
 from .workload import Workload, prune
 
@@ -30,12 +30,12 @@ def race_entrants(full_space: Space, workload: Workload | None,
     """(label, canonical point, trial) of the race's entrants besides the default: the picked search trials, then the
     first (the search's best) without each of its settings, and without every setting that cannot act in this
     workload. Points that are the same configuration appear once, under their first label."""
-    out, seen = [], {config_key({})}
+    out, seen = [], {_point_key({})}          # the default is an entrant already
     cannot_act = set(full_space.keys()) - set(prune(full_space, workload).keys()) if workload is not None else set()
 
     def add(label: str, point: dict, trial: int | None) -> None:
         point = full_space.canonical(point)
-        key = json.dumps(sorted(_set_only(point).items()), default=str)
+        key = _point_key(_set_only(point))
         if key not in seen:
             seen.add(key)
             out.append((label, point, trial))
