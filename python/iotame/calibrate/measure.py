@@ -270,6 +270,15 @@ class Calibration:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+def _reads_text(mode: str, reads_from: str) -> str:
+    """How the reads were measured, for the profile's `measurement.reads`."""
+    if reads_from != "storage":
+        return "buffered, from the page cache"
+    if mode == "files":
+        return "buffered, the scratch files evicted from the page cache before each point (posix_fadvise DONTNEED)"
+    return "buffered, the machine's page cache dropped before each point"
+
+
 def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bool = False,
               on_step: Callable[[str], None] | None = None, drop: str | bool = "files", network_job: Job | None = None,
               emulate: str | os.PathLike | None = None, strategies: bool = True,
@@ -348,8 +357,7 @@ def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
                "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
                                "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
                                "writes": "buffered, fsync at the end inside the timed run (durable)",
-                               "reads": "buffered, page cache dropped before each point" if storage["reads_from"] ==
-                               "storage" else "buffered, from the page cache"}}
+                               "reads": _reads_text(cal.cache_mode, storage["reads_from"])}}
     if emulated is not None:
         profile["emulated"] = emulated.section
     if strategies is not None:
