@@ -7,6 +7,7 @@ from typing import IO, Iterable
 from rich.console import Console
 from rich.table import Table
 
+from .bandwidth import DEFINITION, bandwidth, fmt_bandwidth
 from .stats import partial_banner
 
 __all__ = ["PIPE_WIDTH", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
@@ -81,7 +82,7 @@ def stats_tables(summary: dict) -> list[Table]:
     """Tables for stats.summarize(): the job summary, then one row per file (when there are files)."""
     s = summary["summary"]
     top = Table(title="summary", title_justify="left")
-    for col in ("bytes read", "bytes written", "I/O s", "read MB/s", "write MB/s", "I/O MB/s"):
+    for col in ("bytes read", "bytes written", "I/O s", "read calls MB/s", "write calls MB/s", "bandwidth MB/s"):
         top.add_column(col, justify="right")
     top.add_row(fmt_bytes(s["bytes_read"]), fmt_bytes(s["bytes_written"]), fmt_seconds(s["io_seconds"]),
                 fmt_mbs(s["read_mbs"]), fmt_mbs(s["write_mbs"]), fmt_mbs(s["io_mbs"]))
@@ -178,6 +179,9 @@ def print_stats(summary: dict, out: Console, title: str = "iotame statistics") -
         for line in partial_banner(summary["partial"]):
             out.print(line, markup=False, soft_wrap=True)
     out.print(stats_header(summary, title), markup=False)
+    s = summary["summary"]
+    out.print(f"bandwidth: {fmt_bandwidth(bandwidth(s['bytes'], s['io_seconds']))} "
+              f"({DEFINITION})", markup=False, soft_wrap=True)
     for t in stats_tables(summary):
         out.print(t)
     if summary.get("config_error"):

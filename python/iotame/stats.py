@@ -1,6 +1,6 @@
 """Statistics files (IOTAME_STATS) written by the runtime: loading, summarizing, and the tuner's objectives.
 
-Format: docs/formats.md. MB is 10^6 bytes.
+Format: docs/formats.md. MB is 10^6 bytes; a run's bandwidth is defined once, in iotame.bandwidth.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .bandwidth import run_bandwidth
 from .errors import StatsError
 
 __all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
@@ -235,11 +236,8 @@ def partial_banner(partial: dict) -> list[str]:
 
 
 def _io_mbs(summary: dict) -> float:
-    if _num(summary.get("io_mbs")):
-        return float(summary["io_mbs"])
-    seconds = summary["io_seconds"]
-    total = summary["bytes_read"] + summary["bytes_written"]
-    return total / seconds / 1e6 if seconds > 0 else 0.0
+    """The run's bandwidth in MB/s, by the one definition (iotame.bandwidth.run_bandwidth)."""
+    return run_bandwidth(summary).mb_s
 
 
 def objectives(stats: dict) -> dict[str, float]:
@@ -349,7 +347,7 @@ def summarize(stats: dict) -> dict:
     total = s["bytes_read"] + s["bytes_written"]
     summary = {
         "bytes_read": s["bytes_read"], "bytes_written": s["bytes_written"], "bytes": total,
-        "io_seconds": float(s["io_seconds"]), "io_mbs": _io_mbs(s),
+        "io_seconds": float(s["io_seconds"]), "io_mbs": _io_mbs(s), "io_mibs": run_bandwidth(s).mib_s,
         "read_mbs": float(s.get("read_mbs", 0) or 0), "write_mbs": float(s.get("write_mbs", 0) or 0),
     }
     return {
