@@ -1,0 +1,62 @@
+"""The command line as a tool: quick commands import no heavy library, and Ctrl-C ends with exit 130 and one line,
+no traceback (issue 50, item 5). The times themselves are measured by hand, not asserted."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+HEAVY = ("matplotlib", "darshan", "optuna", "numpy", "pandas", "scipy")
+
+_PROBE = """
+import contextlib, io, json, sys
+from iotame.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(sys.argv[1:])
+print(json.dumps({"rc": rc, "heavy": sorted(m for m in sys.modules if m.split(".")[0] in %r)}))
+""" % (HEAVY,)
+
+
+def _imports(*argv: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["info"], ["info", "--json"]])
+def test_quick_commands_import_no_heavy_library(argv):
+    got = _imports(*argv)
+    assert got["rc"] == 0
+    assert got["heavy"] == []
+
+
+def test_help_still_lists_every_command():
+    p = subprocess.run([sys.executable, "-m", "iotame", "--help"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0
+    for name in ("info", "config", "run", "stats", "bench", "tune", "report", "calibrate", "advise", "replay"):
+        assert f"    {name}" in p.stdout
+
+
+def test_ctrl_c_ends_with_130_and_no_traceback(tmp_path, fake_lib):
+    """SIGINT to the process group (what a terminal's Ctrl-C does) while `iotame run` waits for its job."""
+    p = subprocess.Popen([sys.executable, "-m", "iotame", "run", "-q", "--", "sleep", "30"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _has_child(p.pid):
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert "iotame: interrupted" in err
+
+
+def _has_child(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return bool(f.read().split())
+    except OSError:
+        return False
