@@ -1,15 +1,17 @@
 """Rich tables for what the commands print (statistics summaries, benchmark phases)."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import IO, Iterable
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
 from .stats import partial_banner
 
-__all__ = ["PIPE_WIDTH", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
+__all__ = ["PIPE_WIDTH", "READ_WIDTH", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
 
 
 def _model_basis(rows: list) -> str:
@@ -28,8 +30,10 @@ def _model_basis(rows: list) -> str:
     return "\n".join(lines)
 
 
-# The width of a console that is not a terminal (a file, a pipe): rich would take 80 columns and cut values to
-# `1,649…`; tables size to their content, so a width no row reaches leaves every value whole.
+# A console that is not a terminal (a file, a pipe) prints tables at READ_WIDTH columns ($COLUMNS if set), wrapping cells at spaces
+# and never cutting a value: a table whose longest unbreakable words (a path, a number) need more takes what they
+# need. Other text is not wrapped (PIPE_WIDTH), so a long path on a line stays whole; --json has every value.
+READ_WIDTH = 80
 PIPE_WIDTH = 1 << 14
 
 
@@ -40,11 +44,49 @@ def _render_isatty(f: IO[str]) -> bool:
         return False
 
 
+class _PipeConsole(Console):
+    """A Console for files and pipes: each Table at READ_WIDTH, or at the least width that breaks no word."""
+
+    def print(self, *objects, **kw) -> None:
+        for obj in objects:
+            if isinstance(obj, Table) and "width" not in kw:
+                super().print(obj, width=_table_width(self, obj), **kw)
+            else:
+                super().print(obj, **kw)
+
+
+def _table_width(c: Console, table: Table) -> int:
+    """Folds every column's cells (no `…`) and returns the width to print `table` at: READ_WIDTH, or the width
+    its longest word in each column needs with padding and borders, when that is wider."""
+    need = 1
+    for col in table.columns:
+        if col.overflow == "ellipsis":
+            col.overflow = "fold"
+        words = [w for cell in (col.header, *col.cells) for w in _plain(cell).split()]
+        col.min_width = max([cell_len(w) for w in words] + [col.min_width or 1])
+        need += col.min_width + 3
+    return max(read_width(), need)
+
+
+def read_width() -> int:
+    """READ_WIDTH, or $COLUMNS when it is set to a number (as a shell exports it)."""
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 20)
+    except ValueError:
+        return READ_WIDTH
+
+
+def _plain(cell) -> str:
+    return cell if isinstance(cell, str) else getattr(cell, "plain", "")
+
+
 def console(file: IO[str] | None = None, stderr: bool = False) -> Console:
     """A console on the current sys.stdout/sys.stderr (looked up at call time, so tests can capture it): a
-    terminal's width on a terminal, PIPE_WIDTH elsewhere, so that nothing printed to a file or a pipe is cut."""
+    terminal's width on a terminal; elsewhere tables at READ_WIDTH columns (see _PipeConsole), nothing cut."""
     f = file or (sys.stderr if stderr else sys.stdout)
-    return Console(file=f, highlight=False, soft_wrap=False, width=None if _render_isatty(f) else PIPE_WIDTH)
+    if _render_isatty(f):
+        return Console(file=f, highlight=False, soft_wrap=False)
+    return _PipeConsole(file=f, highlight=False, soft_wrap=False, width=PIPE_WIDTH)
 
 
 def fmt_bytes(n: int | float) -> str:

@@ -60,3 +60,26 @@ def _has_child(pid: int) -> bool:
             return bool(f.read().split())
     except OSError:
         return False
+
+
+def test_a_piped_table_fits_80_columns_and_cuts_no_word(monkeypatch):
+    """A table with many columns, printed to a file, wraps its cells at spaces within 80 columns; no `…`, no word
+    broken."""
+    import io
+
+    from rich.table import Table
+
+    from iotame.render import console
+    monkeypatch.delenv("COLUMNS", raising=False)
+    t = Table()
+    for col in ("path", "call", "strategy", "calls", "MB/s per candidate"):
+        t.add_column(col)
+    t.add_row("/tmp/x.dat", "write 1,048,576 B in 64 pieces, gap 4096", "independent", "21",
+              "two_phase 812.5 node_local 1,020.7 independent 18,133.4")
+    buf = io.StringIO()
+    console(file=buf).print(t)
+    out = buf.getvalue()
+    assert "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for word in ("1,048,576", "independent", "18,133.4", "/tmp/x.dat", "node_local"):
+        assert word in out, word
