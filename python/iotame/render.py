@@ -1,9 +1,12 @@
 """Rich tables for what the commands print (statistics summaries, benchmark phases)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import IO, Iterable
+import threading
+import time
+from typing import IO, Iterable, Iterator
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -11,7 +14,7 @@ from rich.table import Table
 
 from .stats import partial_banner
 
-__all__ = ["PIPE_WIDTH", "READ_WIDTH", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
+__all__ = ["PIPE_WIDTH", "READ_WIDTH", "status", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
 
 
 def _model_basis(rows: list) -> str:
@@ -243,3 +246,43 @@ def phase_table(title: str, rows: Iterable[dict]) -> Table:
         point = [" ".join(f"{k}={v}" for k, v in r.get("point", {}).items())] if swept else []
         t.add_row(*point, r["name"], str(r["runs"]), fmt_mbs(r["median"]), fmt_mbs(r["min"]), fmt_mbs(r["max"]))
     return t
+
+
+class _LineStatus:
+    """A status for a file or a pipe: a step that has run `after` seconds shows as one line `iotame: TEXT (N s)`
+    on stderr, so that a log says what a long command is doing while it does it, and a quick one prints nothing."""
+
+    def __init__(self, label: str, after: float) -> None:
+        self.started = time.monotonic()
+        self.after = after
+        self.timer: threading.Timer | None = None
+        self.update(label)
+
+    def update(self, text: str) -> None:
+        self.close()
+        self.timer = threading.Timer(self.after, self._print, (text,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _print(self, text: str) -> None:
+        print(f"iotame: {text} ({time.monotonic() - self.started:.0f} s)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+@contextlib.contextmanager
+def status(label: str, after: float = 2.0) -> Iterator:
+    """What a command that takes more than a moment is doing: a spinner with `label` on a terminal, lines on
+    stderr elsewhere (steps longer than `after` seconds); the object yielded has update(text)."""
+    err = console(stderr=True)
+    if err.is_terminal:
+        with err.status(label) as s:
+            yield s
+        return
+    s = _LineStatus(label, after)
+    try:
+        yield s
+    finally:
+        s.close()

@@ -83,3 +83,16 @@ def test_a_piped_table_fits_80_columns_and_cuts_no_word(monkeypatch):
     assert max(len(line) for line in out.splitlines()) <= 80
     for word in ("1,048,576", "independent", "18,133.4", "/tmp/x.dat", "node_local"):
         assert word in out, word
+
+
+def test_a_status_on_a_pipe_is_a_line_per_step(capsys):
+    """What a long command does reaches a log: each step of iotame.render.status that lasts longer than its delay
+    is a line on stderr; a quicker step prints nothing."""
+    from iotame.render import status
+    with status("calibrate", after=0.05) as s:
+        time.sleep(0.5)
+        s.update("calibrate: quick step")
+        s.update("calibrate: storage, 4 streams")
+        time.sleep(0.5)
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in err] == ["iotame: calibrate", "iotame: calibrate: storage, 4 streams"]

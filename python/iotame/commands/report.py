@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..render import status
 from ..report import make_report
 
 NAME = "report"
@@ -22,6 +23,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    page = make_report(args.dir)      # IotameError -> `iotame: report: ...`, exit 1
+    with status(f"report: plotting {args.dir}"):
+        page = make_report(args.dir)      # IotameError -> `iotame: report: ...`, exit 1
     print(page)
     return 0
