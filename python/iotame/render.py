@@ -206,6 +206,13 @@ def stats_tables(summary: dict) -> list[Table]:
             enabled = "true" if r["enabled"] is True else str(r["enabled"])
             t.add_row(r["path"], enabled, r["writes"], r["reason"], r["profile"] or "-")
         tables.append(t)
+    if summary.get("decided"):
+        t = Table(title="what the runtime decided, and why", title_justify="left")
+        for col in ("module", "about", "decision"):
+            t.add_column(col, overflow="fold")
+        for r in summary["decided"]:
+            t.add_row(r["module"], r["about"], r["decision"])
+        tables.append(t)
     if summary.get("hdf5"):
         t = Table(title="HDF5 properties", title_justify="left")
         for col in ("path", "driver", "applied", "not applied"):
