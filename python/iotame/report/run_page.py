@@ -8,6 +8,7 @@ import base64
 import io
 from pathlib import Path
 
+from ..bandwidth import DEFINITION, fmt_bandwidth, run_bandwidth
 from ..decisions import hints_rows, settings_of, staging_times, throttle_rows
 from ..stats import decided, load_stats, summarize
 from .page import _STYLE, _e
@@ -154,9 +155,10 @@ def render_run_page(stats: dict, source: str) -> str:
     s = summarize(stats)
     top = s["summary"]
     head = (f"<p>{_e(s.get('nprocs'))} ranks, {_e(s.get('mpi'))}; configuration {_e(s.get('config') or 'none')}"
-            f"</p>" + _table(["bytes read", "bytes written", "I/O s", "read MB/s", "write MB/s"],
+            f"</p>" + _table(["bytes read", "bytes written", "I/O s", "bandwidth"],
                              [[f"{top['bytes_read']:,}", f"{top['bytes_written']:,}", f"{top['io_seconds']:.4f}",
-                               f"{top['read_mbs']:.1f}", f"{top['write_mbs']:.1f}"]], {0, 1, 2, 3, 4}))
+                               fmt_bandwidth(run_bandwidth(stats))]], {0, 1, 2, 3})
+            + f"<p><small>{_e(DEFINITION)}</small></p>")
     files = []
     for f in stats.get("files") or []:
         files.append(f"<h3>{_e(f.get('path', '?'))}</h3>{_layers(f)}{histogram_figure(f)}{rank_time_figure(f)}")
