@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import Sequence
@@ -22,7 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     or the status of the command `iotame run` ran)."""
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        return dispatch(command_modules(argv), argv)
+        status = dispatch(command_modules(argv), argv)
+        sys.stdout.flush()           # a closed pipe shows here, inside the handlers below, not at exit
+        return status
     except ConfigError as e:
         for line in e.errors:
             print(line, file=sys.stderr)
@@ -32,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return _interrupted()
+    except BrokenPipeError:
+        return _pipe_closed()
 
 
 def _interrupted() -> int:
@@ -43,6 +48,16 @@ def _interrupted() -> int:
     except (OSError, ValueError):
         pass
     return 130
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away (`iotame stats show s.json | head`): no traceback, and none at exit
+    when Python flushes stdout; 141 (128 + SIGPIPE), as a shell reports a command its pipe ended."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 if __name__ == "__main__":

@@ -96,3 +96,17 @@ def test_a_status_on_a_pipe_is_a_line_per_step(capsys):
         time.sleep(0.5)
     err = capsys.readouterr().err.splitlines()
     assert [line.split(" (")[0] for line in err] == ["iotame: calibrate", "iotame: calibrate: storage, 4 streams"]
+
+
+def test_a_reader_that_goes_away_leaves_no_traceback(tmp_path):
+    """`iotame stats show s.json --json | head -1`: the pipe closes under the command; it ends with 141 and says
+    nothing."""
+    from .fakes import make_stats
+    stats = tmp_path / "s.json"
+    stats.write_text(json.dumps(make_stats()))
+    p = subprocess.Popen([sys.executable, "-m", "iotame", "stats", "show", str(stats), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err
