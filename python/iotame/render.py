@@ -257,38 +257,52 @@ def phase_table(title: str, rows: Iterable[dict]) -> Table:
 
 class _LineStatus:
     """A status for a file or a pipe: a step that has run `after` seconds shows as one line `iotame: TEXT (N s)`
-    on stderr, so that a log says what a long command is doing while it does it, and a quick one prints nothing."""
+    on stderr, and again every `every` seconds while it runs, so that a log says what a long command is doing
+    while it does it; a quick step prints nothing."""
 
-    def __init__(self, label: str, after: float) -> None:
+    def __init__(self, label: str, after: float, every: float) -> None:
         self.started = time.monotonic()
-        self.after = after
+        self.after, self.every = after, every
         self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
         self.update(label)
 
     def update(self, text: str) -> None:
-        self.close()
-        self.timer = threading.Timer(self.after, self._print, (text,))
+        with self.lock:
+            self._schedule(text, self.after)
+
+    def _schedule(self, text: str, delay: float) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = threading.Timer(delay, self._print, (text,))
         self.timer.daemon = True
         self.timer.start()
 
     def _print(self, text: str) -> None:
-        print(f"iotame: {text} ({time.monotonic() - self.started:.0f} s)", file=sys.stderr, flush=True)
+        with self.lock:
+            if threading.current_thread() is not self.timer:       # superseded by an update or closed
+                return
+            print(f"iotame: {text} ({time.monotonic() - self.started:.0f} s)", file=sys.stderr, flush=True)
+            self._schedule(text, self.every)
 
     def close(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = None
 
 
 @contextlib.contextmanager
-def status(label: str, after: float = 2.0) -> Iterator:
+def status(label: str, after: float = 2.0, every: float = 30.0) -> Iterator:
     """What a command that takes more than a moment is doing: a spinner with `label` on a terminal, lines on
-    stderr elsewhere (steps longer than `after` seconds); the object yielded has update(text)."""
+    stderr elsewhere (a step longer than `after` seconds, again every `every` seconds); the object yielded has
+    update(text)."""
     err = console(stderr=True)
     if err.is_terminal:
         with err.status(label) as s:
             yield s
         return
-    s = _LineStatus(label, after)
+    s = _LineStatus(label, after, every)
     try:
         yield s
     finally:

@@ -89,13 +89,22 @@ def test_a_status_on_a_pipe_is_a_line_per_step(capsys):
     """What a long command does reaches a log: each step of iotame.render.status that lasts longer than its delay
     is a line on stderr; a quicker step prints nothing."""
     from iotame.render import status
-    with status("calibrate", after=0.05) as s:
+    with status("calibrate", after=0.05, every=100) as s:
         time.sleep(0.5)
         s.update("calibrate: quick step")
         s.update("calibrate: storage, 4 streams")
         time.sleep(0.5)
     err = capsys.readouterr().err.splitlines()
     assert [line.split(" (")[0] for line in err] == ["iotame: calibrate", "iotame: calibrate: storage, 4 streams"]
+
+
+def test_a_long_step_on_a_pipe_is_repeated(capsys):
+    """A step that runs for minutes shows again and again, not once."""
+    from iotame.render import status
+    with status("calibrate: strategies", after=0.05, every=0.1):
+        time.sleep(0.6)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) >= 3 and all(line.startswith("iotame: calibrate: strategies (") for line in err)
 
 
 def test_a_reader_that_goes_away_leaves_no_traceback(tmp_path):
