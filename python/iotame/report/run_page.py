@@ -56,10 +56,10 @@ def histogram_figure(f: dict) -> str:
         xs = range(len(sizes))
         for shift, d, color in ((-0.2, "read", "tab:blue"), (0.2, "write", "tab:orange")):
             counts = [int((h.get(d) or {}).get(str(s), 0)) for s in sizes]
-            ax.bar([x + shift for x in xs], counts, width=0.4, color=color, label=d)
+            ax.bar([x + shift for x in xs], counts, width=0.4, color=color, label=d, log=True)   # 1 beside 10^5
         ax.set_xticks(list(xs), [_size_label(s) for s in sizes], rotation=30, fontsize=8)
         ax.set_title(f"{name}: requests per size", fontsize=10)
-        ax.set_ylabel("requests")
+        ax.set_ylabel("requests (log)")
         ax.legend(fontsize=8)
     return _png(fig)
 
@@ -91,14 +91,14 @@ def throttle_figure(rows: list[dict]) -> str:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 2.8))
     for r in rows:
-        xs, ys = [], []
-        for p in r["phases"]:
-            start = float(p.get("start_seconds", 0) or 0)
-            xs += [start, start + float(p.get("io_seconds", 0) or 0)]
-            ys += [p.get("level", 0)] * 2
-        ax.step(xs, ys, where="post", label=f"{r['target'][:8]} {r['direction']}")
+        phases = r["phases"]
+        xs = [float(p.get("start_seconds", 0) or 0) for p in phases]
+        ys = [p.get("level", 0) for p in phases]
+        xs.append(xs[-1] + float(phases[-1].get("io_seconds", 0) or 0))     # the last phase's end
+        ys.append(ys[-1])
+        ax.step(xs, ys, where="post", marker="o", label=f"{r['target'][:8]} {r['direction']}s")
     ax.set_xlabel("seconds since MPI_Init")
-    ax.set_ylabel("level")
+    ax.set_ylabel("level (processes at once)")
     ax.set_title("throttle level over time", fontsize=10)
     ax.legend(fontsize=8)
     return _png(fig)
