@@ -50,6 +50,10 @@ def _render_isatty(f: IO[str]) -> bool:
 class _PipeConsole(Console):
     """A Console for files and pipes: each Table at READ_WIDTH, or at the least width that breaks no word."""
 
+    def status(self, label, **_kw) -> contextlib.AbstractContextManager:
+        """Console.status for a file or a pipe, where rich's spinner prints nothing: lines (see status())."""
+        return _line_status(str(label))
+
     def print(self, *objects, **kw) -> None:
         for obj in objects:
             if isinstance(obj, Table) and "width" not in kw:
@@ -302,6 +306,12 @@ def status(label: str, after: float = 2.0, every: float = 30.0) -> Iterator:
         with err.status(label) as s:
             yield s
         return
+    with _line_status(label, after, every) as s:
+        yield s
+
+
+@contextlib.contextmanager
+def _line_status(label: str, after: float = 2.0, every: float = 30.0) -> Iterator:
     s = _LineStatus(label, after, every)
     try:
         yield s

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .decisions import hints_rows, selector_reason, settings_of, staging_times, throttle_rows
 from .errors import StatsError
 
 __all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "decided", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
@@ -348,6 +347,7 @@ def _call(g: dict) -> str:
 def decided(stats: dict) -> list[dict]:
     """What each module decided and why, one {module, about, decision} per selector signature, throttled target
     and direction and staged file (iotame.decisions), and staging's visible against hidden write time."""
+    from .decisions import hints_rows, selector_reason, settings_of, staging_times, throttle_rows
     settings = settings_of(stats)
     budget = settings[("collective", "exam_budget")]
     rows = [{"module": "selector", "about": f"{f.get('path', '?')}: {_call(d.get('signature') or {})}",

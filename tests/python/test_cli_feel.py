@@ -119,3 +119,13 @@ def test_a_reader_that_goes_away_leaves_no_traceback(tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_a_consoles_status_on_a_pipe_is_lines_too(capsys):
+    """console(stderr=True).status(...) (what calibrate uses) prints lines where rich's spinner would print
+    nothing."""
+    from iotame.render import console
+    with console(stderr=True).status("calibrate") as s:
+        s.update("calibrate: memory")
+        time.sleep(2.5)
+    assert capsys.readouterr().err.startswith("iotame: calibrate: memory (")

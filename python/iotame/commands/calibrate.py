@@ -25,7 +25,7 @@ from ..tune.job import ENV_SRUN_MPI, TEMPLATES
 from .argtypes import positive_int
 from .run import command_args
 from ..errors import UsageError
-from ..render import console, fmt_bytes, fmt_mbs, status as render_status
+from ..render import console, fmt_bytes, fmt_mbs
 
 NAME = "calibrate"
 
@@ -144,7 +144,8 @@ def _step_reporter(status):
 
 
 def _measure(args: argparse.Namespace, job) -> int:
-    with render_status("calibrate") as status:
+    err = console(stderr=True)
+    with err.status("calibrate") as status:
         settings = replace(QUICK if args.quick else FULL, streams=stream_counts(args.streams))
         profile = calibrate(args.dir, settings, quick=args.quick, on_step=_step_reporter(status),
                             network_job=job, emulate=args.config, strategies=not args.no_strategies)
@@ -266,7 +267,8 @@ def _strategies_table(profile: dict) -> Table:
 def _check(args: argparse.Namespace, job) -> int:
     profile = load_profile(args.check)
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
-    with render_status("calibrate --check") as status:
+    err = console(stderr=True)
+    with err.status("calibrate --check") as status:
         result = check_profile(profile, args.dir, tolerance, on_step=_step_reporter(status), network_job=job)
     result["profile"] = str(args.check)
     if args.json:
