@@ -260,9 +260,9 @@ def phase_table(title: str, rows: Iterable[dict]) -> Table:
 
 
 class _LineStatus:
-    """A status for a file or a pipe: a step that has run `after` seconds shows as one line `iotame: TEXT (N s)`
-    on stderr, and again every `every` seconds while it runs, so that a log says what a long command is doing
-    while it does it; a quick step prints nothing."""
+    """A status for a file or a pipe: once the command has run `after` seconds, each step shows as one line
+    `iotame: TEXT (N s)` on stderr, and again every `every` seconds while it runs, so that a log says what a long
+    command is doing while it does it; a command quicker than `after` prints nothing."""
 
     def __init__(self, label: str, after: float, every: float) -> None:
         self.started = time.monotonic()
@@ -272,8 +272,14 @@ class _LineStatus:
         self.update(label)
 
     def update(self, text: str) -> None:
+        """Shows `text` once the command has run `after` seconds: at once when it already has."""
         with self.lock:
-            self._schedule(text, self.after)
+            wait = self.after - (time.monotonic() - self.started)
+            if wait > 0:
+                self._schedule(text, wait)
+            else:
+                self._line(text)
+                self._schedule(text, self.every)
 
     def _schedule(self, text: str, delay: float) -> None:
         if self.timer is not None:
@@ -286,8 +292,11 @@ class _LineStatus:
         with self.lock:
             if threading.current_thread() is not self.timer:       # superseded by an update or closed
                 return
-            print(f"iotame: {text} ({time.monotonic() - self.started:.0f} s)", file=sys.stderr, flush=True)
+            self._line(text)
             self._schedule(text, self.every)
+
+    def _line(self, text: str) -> None:
+        print(f"iotame: {text} ({time.monotonic() - self.started:.0f} s)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         with self.lock:
@@ -299,8 +308,8 @@ class _LineStatus:
 @contextlib.contextmanager
 def status(label: str, after: float = 2.0, every: float = 30.0) -> Iterator:
     """What a command that takes more than a moment is doing: a spinner with `label` on a terminal, lines on
-    stderr elsewhere (a step longer than `after` seconds, again every `every` seconds); the object yielded has
-    update(text)."""
+    stderr elsewhere (each step once the command has run `after` seconds, again every `every` seconds); the
+    object yielded has update(text)."""
     err = console(stderr=True)
     if err.is_terminal:
         with err.status(label) as s:

@@ -86,16 +86,19 @@ def test_a_piped_table_fits_80_columns_and_cuts_no_word(monkeypatch):
 
 
 def test_a_status_on_a_pipe_is_a_line_per_step(capsys):
-    """What a long command does reaches a log: each step of iotame.render.status that lasts longer than its delay
-    is a line on stderr; a quicker step prints nothing."""
+    """What a long command does reaches a log: once it has run longer than the delay, each step of
+    iotame.render.status is a line on stderr; a quick command prints nothing."""
     from iotame.render import status
+    with status("quick", after=100, every=100) as s:
+        s.update("quick: a step")
+    assert capsys.readouterr().err == ""
     with status("calibrate", after=0.05, every=100) as s:
         time.sleep(0.5)
-        s.update("calibrate: quick step")
+        s.update("calibrate: memory")
         s.update("calibrate: storage, 4 streams")
-        time.sleep(0.5)
     err = capsys.readouterr().err.splitlines()
-    assert [line.split(" (")[0] for line in err] == ["iotame: calibrate", "iotame: calibrate: storage, 4 streams"]
+    assert [line.split(" (")[0] for line in err] == ["iotame: calibrate", "iotame: calibrate: memory",
+                                                     "iotame: calibrate: storage, 4 streams"]
 
 
 def test_a_long_step_on_a_pipe_is_repeated(capsys):
