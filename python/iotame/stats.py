@@ -12,7 +12,7 @@ from typing import Any
 from .bandwidth import run_bandwidth
 from .errors import StatsError
 
-__all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
+__all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "decided", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
 
 # name -> (summary key, direction): what `iotame tune` can optimize.
 OBJECTIVES = {
@@ -338,6 +338,36 @@ def emulated_storage(stats: dict | None) -> str | None:
             "only, not this machine's storage")
 
 
+def _call(g: dict) -> str:
+    return f"{g.get('op')} {g.get('bytes', 0):,} B in {g.get('requests')} pieces"
+
+
+def decided(stats: dict) -> list[dict]:
+    """What each module decided and why, one {module, about, decision} per selector signature, throttled target
+    and direction and staged file (iotame.decisions), and staging's visible against hidden write time."""
+    from .decisions import hints_rows, selector_reason, settings_of, staging_times, throttle_rows
+    settings = settings_of(stats)
+    budget = settings[("collective", "exam_budget")]
+    rows = [{"module": "selector", "about": f"{f.get('path', '?')}: {_call(d.get('signature') or {})}",
+             "decision": selector_reason(d, budget)}
+            for f in stats.get("files", []) for d in f.get("decisions") or []]
+    rows += [{"module": "throttle", "about": f"target {r['target']}, {r['direction']}s", "decision": r["reason"]}
+             for r in throttle_rows(stats, settings)]
+    rows += [{"module": "staging", "about": r["path"],
+              "decision": f"writes {r['writes']}: {r['reason']}" + (f" (profile {r['profile']})" if r["profile"] else "")}
+             for r in _staging_rows(stats.get("files", []))]
+    t = staging_times(stats)
+    if t and t["calls"]:
+        rows.append({"module": "staging", "about": "write time",
+                     "decision": f"visible {t['visible_s']:.3g} s (waiting for room, sync and close), hidden "
+                                 f"{t['hidden_s']:.3g} s of the flusher's {t['flush_s']:.3g} s; {t['bytes']:,} B "
+                                 f"in {t['calls']} calls"})
+    for h in hints_rows(stats):
+        rows.append({"module": "hints", "about": h["path"],
+                     "decision": "set on the file: " + " ".join(f"{k}={v}" for k, v in h["hints"].items())})
+    return rows
+
+
 def summarize(stats: dict) -> dict:
     """What `stats show` and `run` print: job summary, objectives and one row per file.
 
@@ -358,5 +388,6 @@ def summarize(stats: dict) -> dict:
         "collective": dict(zip(("strategies", "decisions", "steady", "model"), _collective_rows(stats.get("files", [])))),
         "hdf5": _hdf5_rows(stats.get("files", [])),
         "staging": _staging_rows(stats.get("files", [])),
+        "decided": decided(stats),
         "partial": stats.get("partial"),
     }

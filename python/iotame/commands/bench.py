@@ -143,6 +143,9 @@ def run_kernel_bench(args: argparse.Namespace) -> int:
             progress.advance(task)
             if not r.ok and err.is_terminal:
                 progress.console.print(f"run {r.number} failed: {r.error}", markup=False, soft_wrap=True)
+            elif not err.is_terminal:      # a log: one line per run, as the bar would show it
+                print(f"iotame: bench: run {r.number}/{total} " + ("ok" if r.ok else f"failed: {r.error}"),
+                      file=sys.stderr, flush=True)
 
         def warn(message):
             progress.console.print(f"iotame: bench: {message}", markup=False, soft_wrap=True)

@@ -42,8 +42,8 @@ def add_parser(sub) -> None:
                     "DIR gets best.json (a configuration for `iotame run --config`), summary.json (default, best, "
                     "speedup) and every trial's configuration, statistics and output. Interrupted studies resume "
                     "with the same --storage and --study. With a machine profile (iotame calibrate) the cost "
-                    "model's recommendation is the first trial after the default; --recommend prints it after one "
-                    "run of the default, without searching. See docs/tuning.md.")
+                    "model's recommendation is the first trial after the default; --recommend prints it after the "
+                    "default's runs (3, to measure their spread), without searching. See docs/tuning.md.")
     p.add_argument("--space", metavar="SPACE.toml", help="search space (default: the built-in space of the file "
                                                          "system, every setting the runtime can tune)")
     p.add_argument("--sampler", choices=tuple(SAMPLERS), default=DEFAULT_SAMPLER,
