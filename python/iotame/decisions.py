@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["settings_of", "throttle_rows", "selector_reason", "staging_times", "hints_rows"]
+__all__ = ["settings_of", "throttle_rows", "selector_reason", "staging_times", "hints_rows", "hints_words"]
 
 # The runtime's defaults for the settings the reasons quote (runtime/settings.json).
 _DEFAULTS = {("throttle", "window_seconds"): 0.25, ("collective", "exam_budget"): 0.05}
@@ -108,10 +108,24 @@ def staging_times(stats: dict) -> dict | None:
 
 
 def hints_rows(stats: dict) -> list[dict]:
-    """Per file, the MPI-IO hints the library took (read back with MPI_File_get_info), when the stats carry them."""
+    """Per file, the MPI-IO hints: `set` those the configuration set, `taken` those the MPI library reported at the
+    file's first open (MPI_File_get_info: what it took of them, and its own defaults; absent in older statistics)."""
     rows = []
     for f in stats.get("files") or []:
-        h = f.get("hints")
-        if isinstance(h, dict) and h:
-            rows.append({"path": str(f.get("path", "?")), "hints": {str(k): str(v) for k, v in h.items()}})
+        set_, taken = f.get("hints"), f.get("hints_taken")
+        set_ = {str(k): str(v) for k, v in set_.items()} if isinstance(set_, dict) else {}
+        taken = {str(k): str(v) for k, v in taken.items()} if isinstance(taken, dict) else None
+        if set_ or taken:
+            rows.append({"path": str(f.get("path", "?")), "set": set_, "taken": taken})
     return rows
+
+
+def hints_words(row: dict) -> str:
+    """A file's hints in words: each set one with what the library took of it, then how many it reports."""
+    taken = row["taken"]
+    parts = [f"{k}={v}" + ("" if taken is None or taken.get(k) == v else
+                           f" (took {taken[k]})" if k in taken else " (not reported)")
+             for k, v in row["set"].items()]
+    if taken is not None:
+        parts.append(f"{len(taken)} hints reported by the library")
+    return "; ".join(parts)

@@ -345,7 +345,7 @@ def _call(g: dict) -> str:
 def decided(stats: dict) -> list[dict]:
     """What each module decided and why, one {module, about, decision} per selector signature, throttled target
     and direction and staged file (iotame.decisions), and staging's visible against hidden write time."""
-    from .decisions import hints_rows, selector_reason, settings_of, staging_times, throttle_rows
+    from .decisions import hints_rows, hints_words, selector_reason, settings_of, staging_times, throttle_rows
     settings = settings_of(stats)
     budget = settings[("collective", "exam_budget")]
     rows = [{"module": "selector", "about": f"{f.get('path', '?')}: {_call(d.get('signature') or {})}",
@@ -363,8 +363,7 @@ def decided(stats: dict) -> list[dict]:
                                  f"{t['hidden_s']:.3g} s of the flusher's {t['flush_s']:.3g} s; {t['bytes']:,} B "
                                  f"in {t['calls']} calls"})
     for h in hints_rows(stats):
-        rows.append({"module": "hints", "about": h["path"],
-                     "decision": "set on the file: " + " ".join(f"{k}={v}" for k, v in h["hints"].items())})
+        rows.append({"module": "hints", "about": h["path"], "decision": hints_words(h)})
     return rows
 
 

@@ -13,9 +13,14 @@ from ..decisions import hints_rows, settings_of, staging_times, throttle_rows
 from ..stats import decided, load_stats, summarize
 from .page import _STYLE, _e
 
+
 __all__ = ["make_run_page", "render_run_page"]
 
 _KINDS = ("read", "write", "sync", "meta")
+
+
+def _words(hints: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in hints.items())
 
 
 def _png(fig) -> str:
@@ -172,10 +177,10 @@ def render_run_page(stats: dict, source: str) -> str:
                  [[f"{st['visible_s']:.4f}", f"{st['hidden_s']:.4f}", f"{st['flush_s']:.4f}", f"{st['bytes']:,}",
                    st["calls"]]], {0, 1, 2, 3, 4}))
     hints = hints_rows(stats)
-    hints_html = ("<h3>MPI-IO hints</h3>" + _table(["file", "hints"], [[h["path"], " ".join(
-        f"{k}={v}" for k, v in h["hints"].items())] for h in hints]) if hints else
-        "<h3>MPI-IO hints</h3><p>None set on the files; the statistics do not carry the hints the MPI library "
-        "took.</p>")
+    hints_html = "<h3>MPI-IO hints</h3>" + (_table(
+        ["file", "set by the configuration", "the MPI library's (MPI_File_get_info at the first open)"],
+        [[h["path"], _words(h["set"]) or "none", "not recorded" if h["taken"] is None else _words(h["taken"])]
+         for h in hints]) if hints else "<p>None set on the files, none recorded.</p>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>iotame run: {_e(source)}</title>"
             f"<style>{_STYLE}</style></head><body><h1>iotame run: {_e(source)}</h1>{head}"
             f"<h2>What the runtime decided, and why</h2>{why}{_model(stats)}"

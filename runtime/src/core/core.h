@@ -146,6 +146,9 @@ typedef struct iotame_file_stats iotame_file_stats_t;
 iotame_file_stats_t *iotame_stats_file(const char *path);
 /* Sets the rule and hints that applied to the file (for the statistics). */
 void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t *fc);
+/* Records the hints the MPI library reports for an open file (MPI_File_get_info), once per file: what it took of the
+ * configured ones and its own defaults ("hints_taken" in the statistics). */
+void iotame_stats_set_taken(iotame_file_stats_t *fs, MPI_File fh);
 /* Counts one data call: its duration in iotame_now() ticks and the bytes it moved (also into the histogram). */
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes);
 /* Counts one call that moves no bytes of its own (metadata, sync, the _end of a split collective). */
