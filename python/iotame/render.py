@@ -122,7 +122,11 @@ def fmt_mbs(m: float) -> str:
 
 def stats_header(summary: dict, title: str = "iotame statistics") -> str:
     """`TITLE: N ranks, MPI` (printed above the tables rather than as their title, which would wrap)."""
-    about = [f"{summary['nprocs']} ranks" if summary.get("nprocs") is not None else None, summary.get("mpi")]
+    ranks = f"{summary['nprocs']} ranks" if summary.get("nprocs") is not None else None
+    partial = summary.get("partial")
+    if ranks and isinstance(partial, dict) and isinstance(partial.get("ranks"), list):
+        ranks += f" (statistics of {len(partial['ranks'])})"   # an aborted job: the ranks that wrote theirs
+    about = [ranks, summary.get("mpi")]
     about = ", ".join(str(a) for a in about if a)
     return f"{title}: {about}" if about else title
 

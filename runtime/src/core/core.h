@@ -37,6 +37,9 @@ void iotame_core_finalize(void);
  * `reason` (and `signo`, 0 when no signal) when IOTAME_STATS is set, at most once per process, and never after
  * MPI_Finalize's write. Returns whether it wrote (attempted). */
 int iotame_core_write_partial(const char *reason, int signo);
+/* Waits up to `seconds` until every rank's partial statistics exist (each is renamed into place whole): a launcher
+ * kills the other ranks as soon as one dies of a signal, so a rank that dies first must not take the others' with it. */
+void iotame_core_await_partials(double seconds);
 /* Before PMPI_Init: notes which fatal signals the application left at their default action. */
 void iotame_partial_snapshot(void);
 /* Installs the fatal-signal handlers (only where the application left the default action) and the exit hook. */
