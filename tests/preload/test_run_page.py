@@ -1,48 +1,22 @@
 """`iotame report STATS.json` on a real run (issue 50, item 4): IOR through MPI-IO collective calls under the
-runtime with strategy auto, throttle auto and staging; the page rendered by headless Chromium (as
-tests/python/test_advise_output.py does): its sections, its figures decoded and laid out, the decisions the
+runtime with strategy auto, throttle auto and staging; the page rendered by headless Chromium (tests/browser.py): its sections, its figures decoded and laid out, the decisions the
 statistics hold, no horizontal overflow. A screenshot goes to IOTAME_SCREENSHOT (when set) for a person to look at."""
-import html
 import json
 import os
-import shutil
-import subprocess
 
-import pytest
-
+from browser import chromium, probe
 from conftest import KERNEL, write_json
 from iotame.cli import main
 
-BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 CONFIG = {"version": 1, "defaults": {"collective": {"strategy": "auto"},
                                      "throttle": {"readers": "auto", "writers": "auto"},
                                      "staging": {"enabled": True}}}
 
-_PROBE = """<!doctype html><html><body><iframe id=f src="%s" style="width:1200px;height:900px"></iframe><script>
-document.getElementById('f').onload = function () {
-  var d = this.contentDocument, w = this.contentWindow;
-  var imgs = Array.prototype.map.call(d.querySelectorAll('img'), function (i) { return i.naturalWidth; });
-  var cells = Array.prototype.map.call(d.querySelectorAll('td'), function (c) { return c.textContent; });
-  var out = {h2: Array.prototype.map.call(d.querySelectorAll('h2'), function (h) { return h.textContent; }),
-             imgs: imgs, cells: cells, overflow: d.documentElement.scrollWidth > w.innerWidth, title: d.title};
-  document.body.setAttribute('data-probe', JSON.stringify(out));
-};
-</script></body></html>"""
-
-
-def _browser() -> str:
-    for b in BROWSERS:
-        if shutil.which(b):
-            return shutil.which(b)
-    pytest.fail(f"no Chromium on PATH ({', '.join(BROWSERS)}): scripts/setup.sh installs chromium-headless-shell")
-
-
-def _chromium(*args):
-    p = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-                        "--window-size=1300,2600", "--virtual-time-budget=5000", *args],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return p.stdout
+# What the run page's probe collects: its sections, its figures' widths and its table cells.
+_COLLECT = """var all = function (q) { return Array.prototype.slice.call(d.querySelectorAll(q)); };
+  return {h2: all('h2').map(function (h) { return h.textContent; }),
+          imgs: all('img').map(function (i) { return i.naturalWidth; }),
+          cells: all('td').map(function (c) { return c.textContent; })};"""
 
 
 def _run_and_render(job, capsys, config):
@@ -62,11 +36,7 @@ def _run_and_render(job, capsys, config):
     text = page.read_text()
     assert "<script" not in text and "src='data:image/png;base64," in text     # one file: figures inline
 
-    probe = job.tmp / "probe.html"
-    probe.write_text(_PROBE % page.as_uri())
-    dom = _chromium("--dump-dom", probe.as_uri())
-    start = dom.index("data-probe=") + len("data-probe=") + 1
-    got = json.loads(html.unescape(dom[start:dom.index('"', start)]))
+    got = probe(page, _COLLECT)
     assert got["title"] == "iotame run: s.json"
     assert got["h2"] == ["What the runtime decided, and why", "Files"]
     assert all(w > 100 for w in got["imgs"])                                   # every figure decoded
@@ -78,7 +48,7 @@ def _run_and_render(job, capsys, config):
 
     shot = os.environ.get("IOTAME_SCREENSHOT")
     if shot:
-        _chromium(f"--screenshot={shot}", page.as_uri())
+        chromium(f"--screenshot={shot}", page.as_uri())
         assert os.path.getsize(shot) > 0
     return st, got
 
