@@ -24,8 +24,8 @@ The report checks the issue's targets row by row: auto >= 0.95 x the best strate
 >= 0.9 x default, >= 2 x default on chunks of 256 bytes or less.
 
 Every trial is two jobs: the kernel writes (timed through MPI_File_sync by the kernel) and keeps its file
-(--keep); the page cache is dropped (sync; echo 3 > /proc/sys/vm/drop_caches, root only: otherwise the table
-says the reads came from memory); the kernel reads back and verifies (--skip-write). Within a repeat every case
+(--keep); its files are written back and evicted from the page cache (fdatasync + POSIX_FADV_DONTNEED, any
+user; other processes' cached data stays); the kernel reads back and verifies (--skip-write). Within a repeat every case
 runs every configuration in turn (round robin, the starting configuration rotating from repeat to repeat).
 Medians over the repeats, min-max, ratios of medians to `default`.
 
@@ -58,7 +58,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from iotame.bench import drop_caches as iotame_drop_caches
+from iotame.bench.caches import evict
 from iotame.bench.execute import verified_job
 from iotame.bench.baseline import BASELINE, base_name, copy_baseline, ratio_interval, with_baseline
 from iotame.bench.memory import steady_memory
@@ -173,9 +173,10 @@ LOCAL = Setting()
 
 # ---- running ----
 
-def drop_caches():
-    """Syncs and drops the page cache (root only); whether it could."""
-    return iotame_drop_caches() is None
+def drop_caches(work):
+    """Writes back and evicts the files in `work` (the job's) from the page cache; whether it could. Other
+    processes' cached data stays (docs/design/page-cache.md)."""
+    return not evict([work]).errors
 
 
 def environment(lib, config_path, stats):
@@ -228,7 +229,7 @@ def kernel_trial(case, ranks, config, small, tmp, lib, config_file, setting=LOCA
     base = setting.argv(np_, setting.kernel, kernel, *args)
     load = os.getloadavg()[0]
     w, ws = job(base + ["--keep"], environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
-    cold = drop_caches()
+    cold = drop_caches(work)
     r, rs = job(base + ["--skip-write"], environment(lib, cfg, tmp / "r.json"), work, tmp / "r.json")
     shutil.rmtree(work, ignore_errors=True)
     os.sync()  # the deletion's journal commit is not left to the next trial's sync
@@ -249,7 +250,7 @@ def dynamic_trial(config, spec, tmp, lib, config_file, program, setting=LOCAL):
     argv = lambda mode: setting.argv(np_, program, "phases.dat", mode, per_call, *phases)
     load = os.getloadavg()[0]
     w, ws = job(argv("write"), environment(lib, cfg, tmp / "w.json"), work, tmp / "w.json")
-    cold = drop_caches()
+    cold = drop_caches(work)
     r, rs = job(argv("read"), environment(lib, cfg, tmp / "r.json"), work, tmp / "r.json")
     shutil.rmtree(work, ignore_errors=True)
     strip = lambda res: [{k: p[k] for k in ("chunk", "calls", "bytes", "seconds", "mbs", "call_seconds")}

@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from iotame.bench import drop_caches as iotame_drop_caches
+from iotame.bench.caches import evict
 from iotame.bench.memory import steady_memory
 from iotame.bench.setting import TESTBED, Setting
 
@@ -114,9 +114,10 @@ def load_command(kind, directory, setting):
     return {"disk": fio + ["--fsync=1"], "cpu": [sys.executable, "-c", PY_CPU], "none": None}[kind]
 
 
-def drop_caches():
-    """Syncs and drops the page cache (root only); whether it could."""
-    return iotame_drop_caches() is None
+def drop_caches(work):
+    """Writes back and evicts the files in `work` (the job's) from the page cache; whether it could. Other
+    processes' cached data stays (docs/design/page-cache.md)."""
+    return not evict([work]).errors
 
 
 def config_section(name, setting, state, profile=None):
@@ -147,7 +148,7 @@ def trial(config, args, tmp, lib, setting):
     cfg.write_text(json.dumps(config_section(config, setting, tmp / "device.state", args.profile)))
     if stats.exists():
         stats.unlink()
-    cold = drop_caches()
+    cold = drop_caches(work)
     env = {k: v for k, v in os.environ.items() if not k.startswith("IOTAME_") and k != "LD_PRELOAD"}
     env.update(LD_PRELOAD=str(lib), IOTAME_CONFIG=str(cfg), IOTAME_STATS=str(stats))
     argv = setting.argv(setting.nprocs, setting.kernel, "matrix", "--block-size", args.block_size, "--depth",

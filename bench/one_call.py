@@ -26,8 +26,8 @@ at 2 ranks (MPICH busy-polls: never more on 2 cores). The cases (--small: the sa
                one collective call (256 MiB)
 
 Every trial is two jobs: the kernel writes (timed by the kernel through MPI_File_sync, H5Fflush, or IOR's -e fsync)
-and keeps its files (--keep; ior -w -k -e -W); `sync` and the page cache is dropped (iotame.bench's drop_caches:
-root only, otherwise the report says the reads came from memory); the kernel reads back and verifies (--skip-write;
+and keeps its files (--keep; ior -w -k -e -W); its files are written back and evicted from the page cache
+(iotame.bench.caches.evict: any user, other processes' cached data stays); the kernel reads back and verifies (--skip-write;
 ior -r -R). A kernel with several write (read) phases counts them together: their bytes over their seconds.
 
 auto must not find a profile by itself: every job runs with HOME and XDG_CONFIG_HOME pointing at an empty temporary
@@ -69,7 +69,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from iotame.bench import drop_caches
+from iotame.bench.caches import evict
 from iotame.bench.execute import verified_job
 from iotame.bench.baseline import BASELINE, base_name, copy_baseline, ratio_interval, with_baseline
 from iotame.bench.memory import steady_memory
@@ -194,7 +194,7 @@ def trial(case, config, small, tmp, lib, config_path, setting):
     base = setting.argv(NP, setting.kernel, kernel, *(small_args if small else args))
     load = os.getloadavg()[0]
     w, ws = job(base + w_extra, environment(lib, config_path, tmp / "w.json", tmp / "home"), work, tmp / "w.json")
-    cold = drop_caches() is None  # sync, then drop the page cache
+    cold = not evict([work]).errors  # the job's files written back and evicted (docs/design/page-cache.md)
     r, rs = job(base + r_extra, environment(lib, config_path, tmp / "r.json", tmp / "home"), work, tmp / "r.json")
     shutil.rmtree(work, ignore_errors=True)
     os.sync()  # the deletion's journal commit is not left to the next trial's sync

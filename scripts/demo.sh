@@ -12,7 +12,7 @@ trap 'rm -rf "$data"' EXIT
 rm -rf "$out"                     # a fresh study each time (the knowledge base remembers the last one)
 job=(build/kernels/iotame-kernel noncontig --elmtcount 16 --veclen 65536 --collective --file "$data/noncontig.dat")
 echo "iotame demo: iotame tune --trials $TRIALS -- mpiexec -n 2 ${job[*]}"
-echo "  (the first trial is the system default; the best 3 are re-run beside it at the end)"
+echo "  (the first trial is the system default; at the end the best few and their reductions race beside it)"
 .venv/bin/iotame tune --trials "$TRIALS" --study demo --out "$out" --dir "$data" -- mpiexec -n 2 "${job[@]}"
 .venv/bin/iotame report "$out" >/dev/null
 echo "iotame demo: run with it: .venv/bin/iotame run --config $out/best.json -- mpiexec -n 2 ${job[*]}"

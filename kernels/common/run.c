@@ -86,7 +86,9 @@ double iotame_phase_end(iotame_run_t *run, uint64_t local_bytes)
     json_object_set_new(phase, "name", json_string(run->phase_name ? run->phase_name : "phase"));
     json_object_set_new(phase, "bytes", json_integer((json_int_t)bytes));
     json_object_set_new(phase, "seconds", json_real(seconds));
+    /* One figure (docs/design/bandwidth.md): bytes / seconds, in MB/s (10^6 B/s) and MiB/s (2^20 B/s) beside it. */
     json_object_set_new(phase, "mbs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1e6 : 0.0));
+    json_object_set_new(phase, "mibs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1048576.0 : 0.0));
     json_array_append_new(run->phases, phase);
     run->phase_name = NULL;
     run->phase_excluded = 0.0;

@@ -1,15 +1,21 @@
 """Rich tables for what the commands print (statistics summaries, benchmark phases)."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from typing import IO, Iterable
+import threading
+import time
+from typing import IO, Iterable, Iterator
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
+from .bandwidth import DEFINITION, bandwidth, fmt_bandwidth
 from .stats import partial_banner
 
-__all__ = ["PIPE_WIDTH", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
+__all__ = ["PIPE_WIDTH", "READ_WIDTH", "status", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
 
 
 def _model_basis(rows: list) -> str:
@@ -28,8 +34,10 @@ def _model_basis(rows: list) -> str:
     return "\n".join(lines)
 
 
-# The width of a console that is not a terminal (a file, a pipe): rich would take 80 columns and cut values to
-# `1,649…`; tables size to their content, so a width no row reaches leaves every value whole.
+# A console that is not a terminal (a file, a pipe) prints tables at READ_WIDTH columns ($COLUMNS if set), wrapping cells at spaces
+# and never cutting a value: a table whose longest unbreakable words (a path, a number) need more takes what they
+# need. Other text is not wrapped (PIPE_WIDTH), so a long path on a line stays whole; --json has every value.
+READ_WIDTH = 80
 PIPE_WIDTH = 1 << 14
 
 
@@ -40,11 +48,53 @@ def _render_isatty(f: IO[str]) -> bool:
         return False
 
 
+class _PipeConsole(Console):
+    """A Console for files and pipes: each Table at READ_WIDTH, or at the least width that breaks no word."""
+
+    def status(self, label, **_kw) -> contextlib.AbstractContextManager:
+        """Console.status for a file or a pipe, where rich's spinner prints nothing: lines (see status())."""
+        return _line_status(str(label))
+
+    def print(self, *objects, **kw) -> None:
+        for obj in objects:
+            if isinstance(obj, Table) and "width" not in kw:
+                super().print(obj, width=_table_width(self, obj), **kw)
+            else:
+                super().print(obj, **kw)
+
+
+def _table_width(c: Console, table: Table) -> int:
+    """Folds every column's cells (no `…`) and returns the width to print `table` at: READ_WIDTH, or the width
+    its longest word in each column needs with padding and borders, when that is wider."""
+    need = 1
+    for col in table.columns:
+        if col.overflow == "ellipsis":
+            col.overflow = "fold"
+        words = [w for cell in (col.header, *col.cells) for w in _plain(cell).split()]
+        col.min_width = max([cell_len(w) for w in words] + [col.min_width or 1])
+        need += col.min_width + 3
+    return max(read_width(), need)
+
+
+def read_width() -> int:
+    """READ_WIDTH, or $COLUMNS when it is set to a number (as a shell exports it)."""
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 20)
+    except ValueError:
+        return READ_WIDTH
+
+
+def _plain(cell) -> str:
+    return cell if isinstance(cell, str) else getattr(cell, "plain", "")
+
+
 def console(file: IO[str] | None = None, stderr: bool = False) -> Console:
     """A console on the current sys.stdout/sys.stderr (looked up at call time, so tests can capture it): a
-    terminal's width on a terminal, PIPE_WIDTH elsewhere, so that nothing printed to a file or a pipe is cut."""
+    terminal's width on a terminal; elsewhere tables at READ_WIDTH columns (see _PipeConsole), nothing cut."""
     f = file or (sys.stderr if stderr else sys.stdout)
-    return Console(file=f, highlight=False, soft_wrap=False, width=None if _render_isatty(f) else PIPE_WIDTH)
+    if _render_isatty(f):
+        return Console(file=f, highlight=False, soft_wrap=False)
+    return _PipeConsole(file=f, highlight=False, soft_wrap=False, width=PIPE_WIDTH)
 
 
 def fmt_bytes(n: int | float) -> str:
@@ -72,7 +122,11 @@ def fmt_mbs(m: float) -> str:
 
 def stats_header(summary: dict, title: str = "iotame statistics") -> str:
     """`TITLE: N ranks, MPI` (printed above the tables rather than as their title, which would wrap)."""
-    about = [f"{summary['nprocs']} ranks" if summary.get("nprocs") is not None else None, summary.get("mpi")]
+    ranks = f"{summary['nprocs']} ranks" if summary.get("nprocs") is not None else None
+    partial = summary.get("partial")
+    if ranks and isinstance(partial, dict) and isinstance(partial.get("ranks"), list):
+        ranks += f" (statistics of {len(partial['ranks'])})"   # an aborted job: the ranks that wrote theirs
+    about = [ranks, summary.get("mpi")]
     about = ", ".join(str(a) for a in about if a)
     return f"{title}: {about}" if about else title
 
@@ -81,7 +135,7 @@ def stats_tables(summary: dict) -> list[Table]:
     """Tables for stats.summarize(): the job summary, then one row per file (when there are files)."""
     s = summary["summary"]
     top = Table(title="summary", title_justify="left")
-    for col in ("bytes read", "bytes written", "I/O s", "read MB/s", "write MB/s", "I/O MB/s"):
+    for col in ("bytes read", "bytes written", "I/O s", "read calls MB/s", "write calls MB/s", "bandwidth MB/s"):
         top.add_column(col, justify="right")
     top.add_row(fmt_bytes(s["bytes_read"]), fmt_bytes(s["bytes_written"]), fmt_seconds(s["io_seconds"]),
                 fmt_mbs(s["read_mbs"]), fmt_mbs(s["write_mbs"]), fmt_mbs(s["io_mbs"]))
@@ -161,6 +215,13 @@ def stats_tables(summary: dict) -> list[Table]:
             enabled = "true" if r["enabled"] is True else str(r["enabled"])
             t.add_row(r["path"], enabled, r["writes"], r["reason"], r["profile"] or "-")
         tables.append(t)
+    if summary.get("decided"):
+        t = Table(title="what the runtime decided, and why", title_justify="left")
+        for col in ("module", "about", "decision"):
+            t.add_column(col, overflow="fold")
+        for r in summary["decided"]:
+            t.add_row(r["module"], r["about"], r["decision"])
+        tables.append(t)
     if summary.get("hdf5"):
         t = Table(title="HDF5 properties", title_justify="left")
         for col in ("path", "driver", "applied", "not applied"):
@@ -178,6 +239,9 @@ def print_stats(summary: dict, out: Console, title: str = "iotame statistics") -
         for line in partial_banner(summary["partial"]):
             out.print(line, markup=False, soft_wrap=True)
     out.print(stats_header(summary, title), markup=False)
+    s = summary["summary"]
+    out.print(f"bandwidth: {fmt_bandwidth(bandwidth(s['bytes'], s['io_seconds']))} "
+              f"({DEFINITION})", markup=False, soft_wrap=True)
     for t in stats_tables(summary):
         out.print(t)
     if summary.get("config_error"):
@@ -201,3 +265,72 @@ def phase_table(title: str, rows: Iterable[dict]) -> Table:
         point = [" ".join(f"{k}={v}" for k, v in r.get("point", {}).items())] if swept else []
         t.add_row(*point, r["name"], str(r["runs"]), fmt_mbs(r["median"]), fmt_mbs(r["min"]), fmt_mbs(r["max"]))
     return t
+
+
+class _LineStatus:
+    """A status for a file or a pipe: once the command has run `after` seconds, each step shows as one line
+    `iotame: TEXT (N s)` on stderr, and again every `every` seconds while it runs, so that a log says what a long
+    command is doing while it does it; a command quicker than `after` prints nothing."""
+
+    def __init__(self, label: str, after: float, every: float) -> None:
+        self.started = time.monotonic()
+        self.after, self.every = after, every
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
+        self.update(label)
+
+    def update(self, text: str) -> None:
+        """Shows `text` once the command has run `after` seconds: at once when it already has."""
+        with self.lock:
+            wait = self.after - (time.monotonic() - self.started)
+            if wait > 0:
+                self._schedule(text, wait)
+            else:
+                self._line(text)
+                self._schedule(text, self.every)
+
+    def _schedule(self, text: str, delay: float) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = threading.Timer(delay, self._print, (text,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _print(self, text: str) -> None:
+        with self.lock:
+            if threading.current_thread() is not self.timer:       # superseded by an update or closed
+                return
+            self._line(text)
+            self._schedule(text, self.every)
+
+    def _line(self, text: str) -> None:
+        print(f"iotame: {text} ({time.monotonic() - self.started:.0f} s)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = None
+
+
+@contextlib.contextmanager
+def status(label: str, after: float = 2.0, every: float = 30.0) -> Iterator:
+    """What a command that takes more than a moment is doing: a spinner with `label` on a terminal, lines on
+    stderr elsewhere (each step once the command has run `after` seconds, again every `every` seconds); the
+    object yielded has update(text)."""
+    err = console(stderr=True)
+    if err.is_terminal:
+        with err.status(label) as s:
+            yield s
+        return
+    with _line_status(label, after, every) as s:
+        yield s
+
+
+@contextlib.contextmanager
+def _line_status(label: str, after: float = 2.0, every: float = 30.0) -> Iterator:
+    s = _LineStatus(label, after, every)
+    try:
+        yield s
+    finally:
+        s.close()

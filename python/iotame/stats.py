@@ -1,6 +1,6 @@
 """Statistics files (IOTAME_STATS) written by the runtime: loading, summarizing, and the tuner's objectives.
 
-Format: docs/formats.md. MB is 10^6 bytes.
+Format: docs/formats.md. MB is 10^6 bytes; a run's bandwidth is defined once, in iotame.bandwidth.
 """
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .bandwidth import run_bandwidth
 from .errors import StatsError
 
-__all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
+__all__ = ["load_stats", "parse_stats", "partial_paths", "load_partials", "merge_partials", "partial_banner", "summarize", "decided", "objectives", "objective", "OBJECTIVES", "emulated_storage"]
 
 # name -> (summary key, direction): what `iotame tune` can optimize.
 OBJECTIVES = {
@@ -235,11 +236,8 @@ def partial_banner(partial: dict) -> list[str]:
 
 
 def _io_mbs(summary: dict) -> float:
-    if _num(summary.get("io_mbs")):
-        return float(summary["io_mbs"])
-    seconds = summary["io_seconds"]
-    total = summary["bytes_read"] + summary["bytes_written"]
-    return total / seconds / 1e6 if seconds > 0 else 0.0
+    """The run's bandwidth in MB/s, by the one definition (iotame.bandwidth.run_bandwidth)."""
+    return run_bandwidth(summary).mb_s
 
 
 def objectives(stats: dict) -> dict[str, float]:
@@ -340,6 +338,35 @@ def emulated_storage(stats: dict | None) -> str | None:
             "only, not this machine's storage")
 
 
+def _call(g: dict) -> str:
+    return f"{g.get('op')} {g.get('bytes', 0):,} B in {g.get('requests')} pieces"
+
+
+def decided(stats: dict) -> list[dict]:
+    """What each module decided and why, one {module, about, decision} per selector signature, throttled target
+    and direction and staged file (iotame.decisions), and staging's visible against hidden write time."""
+    from .decisions import hints_rows, hints_words, selector_reason, settings_of, staging_times, throttle_rows
+    settings = settings_of(stats)
+    budget = settings[("collective", "exam_budget")]
+    rows = [{"module": "selector", "about": f"{f.get('path', '?')}: {_call(d.get('signature') or {})}",
+             "decision": selector_reason(d, budget)}
+            for f in stats.get("files", []) for d in f.get("decisions") or []]
+    rows += [{"module": "throttle", "about": f"target {r['target']}, {r['direction']}s", "decision": r["reason"]}
+             for r in throttle_rows(stats, settings)]
+    rows += [{"module": "staging", "about": r["path"],
+              "decision": f"writes {r['writes']}: {r['reason']}" + (f" (profile {r['profile']})" if r["profile"] else "")}
+             for r in _staging_rows(stats.get("files", []))]
+    t = staging_times(stats)
+    if t and t["calls"]:
+        rows.append({"module": "staging", "about": "write time",
+                     "decision": f"visible {t['visible_s']:.3g} s (waiting for room, sync and close), hidden "
+                                 f"{t['hidden_s']:.3g} s of the flusher's {t['flush_s']:.3g} s; {t['bytes']:,} B "
+                                 f"in {t['calls']} calls"})
+    for h in hints_rows(stats):
+        rows.append({"module": "hints", "about": h["path"], "decision": hints_words(h)})
+    return rows
+
+
 def summarize(stats: dict) -> dict:
     """What `stats show` and `run` print: job summary, objectives and one row per file.
 
@@ -349,7 +376,7 @@ def summarize(stats: dict) -> dict:
     total = s["bytes_read"] + s["bytes_written"]
     summary = {
         "bytes_read": s["bytes_read"], "bytes_written": s["bytes_written"], "bytes": total,
-        "io_seconds": float(s["io_seconds"]), "io_mbs": _io_mbs(s),
+        "io_seconds": float(s["io_seconds"]), "io_mbs": _io_mbs(s), "io_mibs": run_bandwidth(s).mib_s,
         "read_mbs": float(s.get("read_mbs", 0) or 0), "write_mbs": float(s.get("write_mbs", 0) or 0),
     }
     return {
@@ -360,5 +387,6 @@ def summarize(stats: dict) -> dict:
         "collective": dict(zip(("strategies", "decisions", "steady", "model"), _collective_rows(stats.get("files", [])))),
         "hdf5": _hdf5_rows(stats.get("files", [])),
         "staging": _staging_rows(stats.get("files", [])),
+        "decided": decided(stats),
         "partial": stats.get("partial"),
     }

@@ -41,6 +41,7 @@ def check_phases(res, names, nbytes):
         assert ph["seconds"] >= 0
         if ph["seconds"] > 0:
             assert ph["mbs"] == pytest.approx(ph["bytes"] / ph["seconds"] / 1e6, rel=1e-6)
+            assert ph["mibs"] == pytest.approx(ph["bytes"] / ph["seconds"] / 2**20, rel=1e-6)   # MiB/s beside
 
 
 def usage_error(job, n, kernel, args):

@@ -181,7 +181,8 @@ def test_advise_tries_its_configuration_first_on_the_replay(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     advice = json.loads((out / "advice.json").read_text())
-    assert advice["files"] == [{"match": "test123.h5", "staging": {"enabled": True}}]
+    [rule] = advice["files"]            # staging for the shared file; the alignment of its unaligned writes beside it
+    assert rule["match"] == "test123.h5" and rule["staging"] == {"enabled": True}
     study = optuna.load_study(study_name="advise-ior_hdf5_example",
                               storage=f"sqlite:///{out / 'tune' / 'study.sqlite'}")
     first = [t for t in study.trials if t.user_attrs.get("seed") == str(out / "advice.json")]

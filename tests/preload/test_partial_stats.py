@@ -113,6 +113,24 @@ def test_nothing_without_the_statistics_variable_or_when_disabled(job):
     assert p.returncode == 7 and partials(job) == []
 
 
+def test_ctrl_c_to_the_launcher_leaves_every_ranks_statistics(job):
+    """mpiexec forwards SIGINT to every rank and kills the others as soon as one dies of it: each rank waits for
+    the others' partial statistics before the signal goes on, so none is killed before writing its own."""
+    import time
+    stats = job.tmp / "stats.json"
+    proc = subprocess.Popen(["mpiexec", "-n", "2", str(ABORT_MODES), "wait", str(job.tmp / "f.dat")], cwd=job.tmp,
+                            env=job.env(preload=True, stats=stats), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + TIMEOUT
+    while not all((job.tmp / f"f.dat.ready.{r}").exists() for r in (0, 1)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=TIMEOUT)
+    assert partials(job) == ["stats.json.partial.0", "stats.json.partial.1"]
+    merged = load_stats(stats)
+    assert merged["partial"]["ranks"] == [0, 1] and merged["partial"]["missing"] == []
+    assert [r["reason"] for r in merged["partial"]["reasons"]] == [f"signal 2 (SIGINT) on rank {r}" for r in (0, 1)]
+
+
 def test_iotame_run_says_partial_statistics(tmp_path):
     stats = tmp_path / "s.json"
     env = Job(tmp_path).env(extra={"COLUMNS": "200"})

@@ -96,6 +96,9 @@ def test_configured_hints_reach_the_file_and_rules_pick_the_right_file(job):
     stats = {f["path"]: f for f in json.loads((job.tmp / "s.json").read_text())["files"]}
     assert stats["a.chk"]["rule"] == "*.chk"
     assert stats["a.chk"]["hints"] == {"cb_buffer_size": "2097152", "cb_nodes": "1", "romio_cb_write": "disable"}
+    # what the library reports at the first open: the same values the job's own MPI_File_get_info read above
+    for path, read_back in got.items():
+        assert stats[path]["hints_taken"] == read_back, path
     assert stats["plain.dat"]["rule"] is None
 
 

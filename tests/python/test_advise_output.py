@@ -4,7 +4,6 @@ scripts/setup.sh): its sections, its figures laid out with a bar per file group 
 overflow."""
 import io
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from rich.cells import cell_len
 from rich.table import Table
 
+from browser import probe
 from iotame.advise.render import WIDTH
 from iotame.cli import main
 from iotame.render import console
@@ -22,7 +22,6 @@ SHARED = ROOT.parent / "shared" / "darshan-logs"
 E3SM = SHARED / "e3sm_io_heatmaps_and_dxt__e3sm_io_heatmap_only.darshan"
 BIG_READ = SHARED / "pytokio__sample-2.darshan"
 IMBALANCED = SHARED / "imbalanced_io__imbalanced-io.darshan"
-BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 
 
 @pytest.fixture(autouse=True)
@@ -74,28 +73,12 @@ def test_json_holds_the_whole_values(capsys):
     assert a["job"]["bytes_read"] == c["POSIX_BYTES_READ"] == a["files"][0]["bytes_read"]   # 1,649,291,067,392
 
 
-def _browser() -> str:
-    for b in BROWSERS:
-        if shutil.which(b):
-            return shutil.which(b)
-    pytest.fail(f"no Chromium on PATH ({', '.join(BROWSERS)}): scripts/setup.sh installs chromium-headless-shell")
-
-
-# The probe page loads the advice's page in a frame and records, once it is laid out, what the browser made of
-# it: the sections, the bars and their widths, the findings, and whether the page is wider than the window.
-_PROBE = """<!doctype html><html><body><iframe id=f src="%s" style="width:1200px;height:900px"></iframe><script>
-document.getElementById('f').onload = function () {
-  var d = this.contentDocument, w = this.contentWindow;
-  var bars = Array.prototype.map.call(d.querySelectorAll('svg.chart rect.bar'),
+# What the advice page's probe collects: the sections, the bars and their widths, the findings.
+_COLLECT = """var bars = Array.prototype.map.call(d.querySelectorAll('svg.chart rect.bar'),
                                       function (r) { return r.getBoundingClientRect().width; });
-  var out = {sections: Array.prototype.map.call(d.querySelectorAll('h2'), function (h) { return h.id; }),
-             charts: d.querySelectorAll('svg.chart').length, bars: bars,
-             findings: d.querySelectorAll('div.finding').length,
-             overflow: d.documentElement.scrollWidth > w.innerWidth,
-             title: d.title};
-  document.body.setAttribute('data-probe', JSON.stringify(out));
-};
-</script></body></html>"""
+  return {sections: Array.prototype.map.call(d.querySelectorAll('h2'), function (h) { return h.id; }),
+          charts: d.querySelectorAll('svg.chart').length, bars: bars,
+          findings: d.querySelectorAll('div.finding').length};"""
 
 
 def test_the_html_page_in_chromium(tmp_path, capsys):
@@ -106,16 +89,7 @@ def test_the_html_page_in_chromium(tmp_path, capsys):
     a = json.loads(capsys.readouterr().out)
     text = page.read_text()
     assert "<script" not in text and "src=" not in text          # self-contained: nothing loaded from beside it
-    probe = tmp_path / "probe.html"
-    probe.write_text(_PROBE % page.as_uri())
-    p = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-                        "--window-size=1300,1000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
-    start = p.stdout.index("data-probe=") + len("data-probe=") + 1
-    raw = p.stdout[start:p.stdout.index('"', start)]
-    import html
-    got = json.loads(html.unescape(raw))
+    got = probe(page, _COLLECT, height=1000)
     assert got["sections"] == ["job", "figures", "files", "findings", "configuration"]
     assert got["title"] == f"iotame advise: {E3SM}"
     groups = a["files"]

@@ -279,7 +279,7 @@ def test_drop_caches_splits_ior_into_write_then_read(fake_kernel, fake_lib, dire
     fake_kernel.plan([_one_phase("write", 100), _one_phase("read", 50)] * 2)
     out = tmp_path / "out"
     spec = BenchSpec("ior", settings=[("b", "1m"), ("o", str(tmp_path / "data" / "f")), ("W", "1"), ("R", "1")],
-                     repeat=2, drop_caches=True, out=out, cwd=tmp_path)
+                     repeat=2, drop_caches="machine", out=out, cwd=tmp_path)
     (tmp_path / "data").mkdir()
     runs = run_bench(spec)
     assert len(drops) == 2
@@ -308,7 +308,7 @@ def test_drop_caches_long_kernel_keep_then_skip_write(long_kernel, fake_lib, dir
     warm = json.loads(_steps((100, 9999))[0]["stdout"])                  # the write job reads a warm cache
     cold = json.loads(_one_phase("read", 40)["stdout"])
     long_kernel.plan([{"stdout": json.dumps(warm)}, {"stdout": json.dumps(cold)}])
-    runs = run_bench(BenchSpec("noncontig", settings=[("veclen", "8"), ("keep", "1")], drop_caches=True,
+    runs = run_bench(BenchSpec("noncontig", settings=[("veclen", "8"), ("keep", "1")], drop_caches="machine",
                                cwd=tmp_path))
     log = [e["argv"] for e in long_kernel.log()]
     assert log == [["noncontig", "--veclen", "8", "--keep"], ["noncontig", "--veclen", "8", "--skip-write"]]
@@ -322,7 +322,7 @@ def test_drop_caches_long_kernel_keep_then_skip_write(long_kernel, fake_lib, dir
 def test_drop_caches_says_once_when_it_cannot(fake_kernel, fake_lib, direct_launcher, drops, capsys):
     drops.why = "not root"
     fake_kernel.plan([_one_phase("write", 100), _one_phase("read", 50)] * 2)
-    assert main(["bench", "ior", "--repeat", "2", "--drop-caches", "--json"]) == 0
+    assert main(["bench", "ior", "--repeat", "2", "--drop-caches", "machine", "--json"]) == 0
     out = capsys.readouterr()
     assert out.err.count("cannot drop the page cache (not root): read figures may come from memory") == 1
     data = json.loads(out.out)
@@ -331,17 +331,17 @@ def test_drop_caches_says_once_when_it_cannot(fake_kernel, fake_lib, direct_laun
 
 def test_drop_caches_failures_and_write_only(fake_kernel, fake_lib, direct_launcher, drops):
     fake_kernel.plan([{"exit": 3, "stderr": "cannot open\n"}, _one_phase("write", 100)])
-    runs = run_bench(BenchSpec("ior", repeat=2, drop_caches=True, settings=[("w", "1")]))
+    runs = run_bench(BenchSpec("ior", repeat=2, drop_caches="machine", settings=[("w", "1")]))
     assert runs[0].error.startswith("exit status 3")           # write only: one job, nothing to drop
     assert runs[1].ok and runs[1].caches_dropped is None and drops == []
     fake_kernel.plan([{"exit": 3, "stderr": "cannot open\n"}])
-    (run,) = run_bench(BenchSpec("ior", drop_caches=True))
+    (run,) = run_bench(BenchSpec("ior", drop_caches="machine"))
     assert run.error.startswith("write job: exit status 3") and drops == []
 
 
 def test_drop_caches_read_only_runs_in_place(fake_kernel, fake_lib, direct_launcher, drops, tmp_path):
     fake_kernel.plan([_one_phase("read", 50)])
-    (run,) = run_bench(BenchSpec("ior", settings=[("r", "1"), ("o", "kept.dat")], drop_caches=True, cwd=tmp_path))
+    (run,) = run_bench(BenchSpec("ior", settings=[("r", "1"), ("o", "kept.dat")], drop_caches="machine", cwd=tmp_path))
     assert run.ok and run.caches_dropped is True and len(drops) == 1
     assert run.argv[-3:] == ["-r", "-o", "kept.dat"] and run.read_argv is None
     assert [e["argv"] for e in fake_kernel.log()] == [["ior", "-r", "-o", "kept.dat"]]
@@ -350,7 +350,7 @@ def test_drop_caches_read_only_runs_in_place(fake_kernel, fake_lib, direct_launc
 def test_drop_caches_skip_write_runs_in_the_working_directory(long_kernel, fake_lib, direct_launcher, drops,
                                                                tmp_path):
     long_kernel.plan([_one_phase("read", 50)])
-    (run,) = run_bench(BenchSpec("noncontig", settings=[("skip-write", "1")], drop_caches=True, cwd=tmp_path))
+    (run,) = run_bench(BenchSpec("noncontig", settings=[("skip-write", "1")], drop_caches="machine", cwd=tmp_path))
     assert run.ok and run.caches_dropped is True
     assert long_kernel.cwd_log.read_text().split() == [str(tmp_path)]
 

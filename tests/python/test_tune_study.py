@@ -123,9 +123,13 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     assert summary["best"]["objective"] == pytest.approx(450.0)
     assert summary["best"]["params"] == {"mpiio.romio_cb_write": "disable", "mpiio.cb_buffer_size": 4194304}
     assert summary["trials"]["failed"] == 9 and summary["trials"]["complete"] == 9
-    assert summary["measured"].startswith("final re-run")
-    assert [c["label"] for c in summary["final"]][0] == "default" and len(summary["final"]) == 4
+    assert summary["measured"].startswith("race: the default and 4 configurations")
+    # the race: the default, the best 3 and the best without romio_cb_write (without cb_buffer_size is trial 2)
+    lead = f"trial-{study.best_trial.number:04d}"
+    labels = [c["label"] for c in summary["final"]]
+    assert labels[:2] == ["default", lead] and labels[-1] == f"{lead}-without-romio_cb_write" and len(labels) == 5
     assert all(len(c["values"]) == 2 for c in summary["final"])
+    assert summary["race"]["answer"] == lead and summary["race"]["no_gain"] is False
     # best.json: a configuration the runtime accepts, with where it came from
     assert check_config(out / "best.json") == []
     assert main(["config", "check", str(out / "best.json")]) == 0
@@ -133,13 +137,14 @@ def test_grid_study_end_to_end(tmp_path, job, capsys):
     assert best["defaults"] == {"mpiio_hints": {"romio_cb_write": "disable", "cb_buffer_size": 4194304}}
     assert best["meta"]["speedup"] == pytest.approx(4.5) and best["meta"]["study"] == "s"
     printed = capsys.readouterr().out
-    assert "speedup: 4.50x [4.50, 4.50] by round" in printed and "450.0 MB/s" in printed
+    assert "speedup: 4.50x [4.50, 4.50] (95 % interval)" in printed and "450.0 MB/s" in printed
     assert summary["speedup_interval"] == [pytest.approx(4.5), pytest.approx(4.5)]
     # the ablation: both settings carry the gain (x3 and x1.5), the largest first
     effects = summary["ablation"]["effects"]
     assert [(e["setting"], e["kept"]) for e in effects] == [("mpiio.romio_cb_write", True),
                                                             ("mpiio.cb_buffer_size", True)]
     assert [e["effect"] for e in effects] == [pytest.approx(2.0), pytest.approx(0.5)]
+    assert [s["setting"] for s in best["meta"]["settings"]] == ["mpiio.romio_cb_write", "mpiio.cb_buffer_size"]
     assert [e["interval"] for e in effects] == [[pytest.approx(2.0)] * 2, [pytest.approx(0.5)] * 2]
     assert "romio_cb_write=disable: +200 % [+200, +200], cb_buffer_size=4194304: +50 % [+50, +50]" in printed
     # the report
@@ -306,3 +311,14 @@ def test_a_default_run_of_another_process_count_stops_the_study(tmp_path, job, c
     err = capsys.readouterr().err
     assert "a job of 3 processes, not 1" in err and "--mpi=pmi2" in err
     assert len(log(job)) == NOISE_RUNS      # the default trial alone
+
+
+def test_the_study_says_its_most_runs_beforehand_and_a_budget_caps_them(tmp_path, job, capsys):
+    assert tune(tmp_path, job, "--sampler", "grid", "--trials", "40", "--final-repeat", "2", "--budget", "20") == 0
+    err = capsys.readouterr().err
+    announced = int(err.split("iotame: tune: at most ", 1)[1].split(" runs", 1)[0])
+    assert announced == 3 + 40 + (1 + 3 + 3 + 2) * 6           # before the default: the plan for the whole space
+    assert "--budget 20 runs: 9 search trials instead of 40" in err
+    assert len(log(job)) <= 20                                  # every run of the study, the race's included
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["race"]["runs"] <= 8 and summary["trials"]["total"] == 9

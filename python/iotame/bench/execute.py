@@ -187,8 +187,8 @@ def _split_trial(spec: BenchSpec, kernel: Kernel, program: Path, run: BenchRun, 
     if split is None:         # nothing is read: one job, nothing to drop
         _fill(run, _job(spec, kernel, program, settings, stats_path, spec.cwd))
         return
-    if split.write is None:   # read only, on the user's files where they are
-        run.caches_dropped = drop()
+    if split.write is None:   # read only, on the user's files where they are (not known here: machine mode only)
+        run.caches_dropped = drop([])
         _fill(run, _job(spec, kernel, program, split.read, stats_path, spec.cwd))
         return
     try:
@@ -203,7 +203,7 @@ def _split_trial(spec: BenchSpec, kernel: Kernel, program: Path, run: BenchRun, 
         if write.error:
             _fill(run, write, "write job: ")
             return
-        run.caches_dropped = drop()
+        run.caches_dropped = drop([workdir])    # the write job's files are all in its working directory
         read = _job(spec, kernel, program, _move_files(kernel, split.read, workdir), read_stats, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -224,6 +224,14 @@ def _fill(run: BenchRun, job: _Job, prefix: str = "") -> None:
     run.ok = run.error is None
 
 
+def _dropper(spec: BenchSpec) -> Callable[[list], bool]:
+    """drop(paths) for a trial's split: "machine" empties the machine's page cache (root), anything else true
+    ("files") evicts only `paths`, the write job's files; whether the reads will come from storage."""
+    if spec.drop_caches == "machine":
+        return lambda paths: caches.drop_caches() is None
+    return lambda paths: bool(paths) and not caches.evict(paths).errors
+
+
 def run_trial(spec: BenchSpec, trial: Trial, program: Path, stats_path: Path | None = None,
               drop: Callable[[], bool] | None = None) -> BenchRun:
     """Runs one trial and returns its outcome (never raises for a failing job). `drop` drops the page cache
@@ -234,7 +242,7 @@ def run_trial(spec: BenchSpec, trial: Trial, program: Path, stats_path: Path | N
                    preload=spec.preload, config=str(spec.config) if spec.config else None)
     if spec.drop_caches:
         _split_trial(spec, kernel, program, run, list(trial.settings), stats_path,
-                     drop or (lambda: caches.drop_caches() is None))
+                     drop or _dropper(spec))
     else:
         _fill(run, _job(spec, kernel, program, list(trial.settings), stats_path, spec.cwd))
     return run
@@ -255,14 +263,21 @@ def run_bench(spec: BenchSpec, on_start: Callable[[Trial], None] | None = None,
         spec.out.mkdir(parents=True, exist_ok=True)
         stem = stem or f"{spec.kernel}-{time.strftime('%Y%m%d-%H%M%S')}"
         jsonl = spec.out / f"{stem}.jsonl"
-    warned = []
+    warned: set[str] = set()
+    evict_files = _dropper(spec)
 
-    def drop() -> bool:
+    def warn_once(text: str) -> None:
+        if text not in warned and on_warning:
+            warned.add(text)
+            on_warning(text)
+
+    def drop(paths) -> bool:
+        if spec.drop_caches != "machine":
+            return evict_files(paths)
+        warn_once(caches.MACHINE_WARNING)
         why = caches.drop_caches()
-        if why and not warned:
-            warned.append(why)
-            if on_warning:
-                on_warning(f"cannot drop the page cache ({why}): read figures may come from memory")
+        if why:
+            warn_once(f"cannot drop the page cache ({why}): read figures may come from memory")
         return why is None
 
     runs = []

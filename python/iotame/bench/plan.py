@@ -28,7 +28,7 @@ class BenchSpec:
     cwd: Path | None = None
     timeout: float | None = None
     launcher: str = "mpiexec"
-    drop_caches: bool = False
+    drop_caches: bool | str = False          # True/"files": evict the write job's files; "machine": drop_caches
 
 
 @dataclass

@@ -2,17 +2,59 @@
 (docs/calibrate.md), fit the cost model to the strategies' measurements (fit.py) and check that a profile still
 holds; the profile's format and its validator (docs/formats.md, Machine profile); which profile applies to a data
 file (discover.py, docs/calibrate.md)."""
-from .check import DEFAULT_TOLERANCE, check_profile, check_request, fit_report, identity_problems, judge
-from .discover import (ENV_PROFILE, default_profile_path, find_profile, matches, profile_dirs,
-                       user_profile_dir)
-from .fit import fit_strategies, fitted_seconds
-from .filesystem import ceph_layout, fs_identity, lustre_layout, parse_stat_f
-from .measure import (DEFAULT_STREAMS, FULL, NETWORK_NOTE, QUICK, Calibration, Settings, calibrate,
-                      dirty_freerun_bytes, memory_copy_mbs, stream_counts, write_back_section)
-from .network import measure_network, network_job, network_section, nodes_section, run_netprobe
-from .strategies import FULL_DESIGN, QUICK_DESIGN, STRATEGIES, Design, measure_strategies
-from .profile import (PROFILE_KIND, PROFILE_VERSION, ProfileError, curve_at, load_profile, profile_json,
-                      save_profile, validate_profile)
+from .._lazy import lazy_exports
+
+# Each exported name and the submodule that defines it, imported on first use (iotame._lazy).
+_WHERE = {
+    "DEFAULT_TOLERANCE": "check",
+    "check_profile": "check",
+    "check_request": "check",
+    "fit_report": "check",
+    "identity_problems": "check",
+    "judge": "check",
+    "ENV_PROFILE": "discover",
+    "default_profile_path": "discover",
+    "find_profile": "discover",
+    "matches": "discover",
+    "profile_dirs": "discover",
+    "user_profile_dir": "discover",
+    "fit_strategies": "fit",
+    "fitted_seconds": "fit",
+    "ceph_layout": "filesystem",
+    "fs_identity": "filesystem",
+    "lustre_layout": "filesystem",
+    "parse_stat_f": "filesystem",
+    "DEFAULT_STREAMS": "measure",
+    "FULL": "measure",
+    "NETWORK_NOTE": "measure",
+    "QUICK": "measure",
+    "Calibration": "measure",
+    "Settings": "measure",
+    "calibrate": "measure",
+    "dirty_freerun_bytes": "measure",
+    "memory_copy_mbs": "measure",
+    "stream_counts": "measure",
+    "write_back_section": "measure",
+    "measure_network": "network",
+    "network_job": "network",
+    "network_section": "network",
+    "nodes_section": "network",
+    "run_netprobe": "network",
+    "FULL_DESIGN": "strategies",
+    "QUICK_DESIGN": "strategies",
+    "STRATEGIES": "strategies",
+    "Design": "strategies",
+    "measure_strategies": "strategies",
+    "PROFILE_KIND": "profile",
+    "PROFILE_VERSION": "profile",
+    "ProfileError": "profile",
+    "curve_at": "profile",
+    "load_profile": "profile",
+    "profile_json": "profile",
+    "save_profile": "profile",
+    "validate_profile": "profile",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
 __all__ = ["calibrate", "Calibration", "Settings", "FULL", "QUICK", "DEFAULT_STREAMS", "stream_counts", "NETWORK_NOTE",
            "memory_copy_mbs",

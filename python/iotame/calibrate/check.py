@@ -79,7 +79,7 @@ def _settings(profile: dict) -> Settings:
 
 
 def check_profile(profile: dict, directory: str | os.PathLike, tolerance: float = DEFAULT_TOLERANCE,
-                  on_step: Callable[[str], None] | None = None, drop: bool = True,
+                  on_step: Callable[[str], None] | None = None, drop: str | bool = "files",
                   network_job: Job | None = None) -> dict:
     """Re-measures durable sequential writes and sequential reads at check_request() on `directory`, and with
     `network_job` one network point (network.check_point), and judges them against the profile: {"holds",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..bench.caches import drop_caches
+from ..bench.caches import CACHE_MODES, drop_caches, evict
 from ..bench.fio import parse_fio_output
 from ..errors import IotameError
 from ..tune.job import Job
@@ -135,7 +135,7 @@ class Calibration:
     """One calibration of `directory`: the fio points, in a scratch directory removed at the end."""
 
     def __init__(self, directory: str | os.PathLike, settings: Settings = FULL, program: str = "fio",
-                 on_step: Callable[[str], None] | None = None, drop: bool = True, env: dict | None = None):
+                 on_step: Callable[[str], None] | None = None, drop: str | bool = "files", env: dict | None = None):
         self.env = env  # fio's environment (None: this process's), e.g. EmulatedStorage.env
         self.directory = Path(directory).resolve()
         self.settings = settings
@@ -146,14 +146,22 @@ class Calibration:
         if not self.directory.is_dir():
             raise IotameError(f"calibrate: {self.directory} is not a directory")
         self.scratch = self.directory / f".iotame-calibrate-{os.getpid()}"
-        self.drop_reason: str | None = None if drop else "not asked to (drop=False)"
+        self.cache_mode = {True: "files", False: "off"}.get(drop, drop) if isinstance(drop, bool) else drop
+        if self.cache_mode not in CACHE_MODES:
+            raise IotameError(f"calibrate: page cache mode {drop!r}: expected one of {', '.join(CACHE_MODES)}")
+        self.drop_reason: str | None = None if self.cache_mode != "off" else "not asked to (--cache off)"
         self.cache_drops = 0
         self.fio_runs = 0
 
     def _drop(self) -> None:
-        """Writes back dirty pages, then drops the clean caches when possible (the first failure is kept)."""
+        """Keeps the next read off the page cache: "files" writes back and evicts the scratch files calibration
+        wrote (other processes' cached data stays); "machine" drops the machine's clean caches when possible (the
+        first failure is kept); "off" only writes back the scratch files."""
+        if self.cache_mode == "files":
+            self.cache_drops += evict([self.scratch]).files > 0
+            return
         if self.drop_reason is not None:
-            os.sync()
+            evict([self.scratch])
             return
         self.drop_reason = drop_caches()
         self.cache_drops += self.drop_reason is None
@@ -262,8 +270,17 @@ class Calibration:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+def _reads_text(mode: str, reads_from: str) -> str:
+    """How the reads were measured, for the profile's `measurement.reads`."""
+    if reads_from != "storage":
+        return "buffered, from the page cache"
+    if mode == "files":
+        return "buffered, the scratch files evicted from the page cache before each point (posix_fadvise DONTNEED)"
+    return "buffered, the machine's page cache dropped before each point"
+
+
 def calibrate(directory: str | os.PathLike, settings: Settings = FULL, quick: bool = False,
-              on_step: Callable[[str], None] | None = None, drop: bool = True, network_job: Job | None = None,
+              on_step: Callable[[str], None] | None = None, drop: str | bool = "files", network_job: Job | None = None,
               emulate: str | os.PathLike | None = None, strategies: bool = True,
               design: Design | None = None) -> dict:
     """Measures a machine profile for the file system holding `directory`: the network first (with
@@ -296,7 +313,7 @@ def _fit(profile: dict) -> tuple[dict | None, str | None]:
 
 
 def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
-               on_step: Callable[[str], None] | None, drop: bool, network_job: Job | None,
+               on_step: Callable[[str], None] | None, drop: str | bool, network_job: Job | None,
                emulated: EmulatedStorage | None, started: float, design: Design | None) -> dict:
     cal = Calibration(directory, settings, on_step=on_step, drop=drop, env=emulated.env if emulated else None)
     identity = fs_identity(cal.directory)
@@ -340,8 +357,7 @@ def _calibrate(directory: str | os.PathLike, settings: Settings, quick: bool,
                "measurement": {"quick": quick, "settings": asdict(settings), "fio_runs": cal.fio_runs,
                                "cache_drops": cal.cache_drops, "seconds": round(time.time() - started, 1),
                                "writes": "buffered, fsync at the end inside the timed run (durable)",
-                               "reads": "buffered, page cache dropped before each point" if storage["reads_from"] ==
-                               "storage" else "buffered, from the page cache"}}
+                               "reads": _reads_text(cal.cache_mode, storage["reads_from"])}}
     if emulated is not None:
         profile["emulated"] = emulated.section
     if strategies is not None:

@@ -14,7 +14,7 @@ from ..advise.summary import MAX_FILES
 from ..config import save_config
 from ..errors import UsageError
 from ..paths import require_kernel
-from ..render import console
+from ..render import console, status
 from ..replay.plan import spec_bytes, to_spec
 from ..replay.source import job_plan
 from . import tune
@@ -70,23 +70,29 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.launcher and not args.tune:
         raise UsageError(f"advise: {args.launcher[0]}: a launcher is for --tune (iotame advise [options] LOG)")
-    advice = make_advice(args.log, top=args.top, profile=args.profile, max_files=args.max_files)
+    with status(f"advise: reading {args.log}") as st:
+        advice = make_advice(args.log, top=args.top, profile=args.profile, max_files=args.max_files)
+        if args.html:
+            st.update(f"advise: writing {args.html}")
+            _write_html(advice, args.html)
     if args.config_out:
         try:
             save_config(advice.config, args.config_out)
         except OSError as e:
             raise UsageError(f"cannot write {args.config_out}: {e.strerror or e}") from None
-    if args.html:
-        try:
-            Path(args.html).write_text(render_html(advice), encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"cannot write {args.html}: {e.strerror or e}") from None
     if args.json:
         json.dump(advice.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print_advice(advice, console(), args.config_out)
     return tune_on_replay(args, advice.config) if args.tune else 0
+
+
+def _write_html(advice, path: str) -> None:
+    try:
+        Path(path).write_text(render_html(advice), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def tune_on_replay(args: argparse.Namespace, config: dict) -> int:

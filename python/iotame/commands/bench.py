@@ -52,8 +52,10 @@ def add_parser(sub) -> None:
     p.add_argument("--repeat", type=positive_int, metavar="R", help=f"runs per value (default {DEFAULT_REPEAT})")
     p.add_argument("--config", metavar="F", help="runtime configuration for every run")
     p.add_argument("--no-preload", action="store_true", help="run without the runtime (no statistics)")
-    p.add_argument("--drop-caches", action="store_true",
-                   help="run writes and reads as two jobs and drop the page cache in between (root)")
+    p.add_argument("--drop-caches", nargs="?", const="files", default=False, choices=("files", "machine"),
+                   help="run writes and reads as two jobs and keep the reads off the page cache in between: 'files' "
+                        "(the default when given alone) evicts the write job's own files (any user); 'machine' "
+                        "empties the whole machine's page cache (root; flushes other users' data too)")
     p.add_argument("--steady-memory", action="store_true",
                    help="a virtual machine that reports free pages to its host: reporting off while the runs go, "
                         "the free memory touched once, put back after (root; see docs/bench.md)")
@@ -141,6 +143,9 @@ def run_kernel_bench(args: argparse.Namespace) -> int:
             progress.advance(task)
             if not r.ok and err.is_terminal:
                 progress.console.print(f"run {r.number} failed: {r.error}", markup=False, soft_wrap=True)
+            elif not err.is_terminal:      # a log: one line per run, as the bar would show it
+                print(f"iotame: bench: run {r.number}/{total} " + ("ok" if r.ok else f"failed: {r.error}"),
+                      file=sys.stderr, flush=True)
 
         def warn(message):
             progress.console.print(f"iotame: bench: {message}", markup=False, soft_wrap=True)

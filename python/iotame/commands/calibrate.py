@@ -15,6 +15,7 @@ from pathlib import Path
 from rich import box
 from rich.table import Table
 
+from ..bench.caches import CACHE_MODES, MACHINE_WARNING
 from ..calibrate import (DEFAULT_STREAMS, DEFAULT_TOLERANCE, FULL, QUICK, ProfileError, calibrate, check_profile,
                          fit_report, fit_strategies, load_profile, network_job, profile_json, save_profile,
                          stream_counts)
@@ -77,6 +78,11 @@ def add_parser(sub) -> None:
     p.add_argument("--streams", type=positive_int, metavar="N", default=DEFAULT_STREAMS,
                    help=f"the most concurrent streams measured: 1, 2, 4, ... below N, and N (default "
                         f"{DEFAULT_STREAMS}; the processes per node of the jobs whose throttle predicts from it)")
+    p.add_argument("--cache", choices=CACHE_MODES, default="files",
+                   help="keeping reads off the page cache: 'files' (default) writes back and evicts calibration's "
+                        "own scratch files (any user; other processes' cached data stays); 'machine' empties the "
+                        "whole machine's page cache before each read (root; flushes other users' data too); 'off' "
+                        "does neither (reads may come from memory)")
     p.add_argument("--quick", action="store_true", help="fewer request sizes and smaller files (seconds, coarse)")
     p.add_argument("--no-strategies", action="store_true",
                    help="leave out the collective strategies' measurement (iotame-kernel sigprobe under each "
@@ -145,9 +151,11 @@ def _step_reporter(status):
 
 def _measure(args: argparse.Namespace, job) -> int:
     err = console(stderr=True)
+    if args.cache == "machine":
+        print(f"iotame: calibrate: warning: {MACHINE_WARNING}", file=sys.stderr)
     with err.status("calibrate") as status:
         settings = replace(QUICK if args.quick else FULL, streams=stream_counts(args.streams))
-        profile = calibrate(args.dir, settings, quick=args.quick, on_step=_step_reporter(status),
+        profile = calibrate(args.dir, settings, quick=args.quick, on_step=_step_reporter(status), drop=args.cache,
                             network_job=job, emulate=args.config, strategies=not args.no_strategies)
     path = save_profile(profile, args.out or default_profile_path(profile))
     if args.json:
@@ -269,7 +277,8 @@ def _check(args: argparse.Namespace, job) -> int:
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     err = console(stderr=True)
     with err.status("calibrate --check") as status:
-        result = check_profile(profile, args.dir, tolerance, on_step=_step_reporter(status), network_job=job)
+        result = check_profile(profile, args.dir, tolerance, on_step=_step_reporter(status), network_job=job,
+                               drop=args.cache)
     result["profile"] = str(args.check)
     if args.json:
         print(json.dumps(result, indent=1))

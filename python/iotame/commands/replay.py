@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..errors import UsageError
 from .argtypes import byte_size
-from ..render import console
+from ..render import console, status
 from ..replay.check import DEFAULT_TOLERANCE, compare_replay
 from ..replay.plan import to_spec
 from ..replay.source import job_plan
@@ -72,7 +72,8 @@ def spec(args: argparse.Namespace) -> int:
     if args.max_files is not None and args.max_files < 1:
         raise UsageError("replay spec: --max-files must be at least 1")
     _check_nprocs(args.nprocs)
-    doc = to_spec(job_plan(args.source, args.max_files, args.nprocs))
+    with status(f"replay spec: reading {args.source}"):
+        doc = to_spec(job_plan(args.source, args.max_files, args.nprocs))
     Path(args.out).write_text(json.dumps(doc))
     calls = sum(e.get("repeat", 1) for f in doc["files"] for proc in f["calls"] for e in proc)
     print(f"iotame: replay spec {args.out}: {doc['nprocs']} processes, {len(doc['files'])} files, {calls} calls"
@@ -122,11 +123,13 @@ def compare(args: argparse.Namespace) -> int:
         raise UsageError(f"replay compare: --scale must be in (0, 1], got {args.scale}")
     _check_nprocs(args.nprocs)
     launcher = args.launcher
-    if not launcher:
-        launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
-    result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,
-                            workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs,
-                            replay_bytes=args.replay_bytes)
+    with status(f"replay compare: reading {args.source}") as st:
+        if not launcher:
+            launcher = ["mpiexec", "-n", str(args.nprocs or job_plan(args.source).nprocs)]
+        st.update(f"replay compare: replaying {args.source}")
+        result = compare_replay(args.source, launcher, scale=args.scale, tolerance=args.tolerance,
+                                workdir=args.dir, stats_out=args.stats, nprocs=args.nprocs,
+                                replay_bytes=args.replay_bytes)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

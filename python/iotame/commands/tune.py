@@ -8,6 +8,8 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..bandwidth import fmt_bandwidth
+from ..bench.caches import CACHE_MODES
 from ..calibrate.discover import find_profile
 from ..config import load_config, save_config
 from ..paths import require_lib
@@ -16,6 +18,7 @@ from ..stats import OBJECTIVES, emulated_storage
 from ..tune import (DEFAULT_SAMPLER, FILE_SYSTEMS, OBJECTIVE_UNITS, SAMPLERS, TEMPLATES, UNSET, FinalSpec,
                     RunSpec, SeedSpec, SpaceSpec, StudySpec, TrialRecord, Tuner, TuneEvents, TuneSpec, builtin_space,
                     default_knowledge_path, detect_fs, load_space, resolve_job, run_tune, study_name)
+from ..tune.budget import Budget, StudyPlan, parse_budget
 from ..tune.job import ENV_SRUN_MPI
 from ..tune.noise import MAX_NOISE, NOISE_RUNS
 from ..tune.recommend import Recommendation
@@ -39,8 +42,8 @@ def add_parser(sub) -> None:
                     "DIR gets best.json (a configuration for `iotame run --config`), summary.json (default, best, "
                     "speedup) and every trial's configuration, statistics and output. Interrupted studies resume "
                     "with the same --storage and --study. With a machine profile (iotame calibrate) the cost "
-                    "model's recommendation is the first trial after the default; --recommend prints it after one "
-                    "run of the default, without searching. See docs/tuning.md.")
+                    "model's recommendation is the first trial after the default; --recommend prints it after the "
+                    "default's runs (3, to measure their spread), without searching. See docs/tuning.md.")
     p.add_argument("--space", metavar="SPACE.toml", help="search space (default: the built-in space of the file "
                                                          "system, every setting the runtime can tune)")
     p.add_argument("--sampler", choices=tuple(SAMPLERS), default=DEFAULT_SAMPLER,
@@ -51,9 +54,11 @@ def add_parser(sub) -> None:
     p.add_argument("--repeat", type=positive_int, default=1, metavar="R",
                    help="runs per configuration, the median is its value (default 1)")
     p.add_argument("--final-top", type=count, default=3, metavar="K",
-                   help="configurations re-run beside the default at the end (default 3)")
+                   help="the best search configurations in the race at the end, beside the default and the best "
+                        "one's reductions (default 3)")
     p.add_argument("--final-repeat", type=count, default=3, metavar="R",
-                   help="rounds of the final re-run (default 3; 0: declare the best trial best)")
+                   help="the race's rounds before any configuration leaves it (default 3; at most 6 in all; 0: no "
+                        "race, the best trial is declared best)")
     p.add_argument("--timeout", type=seconds, metavar="S",
                    help="stop a run after S seconds, the trial fails (default: 10 x the default's run, >= 60 s)")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="J",
@@ -93,16 +98,21 @@ def add_parser(sub) -> None:
                         "every run syncs them, so that the objective measures the storage, not the page cache; "
                         "best.json does not keep it)")
     p.add_argument("--ablation-rounds", type=int, default=2, metavar="N",
-                   help="after the search, weigh each setting of the best configuration by running it without that "
-                        "setting, side by side, N times (default 2), and up to 2N where a setting's interval "
-                        "straddles the noise; settings within the noise are left out of best.json. 0: keep every "
-                        "setting")
+                   help="kept for old scripts: the race at the end weighs every setting now (docs/tuning.md)")
     p.add_argument("--max-noise", type=float, default=MAX_NOISE, metavar="F",
                    help=f"stop before the search when the default's {NOISE_RUNS} runs spread more than F "
                         f"((max - min) / median; default {MAX_NOISE:g}): a job too short to measure gets advice, "
                         f"not a ranking of noise")
-    p.add_argument("--no-drop-caches", action="store_true",
-                   help="do not drop the page cache before each run (dropped by default when root)")
+    p.add_argument("--budget", type=_budget, metavar="RUNS|MINUTES",
+                   help="the most runs of the whole study (120), or minutes (30m; converted to runs at the default's "
+                        "run time): the search gets fewer trials and the race fewer rounds to fit")
+    p.add_argument("--cache", choices=CACHE_MODES, default="files",
+                   help="keeping reads off the page cache: 'files' (default) writes back and evicts the files each "
+                        "run's statistics list (any user; other processes' cached data stays); 'machine' empties "
+                        "the whole machine's page cache before each run (root; flushes other users' data too); "
+                        "'off' does nothing")
+    p.add_argument("--no-drop-caches", action="store_const", dest="cache", const="off",
+                   help="the same as --cache off")
     p.add_argument("--profile", metavar="F", type=Path,
                    help="machine profile of the cost model's recommendation (default: the one the runtime finds for "
                         "--dir: --base's collective.profile, $IOTAME_PROFILE, ~/.config/iotame/profiles)")
@@ -122,6 +132,11 @@ def _fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
     return f"{value:.1f} {unit}" if unit == "MB/s" else f"{value:.4f} {unit}"
+
+
+def _fmt_mib(value: float | None, unit: str) -> str:
+    """A value with MiB/s beside MB/s (iotame.bandwidth: one definition of a run's bandwidth)."""
+    return fmt_bandwidth(value) if unit == "MB/s" and value is not None else _fmt(value, unit)
 
 
 def _hints(params: dict) -> str:
@@ -179,9 +194,10 @@ class ConsoleEvents(TuneEvents):
             self.err.print(f"{line}  | {best_text}", markup=False, highlight=False, soft_wrap=True)
 
     def final_started(self, runs: int) -> None:
-        self._start("final re-run", runs)
+        self._start("race", runs)
         if not self.quiet and not self.bar:
-            self.err.print(f"final re-run: {runs} runs, the default and the best alternately", markup=False)
+            self.err.print(f"race: at most {runs} runs, the default, the best few and their reductions in paired, "
+                           f"rotated rounds, until the simplest as fast as the best is known", markup=False)
 
     def final_run(self, label: str, round_: int, value: float | None, error: str | None) -> None:
         if self.progress:
@@ -197,6 +213,13 @@ class ConsoleEvents(TuneEvents):
                            markup=False)
 
     ablation_run = final_run
+
+
+def _budget(text: str) -> Budget:
+    try:
+        return parse_budget(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _space(args, fs: str, nprocs: int):
@@ -225,16 +248,19 @@ def print_result(summary: dict, out_dir: Path) -> None:
     t.add_column("trial", justify="right")
     t.add_column("configuration", overflow="fold")
     d, b = summary["default"], summary["best"]
-    t.add_row("default", _fmt(d["objective"], unit), str(d["trial"]), "(system default)")
-    t.add_row("best", _fmt(b["objective"], unit), str(b["trial"]),
+    t.add_row("default", _fmt_mib(d["objective"], unit), str(d["trial"]), "(system default)")
+    t.add_row("best", _fmt_mib(b["objective"], unit), str(b["trial"]),
               "(system default)" if b["is_default"] else _hints(b["params"]))
     out.print(t)
     speedup = summary.get("speedup")
     trials = summary["trials"]
     interval = summary.get("speedup_interval")
     out.print((f"speedup: {speedup:.2f}x" if speedup is not None else "speedup: -")
-              + (f" [{interval[0]:.2f}, {interval[1]:.2f}] by round" if interval else "") + f" ({summary['measured']})",
-              markup=False)
+              + (f" [{interval[0]:.2f}, {interval[1]:.2f}] (95 % interval)" if interval else "")
+              + f" ({summary['measured']})", markup=False, soft_wrap=True)
+    if (summary.get("race") or {}).get("no_gain"):
+        out.print("answer: the default (no configuration beat it beyond the noise); best.json is the empty "
+                  "configuration", markup=False)
     ablation = summary.get("ablation")
     if ablation:
         out.print(f"what carries the gain (each setting's removal, side by side): {ablation['summary']}"
@@ -338,7 +364,7 @@ def run(args: argparse.Namespace) -> int:
                     study=StudySpec(name, storage=args.storage, objective=args.objective, sampler=args.sampler,
                                     trials=args.trials, jobs=args.jobs, seed=args.seed),
                     space=SpaceSpec(space, source, base=base, durable=args.durable),
-                    runs=RunSpec(repeat=args.repeat, timeout=args.timeout, drop_caches=not args.no_drop_caches,
+                    runs=RunSpec(repeat=args.repeat, timeout=args.timeout, drop_caches=args.cache,
                                  max_noise=args.max_noise),
                     final=FinalSpec(top=args.final_top, repeat=args.final_repeat,
                                     ablation_rounds=max(0, args.ablation_rounds)),
@@ -353,8 +379,13 @@ def run(args: argparse.Namespace) -> int:
                   f"space {source}: {len(space)} parameters, sampler {args.sampler}", markup=False)
         for note in ([job.note] if job.note else []) + list(space.notes):
             events.note(note)
+    plan = StudyPlan.of(args.trials, args.repeat, len(space), args.final_top, args.final_repeat,
+                        FinalSpec.max_rounds)
+    if not args.quiet:
+        err.print(f"iotame: tune: {plan.describe()}" + (f"; --budget {args.budget}" if args.budget else ""),
+                  markup=False, soft_wrap=True)
     try:
-        result = run_tune(spec, events)
+        result = run_tune(spec, events, plan, args.budget)
     finally:
         events.stop()
     print_result(result.summary, out_dir)

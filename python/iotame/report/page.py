@@ -5,6 +5,7 @@ import html
 import json
 from pathlib import Path
 
+from ..bandwidth import fmt_bandwidth
 from .data import ReportData
 
 __all__ = ["render_page"]
@@ -22,7 +23,7 @@ def _e(x) -> str:
 def _num(v, unit: str) -> str:
     if v is None:
         return "-"
-    return f"{v:.1f} {unit}" if unit == "MB/s" else f"{v:.4g} {unit}"
+    return fmt_bandwidth(v) if unit == "MB/s" else f"{v:.4g} {unit}"
 
 
 def _result(data: ReportData) -> str:

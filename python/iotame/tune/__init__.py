@@ -1,18 +1,55 @@
 """`iotame tune`: search a configuration space with real runs of the job under the runtime (optuna samplers,
 RDB storage that resumes), re-run the best beside the default, and keep what was learnt in a knowledge base."""
-from .builtin import FILE_SYSTEMS, builtin_space, tune_values
-from .job import TEMPLATES, Job, nprocs_from_command, resolve_job, study_name
-from .fsdetect import detect_fs
-from .knowledge import ENV_KNOWLEDGE, KnowledgeBase, default_knowledge_path
-from .layers import LAYERS
-from .measure import OBJECTIVE_DIRECTIONS, OBJECTIVE_UNITS, Measurement, measure
-from .samplers import DEFAULT_SAMPLER, SAMPLERS, Sampler, get_sampler
-from .space import UNSET, Param, Space
-from .spacefile import SpaceError, load_space, parse_space
-from .records import TrialRecord, TuneError, TuneEvents, TuneResult
-from .spec import FinalSpec, RunSpec, SeedSpec, SpaceSpec, StudySpec, TuneSpec
-from .tuner import Tuner, run_tune
-from .workload import Workload, prune, signature, similar, workload_from_stats
+from .._lazy import lazy_exports
+
+# Each exported name and the submodule that defines it, imported on first use (iotame._lazy).
+_WHERE = {
+    "FILE_SYSTEMS": "builtin",
+    "builtin_space": "builtin",
+    "tune_values": "builtin",
+    "TEMPLATES": "job",
+    "Job": "job",
+    "nprocs_from_command": "job",
+    "resolve_job": "job",
+    "study_name": "job",
+    "detect_fs": "fsdetect",
+    "ENV_KNOWLEDGE": "knowledge",
+    "KnowledgeBase": "knowledge",
+    "default_knowledge_path": "knowledge",
+    "LAYERS": "layers",
+    "OBJECTIVE_DIRECTIONS": "measure",
+    "OBJECTIVE_UNITS": "measure",
+    "Measurement": "measure",
+    "measure": "measure",
+    "DEFAULT_SAMPLER": "samplers",
+    "SAMPLERS": "samplers",
+    "Sampler": "samplers",
+    "get_sampler": "samplers",
+    "UNSET": "space",
+    "Param": "space",
+    "Space": "space",
+    "SpaceError": "spacefile",
+    "load_space": "spacefile",
+    "parse_space": "spacefile",
+    "TrialRecord": "records",
+    "TuneError": "records",
+    "TuneEvents": "records",
+    "TuneResult": "records",
+    "FinalSpec": "spec",
+    "RunSpec": "spec",
+    "SeedSpec": "spec",
+    "SpaceSpec": "spec",
+    "StudySpec": "spec",
+    "TuneSpec": "spec",
+    "Tuner": "tuner",
+    "run_tune": "tuner",
+    "Workload": "workload",
+    "prune": "workload",
+    "signature": "workload",
+    "similar": "workload",
+    "workload_from_stats": "workload",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
 __all__ = ["FILE_SYSTEMS", "builtin_space", "tune_values", "TEMPLATES", "Job", "nprocs_from_command",
            "resolve_job", "study_name", "detect_fs", "ENV_KNOWLEDGE", "KnowledgeBase", "default_knowledge_path",

@@ -1,4 +1,8 @@
-"""The ablation after the search: which settings of the best configuration carry its gain. The best configuration
+"""(The tuner now ends with a race, iotame.tune.race, which weighs the settings in its own rounds; it reports them
+in this module's shapes, Effect and AblationResult, and effect_line. ablate() below is the one-at-a-time ablation the
+race replaced, kept as a library function for scripts.)
+
+The ablation after the search: which settings of the best configuration carry its gain. The best configuration
 and, for each of its settings, the best configuration without it (left to the system default) are run side by side,
 in turns, `rounds` times. A setting's effect is the median over the rounds of the best's value against the value
 without it in the same round (a drift of the machine hits both alike), and its interval runs from the least to the
@@ -15,19 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from optuna.trial import FrozenTrial
 
-from ..config import save_config
-from .final import FinalResult
 from .measure import RunOutcome, ratio, run_once
 from .noise import spread
-from .page_cache import PageCache
-from .records import TuneEvents
 from .space import UNSET, Space, decode
-from .spec import TuneSpec
 
-__all__ = ["NOISE_FLOOR", "Effect", "AblationResult", "ablate", "noise_of", "effect_line", "paired_interval",
-           "weigh_best"]
+__all__ = ["NOISE_FLOOR", "Effect", "AblationResult", "ablate", "noise_of", "effect_line", "paired_interval"]
 
 NOISE_FLOOR = 0.02  # below this the runs' own spread is taken as 2 %: a re-run rarely repeats closer than that
 
@@ -213,38 +210,3 @@ def ablate(argv, space: Space, point: dict, config_of: Callable[[dict, str], Pat
 def _by_label(values: dict[str, dict[int, float]]) -> dict[str, list[float]]:
     """label -> its values in round order (the summary's runs)."""
     return {label: [v[r] for r in sorted(v)] for label, v in values.items()}
-
-
-
-def weigh_best(spec: TuneSpec, full_space: Space, chosen: FrozenTrial, default: FrozenTrial,
-               final: FinalResult | None, events: TuneEvents, timeout: float | None,
-               page_cache: PageCache) -> AblationResult | None:
-    """The best trial's settings measured by their removal, side by side, in out/ablation; None when there is
-    nothing to weigh (one setting, no rounds). The noise is the final re-run's where it measured both the best and
-    the default, else the search's runs of the two."""
-    rounds = spec.final.ablation_rounds
-    # only what can act in the best configuration is weighed (a value that changes nothing carries nothing)
-    point = full_space.canonical(chosen.params)
-    n = sum(v != UNSET for v in point.values())
-    if rounds < 1 or n < 2:
-        return None
-    if final is not None and final.best.ok and final.default.ok:
-        noise = noise_of([r.value for r in final.best.runs], [r.value for r in final.default.runs])
-    else:
-        noise = noise_of(*[[r["value"] for r in t.user_attrs.get("runs", []) if r.get("value") is not None]
-                           for t in (chosen, default)])
-    out = spec.out / "ablation"
-    events.ablation_started(rounds * (1 + n))
-
-    def config_of(p: dict, label: str) -> Path:
-        path = out / label
-        path.mkdir(parents=True, exist_ok=True)
-        return save_config(spec.space.layered(full_space.config(p, meta={"tool": "iotame tune", "ablation": label})),
-                           path / "config.json")
-
-    def on_run(label: str, r: int, o: RunOutcome) -> None:
-        events.ablation_run(label, r, o.value, o.error)
-
-    return ablate(spec.job.argv, full_space, point, config_of, out, spec.study.objective, spec.study.direction,
-                  rounds, noise, on_run=on_run, max_noise=spec.runs.max_noise, timeout=timeout, cwd=spec.runs.cwd,
-                  page_cache=page_cache)

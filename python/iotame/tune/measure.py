@@ -119,6 +119,8 @@ def run_once(argv: Sequence[str], config: str | Path, run_dir: str | Path, objec
             error = result.stats_error or "no statistics"
         else:
             value = stats_objective(result.stats, objective)
+    if page_cache is not None:
+        page_cache.after_run(result.stats, cwd)
     return RunOutcome(str(run_dir), value, error, result.exit_status, result.seconds, dropped)
 
 

@@ -49,7 +49,21 @@ def choose_best(trials: list[FrozenTrial], default: FrozenTrial, final: FinalRes
                 best_trial: FrozenTrial) -> Best:
     """The best of the study: the final re-run's when it measured the best and the default, else `best_trial`
     (optuna's best, or the default when no trial completed)."""
+    race = getattr(final, "race", None)
+    if race is not None and race.no_gain:
+        measured = (f"race: {race.rounds} paired rounds, {race.runs} runs ({race.stopped}); nothing beat the "
+                    f"default beyond the noise")
+        return Best(default, final.default.median, final.default.median, measured, 1.0, None)
     measured_both = final is not None and final.default.ok and final.best.ok
+    if race is not None and measured_both:
+        chosen = next(t for t in trials if t.number == final.best.trial)
+        lo, hi = race.speedup[1], race.speedup[2]
+        n = len(race.entrants) - 1
+        measured = (f"race: the default and {n} configuration{'s' if n != 1 else ''} (the best few and their "
+                    f"reductions), {race.rounds} paired rotated rounds, {race.runs} runs ({race.stopped}); "
+                    f"medians, interval: 95 % t-interval of the paired ratios")
+        return Best(chosen, final.best.median, final.default.median, measured,
+                    ratio(final.best.median, final.default.median, direction), [lo, hi])
     if measured_both:
         number, value, default_value = final.best.trial, final.best.median, final.default.median
         n, r = len(final.candidates), final.rounds
@@ -89,6 +103,8 @@ def write_results(spec: TuneSpec, study: optuna.Study, spaces: tuple[Space, Spac
                       "objective": s.objective, "value": best.value, "default_value": best.default_value,
                       "speedup": best.speedup, "command": list(spec.job.argv), "default": best.is_default,
                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if ablation is not None:
+        config["meta"]["settings"] = [e.to_json() for e in ablation.effects if e.kept]   # each with its effect
     config = spec.space.published(config)
     best_path = save_config(config, spec.out / "best.json")
     w = recorded_workload(default.user_attrs)
@@ -111,6 +127,7 @@ def write_results(spec: TuneSpec, study: optuna.Study, spaces: tuple[Space, Spac
                  "config": {k: v for k, v in config.items() if k != "meta"}, "is_default": best.is_default},
         "speedup": best.speedup, "speedup_interval": best.interval, "measured": best.measured,
         "final": [c.to_json() for c in ([final.default, *final.candidates] if final else [])],
+        "race": None if getattr(final, "race", None) is None else final.race.to_json(),
         "ablation": None if ablation is None else {**ablation.to_json(), "summary": ablation.line()},
         "durable": spec.space.durable,
         "page_cache": page_cache, "timeout": timeout,

@@ -82,7 +82,7 @@ class RunSpec:
 
     repeat: int = 1                         # runs per configuration, the median its value
     timeout: float | None = None            # None: a multiple of the default's slowest run (iotame.tune.tuner)
-    drop_caches: bool = True
+    drop_caches: str | bool = "files"     # page cache mode (iotame.tune.page_cache): files, machine, off
     max_noise: float = MAX_NOISE            # the default's runs spreading more stop the study (iotame.tune.noise)
     cwd: Path | None = None
 
@@ -92,8 +92,10 @@ class FinalSpec:
     """After the search: the best `top` and the default re-run side by side, then the best one's settings weighed."""
 
     top: int = 3
-    repeat: int = 3                         # rounds; 0: the best trial is declared best
-    ablation_rounds: int = 2                # 0: best.json keeps every setting of the best trial
+    repeat: int = 3                         # the race's first rounds before anything leaves it; 0: no race
+    ablation_rounds: int = 2                # (the old ablation's rounds; the race replaces it)
+    max_rounds: int = 6                     # the race's most rounds
+    tolerance: float = 0.05                 # "as fast as the best": at most this much slower (iotame.tune.race)
 
 
 @dataclass

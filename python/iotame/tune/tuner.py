@@ -6,8 +6,9 @@ and write the best configuration and a summary.
     2. the study is seeded (iotame.tune.seeding): the configurations given with --first, the cost model's
        recommendation for the workload with a machine profile, then up to 3 best configurations of similar workloads
     3. the sampler proposes the rest; a configuration measured before is not run again (iotame.tune.trials)
-    4. the best few and the default are re-run alternately; the best median wins (iotame.tune.final); the best's
-       settings are weighed by their removal (iotame.tune.ablation)
+    4. the race: the default, the best few and the best's reductions in paired, rotated rounds, until the simplest
+       configuration as fast as the best is known (iotame.tune.race, iotame.tune.race_study); its settings are
+       weighed by their removal in the same rounds
     5. best.json, summary.json, and the workload's best configuration in the knowledge base (iotame.tune.output)
 
 An interrupted study resumes where it stopped (same storage and study name): trials a killed tuner left running are
@@ -19,14 +20,16 @@ the default, each configuration and the final re-run are measured once, by the t
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from .ablation import weigh_best
-from .final import FinalResult, pick_candidates, rerun_best
+from .budget import Budget, StudyPlan
+from .final import FinalResult, pick_candidates
+from .race_study import race_best
 from .noise import too_noisy
 from .output import choose_best, write_results, write_stored_results
 from .page_cache import PageCache
@@ -52,8 +55,10 @@ class Tuner:
     `finish` (the final re-run, the ablation and the output, or another tuner's). `shared` and `trials` exist once
     the study is open."""
 
-    def __init__(self, spec: TuneSpec, events: TuneEvents | None = None):
+    def __init__(self, spec: TuneSpec, events: TuneEvents | None = None, plan: StudyPlan | None = None,
+                 budget: Budget | None = None):
         self.spec = spec
+        self.plan, self.budget = plan, budget
         self.events = events or TuneEvents()
         self.page_cache = PageCache(spec.runs.drop_caches, self.events.note)
         self.full_space = apply_base(spec.space.space, spec.space.base)   # what acts depends on the base too
@@ -62,6 +67,8 @@ class Tuner:
         self.trials: Trials | None = None
         self.default: FrozenTrial | None = None
         self._token = random.getrandbits(31)      # this tuner in claims that belong to no trial
+        self.race_cap: int | None = None          # the race's most runs (--budget), set by the caller
+        self.race_ablation = None
 
     def open(self) -> optuna.Study:
         self.shared = SharedStudy.open(self.spec, self.full_space, self.events.note)
@@ -124,26 +131,53 @@ class Tuner:
         self.open()
         self.default = self.run_default()
         self.prepare(self.default)
+        self.fit_budget(self.default)
         return self.default
+
+    def fit_budget(self, default: FrozenTrial) -> None:
+        """With a plan: says roughly how long the study takes at the default's run time; with a budget too, cuts
+        the search's trials and the race's runs to fit it (iotame.tune.budget)."""
+        if self.plan is None:
+            return
+        seconds = sorted(r.get("seconds") or 0.0 for r in default.user_attrs.get("runs", [])) or [0.0]
+        per_run = seconds[len(seconds) // 2]
+        if self.trials.space is not None and self.plan.race_entrants:   # the race reduces only what can act
+            self.plan = dataclasses.replace(self.plan, race_entrants=self.plan.top + len(self.trials.space) + 3)
+        total = self.plan.total
+        if self.budget is not None:
+            trials, self.race_cap = self.plan.within(self.budget.runs_for(per_run))
+            if trials < self.spec.study.trials:
+                self.events.note(f"--budget {self.budget}: {trials} search trials instead of "
+                                 f"{self.spec.study.trials}, the race at most {self.race_cap} runs")
+                self.spec.study.trials = trials
+            total = min(total, self.budget.runs_for(per_run))
+        self.events.note(f"at most {total} runs at about {per_run:.1f} s each: roughly "
+                         f"{total * per_run / 60:.1f} minutes")
 
     def search(self) -> None:
         self.trials.search()
 
     def final(self, default: FrozenTrial) -> FinalResult | None:
-        """The final re-run of the best few search trials beside the default (iotame.tune.final)."""
+        """The race of the best few search trials, their reductions and the default (iotame.tune.race), which
+        replaces the final re-run and the ablation; its ablation-shaped result is kept for results()."""
         complete = [t for t in self.shared.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                     if not is_default(t)]
         picked = pick_candidates(complete, default, self.spec.study.direction, self.spec.final.top)
-        return rerun_best(self.spec, default, picked, self.events, self.trials.timeout, self.page_cache)
+        raced = race_best(self.spec, self.full_space, recorded_workload(default.user_attrs), default, picked,
+                          self.events, self.trials.timeout, self.page_cache, self.race_cap)
+        if raced is None:
+            return None
+        final, self.race_ablation, _ = raced
+        return final
 
     def results(self, default: FrozenTrial, final: FinalResult | None) -> TuneResult:
-        """The best (the final re-run's, else the search's), its settings weighed, and the study's output."""
+        """The best (the race's answer, else the search's best), its settings weighed, and the study's output."""
         study = self.shared.study
         complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         best = choose_best(study.get_trials(deepcopy=False), default, final, self.spec.study.direction,
                            study.best_trial if complete else default)
-        ablation = None if best.is_default else weigh_best(self.spec, self.full_space, best.trial, default, final,
-                                                           self.events, self.trials.timeout, self.page_cache)
+        # the race weighs the answer's settings; without a race (--final-repeat 0) the search's best is kept whole
+        ablation = self.race_ablation if getattr(final, "race", None) is not None else None
         return write_results(self.spec, study, (self.full_space, self.trials.space), default, final, best,
                              ablation, self.page_cache.status, self.trials.timeout, self.events.note)
 
@@ -193,6 +227,7 @@ class Tuner:
             self.close()
 
 
-def run_tune(spec: TuneSpec, events: TuneEvents | None = None) -> TuneResult:
-    """Runs (or resumes) a study and returns its summary."""
-    return Tuner(spec, events).run()
+def run_tune(spec: TuneSpec, events: TuneEvents | None = None, plan: StudyPlan | None = None,
+             budget: Budget | None = None) -> TuneResult:
+    """Runs (or resumes) a study and returns its summary; `plan` and `budget` as Tuner.fit_budget."""
+    return Tuner(spec, events, plan, budget).run()

@@ -57,6 +57,7 @@ class Workload:
     write_size: int | None
     hdf5_files: int = 0          # files the runtime saw opened through HDF5 (a per-file "hdf5" object)
     hdf5_same_calls: bool | None = None  # every rank made the same HDF5 calls (modules.hdf5); None: not known
+    independent_reads: int | None = None  # independent read calls (prefetch serves only these); None: not recorded
 
     @property
     def data_ops(self) -> int:
@@ -89,7 +90,7 @@ def _dominant(counts: dict[int, int]) -> int | None:
 
 def workload_from_stats(stats: Mapping[str, Any]) -> Workload:
     """The workload in a statistics object (docs/formats.md)."""
-    reads = writes = coll = indep = 0
+    reads = writes = coll = indep = indep_reads = 0
     hist: dict[str, dict[int, int]] = {"read": {}, "write": {}}
     files = stats.get("files") or []
     for f in files:
@@ -106,6 +107,7 @@ def workload_from_stats(stats: Mapping[str, Any]) -> Workload:
                 coll += n
             else:
                 indep += n
+                indep_reads += n if d == "read" else 0
         for d in ("read", "write"):
             for bucket, n in ((f.get("histogram") or {}).get(d) or {}).items():
                 hist[d][int(bucket)] = hist[d].get(int(bucket), 0) + int(n)
@@ -115,7 +117,8 @@ def workload_from_stats(stats: Mapping[str, Any]) -> Workload:
                     write_ops=writes, collective_ops=coll, independent_ops=indep,
                     read_size=_dominant(hist["read"]), write_size=_dominant(hist["write"]),
                     hdf5_files=sum(1 for f in files if isinstance(f.get("hdf5"), dict)),
-                    hdf5_same_calls=((stats.get("modules") or {}).get("hdf5") or {}).get("same_on_every_rank"))
+                    hdf5_same_calls=((stats.get("modules") or {}).get("hdf5") or {}).get("same_on_every_rank"),
+                    independent_reads=indep_reads)
 
 
 def signature(w: Workload, fs: str) -> dict:
@@ -191,6 +194,8 @@ def prune(space: Space, w: Workload) -> Space:
             reasons[p.key] = "makes no writes"
         if p.section == "staging" and p.name in ("prefetch", "prefetch_kb") and w.read_ops == 0:
             reasons[p.key] = "makes no reads"
+        elif p.section == "staging" and p.name in ("prefetch", "prefetch_kb") and w.independent_reads == 0:
+            reasons[p.key] = "makes no independent reads (prefetch serves only those)"
         if p.section == "staging" and p.name not in STAGING_READ_SIDE and w.write_ops == 0:  # write-behind
             reasons[p.key] = "makes no writes"
         if p.section != "mpiio_hints":

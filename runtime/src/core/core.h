@@ -37,6 +37,9 @@ void iotame_core_finalize(void);
  * `reason` (and `signo`, 0 when no signal) when IOTAME_STATS is set, at most once per process, and never after
  * MPI_Finalize's write. Returns whether it wrote (attempted). */
 int iotame_core_write_partial(const char *reason, int signo);
+/* Waits up to `seconds` until every rank's partial statistics exist (each is renamed into place whole): a launcher
+ * kills the other ranks as soon as one dies of a signal, so a rank that dies first must not take the others' with it. */
+void iotame_core_await_partials(double seconds);
 /* The watchdog's report (a JSON object) to IOTAME_STATS.hang.RANK when IOTAME_STATS is set. Builds nothing from
  * the statistics records, which other threads may be updating: safe while the job runs. Returns whether it wrote. */
 int iotame_core_write_hang(json_t *report);
@@ -305,6 +308,9 @@ typedef struct iotame_file_stats iotame_file_stats_t;
 iotame_file_stats_t *iotame_stats_file(const char *path);
 /* Sets the rule and hints that applied to the file (for the statistics). */
 void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t *fc);
+/* Records the hints the MPI library reports for an open file (MPI_File_get_info), once per file: what it took of the
+ * configured ones and its own defaults ("hints_taken" in the statistics). */
+void iotame_stats_set_taken(iotame_file_stats_t *fs, MPI_File fh);
 /* Counts one data call: its duration in iotame_now() ticks and the bytes it moved (also into the histogram). */
 void iotame_stats_record(iotame_file_stats_t *fs, iotame_op_t op, uint64_t ticks, uint64_t bytes);
 /* Counts one call that moves no bytes of its own (metadata, sync, the _end of a split collective). */

@@ -217,6 +217,22 @@ int iotame_core_write_partial(const char *reason, int signo)
     return 1;
 }
 
+void iotame_core_await_partials(double seconds)
+{
+    if (!rt.stats_path || rt.nprocs <= 1) return;
+    const struct timespec step = {0, 20 * 1000 * 1000};
+    for (double waited = 0; waited < seconds; waited += 0.02) {
+        int missing = 0;
+        for (int r = 0; r < rt.nprocs && !missing; r++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s.partial.%d", rt.stats_path, r);
+            missing = access(path, F_OK) != 0;
+        }
+        if (!missing) return;
+        nanosleep(&step, NULL);
+    }
+}
+
 int iotame_core_write_hang(json_t *report)
 {
     if (!rt.stats_path || getpid() != rt.pid) return 0;

@@ -19,6 +19,9 @@
 /* Building the JSON takes locks (malloc, the records'): a handler interrupting a holder would wait forever, so
  * an alarm ends the wait by letting the first signal kill the process as it would have. */
 #define PARTIAL_ALARM_SECONDS 3
+/* A job ended by SIGINT or SIGTERM gets them on every rank at once: each waits this long at most for the others'
+ * statistics before the signal goes on (docs/formats.md, "Partial statistics"). */
+#define PARTIAL_PEERS_SECONDS 2.0
 
 static const int partial_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
 #define PARTIAL_NSIGNALS (sizeof partial_signals / sizeof partial_signals[0])
@@ -67,8 +70,9 @@ static void partial_on_signal(int sig, siginfo_t *info, void *context)
         alarm(PARTIAL_ALARM_SECONDS);
         char reason[128];
         snprintf(reason, sizeof reason, "signal %d (%s) on rank %d", sig, partial_names[i], iotame_core_rank());
-        iotame_core_write_partial(reason, sig);
+        const int written = iotame_core_write_partial(reason, sig);
         alarm(0);
+        if (written && (sig == SIGINT || sig == SIGTERM)) iotame_core_await_partials(PARTIAL_PEERS_SECONDS);
     }
     /* As without us: the action we replaced (the default, or the MPI library's handler) takes the signal. A fault
      * the kernel raised happens again when this handler returns, with its own siginfo; any other signal is raised

@@ -35,6 +35,7 @@ struct iotame_file_stats {
     char *path;
     char *rule;  /* glob of the rule that matched, or NULL */
     char *hints; /* JSON object of the configured hints, or NULL */
+    char *taken; /* JSON object of the hints the MPI library reported at the file's first open, or NULL */
     json_t *section[IOTAME_MODULE_MAX]; /* the modules' sections, by registry index, or NULL */
     numbers_t n;
     reason_t reasons[MAX_REASONS];
@@ -85,6 +86,31 @@ iotame_file_stats_t *iotame_stats_file(const char *path)
     iotame_file_stats_t *fs = find_or_add(path);
     unlock_if_threaded();
     return fs;
+}
+
+void iotame_stats_set_taken(iotame_file_stats_t *fs, MPI_File fh)
+{
+    if (!fs || fs->taken) return; /* the first open's: read back once per file, not on the hot path */
+    MPI_Info info = MPI_INFO_NULL;
+    if (PMPI_File_get_info(fh, &info) != MPI_SUCCESS || info == MPI_INFO_NULL) return;
+    json_t *h = json_object();
+    int nkeys = 0;
+    PMPI_Info_get_nkeys(info, &nkeys);
+    for (int i = 0; i < nkeys; i++) {
+        char key[MPI_MAX_INFO_KEY + 1], value[1024];
+        int len = 0, flag = 0;
+        if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS) continue;
+        if (PMPI_Info_get_valuelen(info, key, &len, &flag) != MPI_SUCCESS || !flag || len >= (int)sizeof value) continue;
+        if (PMPI_Info_get(info, key, (int)sizeof value - 1, value, &flag) == MPI_SUCCESS && flag)
+            json_object_set_new(h, key, json_string(value));
+    }
+    PMPI_Info_free(&info);
+    char *text = json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(h);
+    lock_if_threaded();
+    if (!fs->taken) fs->taken = text, text = NULL;
+    unlock_if_threaded();
+    free(text);
 }
 
 void iotame_stats_set_config(iotame_file_stats_t *fs, const iotame_file_config_t *fc)
@@ -247,7 +273,7 @@ static const char *get_str(reader_t *r)
 
 /* Merged view of one file over the ranks that used it. */
 typedef struct merged {
-    const char *path, *rule, *hints;
+    const char *path, *rule, *hints, *taken;
     json_t *section[IOTAME_MODULE_MAX];
     int ranks;
     numbers_t sum;
@@ -302,10 +328,12 @@ static json_t *file_json(const merged_t *m)
         json_object_set_new(hist, d ? "write" : "read", h);
     }
     json_t *hints = m->hints ? json_loads(m->hints, 0, NULL) : NULL;
-    json_t *file = json_pack("{s:s,s:i,s:I,s:I,s:I,s:s?,s:o,s:o,s:o,s:o,s:[],s:O}", "path", m->path, "ranks", m->ranks,
-                     "opens", (json_int_t)m->sum.count[IOTAME_OP_open], "bytes_read", (json_int_t)bytes[0],
+    json_t *taken = m->taken ? json_loads(m->taken, 0, NULL) : NULL;
+    json_t *file = json_pack("{s:s,s:i,s:I,s:I,s:I,s:s?,s:o,s:o*,s:o,s:o,s:o,s:[],s:O}", "path", m->path, "ranks",
+                     m->ranks, "opens", (json_int_t)m->sum.count[IOTAME_OP_open], "bytes_read", (json_int_t)bytes[0],
                      "bytes_written", (json_int_t)bytes[1], "rule", m->rule, "hints", hints ? hints : json_object(),
-                     "ops", ops, "time", time, "histogram", hist, "decisions", "passthrough_reasons", m->reasons);
+                     "hints_taken", taken, "ops", ops, "time", time, "histogram", hist, "decisions",
+                     "passthrough_reasons", m->reasons);
     for (int i = 0; iotame_modules[i]; i++) {
         if (!m->section[i]) continue;
         if (iotame_modules[i]->report) iotame_modules[i]->report(file, m->section[i]);
@@ -352,7 +380,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
             }
         }
         while (r.p < r.end) {
-            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r);
+            const char *path = get_str(&r), *rule = get_str(&r), *hints = get_str(&r), *taken = get_str(&r);
             numbers_t n;
             merged_t *m;
             for (m = list; m && strcmp(m->path, path) != 0; m = m->next) {}
@@ -367,6 +395,7 @@ static json_t *build(const char *all, const int *sizes, int nprocs, double wall,
             }
             if (!m->rule) m->rule = rule;
             if (!m->hints) m->hints = hints;
+            if (!m->taken) m->taken = taken;
             for (int i = 0; iotame_modules[i]; i++) merge_section(m, i, get_str(&r));
             merge_reasons(&r, m->reasons);
             get(&r, &n, sizeof n);
@@ -449,6 +478,7 @@ static void stats_pack(buf_t *b)
         put_str(b, fs->path);
         put_str(b, fs->rule);
         put_str(b, fs->hints);
+        put_str(b, fs->taken);
         for (int i = 0; iotame_modules[i]; i++) {
             char *text = fs->section[i] ? json_dumps(fs->section[i], JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
             put_str(b, text);

@@ -121,6 +121,7 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
     int rc = PMPI_File_open(comm, filename, amode, o.info, fh);
     o.open_ns = iotame_monotonic_ns() - t_library;
     if (rc == MPI_SUCCESS) o.fh = *fh;
+    if (rc == MPI_SUCCESS) iotame_stats_set_taken(fs, *fh);
     /* A new file takes the properties modules set at creation (CephFS's layout) before anyone can write it, the
      * modules' open hooks included: they may read them. */
     if (rc == MPI_SUCCESS && (amode & MPI_MODE_CREATE)) iotame_modules_created(&o);

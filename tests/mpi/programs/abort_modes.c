@@ -11,6 +11,8 @@
  *   own-handler  as segv, but every rank installed a SIGSEGV handler before MPI_Init that prints
  *                "own handler" and exits with status 42
  *   exit         every rank calls exit(3) without MPI_Finalize
+ *   wait         rank 0 also opens 200 files FILE.N of its own (its statistics take longer to write), then every
+ *                rank creates FILE.ready.RANK and sleeps (up to a minute) until a signal ends the job
  *   normal       MPI_Finalize, exit status 0 */
 #include <mpi.h>
 #include <signal.h>
@@ -78,6 +80,18 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "exit") == 0) {
         exit(3);
+    } else if (strcmp(mode, "wait") == 0) {
+        for (int i = 0; rank == 0 && i < 200; i++) {
+            char name[4096];
+            snprintf(name, sizeof name, "%s.%d", argv[2], i);
+            MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+            MPI_File_close(&fh);
+        }
+        char ready[4096];
+        snprintf(ready, sizeof ready, "%s.ready.%d", argv[2], rank);
+        FILE *f = fopen(ready, "w");
+        if (f) fclose(f);
+        for (int i = 0; i < 600; i++) usleep(100000);
     }
     MPI_Finalize();
     return 0;
