@@ -99,17 +99,6 @@ static double compute(const phases_opts_t *o)
     return MPI_Wtime() - start;
 }
 
-/* Appends a phase entry to "phases" in the format of iotame_phase_end(). */
-static void phase_entry(iotame_run_t *run, const char *name, uint64_t bytes, double seconds)
-{
-    json_t *phase = json_object();
-    json_object_set_new(phase, "name", json_string(name));
-    json_object_set_new(phase, "bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(phase, "seconds", json_real(seconds));
-    json_object_set_new(phase, "mbs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1e6 : 0.0));
-    json_array_append_new(run->phases, phase);
-}
-
 /* Opens the shared file on every rank, or returns IOTAME_EXIT_IO on every rank. */
 static int open_agreed(iotame_run_t *run, iotame_file_t *f, const char *path, bool write)
 {
@@ -163,8 +152,8 @@ static int phases_write(iotame_run_t *run, const phases_opts_t *o, unsigned char
         json_array_append_new(per_phase, json_real(io[p]));
     }
     free(io);
-    phase_entry(run, "write", bytes, io_s);
-    phase_entry(run, "write_close", bytes, io_s + times[1]);
+    iotame_phase_append(run, "write", bytes, io_s);
+    iotame_phase_append(run, "write_close", bytes, io_s + times[1]);
 
     json_t *app = json_object();
     json_object_set_new(app, "bytes", json_integer((json_int_t)bytes));

@@ -72,6 +72,18 @@ void iotame_phase_begin(iotame_run_t *run, const char *name)
     run->phase_start = MPI_Wtime();
 }
 
+void iotame_phase_append(iotame_run_t *run, const char *name, uint64_t bytes, double seconds)
+{
+    json_t *phase = json_object();
+    json_object_set_new(phase, "name", json_string(name));
+    json_object_set_new(phase, "bytes", json_integer((json_int_t)bytes));
+    json_object_set_new(phase, "seconds", json_real(seconds));
+    /* One figure (docs/design/bandwidth.md): bytes / seconds, in MB/s (10^6 B/s) and MiB/s (2^20 B/s) beside it. */
+    json_object_set_new(phase, "mbs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1e6 : 0.0));
+    json_object_set_new(phase, "mibs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1048576.0 : 0.0));
+    json_array_append_new(run->phases, phase);
+}
+
 double iotame_phase_end(iotame_run_t *run, uint64_t local_bytes)
 {
     /* RATIONALE: each rank stops its clock before the closing reduction (which is the barrier), so the maximum is
@@ -82,14 +94,7 @@ double iotame_phase_end(iotame_run_t *run, uint64_t local_bytes)
     uint64_t bytes = local_bytes;
     MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, run->comm);
     MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_UINT64_T, MPI_SUM, run->comm);
-    json_t *phase = json_object();
-    json_object_set_new(phase, "name", json_string(run->phase_name ? run->phase_name : "phase"));
-    json_object_set_new(phase, "bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(phase, "seconds", json_real(seconds));
-    /* One figure (docs/design/bandwidth.md): bytes / seconds, in MB/s (10^6 B/s) and MiB/s (2^20 B/s) beside it. */
-    json_object_set_new(phase, "mbs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1e6 : 0.0));
-    json_object_set_new(phase, "mibs", json_real(seconds > 0.0 ? (double)bytes / seconds / 1048576.0 : 0.0));
-    json_array_append_new(run->phases, phase);
+    iotame_phase_append(run, run->phase_name ? run->phase_name : "phase", bytes, seconds);
     run->phase_name = NULL;
     run->phase_excluded = 0.0;
     return seconds;

@@ -65,6 +65,9 @@ void iotame_param_str(iotame_run_t *run, const char *key, const char *value); /*
  * bytes = sum over ranks of local_bytes; MB/s with MB = 10^6 bytes. Returns the phase seconds. */
 void iotame_phase_begin(iotame_run_t *run, const char *name);
 double iotame_phase_end(iotame_run_t *run, uint64_t local_bytes);
+/* Appends a phase of `bytes` (all ranks) in `seconds` to "phases", as iotame_phase_end does: a kernel that times a
+ * phase of its own (phases: the writes with their close). */
+void iotame_phase_append(iotame_run_t *run, const char *name, uint64_t bytes, double seconds);
 /* Removes seconds of non-I/O work (pattern, packing) from the current phase on this rank. */
 void iotame_phase_exclude(iotame_run_t *run, double seconds);
 
