@@ -17,6 +17,17 @@ def is_profile(obj: object) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("storage"), dict) and "nodes" in obj and "summary" not in obj
 
 
+def _log_figure(fig, ax, xlabel: str, title: str) -> str:
+    """MB/s against a size on log axes (the size in powers of two), with its legend, as an <img>."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("MB/s (10^6 B/s)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    return _png(fig)
+
+
 def storage_figure(storage: dict) -> str:
     """MB/s against the request size, one line per operation and access (log-log)."""
     plt = _plt()
@@ -26,13 +37,7 @@ def storage_figure(storage: dict) -> str:
             points = (storage.get(op) or {}).get(access) or []
             if points:
                 ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o", label=f"{op} {access}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("request size (bytes)")
-    ax.set_ylabel("MB/s (10^6 B/s)")
-    ax.set_title("storage: one stream")
-    ax.legend(fontsize="small")
-    return _png(fig)
+    return _log_figure(fig, ax, "request size (bytes)", "storage: one stream")
 
 
 def network_figure(network: dict) -> str:
@@ -46,13 +51,7 @@ def network_figure(network: dict) -> str:
     for where, pts in lines:
         ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="o", label="within a node" if where == "intra"
                 else "across nodes")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("MB/s")
-    ax.set_title("network: ping-pong")
-    ax.legend(fontsize="small")
-    return _png(fig)
+    return _log_figure(fig, ax, "message size (bytes)", "network: ping-pong")
 
 
 def _strategy_rows(strategies: dict) -> tuple[list[str], list[list]]:
