@@ -219,7 +219,7 @@ static inline void iotame_where_wait(iotame_wait_t kind, const char *what, int64
 
 /* The runtime's own MPI calls that wait for other ranks, labelled while they run (only inside a call of the
  * runtime: outside one, e.g. the application's own MPI_Barrier through intercept/sync.c, nothing is recorded). */
-static inline int iotame__watch_coll_begin(const char *name, MPI_Comm comm)
+static inline int iotame_where_coll_begin(const char *name, MPI_Comm comm)
 {
     iotame_where_t *w = iotame_where();
     if (!w || !w->call || w->wait != IOTAME_WAIT_NONE) return 0;
@@ -228,7 +228,7 @@ static inline int iotame__watch_coll_begin(const char *name, MPI_Comm comm)
     iotame_where_wait(IOTAME_WAIT_COLL, name, n, 0, 0);
     return 1;
 }
-static inline void iotame__watch_coll_end(int begun)
+static inline void iotame_where_coll_end(int begun)
 {
     if (!begun) return;
     iotame_where_t *w = iotame_where();
@@ -238,9 +238,9 @@ static inline void iotame__watch_coll_end(int begun)
 }
 #define IOTAME__WATCH_COLL(name, comm, expr)                                                                         \
     __extension__({                                                                                            \
-        int iotame__begun = iotame__watch_coll_begin(name, comm);                                                    \
+        int iotame__begun = iotame_where_coll_begin(name, comm);                                                    \
         int iotame__rc = (expr);                                                                               \
-        iotame__watch_coll_end(iotame__begun);                                                                       \
+        iotame_where_coll_end(iotame__begun);                                                                       \
         iotame__rc;                                                                                            \
     })
 #ifndef IOTAME_NO_COLL_LABELS
