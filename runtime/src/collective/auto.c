@@ -183,6 +183,7 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
     const struct iotame_coll_choice *a = arg;
     memset(out, 0, sizeof *out);
     out->error = a->model.error;
+    out->library = -1;
     char cls[128];
     iotame__coll_correction_class(cls, sizeof cls, sig, a->model.nodes, interleaved);
     json_t *applied = json_object();
@@ -206,6 +207,7 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         double error;
         out->seconds[s] = iotame_model_fitted(&a->model.profile->profile, &call, a->model.kind[s], &error);
         const char *name = iotame_strategies[s]->name;
+        if (iotame_strategies[s]->model == IOTAME_MODEL_PASSTHROUGH) out->library = s;
         const iotame_coll_correction_t k = iotame__coll_correction(a->model.learned, cls, name);
         out->seconds[s] *= exp(k.correction);
         out->errors[s] = iotame__coll_correction_error(&k, error > 0 ? error : a->model.error);
