@@ -118,7 +118,10 @@ static int profile_find_try(const char *file, const profile_find_fs_t *fs, int n
         return 0;
     }
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, IOTAME_PROFILE_JSON_FLAGS, &jerr); /* parsed once: checked, then read */
+    size_t read_len = len;
+    char *read = iotame__profile_unread(text, len, &read_len);
+    json_t *root = json_loadb(read ? read : text, read_len, IOTAME_PROFILE_JSON_FLAGS, &jerr); /* checked, then read */
+    free(read);
     const int profile = json_is_object(root) &&
                         strcmp(json_string_value(json_object_get(root, "kind")) ?: "", "iotame-machine-profile") == 0;
     char why[PATH_MAX + 256];
