@@ -61,29 +61,98 @@ def assert_clean():
     assert not [line for line in v["links"] if line.startswith(("tb", "br0", "veth"))], v
 
 
+# A rank blocked FUSE_STALL seconds in one FUSE request is taken for ceph-fuse's lost wake-up (docs/reliability.md,
+# "The CephFS hang"): job() nudges it from the machine's own client, at most FUSE_NUDGES times per job, and records
+# each in fuse_stalls.
+FUSE_STALL = 10
+FUSE_NUDGES = 3
+fuse_stalls = []  # every stall nudged in this process, as fuse_stall() describes it
+_SYSCALLS = {0: "read", 1: "write", 2: "open", 4: "stat", 5: "fstat", 17: "pread64", 18: "pwrite64", 19: "readv",
+             20: "writev", 72: "fcntl", 74: "fsync", 75: "fdatasync", 77: "ftruncate", 257: "openat",
+             262: "newfstatat", 295: "preadv", 296: "pwritev"}
+
+
+def fuse_blocked(program):
+    """The threads of the processes running program (argv[0]) that wait for a FUSE daemon's answer
+    (request_wait_answer): [(pid, tid, system call, path of its descriptor or None)]."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if (d / "cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace") != program:
+                continue
+            for t in (d / "task").iterdir():
+                if (t / "wchan").read_text() != "request_wait_answer":
+                    continue
+                call = (t / "syscall").read_text().split()
+                name = _SYSCALLS.get(int(call[0]), f"system call {call[0]}") if call[0].isdigit() else "?"
+                try:
+                    path = os.readlink(d / "fd" / str(int(call[1], 16))).removesuffix(" (deleted)")
+                except (OSError, IndexError, ValueError):
+                    path = None
+                found.append((int(d.name), int(t.name), name, path))
+        except OSError:
+            continue
+    return found
+
+
+def fuse_nudge(blocked):
+    """A stat of each blocked call's file and of its directory's entries through the machine's own client: the
+    metadata server answers with new capability grants, which wake a ceph-fuse waiter that missed its wake-up."""
+    for _pid, _tid, _call, path in blocked:
+        if not path or not path.startswith("/"):
+            continue
+        d = Path(path).parent
+        for f in [Path(path), d, *(d.iterdir() if d.is_dir() else [])]:
+            try:
+                f.stat()
+            except OSError:
+                pass
+
+
 def job(tmp, np, prog, per_host=None, openmpi=False, env=None, timeout=180):
     """`testbed mpiexec` from tmp. RATIONALE: MPICH 4.0.2 over UCX 1.13's TCP transport sometimes hangs in
     MPI_Finalize after the job's work (a rank flushing its endpoint to a peer already in the PMI barrier;
     docs/testbed.md, Limits). Once rank 0 has printed its result line (after every check of the program, and after
     the runtime wrote its statistics) the job gets 10 s to exit, then it is ended and the test goes on with what it
-    printed (stdout up to its result: ending the launcher makes it print a termination banner). Returns (stdout,
-    stderr, returncode or "finalize-hang")."""
+    printed (stdout up to its result: ending the launcher makes it print a termination banner).
+    A rank blocked FUSE_STALL s in one request to a ceph-fuse is nudged (fuse_nudge), with a warning that names
+    the process, the system call and the file, and recorded in fuse_stalls; a stall the nudges do not end runs into
+    the timeout, and stderr then ends with the calls still blocked and the nudges. Returns (stdout, stderr,
+    returncode or "finalize-hang" or "timeout")."""
     cmd = [str(TESTBED), "mpiexec", "-n", str(np)] + (["--per-host", str(per_host)] if per_host else [])
     cmd += (["--openmpi"] if openmpi else []) + ["--"] + [str(a) for a in prog]
     full = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
     full.update(env or {})
     out, err = tmp / f"out-{time.monotonic_ns()}", tmp / f"err-{time.monotonic_ns()}"
+    stalls = []
     with open(out, "w") as fo, open(err, "w") as fe:
         p = subprocess.Popen(cmd, cwd=tmp, env=full, stdout=fo, stderr=fe, start_new_session=True)
         deadline, result_at, result = time.monotonic() + timeout, None, ""
+        blocked_since, looked = {}, 0.0
         while p.poll() is None and time.monotonic() < deadline:
             if result_at is None and out.read_text().strip().endswith("}"):
                 result_at, result = time.monotonic(), out.read_text()
             if result_at is not None and time.monotonic() - result_at > 10:
                 break
+            now = time.monotonic()
+            if now - looked >= 1:
+                looked = now
+                blocked = fuse_blocked(str(prog[0]))
+                blocked_since = {b: blocked_since.get(b, now) for b in blocked}
+                stuck = [b for b, since in blocked_since.items() if now - since >= FUSE_STALL]
+                if stuck and len(stalls) < FUSE_NUDGES:
+                    stalls += [fuse_stall(b, now - blocked_since[b]) for b in stuck]
+                    fuse_nudge(stuck)
+                    blocked_since = {}
+                    for s in stalls[-len(stuck):]:
+                        warnings.warn(s)
             time.sleep(0.05)
+        fuse_stalls.extend(stalls)
         rc = p.poll()
         if rc is None:
+            left = fuse_blocked(str(prog[0])) if result_at is None else []
             os.killpg(p.pid, signal.SIGTERM)
             try:
                 p.wait(10)
@@ -91,11 +160,22 @@ def job(tmp, np, prog, per_host=None, openmpi=False, env=None, timeout=180):
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
             rc = "finalize-hang" if result_at is not None else "timeout"
+            if rc == "timeout":
+                with open(err, "a") as fe:
+                    fe.write("".join(f"\ntbjobs: still {fuse_stall(b, None)}" for b in left) +
+                             "".join(f"\ntbjobs: nudged: {s}" for s in stalls))
             if rc == "finalize-hang":
                 warnings.warn(f"{' '.join(cmd[1:4])} {Path(str(prog[0])).name}: ended after its result, in "
                               f"MPI_Finalize (MPICH over UCX TCP, docs/testbed.md)")
                 return result, err.read_text(), rc
     return out.read_text(), err.read_text(), rc
+
+
+def fuse_stall(blocked, seconds):
+    pid, tid, call, path = blocked
+    held = f" for {seconds:.0f} s" if seconds is not None else ""
+    return (f"ceph-fuse stall: process {pid} (thread {tid}) blocked{held} in {call} on {path or 'an unknown file'}, "
+            f"waiting for its FUSE daemon (ceph-fuse) to answer; docs/reliability.md, \"The CephFS hang\"")
 
 
 def ok(rc):
