@@ -77,17 +77,28 @@ def case_id(case):
     return "-".join([mode, moment, strategy] + staged + (["throttled"] if throttle else []))
 
 
-def run_job(tmp: Path, mode, rule=None, config=None):
+class Mpich:
+    """How a case's job is launched: MPICH's mpiexec, 2 ranks, the default build (tests/openmpi has Open MPI's)."""
+    program, msgfaults, lib, nprocs = PROGRAM, MSGFAULTS, LIBIOTAME, NPROCS
+
+    @classmethod
+    def command(cls, tmp: Path, ranks: dict, argv: list) -> tuple[list, dict]:
+        cmd = ["mpiexec", "-n", str(cls.nprocs)]
+        for k, v in ranks.items():
+            cmd += ["-genv", k, str(v)]
+        return cmd + [str(a) for a in argv], Job(tmp).env()
+
+
+def run_job(tmp: Path, mode, rule=None, config=None, launcher=Mpich):
     """fault_job under the message faults and the runtime (rule given), or under the MPI library alone:
     (result, injection log lines, stderr)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    env = Job(tmp).env()
-    cmd = ["mpiexec", "-n", str(NPROCS)]
+    ranks = {}
     if rule:
-        cmd += ["-genv", "LD_PRELOAD", f"{LIBIOTAME}:{MSGFAULTS}", "-genv", "IOTAME_CONFIG", str(config),
-                "-genv", "IOTAME_STATS", str(tmp / "stats.json"),
-                "-genv", "IOTAME_MSGFAULT", f"op=mpi:any,{rule},log={tmp / 'faults.log'}"]
-    p = subprocess.Popen(cmd + [str(PROGRAM), str(tmp), mode], env=env, cwd=tmp, stdout=subprocess.PIPE,
+        ranks = {"LD_PRELOAD": f"{launcher.lib}:{launcher.msgfaults}", "IOTAME_CONFIG": config,
+                 "IOTAME_STATS": tmp / "stats.json", "IOTAME_MSGFAULT": f"op=mpi:any,{rule},log={tmp / 'faults.log'}"}
+    cmd, env = launcher.command(tmp, ranks, [launcher.program, tmp, mode])
+    p = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = p.communicate(timeout=HANG)
@@ -117,14 +128,15 @@ def plain_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("plain")
 
 
-def plain_files(plain_dir: Path, mode):
-    """keep.dat and fault.dat as the MPI library alone writes them, without faults (once per mode)."""
-    if mode not in _plain:
-        tmp = plain_dir / mode
-        result, _, _ = run_job(tmp, mode)
+def plain_files(plain_dir: Path, mode, launcher=Mpich):
+    """keep.dat and fault.dat as the MPI library alone writes them, without faults (once per mode and launcher)."""
+    key = (launcher.__name__, mode)
+    if key not in _plain:
+        tmp = plain_dir / "-".join(key)
+        result, _, _ = run_job(tmp, mode, launcher=launcher)
         assert not any(c for row in result["classes"] for c in row), result
-        _plain[mode] = {name: (tmp / name).read_bytes() for name in ("keep.dat", "fault.dat")}
-    return _plain[mode]
+        _plain[key] = {name: (tmp / name).read_bytes() for name in ("keep.dat", "fault.dat")}
+    return _plain[key]
 
 
 def setup_lost(tmp: Path):
@@ -170,12 +182,14 @@ def violations(result, tmp: Path, mode, moment, plain, injected):
     return out
 
 
-def check_case(case, tmp_path: Path, plain_dir: Path):
+def check_case(case, tmp_path: Path, plain_dir: Path, launcher=Mpich):
+    """Runs one case under the runtime and fails the test with every rule it breaks."""
     mode, moment, strategy, staging, throttle = case
-    plain = plain_files(plain_dir, mode)
+    plain = plain_files(plain_dir, mode, launcher)
     tmp = tmp_path / "job"
     try:
-        result, lines, err = run_job(tmp, mode, MOMENTS[moment], message_config(tmp_path, strategy, staging, throttle))
+        result, lines, err = run_job(tmp, mode, MOMENTS[moment], message_config(tmp_path, strategy, staging, throttle),
+                                     launcher)
     except Hang as e:
         pytest.fail(f"{case_id(case)}: {e}", pytrace=False)
     broken = violations(result, tmp, mode, moment, plain, len(lines))
