@@ -23,7 +23,7 @@ test-all: setup
 faults: setup
 	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/preload/test_fault_matrix.py \
 	  tests/preload/test_message_faults.py tests/preload/test_deaths.py
-	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/openmpi/test_openmpi.py -k fault_matrix
+	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/openmpi/test_openmpi.py -k "fault_matrix or message_fault"
 
 # Faults and the differential program in a loop for SOAK_MINUTES (default 60), then the counts; then, where the
 # testbed's CephFS can run (root, the Ceph packages), the CephFS hang's IOR in a loop for SOAK_CEPH_MINUTES

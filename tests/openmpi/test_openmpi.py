@@ -485,3 +485,24 @@ def test_aggregator_caching_under_open_mpi(ompi, osc):
     else:
         assert "aggregated_calls" not in s["modules"]["stage"]
         assert any("no window on the nodes' rings" in r for r in s["passthrough_reasons"])
+
+
+# ---- faults in the runtime's own messages (tests/preload/test_message_faults.py) under Open MPI, 4 ranks ----
+
+import test_message_faults as message_faults  # noqa: E402
+
+
+class OpenMpiMessages:
+    """The message faults' launcher: mpirun.openmpi, 4 ranks oversubscribed, build-openmpi's programs."""
+    program, msgfaults, lib, nprocs = PROGRAMS / "fault_job", PROGRAMS / "libiotame_msgfaults.so", LIB, 4
+
+    @classmethod
+    def command(cls, tmp, ranks, argv):
+        return OmpiJob.command(cls.nprocs, argv, extra_env=ranks), launcher_env()
+
+
+@pytest.mark.parametrize("case", sample(message_faults.all_cases(), 3, "test_message_fault_openmpi", cover=(1,)),
+                         ids=message_faults.case_id)
+def test_message_fault(build, case, tmp_path, tmp_path_factory):
+    """A sample of the message faults' cases, every moment at least once (all of them with IOTAME_FULL_MATRIX=1)."""
+    message_faults.check_case(case, tmp_path, tmp_path_factory.mktemp("plain"), OpenMpiMessages)

@@ -196,21 +196,35 @@ static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
     e->layout_from = e->layout_targets > 1 ? from : IOTAME_POSIX_FROM_NONE;
 }
 
+/* A message of ours lost in the set-up before its agreement (when the call had lost none before it: a call that did
+ * fails anyway, core.h), as a negated class for the agreement's MPI_MIN. */
+static int64_t setup_lost_mine(int before)
+{
+    return before == MPI_SUCCESS ? -(int64_t)iotame_msg_error_class(iotame_msg_error_peek()) : 0;
+}
+
+/* The set-up's messages, lost on any rank, make every rank give the file to the library (-EPROTO, e->lost). The one
+ * reduction's own message, lost on one rank only, stays recorded for the router: the call then fails on every rank. */
 int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state)
 {
     if (e->shadow != MPI_FILE_NULL) return 0; /* another engine strategy set it up */
+    const int before = iotame_msg_error_peek();
     int nodes = setup_nodes(e) == 0, all = 0;
     if (nodes) iotame__coll_env_hints(e, e->fh);
     int rw = (e->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
     int ok = nodes && PMPI_File_open(e->comm, e->path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
-    int64_t mine[1 + LAYOUT_FIELDS], agreed[1 + LAYOUT_FIELDS];
+    int64_t mine[2 + LAYOUT_FIELDS], agreed[2 + LAYOUT_FIELDS];
     mine[0] = ok;
-    layout_mine(e, mine + 1);
-    PMPI_Allreduce(mine, agreed, 1 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
-    all = agreed[0] == 1;
-    layout_agreed(e, agreed + 1);
+    mine[1] = setup_lost_mine(before);
+    layout_mine(e, mine + 2);
+    PMPI_Allreduce(mine, agreed, 2 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
+    e->lost = (int)-agreed[1];
+    all = agreed[0] == 1 && !e->lost;
+    layout_agreed(e, agreed + 2);
     if (e->set_up) e->set_up(e, e->set_up_arg); /* the strategies of the handle learn the facts (target_aligned) */
     if (all) return 0;
+    if (e->lost && agreed[0] == 1) PMPI_File_close(&e->shadow); /* open on every rank: closed by every rank */
+    if (e->lost) return -EPROTO;
     /* A handle opened on some ranks only is left open: closing it is collective. */
     return nodes ? -EACCES : -ENOMEM;
 }

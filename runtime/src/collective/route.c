@@ -33,6 +33,7 @@ struct iotame_coll_file {
     void *state[IOTAME_STRATEGY_MAX]; /* every strategy's own state of the handle (iotame_strategy_t.open) */
     unsigned ready;              /* the strategies set up (bit s: iotame_strategies[s]->setup ran) */
     const char *off; /* why every call now goes to the library (the engine could not be set up), or NULL */
+    const char *lost; /* this rank's agreement at open lost its message: why it declines every gathered call */
     iotame_coll_view_t view;
     iotame_coll_env_t env;
     /* the call under way: this rank's extents, packed data, and every rank's row of facts */
@@ -194,9 +195,29 @@ static void route_bind(const iotame_open_t *o, iotame_coll_file_t *f, const char
     consumer->bind(o->file->consumer_arg, f && !why ? NULL : why);
 }
 
+/* The reason every rank counts when the open passes the handle through: a lost set-up message's, else this rank's. */
+static const char *route_open_refusal(int lost, const char *refused)
+{
+    if (lost) return iotame_msg_setup_reason(lost);
+    return refused ? refused : "a rank could not set up collective routing (out of memory, or no communicator)";
+}
+
+/* A message of the runtime's own lost on this rank after the open's agreement (the agreement itself, the duplicate,
+ * a chooser's `agreed`): the other ranks, which may have agreed on routing, cannot learn it without another message,
+ * and a rank that went to the library alone would leave them waiting in the router's gather. So the rank stays in
+ * step and declines every gathered call (FLAG_CANNOT): every rank then hands each of them to the library. */
+static void route_open_unsure(iotame_coll_file_t *f)
+{
+    const int cls = iotame_msg_error_class(iotame_msg_error_peek());
+    if (!cls || f->lost) return;
+    f->lost = iotame_msg_setup_reason(cls);
+    iotame_stats_passthrough(f->fs, f->lost);
+}
+
 /* The open agrees on everything in one reduction, inside the application's collective open (docs/design/
- * open-agreement.md): whether every rank could set the handle up (its core record included), rank 0's file system,
- * and a choosing strategy's part. A rank that cannot route says so, and then no rank routes the handle. A native
+ * open-agreement.md): whether every rank could set the handle up (its core record included), whether a message of
+ * the runtime's own failed in the open so far (core.h: the profile's, staging's), rank 0's file system, and a
+ * choosing strategy's part. A rank that cannot route says so, and then no rank routes the handle. A native
  * strategy fixed for the file needs no communicator of ours; the others duplicate it without blocking, to complete
  * during the reduction. The settings come from o->fc, which every rank has (its record, maybe not). */
 void iotame__coll_open(const iotame_open_t *o)
@@ -218,7 +239,7 @@ void iotame__coll_open(const iotame_open_t *o)
     MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
     MPI_Request dup = MPI_REQUEST_NULL;
     int ok = native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
-    enum { FAILED, LOCAL, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
+    enum { FAILED, LOCAL, LOST, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
     const char *refused = NULL;
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, o->fc, fs, o->file, &refused)
@@ -231,21 +252,21 @@ void iotame__coll_open(const iotame_open_t *o)
         failed |= ch->open(f ? &f->choice : NULL, &co, mine + CHOICE) != 0;
     mine[FAILED] = failed;
     mine[LOCAL] = rank == 0 && !failed && iotame_coll_local_fs(f->path);
+    mine[LOST] = iotame_msg_error_class(iotame_msg_error_peek());
     uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allreduce(mine, all, FIELDS, MPI_INT, MPI_MAX, comm);
     const int64_t cost_ns = (int64_t)(iotame_monotonic_ns() - t0);
     /* The duplicate's context id is agreed over the ranks by the library (MPICH, Open MPI), so a duplicate that
-     * started on every rank completes, or fails, on every rank alike. */
-    if (dup != MPI_REQUEST_NULL && PMPI_Wait(&dup, MPI_STATUS_IGNORE) != MPI_SUCCESS) own = MPI_COMM_NULL;
-    if (all[FAILED] || (!native && own == MPI_COMM_NULL)) {
+     * started on every rank completes, or fails, on every rank alike; a wait that reports failure on one rank yet made
+     * the duplicate (a lost message) keeps it, and route_open_unsure then declines every gathered call with it. */
+    if (dup != MPI_REQUEST_NULL) PMPI_Wait(&dup, MPI_STATUS_IGNORE);
+    if (all[FAILED] || all[LOST] || (!native && own == MPI_COMM_NULL)) {
         if (f) {
             if (f->choice && ch->close) ch->close(f->choice, &f->env, 0); /* agreed on nothing: it only frees */
             route_free(f);
         }
         if (own != MPI_COMM_NULL) PMPI_Comm_free(&own);
-        if (fs)
-            iotame_stats_passthrough(fs, refused ? refused : "a rank could not set up collective routing (out of "
-                                                             "memory, or no communicator)");
+        if (fs) iotame_stats_passthrough(fs, route_open_refusal(all[LOST], refused));
         route_bind(o, NULL, "a rank could not set up collective routing");
         return;
     }
@@ -253,6 +274,7 @@ void iotame__coll_open(const iotame_open_t *o)
     f->env.local_fs = all[LOCAL];
     f->env.write_sieving = iotame_coll_write_sieving();
     if (ch && ch->agreed) ch->agreed(f->choice, &f->env, all + CHOICE, cost_ns);
+    route_open_unsure(f);
     *iotame_file_slot(o->file, &iotame_module_collective) = f;
     route_bind(o, f, NULL);
 }
@@ -381,7 +403,7 @@ static const char *route_gather(iotame_coll_file_t *f, const iotame_coll_args_t 
     const iotame_coll_env_t *e = &f->env;
     int64_t nbytes = 0;
     *pos = 0;
-    const char *why = route_prepare(f, a, pos, &nbytes);
+    const char *why = f->lost ? f->lost : route_prepare(f, a, pos, &nbytes);
     int64_t row[IOTAME_INFO_FIELDS] = {INT64_MAX, INT64_MIN, 0, 0, 0, f->ch && f->ch->tag ? f->ch->tag(f->choice) : 0};
     row[IOTAME_INFO_STREAM] = *pos * f->view.etype_size;
     row[IOTAME_INFO_VIEW] = f->view.generation;
@@ -427,8 +449,9 @@ static const char *route_setup(iotame_coll_file_t *f, int s)
     if (!st->setup || (f->ready & 1u << s)) return NULL;
     iotame_coll_env_t *e = &f->env;
     int rc = st->setup(e, f->state[s]);
-    if (rc) return f->off = rc == -ENOMEM ? "out of memory (collective routing)"
-                                          : "the file cannot be opened for reading and writing (shadow handle)";
+    if (rc) return f->off = rc == -ENOMEM   ? "out of memory (collective routing)"
+                            : rc == -EPROTO ? iotame_msg_setup_reason(e->lost)
+                                            : "the file cannot be opened for reading and writing (shadow handle)";
     f->ready |= 1u << s;
     json_t *coll = e->node_of ? iotame_stats_collective(f->fs) : NULL; /* the engine's nodes (env.c) */
     if (coll) json_object_set_new(coll, "nodes", json_integer(e->nnodes));

@@ -89,6 +89,7 @@ typedef struct iotame_coll_env {
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
+    int lost; /* the MPI error class of a message of ours lost on some rank in the engine's set-up (0: none) */
     /* the engine's option (iotame_coll_engine_options; 0: not set): ranks grouped into virtual nodes of this many
      * consecutive ranks, where every engine strategy places its aggregators and the cost model counts nodes */
     int64_t virtual_node_size;
@@ -131,7 +132,8 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
 /* The setup and teardown of the engine strategies (two_phase, node_local, target_aligned, view_based): the nodes, the
  * hints, and the shadow handle (read-modify-write needs reading, so RDWR even when the application writes only),
  * shared by them and set up once. Collective; returns 0, -ENOMEM, or -EACCES (the shadow handle could not be
- * opened), every rank alike. Shaped as a strategy's setup and teardown hooks (state unused), so that an engine
+ * opened), or -EPROTO (a message of the runtime's own failed on some rank before the set-up's agreement: e->lost says
+ * its class), every rank alike. Shaped as a strategy's setup and teardown hooks (state unused), so that an engine
  * strategy without state of its own names them as its own (.setup = iotame_coll_engine_setup). */
 int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state);
 void iotame_coll_engine_teardown(iotame_coll_env_t *e, void *state);

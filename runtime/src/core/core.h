@@ -246,6 +246,19 @@ static inline int iotame_msg_error_take(void)
     iotame__msg_error = MPI_SUCCESS;
     return code;
 }
+/* The same, left recorded: an open's agreement folds every set-up message that failed before it into what it agrees
+ * (the file then passes through on every rank), and a later take still finds it. */
+static inline int iotame_msg_error_peek(void) { return iotame__msg_error; }
+/* The MPI error class of a failed message's code (0 for MPI_SUCCESS): what the ranks reduce, codes being local. */
+static inline int iotame_msg_error_class(int code)
+{
+    int cls = MPI_ERR_OTHER;
+    if (code == MPI_SUCCESS) return 0;
+    return PMPI_Error_class(code, &cls) == MPI_SUCCESS && cls > 0 ? cls : MPI_ERR_OTHER;
+}
+/* The passthrough reason of a file whose set-up lost a message of the runtime's own of class `cls`: "a message of the
+ * runtime's own failed while setting the file up: MPI error class N" (one string per class, kept for the job). */
+const char *iotame_msg_setup_reason(int cls);
 #define IOTAME__WATCH_COLL(name, comm, expr)                                                                         \
     __extension__({                                                                                            \
         int iotame__begun = iotame_where_coll_begin(name, comm);                                                    \

@@ -210,6 +210,23 @@ void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason)
     unlock_if_threaded();
 }
 
+const char *iotame_msg_setup_reason(int cls)
+{
+    enum { CLASSES = 128 };
+    static const char *reasons[CLASSES]; /* never freed: counted reasons are kept by their address */
+    static const char *const unknown = "a message of the runtime's own failed while setting the file up";
+    if (cls <= 0 || cls >= CLASSES) return unknown;
+    lock_if_threaded();
+    if (!reasons[cls]) {
+        char text[96];
+        snprintf(text, sizeof text, "%s: MPI error class %d", unknown, cls);
+        reasons[cls] = strdup(text);
+    }
+    const char *reason = reasons[cls] ? reasons[cls] : unknown;
+    unlock_if_threaded();
+    return reason;
+}
+
 /* ---- reduction: every rank packs its records, rank 0 gathers and merges them ---- */
 
 typedef struct {

@@ -101,6 +101,7 @@ IOTAME_WRAPPER int MPI_File_open(MPI_Comm comm, const char *filename, int amode,
 {
     if (!iotame__enter()) return PMPI_File_open(comm, filename, amode, info, fh);
     uint64_t t0 = iotame_now();
+    iotame_msg_error_take(); /* the set-up messages of this open from here on: the modules' agreements fold them */
     iotame_file_stats_t *fs = iotame_stats_file(filename);
     /* Every rank holds the same configuration and the collective open names the same file, so every rank
      * merges the same hints. */

@@ -175,6 +175,17 @@ static stage_handle_t *stage_module_new(MPI_Comm comm, int cached)
     return h;
 }
 
+/* Whether a message of the runtime's own failed in this open so far (core.h), and then its reason into *why when
+ * none is there: the file's set-up folds it into its next agreement, and every rank passes the file through. The
+ * last agreement's own failure on one rank only cannot be learnt by the others without another message: that rank
+ * trusts the values it received (the collective module's agreement, next, still passes its routing through). */
+static int stage_lost_message(const char **why)
+{
+    const int cls = iotame_msg_error_class(iotame_msg_error_peek());
+    if (cls && !*why) *why = iotame_msg_setup_reason(cls);
+    return cls;
+}
+
 static void stage_open(const iotame_open_t *o)
 {
     stage_settings_t set;
@@ -210,19 +221,23 @@ static void stage_open(const iotame_open_t *o)
     }
     /* another open of the file caching on this node would share the node's error word of the file (stage.h) */
     const int alone = file < 0 || !__atomic_load_n(&area->file[file].agg_users, __ATOMIC_ACQUIRE);
-    int mine[3] = {file >= 0, writes, alone}, all[3] = {0, 0, 0};
+    int lost = stage_lost_message(&why);
+    int mine[3] = {file >= 0 && !lost, writes, alone}, all[3] = {0, 0, 0};
     PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, o->comm);
+    lost = stage_lost_message(&why); /* this agreement's own message too: folded into the next one */
     if (writes && !all[1]) decided = "another rank decided not to stage";
     const int noted = set.enabled != STAGE_ENABLED_OFF && writing;
     if (all[0] && !all[1] && !set.prefetch) {
         stage_file_release(area, file); /* nothing to do for the handle: its calls go to the library untouched */
         if (noted) stage_module_note(o->fs, set.enabled, 0, decided, profile);
+        if (lost) iotame_stats_passthrough(o->fs, why);
         return;
     }
     /* aggregator caching: staging's own reasons not to cache, before and after the collective module's (bind) */
     const char *early = stage_agg_early(&set, all[1]), *late = early ? NULL : stage_agg_late(all[2]);
     stage_handle_t *h = all[0] ? stage_module_new(o->comm, !early && !late) : NULL;
-    int have = h != NULL, every = 0;
+    lost = stage_lost_message(&why);
+    int have = h != NULL && !lost, every = 0;
     PMPI_Allreduce(&have, &every, 1, MPI_INT, MPI_MIN, o->comm);
     if (!every) {
         if (h) stage_agg_free(h), PMPI_Comm_free(&h->comm), free(h);
