@@ -620,7 +620,18 @@ int iotame__coll_sync(iotame_file_t *file)
     if (!f || !f->written) return MPI_SUCCESS;
     /* Writes went through the shadow handle: flushing the application's handle alone may not cover them. */
     f->written = 0;
-    return PMPI_File_sync(f->env.shadow);
+    int rc = PMPI_File_sync(f->env.shadow);
+    /* The library syncs the shadow only on the ranks that wrote through it (the aggregators), so a failed sync
+     * is agreed over the file's ranks: every rank whose data an aggregator wrote gets it, as under the library,
+     * where each rank of a collective write syncs its own handle. `written` is set alike on every rank. */
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
+    if (PMPI_Allreduce(MPI_IN_PLACE, &cls, 1, MPI_INT, MPI_MAX, f->env.comm) != MPI_SUCCESS) cls = MPI_ERR_IO;
+    if (rc == MPI_SUCCESS && cls != MPI_SUCCESS) {
+        rc = cls;
+        PMPI_File_call_errhandler(f->fh, rc);
+    }
+    return rc;
 }
 
 /* The statistics of a handle's calls served without a collective of ours; then it is freed. */
