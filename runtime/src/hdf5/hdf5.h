@@ -73,6 +73,7 @@ typedef struct {
     __typeof__(H5FD_mpio_init) *FD_mpio_init; /* H5FD_MPIO; MPI-IO builds only */
     /* HDF5's global class ids: variables, read after H5open (they change if the application restarts HDF5) */
     const hid_t *cls_file_access_g, *cls_dataset_create_g, *cls_dataset_xfer_g;
+    const hid_t *err_read_g, *err_write_g; /* the minor error ids of a failed read or write (NULL: not found) */
     unsigned version[3];
     int usable;         /* every function above (but the MPI-IO ones) found, and a library version we fit */
     const char *reason; /* why not usable */
@@ -110,8 +111,11 @@ typedef struct {
 } iotame_h5_quiet_t;
 void iotame_hdf5_quiet_begin(iotame_h5_quiet_t *q);
 void iotame_hdf5_quiet_end(iotame_h5_quiet_t *q);
-/* The innermost message of the thread's HDF5 error stack ("" when empty), before anything clears it. */
-void iotame_hdf5_error(char *buf, size_t len);
+/* After iotame_hdf5_quiet_end: the error stack printed as the application's own settings print it. */
+void iotame_hdf5_quiet_print(const iotame_h5_quiet_t *q);
+/* The innermost message of the thread's HDF5 error stack ("" when empty), before anything clears it; returns 1 when
+ * the stack holds a failed read or write of the file: HDF5 accepted the properties and did I/O with them. */
+int iotame_hdf5_error(char *buf, size_t len);
 
 /* ---- record.c: what was applied, into the file's statistics ---- */
 

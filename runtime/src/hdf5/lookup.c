@@ -128,6 +128,8 @@ static void lookup(void)
     api.cls_file_access_g = variable(lib, "H5P_CLS_FILE_ACCESS_ID_g");
     api.cls_dataset_create_g = variable(lib, "H5P_CLS_DATASET_CREATE_ID_g");
     api.cls_dataset_xfer_g = variable(lib, "H5P_CLS_DATASET_XFER_ID_g");
+    api.err_read_g = variable(lib, "H5E_READERROR_g");
+    api.err_write_g = variable(lib, "H5E_WRITEERROR_g");
     if (!api.cls_file_access_g || !api.cls_dataset_create_g || !api.cls_dataset_xfer_g)
         api.reason = "the HDF5 library lacks its property list class ids";
     if (!api.Fcreate || !api.Fopen || !api.Dcreate2 || !api.Dwrite || !api.Dread)
@@ -197,22 +199,30 @@ void iotame_hdf5_quiet_end(iotame_h5_quiet_t *q)
     if (q->saved) api.Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
 
+void iotame_hdf5_quiet_print(const iotame_h5_quiet_t *q)
+{
+    if (q->saved && q->func) q->func(H5E_DEFAULT, q->data);
+}
+
 typedef struct {
     char *buf;
     size_t len;
+    int io; /* an entry is a failed read or write */
 } error_text_t;
 
 static herr_t innermost(unsigned n, const H5E_error2_t *err, void *data)
 {
     error_text_t *t = data;
     if (err->desc && *err->desc) snprintf(t->buf, t->len, "%s", err->desc); /* walking down: the last one wins */
+    if ((api.err_read_g && err->min_num == *api.err_read_g) || (api.err_write_g && err->min_num == *api.err_write_g))
+        t->io = 1;
     return 0;
 }
 
-void iotame_hdf5_error(char *buf, size_t len)
+int iotame_hdf5_error(char *buf, size_t len)
 {
-    error_text_t t = {buf, len};
+    error_text_t t = {buf, len, 0};
     if (len) buf[0] = '\0';
     api.Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, &t);
+    return t.io;
 }
-
