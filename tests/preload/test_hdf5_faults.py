@@ -121,19 +121,32 @@ def violations(result, status, fired, tmp: Path, op, fail, trigger, oracle_resul
             if not {"flush", "close"} & set(failed_at(result, rank)):
                 out.append(("unreported", f"rank {rank}: its fsync failed and no error came back at flush or close"))
     if trigger == "always" and oracle_result is not None:
-        for rank in range(n):
-            mine, library = failed_at(result, rank), failed_at(oracle_result, rank)
-            for step in library:
-                later = FAULT_STEPS[FAULT_STEPS.index(step):] if staged else [step]
-                if not any(s in mine for s in later):
-                    out.append(("calls", f"rank {rank}: the library's run fails at {step}, this one "
-                                          f"{'by the close ' if staged else ''}does not ({sorted(mine) or 'nowhere'})"))
+        out += calls_violations(result, oracle_result, staged)
     clean = status == 0 and not any(any(row) for row in result["failed"])
     if clean and oracle_result is not None and not any(any(row) for row in oracle_result["failed"]):
         p = subprocess.run(["h5diff", tmp / "fault.h5", tmp.parent / "oracle" / "fault.h5", "/d"],
                            capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             out.append(("data", f"fault.h5's dataset differs from the library's: {p.stdout[-300:]}"))
+    return out
+
+
+def calls_violations(result, library, staged):
+    """Where the device stays broken, the error reaches the calls the library's does on each rank; with staging,
+    a rank the library fails from some call on fails at that call or a later one (by the close), and a close that
+    fails under the library (HDF5 writes metadata there) fails on some rank."""
+    out = []
+    for rank in range(result["nprocs"]):
+        mine, theirs = failed_at(result, rank), failed_at(library, rank)
+        if not staged:
+            out += [("calls", f"rank {rank}: the library's run fails at {step}, this one does not "
+                              f"({sorted(mine) or 'nowhere'})") for step in theirs if step not in mine]
+        elif theirs and not any(s in mine for s in FAULT_STEPS[min(FAULT_STEPS.index(s) for s in theirs):]):
+            out.append(("calls", f"rank {rank}: the library's run fails from {min(theirs, key=FAULT_STEPS.index)} "
+                                 f"on, this one not by the close ({sorted(mine) or 'nowhere'})"))
+    closes = [bool(failed_at(r, rank).get("close")) for r in (result, library) for rank in range(result["nprocs"])]
+    if staged and any(closes[result["nprocs"]:]) and not any(closes[:result["nprocs"]]):
+        out.append(("calls", "the library's run fails at close, this one on no rank"))
     return out
 
 
