@@ -13,12 +13,15 @@
  * the handle, set only for handles whose "collective.strategy" is not passthrough (iotame__coll_open); the other
  * handles, and every independent call, leave this file at once. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "posix/posix.h"
 #include "strategy.h"
 
 struct iotame_coll_file {
@@ -621,16 +624,15 @@ int iotame__coll_sync(iotame_file_t *file)
     /* Writes went through the shadow handle: flushing the application's handle alone may not cover them. */
     f->written = 0;
     int rc = PMPI_File_sync(f->env.shadow);
-    /* The library syncs the shadow only on the ranks that wrote through it (the aggregators), so a failed sync
-     * is agreed over the file's ranks: every rank whose data an aggregator wrote gets it, as under the library,
-     * where each rank of a collective write syncs its own handle. `written` is set alike on every rank. */
-    int cls = MPI_SUCCESS;
-    if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
-    if (PMPI_Allreduce(MPI_IN_PLACE, &cls, 1, MPI_INT, MPI_MAX, f->env.comm) != MPI_SUCCESS) cls = MPI_ERR_IO;
-    if (rc == MPI_SUCCESS && cls != MPI_SUCCESS) {
-        rc = cls;
+    /* ROMIO syncs the shadow only on the ranks that wrote through it (the aggregators), where under the library
+     * every rank of a collective write syncs its own handle and gets a failure: so every rank syncs the file itself
+     * too. No message: HDF5's error paths reach a sync on some ranks only, which the library does not wait for. */
+    int fd = rc == MPI_SUCCESS ? open(iotame_posix_path(f->path), O_WRONLY | O_CLOEXEC) : -1;
+    if (fd >= 0 && fsync(fd) != 0) {
+        rc = MPI_ERR_IO; /* the class ROMIO gives a failed fsync */
         PMPI_File_call_errhandler(f->fh, rc);
     }
+    if (fd >= 0) close(fd);
     return rc;
 }
 
