@@ -8,7 +8,8 @@ rank writes, and reads back, with one collective call per phase (or, for the HDF
   auto            strategy auto WITHOUT a machine profile: the selector's configured first candidate serves a
                   one-call phase
   auto_profile    strategy auto with {"profile": P} of --profile P: the cost model's pick serves when the model
-                  trusts it (it beats every other candidate beyond the errors), else the configured first candidate
+                  trusts it (it beats the configured first candidate and the library's call beyond the errors), else the
+                  configured first candidate
 
 at 2 ranks (MPICH busy-polls: never more on 2 cores). The cases (--small: the same shapes, tiny):
 
@@ -176,8 +177,8 @@ def selector(stats, op):
             served = Counter(s for s, _ in trace) if trace else Counter({d.get("strategy") or "?": d.get("calls", 0)})
             model = d.get("model")
             if model:
-                model = {k: model.get(k) for k in ("first", "trusted", "examined", "predicted_s", "measured_s",
-                                                   "error")}
+                model = {k: model.get(k) for k in ("first", "trusted", "leads", "examined", "predicted_s",
+                                                   "measured_s", "error")}
             out["decisions"].append({"signature": d["signature"], "strategy": d.get("strategy"),
                                      "calls": d.get("calls"), "served": dict(served), "model": model})
         for reason, n in (f.get("passthrough_reasons") or {}).items():
@@ -273,14 +274,15 @@ def verdict(runs, case, op):
 
 
 def decisions_summary(decisions):
-    """(served, model's firsts, trusted, decisions with a model) of a list of decisions."""
+    """(served, model's firsts, served first (trusted alone or leading), decisions with a model) of a list of
+    decisions."""
     served, first, trusted, n = Counter(), Counter(), 0, 0
     for d in decisions:
         served.update(d["served"])
         if d.get("model"):
             n += 1
             first[d["model"]["first"]] += 1
-            trusted += bool(d["model"]["trusted"])
+            trusted += bool(d["model"]["trusted"] or d["model"].get("leads"))
     return served, first, trusted, n
 
 
@@ -303,7 +305,7 @@ def served_summary(runs, case, op, config):
                 if jobs else "no decision")
     text = counts(served)
     if n:
-        text += f" (model's first: {counts(first)}; trusted {trusted}/{n})"
+        text += f" (model's first: {counts(first)}; served first {trusted}/{n})"
     return text
 
 
@@ -313,7 +315,7 @@ def main_table(runs):
     names = config_names(runs)
     fixed = [s for s in STRATEGIES if s in names]
     out = [f"| case | op | MB | default | best fixed (which) | {AUTO} | {MODEL} | {MODEL} / better of default and "
-           f"{AUTO} [90 % interval] | >= {GOAL} | {MODEL} served (model's first; trusted) |",
+           f"{AUTO} [90 % interval] | >= {GOAL} | {MODEL} served (model's first; served first) |",
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: | --- |"]
     counts = Counter()
     for case in case_names(runs):

@@ -84,6 +84,10 @@ def selector_reason(d: dict, budget: float) -> str:
             return f"decided: {strategy}, from the knowledge file"
         if model and model.get("trusted"):
             return f"decided: {strategy}, the cost model's pick, trusted beyond its error ({tried})"
+        if model and model.get("leads"):
+            return (f"decided: {strategy}, the fastest measured of the cost model's pick ({model.get('first')}, "
+                    f"faster beyond its error than the job without a profile) and the candidates within its error "
+                    f"({tried})")
         return f"decided: {strategy}, the fastest measured ({tried})"
     waited = int(d.get("deferred_calls", 0) or 0)
     if budget >= 1:

@@ -192,8 +192,9 @@ def stats_tables(summary: dict) -> list[Table]:
             pred, meas, errs = m.get("predicted_s") or {}, m.get("measured_s") or {}, m.get("errors") or {}
             times = "\n".join(f"{k} {pred[k] * 1e3:.3g} / " + (f"{meas[k] * 1e3:.3g}" if k in meas else "-") +
                               (f" (±{errs[k]:.0%})" if k in errs else "") for k in sorted(pred, key=pred.get))
-            first = str(m.get("first")) + ("" if "trusted" not in m else " (served from the first call)"
-                                           if m["trusted"] else " (not trusted: within the errors; configured order)")
+            first = str(m.get("first")) + ("" if "trusted" not in m else " (served alone from the first call)"
+                                           if m["trusted"] else " (served first; candidates within its errors after)"
+                                           if m.get("leads") else " (not trusted: within the errors; configured order)")
             t.add_row(m["path"], call, str(m.get("strategy") or "-"), first, f"{float(m.get('error', 0)):.2f}", times)
         tables.append(t)
         tables.append(_model_basis(coll["model"]))

@@ -747,7 +747,7 @@ static void test_recorded_traces_replay_to_the_same_decisions(void)
 /* A prediction of a 1 MB call (seconds = 1 / MB/s) for passthrough, two_phase, node_local, target_aligned. */
 static iotame_select_model_t model_of(const double mbs[4], double error)
 {
-    iotame_select_model_t m = {.error = error};
+    iotame_select_model_t m = {.error = error, .library = PT};
     for (int i = 0; i < 4; i++) m.seconds[i] = mbs[i] > 0 ? 1 / mbs[i] : 0;
     return m;
 }
@@ -778,15 +778,37 @@ static void test_the_model_serves_its_prediction_from_the_first_call(void)
     CHECK(!iotame_select_running(plain) && iotame_select_choose(plain) == PT);
 }
 
-static void test_an_untrusted_model_examines_as_without_a_profile(void)
+static void test_a_leading_pick_serves_first_and_examines_only_within_its_errors(void)
 {
-    /* node_local and two_phase are predicted within 0.2 of each other, the others far behind: the prediction is not
-     * trusted to choose, so every candidate is examined in the configured order, as without a profile (passthrough
-     * first, though predicted far behind), and the measured fastest wins. */
+    /* node_local and two_phase are predicted within 0.2 of each other, passthrough (the configured first and the
+     * library's call) and target_aligned far behind: the pick is not trusted to serve alone, but it leads what would
+     * serve without the profile, so it serves first, two_phase is examined after it, the others stay out, and the
+     * measured fastest (two_phase) wins. */
     iotame_file_stats_t *fs = new_fs();
     iotame_selector_t *s = select_for(fs);
     iotame_sig_t sig = {1, 2, 1000000, 64, 0};
     const double pred[4] = {50, 270, 300, 40}, real[4] = {50, 280, 250, 40};
+    const iotame_select_model_t m = model_of(pred, 0.2);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, &m);
+    int order[40], seen[4] = {0};
+    const int n = serve_until_running(s, e, fs, real, order, 40);
+    CHECK(n > 0 && order[0] == NL);
+    for (int i = 0; i < n; i++) seen[order[i]] = 1;
+    CHECK(!seen[PT] && seen[TP] && seen[NL] && !seen[TA]);
+    const json_t *d = decision(fs, 0);
+    CHECK(strcmp(dstr(d, "strategy"), "two_phase") == 0);
+    CHECK(json_array_size(json_object_get(dmodel(d), "examined")) == 2 &&
+          !json_is_true(json_object_get(dmodel(d), "trusted")) && json_is_true(json_object_get(dmodel(d), "leads")));
+}
+
+static void test_an_untrusted_model_examines_as_without_a_profile(void)
+{
+    /* passthrough, the configured first, within the pick's errors: the prediction chooses nothing, and every
+     * candidate is examined in the configured order, as without a profile; the measured fastest wins. */
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = select_for(fs);
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double pred[4] = {250, 270, 300, 40}, real[4] = {50, 280, 250, 40};
     const iotame_select_model_t m = model_of(pred, 0.2);
     iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, &m);
     int order[40], seen[4] = {0};
@@ -797,7 +819,7 @@ static void test_an_untrusted_model_examines_as_without_a_profile(void)
     const json_t *d = decision(fs, 0);
     CHECK(strcmp(dstr(d, "strategy"), "two_phase") == 0);
     CHECK(json_array_size(json_object_get(dmodel(d), "examined")) == 4 &&
-          !json_is_true(json_object_get(dmodel(d), "trusted")));
+          !json_is_true(json_object_get(dmodel(d), "trusted")) && !json_is_true(json_object_get(dmodel(d), "leads")));
     /* 100: every candidate is within the error, in the configured order */
     const iotame_select_model_t wide = model_of(pred, 100);
     iotame_file_stats_t *fs2 = new_fs();
@@ -941,6 +963,7 @@ int main(void)
     test_a_turn_that_cannot_lose_needs_no_credit();
     test_recorded_traces_replay_to_the_same_decisions();
     test_the_model_serves_its_prediction_from_the_first_call();
+    test_a_leading_pick_serves_first_and_examines_only_within_its_errors();
     test_an_untrusted_model_examines_as_without_a_profile();
     test_a_pick_within_the_errors_is_not_trusted();
     test_a_time_departing_from_its_prediction_lets_others_in();

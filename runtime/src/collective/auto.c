@@ -21,10 +21,9 @@
 
 /* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
  * writes on a local file system [0..3] and elsewhere [4..7] and the file's layout (targets, unit in KiB), each as
- * (max, -min) over the ranks, and the slowest rank's open of the handle (microseconds). The machine profile is
- * agreed by the core (the file record's). */
+ * (max, -min) over the ranks, and one field unused. The machine profile is agreed by the core (the file record's). */
 enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_TARGETS = A_OPENING + 8, A_UNIT_KB = A_TARGETS + 2,
-       A_OPEN_US = A_UNIT_KB + 2, A_FIELDS };
+       A_UNUSED = A_UNIT_KB + 2, A_FIELDS };
 _Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
 
 /* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
@@ -53,9 +52,6 @@ typedef struct {
     json_t *corrections; /* the knowledge file's corrections of every profile ("model"), read at the open */
     const json_t *learned; /* those of this file's profile (borrowed from corrections; NULL: none) */
     char learned_key[16];  /* the profile's key in them */
-    double setup_seconds; /* what an engine strategy's set-up costs the handle: a shadow handle opened and closed */
-    int engine_ready;     /* an engine strategy served a call of the handle: no set-up to predict (agreed: the
-                             strategy of a measured call is every rank's) */
 } auto_model_t;
 
 struct iotame_coll_choice {
@@ -183,6 +179,7 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
     const struct iotame_coll_choice *a = arg;
     memset(out, 0, sizeof *out);
     out->error = a->model.error;
+    out->library = -1;
     char cls[128];
     iotame__coll_correction_class(cls, sizeof cls, sig, a->model.nodes, interleaved);
     json_t *applied = json_object();
@@ -200,12 +197,14 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         call.targets = a->model.targets;
         call.unit = a->model.unit;
         call.sieves = a->model.sieves;
-        call.setup_seconds = a->model.engine_ready ? 0 : a->model.setup_seconds;
-        /* first_call 0: the selector's means are of calls after a strategy's first (transition calls are not
-         * measured), so that is what is predicted; the engine's set-up stays the equations' own term */
+        /* first_call 0 and no set-up: the selector's means are of calls after a strategy's first (transition
+         * calls are not measured), so that is what is predicted, as the fit's rows amortize the set-up (two opens)
+         * over a phase's calls and `first` 0 is a phase without end. Counted on every call, one noisy open of the
+         * job decided the ranking of a phase of few calls. */
         double error;
         out->seconds[s] = iotame_model_fitted(&a->model.profile->profile, &call, a->model.kind[s], &error);
         const char *name = iotame_strategies[s]->name;
+        if (iotame_strategies[s]->model == IOTAME_MODEL_PASSTHROUGH) out->library = s;
         const iotame_coll_correction_t k = iotame__coll_correction(a->model.learned, cls, name);
         out->seconds[s] *= exp(k.correction);
         out->errors[s] = iotame__coll_correction_error(&k, error > 0 ? error : a->model.error);
@@ -237,7 +236,6 @@ static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_
     a->model.targets = targets > 1 && unit_kb > 0 ? targets : 0; /* 0: the profile's */
     a->model.unit = a->model.targets ? unit_kb << 10 : 0;
     a->model.nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
-    a->model.setup_seconds = 2e-6 * agree[A_OPEN_US]; /* the library's open of this file, and as much to close it */
     a->model.sieves = env->write_sieving;
     auto_profile_kinds(a, env);
     a->model.error = iotame_select_known_error(&a->w.set.knowledge, a->model.error);
@@ -386,7 +384,6 @@ static int auto_open(void **state, const iotame_coll_open_t *o, int agree[IOTAME
         agree[A_TARGETS + 2 * i] = (int)mine[i];
         agree[A_TARGETS + 2 * i + 1] = -(int)mine[i];
     }
-    agree[A_OPEN_US] = (int)(o->open_ns / 1000 < INT_MAX ? o->open_ns / 1000 : INT_MAX);
     for (int away = 0; away < 2; away++) {
         int p[2];
         auto_propose(a, !away, p);
@@ -473,7 +470,6 @@ static int auto_choose(void *state, const iotame_coll_facts_t *facts)
 static void auto_measured(void *state, const iotame_coll_facts_t *facts, int strategy, double seconds)
 {
     struct iotame_coll_choice *a = state;
-    a->model.engine_ready |= strategy >= 0 && strategy < iotame_nstrategies && !iotame_strategies[strategy]->native;
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
     iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);

@@ -524,6 +524,18 @@ static int64_t route_before_eof(const iotame_coll_file_t *f, int64_t nbytes)
     return done;
 }
 
+/* A message of the runtime's own that failed while the engine served the call (lost: its MPI error code, or
+ * MPI_SUCCESS) makes the call an MPI error on this rank (-EIO with c->mpi_error set), which the agreement that
+ * follows gives every rank: nothing the message left behind is trusted as a success. Native strategies hand the
+ * call to the library and send nothing of their own; a run that could not start (another rc, agreed by every rank)
+ * is handed to the library whole, on every rank alike. */
+static int route_lost_message(iotame_coll_call_t *c, const iotame_strategy_t *st, int rc, int lost)
+{
+    if (lost == MPI_SUCCESS || st->native || (rc && rc != -EIO)) return rc;
+    if (c->mpi_error == MPI_SUCCESS) c->mpi_error = lost;
+    return -EIO;
+}
+
 /* 9. What the application sees of a call the engine served: an error on any rank through the file's error
  * handler, a read's data unpacked into its buffer, the status, the individual file pointer. */
 static int route_complete(iotame_coll_file_t *f, const iotame_coll_args_t *a, const iotame_coll_call_t *c, int64_t pos,
@@ -558,6 +570,7 @@ static int route_complete(iotame_coll_file_t *f, const iotame_coll_args_t *a, co
 static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
 {
     const uint64_t called = iotame_monotonic_ns();
+    iotame_msg_error_take(); /* the messages of this call from here on */
     iotame_coll_facts_t g;
     int64_t pos;
     const char *why = route_gather(f, a, &g, &pos);
@@ -572,11 +585,15 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
                             .consumer = handed ? f->consumer : NULL, .consumer_arg = f->consumer_arg};
     int packed;
     const uint64_t t0 = iotame_monotonic_ns();
-    const int rc = route_run(f, a, st, &c, &packed);
+    int rc = route_run(f, a, st, &c, &packed);
+    rc = route_lost_message(&c, st, rc, iotame_msg_error_take());
     const double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
     double slowest;
-    const int failed = handed && g.write ? route_agree_handed(f, &c, rc, called, &slowest)
-                                         : route_agree(f, rc, called, &slowest);
+    int failed = handed && g.write ? route_agree_handed(f, &c, rc, called, &slowest)
+                                   : route_agree(f, rc, called, &slowest);
+    /* The agreement's own message failed here: this rank cannot trust what it learned, and fails the call (the
+     * others, which may have agreed on success, cannot learn it without another message). */
+    if (!st->native) failed |= route_lost_message(&c, st, 0, iotame_msg_error_take()) != 0;
     if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
         return route_pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
     if (f->ch && f->ch->measured) f->ch->measured(f->choice, &g, s, slowest);

@@ -236,11 +236,22 @@ static inline void iotame_where_coll_end(int begun)
     IOTAME__SET(w, wait, IOTAME_WAIT_NONE);
     iotame__where_bump(w);
 }
+/* The first error code one of the runtime's own messages below returned in this thread since the last
+ * iotame_msg_error_take(): a caller that agrees on its outcome (the collective router) turns it into the call's
+ * MPI error on every rank instead of going on with what the message left behind. */
+extern _Thread_local int iotame__msg_error;
+static inline int iotame_msg_error_take(void)
+{
+    const int code = iotame__msg_error;
+    iotame__msg_error = MPI_SUCCESS;
+    return code;
+}
 #define IOTAME__WATCH_COLL(name, comm, expr)                                                                         \
     __extension__({                                                                                            \
         int iotame__begun = iotame_where_coll_begin(name, comm);                                                    \
         int iotame__rc = (expr);                                                                               \
         iotame_where_coll_end(iotame__begun);                                                                       \
+        if (iotame__rc != MPI_SUCCESS && iotame__msg_error == MPI_SUCCESS) iotame__msg_error = iotame__rc;          \
         iotame__rc;                                                                                            \
     })
 #ifndef IOTAME_NO_COLL_LABELS

@@ -10,6 +10,7 @@
 /* Here, not in watchdog.c, so that the unit tests of instrumented parts link them without MPI. */
 int iotame__watch;
 _Thread_local iotame_where_t *iotame__where;
+_Thread_local int iotame__msg_error; /* core.h: the first failed message of the runtime's own in this thread */
 
 iotame_where_t iotame__watch_slots[IOTAME_WATCH_SLOTS];
 #define watch_slots iotame__watch_slots

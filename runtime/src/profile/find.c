@@ -117,12 +117,15 @@ static int profile_find_try(const char *file, const profile_find_fs_t *fs, int n
         free(text);
         return 0;
     }
-    json_t *root = json_loadb(text, len, 0, NULL);
+    json_error_t jerr;
+    size_t read_len = len;
+    char *read = iotame__profile_unread(text, len, &read_len);
+    json_t *root = json_loadb(read ? read : text, read_len, IOTAME_PROFILE_JSON_FLAGS, &jerr); /* checked, then read */
+    free(read);
     const int profile = json_is_object(root) &&
                         strcmp(json_string_value(json_object_get(root, "kind")) ?: "", "iotame-machine-profile") == 0;
     char why[PATH_MAX + 256];
     const char *mismatch = profile ? profile_find_mismatch(root, fs, why, sizeof why) : NULL;
-    json_decref(root);
     int ok = 0;
     if (profile && mismatch) {
         if (named) {
@@ -132,7 +135,7 @@ static int profile_find_try(const char *file, const profile_find_fs_t *fs, int n
         }
     } else if (named || profile) { /* a named file that is no profile is refused by the reader's own lines */
         char *errors = NULL;
-        if (iotame_profile_load(file, text, len, &out->profile, &errors) == 0) {
+        if (iotame_profile_load_parsed(file, root, &jerr, &out->profile, &errors) == 0) {
             snprintf(out->path, sizeof out->path, "%s", file);
             out->hash = profile_find_hash(text, len);
             ok = 1;
@@ -141,6 +144,7 @@ static int profile_find_try(const char *file, const profile_find_fs_t *fs, int n
         }
         free(errors);
     }
+    json_decref(root);
     free(text);
     return ok;
 }

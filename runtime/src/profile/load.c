@@ -435,22 +435,32 @@ static int profile_read(const char *path, char **text, size_t *len)
 
 int iotame_profile_load(const char *path, const char *text, size_t len, iotame_profile_t *out, char **errors)
 {
-    profile_errors_t e = {.file = path};
     char *own = NULL;
     int rc = 0;
-    memset(out, 0, sizeof *out);
     *errors = NULL;
     if (!text && (rc = profile_read(path, &own, &len)) != 0) {
+        memset(out, 0, sizeof *out);
+        profile_errors_t e = {.file = path};
         profile_add(&e, "cannot read: %s", strerror(-rc));
         *errors = e.text;
         return rc;
     }
     json_error_t jerr;
-    json_t *root = json_loadb(own ? own : text, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(own ? own : text, len, IOTAME_PROFILE_JSON_FLAGS, &jerr);
     free(own);
-    if (!root) profile_add(&e, "not JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
-    else profile_convert(&e, root, out);
+    rc = iotame_profile_load_parsed(path, root, &jerr, out, errors);
     json_decref(root);
+    return rc;
+}
+
+int iotame_profile_load_parsed(const char *path, const json_t *root, const json_error_t *jerr, iotame_profile_t *out,
+                               char **errors)
+{
+    profile_errors_t e = {.file = path};
+    memset(out, 0, sizeof *out);
+    *errors = NULL;
+    if (!root) profile_add(&e, "not JSON: %s (line %d, column %d)", jerr->text, jerr->line, jerr->column);
+    else profile_convert(&e, root, out);
     if (e.len == 0) { /* the model's own check: what the keys cannot say (a curve the model cannot use) */
         const char *problem = iotame_model_profile_problem(out);
         const char *colon = problem ? strstr(problem, ": ") : NULL;

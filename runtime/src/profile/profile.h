@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "core/config.h"
 
 /* ---- the cost model (model.c) ----
@@ -160,6 +162,15 @@ const char *iotame_model_kind_name(int kind);
  * unreadable) and *errors (malloc'd, the caller frees it) holds every problem, one line each:
  * "iotame: profile FILE: KEY: expected ..., got ...". *errors is NULL on success. */
 int iotame_profile_load(const char *path, const char *text, size_t len, iotame_profile_t *out, char **errors);
+/* The same of a document already parsed with IOTAME_PROFILE_JSON_FLAGS (root NULL: the parse failed as jerr says),
+ * so that a caller that looked into it first parses it once. */
+#define IOTAME_PROFILE_JSON_FLAGS JSON_REJECT_DUPLICATES
+int iotame_profile_load_parsed(const char *path, const json_t *root, const json_error_t *jerr, iotame_profile_t *out,
+                               char **errors);
+/* The profile's text with the value of strategies.measured (calibrate's rows, which the runtime never reads)
+ * replaced by null, malloc'd with its length in *out_len; NULL where it has none or its text is not followed
+ * (unread.c). */
+char *iotame__profile_unread(const char *text, size_t len, size_t *out_len);
 
 /* A machine profile found for a data file (find.c). */
 typedef struct iotame_profile_found {

@@ -180,10 +180,25 @@ static void prediction_sort(sel_exam_t *x, const double *key)
         }
 }
 
+/* Whether the fastest predicted leads what a job would run without the profile: the configured first candidate
+ * (auto's first call without a profile) and the library's own collective call are both kept out by its errors. */
+static int prediction_leads(const iotame_sel_entry_t *e, int library)
+{
+    const sel_exam_t *x = &e->exam;
+    const int first = e->prediction.first;
+    int lib_candidate = 0;
+    for (int k = 0; k < x->ncand; k++) lib_candidate |= x->cand[k] == library;
+    return (x->cand[0] == first || e->prediction.cut[x->cand[0]]) &&
+           (!lib_candidate || library == first || e->prediction.cut[library]);
+}
+
 /* A new entry's prediction. Where the fastest predicted beats every other candidate beyond both errors it is
  * trusted: it comes first and serves alone (prediction_start), the others kept out until a measured time departs
- * from its prediction. Otherwise the prediction chooses nothing: every candidate is examined in the configured
- * order, as without a profile (do no harm), and the predictions are only checked against what is measured. */
+ * from its prediction. Where it so beats only what would serve without the profile (prediction_leads) it serves
+ * first, the candidates within the errors are examined after it in predicted order as the budget allows, and those
+ * beyond are kept out: whichever wins, it is predicted faster than the job without the profile beyond the errors.
+ * Otherwise the prediction chooses nothing: every candidate is examined in the configured order, as without a
+ * profile (do no harm), and the predictions are only checked against what is measured. */
 void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
 {
     sel_prediction_t *md = &e->prediction;
@@ -204,7 +219,8 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
     prediction_uncut(e, 0);
     md->trusted = 1;
     for (int k = 0; k < x->ncand; k++) md->trusted &= md->cut[x->cand[k]] || x->cand[k] == first;
-    if (md->trusted) prediction_sort(x, md->pred);
+    md->leads = md->trusted || prediction_leads(e, model->library);
+    if (md->leads) prediction_sort(x, md->pred);
     else memset(md->cut, 0, sizeof md->cut); /* as without a profile: every candidate, in the configured order */
 }
 

@@ -53,8 +53,9 @@ typedef struct {
 } iotame_select_conf_t;
 
 /* What the cost model predicts of a signature's candidates (model.c, from the machine profile). A prediction is
- * trusted only as far as its error goes: the fastest predicted serves from the first call only where it beats every
- * other candidate beyond both one's errors; otherwise the candidates keep the configured order, as without a
+ * trusted only as far as its error goes: the fastest predicted serves from the first call where it beats beyond both
+ * one's errors what would serve without a profile (the configured first candidate) and the library's own call; it
+ * serves alone where it so beats every candidate. Otherwise the candidates keep the configured order, as without a
  * profile (do no harm). Either way a candidate is examined only where its prediction is within the errors of the
  * incumbent's. Each error starts at `errors` (else `error`) and grows with what the signature's calls measure
  * (docs/design/cost-model.md, "How the selector uses it"; docs/design/fitted-model.md). */
@@ -62,6 +63,7 @@ typedef struct {
     double seconds[IOTAME_SELECT_MAX]; /* one call by strategy id; 0: not predicted (never examined) */
     double error;                      /* relative: 0.2 is a factor 1.2 either way */
     double errors[IOTAME_SELECT_MAX];  /* each strategy's own where known (its fit's near the call), else 0: error */
+    int library;                       /* the strategy id of the library's own collective call (-1: none) */
 } iotame_select_model_t;
 
 /* What an earlier run learned of one signature (an entry of the knowledge file, as the caller read it). */
@@ -177,7 +179,8 @@ typedef struct {
      * call (0: none), the ones its error kept out of examinations, its fastest, the error in effect, the
      * re-examinations it started because a measured time departed from its prediction, and the probes that checked
      * whether a faster strategy recovered */
-    int modeled, model_first, trusted; /* trusted: the model's fastest served from the first call */
+    int modeled, model_first, trusted, leads; /* trusted: the model's fastest served alone from the first call;
+                                                  leads: it served first, the candidates within its errors after */
     double predicted[IOTAME_SELECT_MAX], measured_s[IOTAME_SELECT_MAX];
     int cut[IOTAME_SELECT_MAX];
     double model_error, errors[IOTAME_SELECT_MAX]; /* the fastest's error in effect, and each one's */

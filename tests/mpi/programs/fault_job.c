@@ -9,7 +9,8 @@
  *   read:  open; every call written; sync; close; open read-only; arm; every call read back with
  *          MPI_File_read_at_all, a read that returns success checked value by value; close.
  * The faults are armed through iotame_fault_arm() of the preloaded test fault injector (libiotame_faults.so) when
- * it is there, so nothing before that point is faulted. Every rank notes each step's error class (0: success); rank
+ * it is there, so nothing before that point is faulted, and disarmed through iotame_fault_disarm() (where the injector
+ * has it: libiotame_msgfaults.so) after the last step, so that every fault lands in a step. Every rank notes each step's error class (0: success); rank
  * 0 prints {"nprocs": N, "steps": [names], "classes": [[rank 0's], ...], "bad": [values read wrong per rank],
  * "class": {"io": MPI_ERR_IO, ...: this library's numbers}}.
  * Exit status 0 whatever the errors: the caller judges them. */
@@ -81,12 +82,14 @@ static void write_keep(const char *dir, MPI_Datatype stripe, int *buf)
     note("keep close", MPI_File_close(&fh));
 }
 
+/* The barriers are PMPI_'s: the runtime forwards the program's own MPI_Barrier (intercept/sync.c), and the one
+ * after arming would be the first call that the message fault injector sees coming from the runtime. */
 static void arm(void)
 {
-    MPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Barrier(MPI_COMM_WORLD);
     void (*arm_faults)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "iotame_fault_arm");
     if (arm_faults) arm_faults();
-    MPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Barrier(MPI_COMM_WORLD);
 }
 
 static const char *const write_steps[CALLS] = {"write 0", "write 1", "write 2", "write 3"};
@@ -143,6 +146,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/fault.dat", argv[1]);
     write_keep(argv[1], stripe, buf);
     long bad = !strcmp(argv[2], "write") ? (write_mode(path, stripe, buf), 0) : read_mode(path, stripe, buf);
+    void (*disarm_faults)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "iotame_fault_disarm");
+    if (disarm_faults) disarm_faults();
     int *all = malloc(sizeof(int) * MAX_STEPS * nprocs);
     long *bads = malloc(sizeof(long) * nprocs);
     MPI_Gather(classes, MAX_STEPS, MPI_INT, all, MAX_STEPS, MPI_INT, 0, MPI_COMM_WORLD);
