@@ -7,9 +7,9 @@ Every case asserts that the job ends in a bounded time; that the first file (kee
 armed) is intact and nothing failed before; that every MPI error class under an HDF5 error is one the fault can
 give; that no rank loses data silently (a rank whose part of a write is not in the file saw an error at that call or
 by the file's close); that where the device stays broken (`always`) the error reaches every call on every rank the
-oracle's does (with staging, that call or a later one by the close); that a failed fsync is reported to its rank;
-that a job without errors left the dataset the oracle's did (h5diff); and that the statistics show the properties
-applied. A rule the oracle breaks for the same fault is waived (the case says so). Where the oracle hangs, or dies
+oracle's does (with staging, that call or a later one by the close) with the MPI error in HDF5's error stack; that
+a failed fsync is reported to its rank; that a job without errors left the dataset the oracle's did (h5diff); and
+that the statistics show the properties applied. A rule the oracle breaks for the same fault is waived (the case says so). Where the oracle hangs, or dies
 before its result, the case is skipped under every strategy: the hang is HDF5's own, above the layer where the
 strategies act (after a failed write its ranks leave its collective sequence at different calls, e.g. one in
 MPI_File_close's barrier and the other in a metadata write's MPI_File_set_view). A draw that fails some ranks' calls
@@ -136,12 +136,16 @@ def violations(result, status, fired, tmp: Path, op, fail, trigger, oracle_resul
 
 
 def calls_violations(result, library, staged):
-    """Where the device stays broken, the error reaches the calls the library's does on each rank; with staging,
+    """Where the device stays broken, the error reaches the calls the library's does on each rank, HDF5's error
+    stack quoting an MPI error where the library's does (the runtime's own HDF5 calls must not clear it); with staging,
     a rank the library fails from some call on fails at that call or a later one (by the close), and a close that
     fails under the library (HDF5 writes metadata there) fails on some rank."""
     out = []
     for rank in range(result["nprocs"]):
         mine, theirs = failed_at(result, rank), failed_at(library, rank)
+        out += [("stack", f"rank {rank}: at {step} the library's error stack quotes {theirs[step]}, this one "
+                          f"{mine[step]!r}") for step in theirs
+                if step in mine and theirs[step].startswith("MPI_") and not mine[step].startswith("MPI_")]
         if not staged:
             out += [("calls", f"rank {rank}: the library's run fails at {step}, this one does not "
                               f"({sorted(mine) or 'nowhere'})") for step in theirs if step not in mine]

@@ -114,6 +114,9 @@ static void lookup(void)
     HELPER(Eget_auto2, "H5Eget_auto2", 1);
     HELPER(Eset_auto2, "H5Eset_auto2", 1);
     HELPER(Ewalk2, "H5Ewalk2", 1);
+    HELPER(Eget_num, "H5Eget_num", 0);
+    HELPER(Eget_current_stack, "H5Eget_current_stack", 0);
+    HELPER(Eset_current_stack, "H5Eset_current_stack", 0);
     HELPER(Pexist, "H5Pexist", 1);
     HELPER(Pget_size, "H5Pget_size", 1);
     HELPER(Pget, "H5Pget", 1);
@@ -225,4 +228,16 @@ int iotame_hdf5_error(char *buf, size_t len)
     if (len) buf[0] = '\0';
     api.Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, &t);
     return t.io;
+}
+
+hid_t iotame_hdf5_errors_keep(void)
+{
+    if (!api.Eget_num || !api.Eget_current_stack || !api.Eset_current_stack || api.Eget_num(H5E_DEFAULT) <= 0)
+        return H5I_INVALID_HID;
+    return api.Eget_current_stack(); /* a copy; the thread's stack is cleared */
+}
+
+void iotame_hdf5_errors_restore(hid_t kept)
+{
+    if (kept >= 0) api.Eset_current_stack(kept); /* replaces the thread's stack and closes the copy */
 }

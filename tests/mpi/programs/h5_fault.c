@@ -14,7 +14,8 @@
  * the test gives the same ones.
  * Every rank notes each step: rank 0 prints {"nprocs": N, "steps": [names], "failed": [[0|1 per step] per rank],
  * "what": [[per step: "" or the MPI error class under the HDF5 error, e.g. "MPI_ERR_IO", else "hdf5: " and the
- * innermost HDF5 message] per rank]}. Exit status 0 whatever failed: the caller judges. */
+ * innermost HDF5 message] per rank]}. Exit status 0 whatever failed: the caller judges (HDF5 itself may die in
+ * MPI_Finalize after a failed H5Fclose; the result is out before). */
 #include <dlfcn.h>
 #include <hdf5.h>
 #include <mpi.h>
@@ -185,6 +186,7 @@ static void print_results(void)
             printf("]");
         }
         printf("]}\n");
+        fflush(stdout); /* before MPI_Finalize, where HDF5 may die after a failed H5Fclose and the launcher end us */
     }
     free(all);
     free(whats);
