@@ -7,14 +7,14 @@ Every case asserts that the job ends in a bounded time; that the first file (kee
 armed) is intact and nothing failed before; that every MPI error class under an HDF5 error is one the fault can
 give; that no rank loses data silently (a rank whose part of a write is not in the file saw an error at that call or
 by the file's close); that where the device stays broken (`always`) the error reaches every call on every rank the
-oracle's does (with staging, that call or a later one by the close) with the MPI error in HDF5's error stack; that
-a failed fsync is reported to its rank; that a job without errors left the dataset the oracle's did (h5diff); and
-that the statistics show the properties applied. A rule the oracle breaks for the same fault is waived (the case says so). Where the oracle hangs, or dies
-before its result, the case is skipped under every strategy: the hang is HDF5's own, above the layer where the
-strategies act (after a failed write its ranks leave its collective sequence at different calls, e.g. one in
-MPI_File_close's barrier and the other in a metadata write's MPI_File_set_view). A draw that fails some ranks' calls
-only fails other calls under the strategies than under the library, so a hang there is waived where the library
-hangs on one rank's failure of the same fault and properties (once-rank1).
+oracle's does (with staging, that call or a later one by the close) with the MPI error in HDF5's error stack; that a
+failed fsync is reported to its rank; that a job without errors left the dataset the oracle's did (h5diff); and that
+the statistics show the properties applied. A rule the oracle breaks for the same fault is waived (the case says
+so). Where the oracle hangs, or dies before its result, the case is skipped under every strategy: the hang is HDF5's
+own, above the layer where the strategies act (after a failed write its ranks leave its collective sequence at
+different calls, e.g. one in MPI_File_close's barrier and the other in a metadata write's MPI_File_set_view). A draw
+that fails some ranks' calls only fails other calls under the strategies than under the library, so a hang there is
+waived where the library hangs on one rank's failure of the same fault and properties (once-rank1).
 
 `make test` runs a sample (conftest.sample: IOTAME_SAMPLE_SEED, every strategy, property set and staging value at
 least once); `make faults` runs every case (IOTAME_FULL_MATRIX=1). No timing is asserted beyond the hang bound."""

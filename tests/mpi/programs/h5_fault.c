@@ -213,8 +213,9 @@ static void check(const char *path)
         for (int r = 0; r < n; r++) {
             printf("%s[", r ? ", " : "");
             for (int c = 0; c < CALLS; c++) {
+                const int *part = data + (size_t)c * dims[1] + (size_t)r * ROW;
                 int ok = 1;
-                for (int j = 0; ok && j < ROW; j++) ok = data[(size_t)c * dims[1] + (size_t)r * ROW + j] == value(r, c, j);
+                for (int j = 0; ok && j < ROW; j++) ok = part[j] == value(r, c, j);
                 printf("%s%d", c ? ", " : "", ok);
             }
             printf("]");
