@@ -18,11 +18,11 @@ test: setup
 test-all: setup
 	IOTAME_FULL_MATRIX=1 ./tests/run_all.sh
 
-# The whole fault matrix, the message faults and every death case (make test runs a sample of each;
-# docs/reliability.md).
+# The whole fault matrix, the message faults, the HDF5 fault cases and every death case (make test runs a sample of
+# each; docs/reliability.md).
 faults: setup
 	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/preload/test_fault_matrix.py \
-	  tests/preload/test_message_faults.py tests/preload/test_deaths.py
+	  tests/preload/test_message_faults.py tests/preload/test_hdf5_faults.py tests/preload/test_deaths.py
 	IOTAME_FULL_MATRIX=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/openmpi/test_openmpi.py -k "fault_matrix or message_fault"
 
 # Faults and the differential program in a loop for SOAK_MINUTES (default 60), then the counts; then, where the

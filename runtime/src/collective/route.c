@@ -13,12 +13,15 @@
  * the handle, set only for handles whose "collective.strategy" is not passthrough (iotame__coll_open); the other
  * handles, and every independent call, leave this file at once. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "posix/posix.h"
 #include "strategy.h"
 
 struct iotame_coll_file {
@@ -660,7 +663,17 @@ int iotame__coll_sync(iotame_file_t *file)
     if (!f || !f->written) return MPI_SUCCESS;
     /* Writes went through the shadow handle: flushing the application's handle alone may not cover them. */
     f->written = 0;
-    return PMPI_File_sync(f->env.shadow);
+    int rc = PMPI_File_sync(f->env.shadow);
+    /* ROMIO syncs the shadow only on the ranks that wrote through it (the aggregators), where under the library
+     * every rank of a collective write syncs its own handle and gets a failure: so every rank syncs the file itself
+     * too. No message: HDF5's error paths reach a sync on some ranks only, which the library does not wait for. */
+    int fd = rc == MPI_SUCCESS ? open(iotame_posix_path(f->path), O_WRONLY | O_CLOEXEC) : -1;
+    if (fd >= 0 && fsync(fd) != 0) {
+        rc = MPI_ERR_IO; /* the class ROMIO gives a failed fsync */
+        PMPI_File_call_errhandler(f->fh, rc);
+    }
+    if (fd >= 0) close(fd);
+    return rc;
 }
 
 /* The statistics of a handle's calls served without a collective of ours; then it is freed. */

@@ -3,7 +3,8 @@
 #include "hdf5/hdf5.h"
 
 /* The creation with our creation list, and again with the application's when HDF5 refuses ours (see
- * hdf5/file.c); expects loc_id, name, type_id, space_id, dcpl_id and assigns dset. */
+ * hdf5/file.c); a failure of the I/O made with ours (the fill of early allocation) is the call's own and is not
+ * retried. Expects loc_id, name, type_id, space_id, dcpl_id and assigns dset. */
 #define CREATE(CALL_OURS, CALL_APP, WHAT)                                                                      \
     do {                                                                                                       \
         iotame_h5_report_t r;                                                                                  \
@@ -15,10 +16,12 @@
             iotame_hdf5_quiet_begin(&q);                                                                       \
             dset = CALL_OURS;                                                                                  \
             char why_[256] = "";                                                                               \
-            if (dset < 0) iotame_hdf5_error(why_, sizeof why_);                                                \
+            const int io_ = dset < 0 && iotame_hdf5_error(why_, sizeof why_);                                  \
             iotame_hdf5_quiet_end(&q);                                                                         \
             if (dset >= 0) {                                                                                   \
                 iotame_hdf5_dataset_created(dset, &r);                                                         \
+            } else if (io_) {                                                                                  \
+                iotame_hdf5_quiet_print(&q);                                                                   \
             } else {                                                                                           \
                 iotame_hdf5_report_reset(&r); /* nothing of it was applied */                                  \
                 iotame_hdf5_not_applied(&r, r.dataset, "dataset creation", WHAT " refused the configured "      \

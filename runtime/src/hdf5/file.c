@@ -6,7 +6,8 @@
 /* The real call with our access list, and again with the application's when HDF5 refuses ours.
  * RATIONALE: HDF5 checks property lists before any I/O, so such a failure happens on every rank alike and the
  * retry stays collective; a failure that has nothing to do with our properties fails again, with HDF5's error
- * stack printed as the application would have seen it. */
+ * stack printed as the application would have seen it. A failed read or write made with ours is not retried:
+ * HDF5 accepted them, and storage may fail on some ranks only, where a retry would no longer be collective. */
 #define WITH_RETRY(result, CALL_OURS, CALL_APP, WHAT)                                                          \
     do {                                                                                                       \
         if (!p.ours) {                                                                                         \
@@ -17,9 +18,13 @@
         iotame_hdf5_quiet_begin(&q);                                                                           \
         result = CALL_OURS;                                                                                    \
         char why_[256] = "";                                                                                   \
-        if (result < 0) iotame_hdf5_error(why_, sizeof why_);                                                  \
+        const int io_ = result < 0 && iotame_hdf5_error(why_, sizeof why_);                                    \
         iotame_hdf5_quiet_end(&q);                                                                             \
         if (result >= 0) break;                                                                                \
+        if (io_) {                                                                                             \
+            iotame_hdf5_quiet_print(&q);                                                                       \
+            break;                                                                                             \
+        }                                                                                                      \
         iotame_hdf5_report_reset(&r); /* nothing of it was applied */                                          \
         iotame_hdf5_not_applied(&r, NULL, "file access", WHAT " refused the configured properties (%s): the "  \
                                 "application's own were used", why_);                                          \

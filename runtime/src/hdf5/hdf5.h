@@ -69,10 +69,14 @@ typedef struct {
     __typeof__(H5Eget_auto2) *Eget_auto2;
     __typeof__(H5Eset_auto2) *Eset_auto2;
     __typeof__(H5Ewalk2) *Ewalk2;
+    __typeof__(H5Eget_num) *Eget_num;
+    __typeof__(H5Eget_current_stack) *Eget_current_stack;
+    __typeof__(H5Eset_current_stack) *Eset_current_stack;
     __typeof__(H5open) *open;
     __typeof__(H5FD_mpio_init) *FD_mpio_init; /* H5FD_MPIO; MPI-IO builds only */
     /* HDF5's global class ids: variables, read after H5open (they change if the application restarts HDF5) */
     const hid_t *cls_file_access_g, *cls_dataset_create_g, *cls_dataset_xfer_g;
+    const hid_t *err_read_g, *err_write_g; /* the minor error ids of a failed read or write (NULL: not found) */
     unsigned version[3];
     int usable;         /* every function above (but the MPI-IO ones) found, and a library version we fit */
     const char *reason; /* why not usable */
@@ -110,8 +114,14 @@ typedef struct {
 } iotame_h5_quiet_t;
 void iotame_hdf5_quiet_begin(iotame_h5_quiet_t *q);
 void iotame_hdf5_quiet_end(iotame_h5_quiet_t *q);
-/* The innermost message of the thread's HDF5 error stack ("" when empty), before anything clears it. */
-void iotame_hdf5_error(char *buf, size_t len);
+/* After iotame_hdf5_quiet_end: the error stack printed as the application's own settings print it. */
+void iotame_hdf5_quiet_print(const iotame_h5_quiet_t *q);
+/* The innermost message of the thread's HDF5 error stack ("" when empty), before anything clears it; returns 1 when
+ * the stack holds a failed read or write of the file: HDF5 accepted the properties and did I/O with them. */
+int iotame_hdf5_error(char *buf, size_t len);
+/* The thread's error stack taken aside when it holds errors (H5I_INVALID_HID when empty), and put back. */
+hid_t iotame_hdf5_errors_keep(void);
+void iotame_hdf5_errors_restore(hid_t kept);
 
 /* ---- record.c: what was applied, into the file's statistics ---- */
 
@@ -162,10 +172,11 @@ void iotame_hdf5_dataset_created(hid_t dset, iotame_h5_report_t *report);
 /* Data transfer: `transfer` for dataset dset, applied to a copy of dxpl (or a new list for H5P_DEFAULT). */
 iotame_h5_plist_t iotame_hdf5_transfer(hid_t dset, hid_t dxpl);
 /* After the transfer: what HDF5 reports into a transfer list (H5Pget_mpio_actual_io_mode, ...) is copied from ours
- * to the application's, as if it had been used; then ours is closed. */
+ * to the application's, as if it had been used; then ours is closed (see iotame_hdf5_plist_release). */
 void iotame_hdf5_transfer_done(iotame_h5_plist_t *p, hid_t dxpl);
 
-/* Closes a list of ours. */
+/* Closes a list of ours. Both leave the thread's error stack as the application's call left it (our HDF5 calls
+ * would clear it), so that an application finds the library's errors there after a failed call. */
 void iotame_hdf5_plist_release(iotame_h5_plist_t *p);
 
 /* This part's module table (core/modules.c registers it). */

@@ -114,6 +114,9 @@ static void lookup(void)
     HELPER(Eget_auto2, "H5Eget_auto2", 1);
     HELPER(Eset_auto2, "H5Eset_auto2", 1);
     HELPER(Ewalk2, "H5Ewalk2", 1);
+    HELPER(Eget_num, "H5Eget_num", 0);
+    HELPER(Eget_current_stack, "H5Eget_current_stack", 0);
+    HELPER(Eset_current_stack, "H5Eset_current_stack", 0);
     HELPER(Pexist, "H5Pexist", 1);
     HELPER(Pget_size, "H5Pget_size", 1);
     HELPER(Pget, "H5Pget", 1);
@@ -128,6 +131,8 @@ static void lookup(void)
     api.cls_file_access_g = variable(lib, "H5P_CLS_FILE_ACCESS_ID_g");
     api.cls_dataset_create_g = variable(lib, "H5P_CLS_DATASET_CREATE_ID_g");
     api.cls_dataset_xfer_g = variable(lib, "H5P_CLS_DATASET_XFER_ID_g");
+    api.err_read_g = variable(lib, "H5E_READERROR_g");
+    api.err_write_g = variable(lib, "H5E_WRITEERROR_g");
     if (!api.cls_file_access_g || !api.cls_dataset_create_g || !api.cls_dataset_xfer_g)
         api.reason = "the HDF5 library lacks its property list class ids";
     if (!api.Fcreate || !api.Fopen || !api.Dcreate2 || !api.Dwrite || !api.Dread)
@@ -197,22 +202,42 @@ void iotame_hdf5_quiet_end(iotame_h5_quiet_t *q)
     if (q->saved) api.Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
 
+void iotame_hdf5_quiet_print(const iotame_h5_quiet_t *q)
+{
+    if (q->saved && q->func) q->func(H5E_DEFAULT, q->data);
+}
+
 typedef struct {
     char *buf;
     size_t len;
+    int io; /* an entry is a failed read or write */
 } error_text_t;
 
 static herr_t innermost(unsigned n, const H5E_error2_t *err, void *data)
 {
     error_text_t *t = data;
     if (err->desc && *err->desc) snprintf(t->buf, t->len, "%s", err->desc); /* walking down: the last one wins */
+    if ((api.err_read_g && err->min_num == *api.err_read_g) || (api.err_write_g && err->min_num == *api.err_write_g))
+        t->io = 1;
     return 0;
 }
 
-void iotame_hdf5_error(char *buf, size_t len)
+int iotame_hdf5_error(char *buf, size_t len)
 {
-    error_text_t t = {buf, len};
+    error_text_t t = {buf, len, 0};
     if (len) buf[0] = '\0';
     api.Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost, &t);
+    return t.io;
 }
 
+hid_t iotame_hdf5_errors_keep(void)
+{
+    if (!api.Eget_num || !api.Eget_current_stack || !api.Eset_current_stack || api.Eget_num(H5E_DEFAULT) <= 0)
+        return H5I_INVALID_HID;
+    return api.Eget_current_stack(); /* a copy; the thread's stack is cleared */
+}
+
+void iotame_hdf5_errors_restore(hid_t kept)
+{
+    if (kept >= 0) api.Eset_current_stack(kept); /* replaces the thread's stack and closes the copy */
+}

@@ -135,7 +135,11 @@ static void chunking(const json_t *rule, const iotame_file_config_t *fc, const j
 
 void iotame_hdf5_plist_release(iotame_h5_plist_t *p)
 {
-    if (p->ours) iotame_hdf5_api()->Pclose(p->id);
+    if (p->ours) {
+        const hid_t kept = iotame_hdf5_errors_keep();
+        iotame_hdf5_api()->Pclose(p->id);
+        iotame_hdf5_errors_restore(kept);
+    }
     p->ours = 0;
 }
 
@@ -451,6 +455,7 @@ void iotame_hdf5_transfer_done(iotame_h5_plist_t *p, hid_t dxpl)
                                           "global_no_collective_cause"};
     const iotame_h5_api_t *h5 = iotame_hdf5_api();
     if (p->ours && dxpl != H5P_DEFAULT) {
+        const hid_t kept = iotame_hdf5_errors_keep();
         iotame_h5_quiet_t q;
         iotame_hdf5_quiet_begin(&q);
         for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
@@ -462,6 +467,7 @@ void iotame_hdf5_transfer_done(iotame_h5_plist_t *p, hid_t dxpl)
                 h5->Pset(dxpl, outputs[i], value);
         }
         iotame_hdf5_quiet_end(&q);
+        iotame_hdf5_errors_restore(kept);
     }
     iotame_hdf5_plist_release(p);
 }

@@ -15,6 +15,7 @@
  * Prefetch serves independent blocking reads only (a collective read served on some ranks only would leave the
  * others waiting in the library's collective). */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <sched.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "handle.h"
 #include "posix/posix.h"
@@ -282,6 +284,18 @@ static void stage_set_atomicity(iotame_file_t *f, int flag)
     if (flag && h->agg.on) stage_agg_flush(h); /* collective, as MPI_File_set_atomicity */
 }
 
+/* MPI_File_sync makes the process's writes durable. Its staged data reached the file through the flusher's own
+ * descriptors, which the library's sync does not cover (ROMIO syncs only a handle it wrote through), so a writable
+ * handle syncs the file itself; a failed fsync is the sync's error (the errno's class, through the handler). */
+static int stage_sync_durable(stage_handle_t *h)
+{
+    if (h->amode & MPI_MODE_RDONLY) return MPI_SUCCESS;
+    int fd = open(stage_process.area->file[h->file].path, O_WRONLY | O_CLOEXEC), err = fd < 0 ? errno : 0;
+    if (fd >= 0 && fsync(fd) != 0) err = errno;
+    if (fd >= 0) close(fd);
+    return err ? stage_error_raise(h, err) : MPI_SUCCESS;
+}
+
 static int stage_sync(iotame_file_t *f)
 {
     stage_handle_t *h = stage_handle(f);
@@ -290,6 +304,7 @@ static int stage_sync(iotame_file_t *f)
     else stage_drain_counted(stage_head(stage_process.area));
     stage_prefetch_release(h); /* after a sync, other processes' writes may have changed what was read ahead */
     int rc = stage_module_return_error(h);
+    if (rc == MPI_SUCCESS) rc = stage_sync_durable(h);
     return stage_agg_returned(h, rc);
 }
 
