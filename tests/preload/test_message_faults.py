@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LIBIOTAME, TEST_PROGRAMS, Job, sample
+import test_fault_matrix as fault_matrix
 from test_fault_matrix import CALLS, PROGRAM, STRATEGIES, case_config, part_intact
 
 MSGFAULTS = TEST_PROGRAMS / "libiotame_msgfaults.so"
@@ -77,16 +78,9 @@ def case_id(case):
     return "-".join([mode, moment, strategy] + staged + (["throttled"] if throttle else []))
 
 
-class Mpich:
-    """How a case's job is launched: MPICH's mpiexec, 2 ranks, the default build (tests/openmpi has Open MPI's)."""
-    program, msgfaults, lib, nprocs = PROGRAM, MSGFAULTS, LIBIOTAME, NPROCS
-
-    @classmethod
-    def command(cls, tmp: Path, ranks: dict, argv: list) -> tuple[list, dict]:
-        cmd = ["mpiexec", "-n", str(cls.nprocs)]
-        for k, v in ranks.items():
-            cmd += ["-genv", k, str(v)]
-        return cmd + [str(a) for a in argv], Job(tmp).env()
+class Mpich(fault_matrix.Mpich):
+    """The fault matrix's MPICH launcher, with the message injector (tests/openmpi has Open MPI's)."""
+    msgfaults = MSGFAULTS
 
 
 def run_job(tmp: Path, mode, rule=None, config=None, launcher=Mpich):

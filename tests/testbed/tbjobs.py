@@ -8,9 +8,12 @@ import time
 import warnings
 from pathlib import Path
 
+import pytest
+
 from conftest import LIBIOTAME, ROOT, TEST_PROGRAMS, file_stats, write_json
 
 TESTBED = ROOT / "scripts" / "testbed"
+OMPI_BUILD = ROOT / "build-openmpi"
 RUN = Path("/run/iotame-testbed")
 CEPH_MOUNT = "/mnt/iotame-ceph"    # testbed up --fs ceph's default mount
 SEED = 20261122
@@ -199,3 +202,14 @@ def random_job(tmp, np, strategy, cases, first, per_host=None, openmpi=False, li
     assert ok(rc), err[-3000:]
     assert json.loads(out) == {"cases": cases, "calls": 4 * np * cases, "mismatches": 0}
     return file_stats(stats, "test.dat")
+
+
+# The Open MPI build the testbed's Open MPI jobs load (a fixture: test files import it by name).
+@pytest.fixture(scope="module")
+def ompi_build():
+    if not Path("/usr/bin/mpirun.openmpi").exists():
+        pytest.skip("Open MPI is not installed")
+    p = subprocess.run([ROOT / "scripts" / "build_openmpi.sh", OMPI_BUILD], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return OMPI_BUILD

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FULL_MATRIX, LIBIOTAME, ROOT, TEST_PROGRAMS, file_stats, sample, served, write_json
-from tbjobs import CEPH_MOUNT, STRATEGIES, assert_clean, fuse_stalls, job, ok, random_job, tb
+from tbjobs import CEPH_MOUNT, STRATEGIES, assert_clean, fuse_stalls, job, ok, ompi_build, random_job, tb
 
 CEPH_BINARIES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-fuse", "ceph")
 MISSING = [b for b in CEPH_BINARIES if not shutil.which(b)]
@@ -29,7 +29,6 @@ if MISSING:
                 allow_module_level=True)
 
 CONF = "/run/iotame-testbed/ceph/ceph.conf"
-OMPI_BUILD = ROOT / "build-openmpi"
 # The issue's IOR in a loop: runs in make test (each takes 1-6 s), in make test-all; make soak loops it for
 # IOTAME_SOAK_MINUTES instead (the stall it guards against came once in 20 to 60 runs).
 IOR_RUNS = 60 if FULL_MATRIX else 6
@@ -206,15 +205,6 @@ def test_a_refused_permission_reaches_every_rank(where, tmp_path):
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
-
-@pytest.fixture(scope="module")
-def ompi_build():
-    if not Path("/usr/bin/mpirun.openmpi").exists():
-        pytest.skip("Open MPI is not installed")
-    p = subprocess.run([ROOT / "scripts" / "build_openmpi.sh", OMPI_BUILD], capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return OMPI_BUILD
 
 
 def test_the_issues_ior_ends_every_time_across_two_hosts(where, tmp_path, ompi_build):

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import LIBIOTAME, ROOT, sample, served, write_json
-from tbjobs import STRATEGIES, TESTBED, assert_clean, job, ok, random_job, root_view, tb
+from tbjobs import STRATEGIES, TESTBED, assert_clean, job, ok, ompi_build, random_job, root_view, tb
 
 AGENT = ROOT / "scripts" / "testbed-agent"
 WHERE = Path(__file__).with_name("where.c")
-OMPI_BUILD = ROOT / "build-openmpi"
 
 if os.geteuid() != 0:
     pytest.skip("the testbed needs root (network and UTS namespaces)", allow_module_level=True)
@@ -117,15 +116,6 @@ def test_mpich_ranks_see_the_hosts(hosts, tmp_path):
                             "UCX_NET_DEVICES": "eth0"}
     assert json.loads((tmp_path / "s.json").read_text())["nprocs"] == 2
 
-
-@pytest.fixture(scope="module")
-def ompi_build():
-    if not Path("/usr/bin/mpirun.openmpi").exists():
-        pytest.skip("Open MPI is not installed")
-    p = subprocess.run([ROOT / "scripts" / "build_openmpi.sh", OMPI_BUILD], capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return OMPI_BUILD
 
 
 def test_open_mpi_ranks_see_the_hosts(hosts, ompi_build, tmp_path):
