@@ -105,8 +105,10 @@ def test_a_rank_waiting_for_a_gate_token_names_the_gate_and_the_stopped_holder(j
     assert "in MPI_File_write" in report and "t.dat" in report
     assert "module throttle, step waiting for a gate token" in report
     assert f"a throttle gate token (writes, level 1) held by process {holder}" in report
+    assert "; in the kernel: " in report  # what procfs says the waiting thread sleeps in
     hang = written_report(job, 0)
     assert hang["module"] == "throttle" and hang["file"].endswith("t.dat") and str(holder) in hang["waits_for"]
+    assert hang["kernel"] and hang["kernel"] in report
     assert err.count("iotame: watchdog:") == 1  # once
 
 

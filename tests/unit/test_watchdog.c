@@ -1,9 +1,15 @@
 /* The watchdog's no-progress rule and records (core/watch.c): the rule on made-up looks, the wording of each kind
  * of wait, and two real threads (one that keeps stepping, one that stops inside a call) read by a watcher thread as
  * the watchdog reads them (relaxed loads; labelled `threads`, so the tsan layer runs it too). */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/watch.h"
@@ -104,10 +110,71 @@ static void test_threads(void)
     CHECK(!__atomic_load_n(&iotame__watch_slots[1].used, __ATOMIC_ACQUIRE));
 }
 
+/* ---- the kernel's side ---- */
+
+static const char *kernel_fifo;
+static int kernel_pipe[2];
+static volatile int kernel_tid[2];
+
+static void *kernel_opener(void *arg)
+{
+    kernel_tid[0] = (int)syscall(SYS_gettid);
+    int fd = open(kernel_fifo, O_RDONLY); /* sleeps until a writer opens the FIFO */
+    if (fd >= 0) close(fd);
+    return arg;
+}
+
+static void *kernel_reader(void *arg)
+{
+    kernel_tid[1] = (int)syscall(SYS_gettid);
+    char c;
+    ssize_t n = read(kernel_pipe[0], &c, 1); /* sleeps until a byte comes */
+    (void)n;
+    return arg;
+}
+
+/* What procfs says of a thread, waited for until it sleeps where expected (at most 5 s). */
+static int kernel_says(int tid, const char *want, char *buf, size_t size)
+{
+    for (int i = 0; i < 500; i++) {
+        if (strstr(iotame_watch_kernel(tid, buf, size), want)) return 1;
+        nanosleep(&(struct timespec){0, 10 * MS}, NULL);
+    }
+    return 0;
+}
+
+/* Threads blocked in the kernel (opening a FIFO nobody writes, reading an empty pipe) are named by their system call,
+ * the descriptor's file and the kernel function they sleep in; a thread that does not exist says nothing. */
+static void test_kernel(void)
+{
+    char dir[] = "/tmp/iotame-watch-XXXXXX", fifo[64], buf[4400];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof fifo, "%s/f", dir);
+    CHECK(mkfifo(fifo, 0600) == 0 && pipe(kernel_pipe) == 0);
+    kernel_fifo = fifo;
+    pthread_t t[2];
+    pthread_create(&t[0], NULL, kernel_opener, NULL);
+    pthread_create(&t[1], NULL, kernel_reader, NULL);
+    while (!kernel_tid[0] || !kernel_tid[1]) nanosleep(&(struct timespec){0, MS}, NULL);
+    CHECK(kernel_says(kernel_tid[0], "the system call openat, waiting in the kernel's wait_for_partner", buf,
+                      sizeof buf));
+    char want[64];
+    snprintf(want, sizeof want, "the system call read on fd %d (pipe:[", kernel_pipe[0]);
+    CHECK(kernel_says(kernel_tid[1], want, buf, sizeof buf));
+    CHECK(strstr(buf, "waiting in the kernel's ") && strstr(buf, "pipe_read")); /* anon_pipe_read on newer kernels */
+    int w = open(fifo, O_WRONLY);
+    CHECK(w >= 0 && write(kernel_pipe[1], "x", 1) == 1);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    CHECK(iotame_watch_kernel(1 << 30, buf, sizeof buf)[0] == '\0');
+    close(w), close(kernel_pipe[0]), close(kernel_pipe[1]), unlink(fifo), rmdir(dir);
+}
+
 int main(void)
 {
     test_rule();
     test_words();
     test_threads();
+    test_kernel();
     return failures != 0;
 }

@@ -1,7 +1,9 @@
-/* The watchdog's MPI-free parts (core/watch.h): the records and their claim, the no-progress rule and the wording
- * of what a step waits for. */
+/* The watchdog's MPI-free parts (core/watch.h): the records and their claim, the no-progress rule, the wording
+ * of what a step waits for, and what the kernel says a thread waits in. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -119,5 +121,70 @@ char *iotame_watch_describe_wait(const iotame_where_t *w, char *buf, unsigned lo
     default:
         buf[0] = '\0';
     }
+    return buf;
+}
+
+/* ---- the kernel's side: what a thread waits in (procfs) ---- */
+
+/* The system calls a hang on a file system is met in, by x86-64 number (the others are named by number). fd: the
+ * first argument is a descriptor, named by its link. */
+static const struct {
+    long nr;
+    const char *name;
+    int fd;
+} watch_syscalls[] = {{0, "read", 1},       {1, "write", 1},       {2, "open", 0},       {3, "close", 1},
+                      {4, "stat", 0},       {5, "fstat", 1},       {6, "lstat", 0},      {7, "poll", 0},
+                      {8, "lseek", 1},      {17, "pread64", 1},    {18, "pwrite64", 1},  {19, "readv", 1},
+                      {20, "writev", 1},    {23, "select", 0},     {35, "nanosleep", 0}, {72, "fcntl", 1},
+                      {73, "flock", 1},     {74, "fsync", 1},      {75, "fdatasync", 1}, {77, "ftruncate", 1},
+                      {87, "unlink", 0},    {202, "futex", 0},     {232, "epoll_wait", 0}, {257, "openat", 0},
+                      {262, "newfstatat", 0}, {285, "fallocate", 1}, {295, "preadv", 1}, {296, "pwritev", 1},
+                      {332, "statx", 0}};
+
+static int watch_read_line(const char *path, char *buf, size_t size)
+{
+    FILE *in = fopen(path, "r");
+    if (!in) return -1;
+    const int ok = fgets(buf, (int)size, in) != NULL;
+    fclose(in);
+    if (!ok) return -1;
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
+char *iotame_watch_kernel(int tid, char *buf, unsigned long size)
+{
+    char path[64], wchan[128] = "", line[256] = "";
+    buf[0] = '\0';
+    snprintf(path, sizeof path, "/proc/self/task/%d/wchan", tid);
+    if (watch_read_line(path, wchan, sizeof wchan) != 0 || strcmp(wchan, "0") == 0) wchan[0] = '\0';
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    long nr = -1;
+    unsigned long arg = 0;
+    if (watch_read_line(path, line, sizeof line) == 0 && sscanf(line, "%ld %lx", &nr, &arg) < 1) nr = -1;
+    char call[PATH_MAX + 96] = "";
+    if (nr >= 0) {
+        size_t k = 0;
+        while (k < sizeof watch_syscalls / sizeof watch_syscalls[0] && watch_syscalls[k].nr != nr) k++;
+        const int known = k < sizeof watch_syscalls / sizeof watch_syscalls[0];
+        char target[PATH_MAX] = "";
+        if (known && watch_syscalls[k].fd) {
+            snprintf(path, sizeof path, "/proc/self/fd/%lu", arg);
+            const ssize_t n = readlink(path, target, sizeof target - 1);
+            target[n > 0 ? n : 0] = '\0';
+        }
+        if (known && watch_syscalls[k].fd)
+            snprintf(call, sizeof call, "the system call %s on fd %lu%s%s%s", watch_syscalls[k].name, arg,
+                     target[0] ? " (" : "", target, target[0] ? ")" : "");
+        else if (known)
+            snprintf(call, sizeof call, "the system call %s", watch_syscalls[k].name);
+        else
+            snprintf(call, sizeof call, "the system call number %ld", nr);
+    } else if (strncmp(line, "running", 7) == 0) {
+        snprintf(call, sizeof call, "running, not in a system call");
+    }
+    if (call[0] && wchan[0]) snprintf(buf, size, "%s, waiting in the kernel's %s", call, wchan);
+    else if (call[0]) snprintf(buf, size, "%s", call);
+    else if (wchan[0]) snprintf(buf, size, "waiting in the kernel's %s", wchan);
     return buf;
 }

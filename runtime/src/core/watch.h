@@ -63,4 +63,10 @@ int iotame_watch_stuck(iotame_watch_seen_t *seen, int inside, uint64_t progress,
 /* Formats what the record waits for into buf (a sentence without a final period; "" for none). Returns buf. */
 char *iotame_watch_describe_wait(const iotame_where_t *w, char *buf, unsigned long size);
 
+/* What the kernel says thread `tid` of this process waits in (/proc/self/task/TID/syscall and wchan): the system
+ * call, its descriptor's file where the call takes one, and the kernel function it sleeps in, e.g. "the system
+ * call write on fd 5 (/mnt/x/f.dat), waiting in the kernel's request_wait_answer" (a FUSE request unanswered), into
+ * buf; "" where procfs says nothing. Returns buf. */
+char *iotame_watch_kernel(int tid, char *buf, unsigned long size);
+
 #endif

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,21 +80,23 @@ static int watch_stack_install(void)
 
 static void watch_report(const iotame_where_t *w, uint64_t stuck_ns)
 {
-    char waits[512], line[1400];
+    char waits[512], kernel[PATH_MAX + 256], line[1400 + sizeof kernel];
     iotame_watch_describe_wait(w, waits, sizeof waits);
+    iotame_watch_kernel((int)w->tid, kernel, sizeof kernel);
     const char *path = w->file ? iotame_stats_path((const iotame_file_stats_t *)w->file) : NULL;
     double seconds = (double)stuck_ns * 1e-9;
     snprintf(line, sizeof line,
              "iotame: watchdog: rank %d (pid %d, thread %d) has made no progress for %.0f s in %s on %s, "
-             "module %s, step %s%s%s\n",
+             "module %s, step %s%s%s%s%s\n",
              iotame_core_rank(), (int)wd.pid, (int)w->tid, seconds, w->call, path ? path : "no file",
-             w->module ? w->module : "none", w->step ? w->step : "none", waits[0] ? ", waiting for " : "", waits);
+             w->module ? w->module : "none", w->step ? w->step : "none", waits[0] ? ", waiting for " : "", waits,
+             kernel[0] ? "; in the kernel: " : "", kernel);
     ssize_t ignored = write(STDERR_FILENO, line, strlen(line));
     (void)ignored;
-    json_t *r = json_pack("{s:i,s:i,s:f,s:s,s:s?,s:s?,s:s?,s:s?,s:s}", "rank", iotame_core_rank(), "thread",
+    json_t *r = json_pack("{s:i,s:i,s:f,s:s,s:s?,s:s?,s:s?,s:s?,s:s?,s:s}", "rank", iotame_core_rank(), "thread",
                           (int)w->tid, "seconds", seconds, "call", w->call, "file", path, "module", w->module,
-                          "step", w->step, "waits_for", waits[0] ? waits : NULL, "action",
-                          wd.abort_job ? "abort" : "report");
+                          "step", w->step, "waits_for", waits[0] ? waits : NULL, "kernel",
+                          kernel[0] ? kernel : NULL, "action", wd.abort_job ? "abort" : "report");
     __atomic_store_n(&wd.report, r, __ATOMIC_RELEASE);
     if (wd.backtrace && watch_stack_signal &&
         syscall(SYS_tgkill, (int)wd.pid, (int)w->tid, watch_stack_signal) == 0 && wd.abort_job) {
