@@ -126,20 +126,24 @@ char *iotame_watch_describe_wait(const iotame_where_t *w, char *buf, unsigned lo
 
 /* ---- the kernel's side: what a thread waits in (procfs) ---- */
 
-/* The system calls a hang on a file system is met in, by x86-64 number (the others are named by number). fd: the
- * first argument is a descriptor, named by its link. */
+/* The system calls a hang on a file system is met in, by x86-64 number (the others, and every call on other
+ * machines, are named by number). fd: the first argument is a descriptor, named by its link. */
 static const struct {
     long nr;
     const char *name;
     int fd;
-} watch_syscalls[] = {{0, "read", 1},       {1, "write", 1},       {2, "open", 0},       {3, "close", 1},
+} watch_syscalls[] = {
+#if defined(__x86_64__)
+                      {0, "read", 1},       {1, "write", 1},       {2, "open", 0},       {3, "close", 1},
                       {4, "stat", 0},       {5, "fstat", 1},       {6, "lstat", 0},      {7, "poll", 0},
                       {8, "lseek", 1},      {17, "pread64", 1},    {18, "pwrite64", 1},  {19, "readv", 1},
                       {20, "writev", 1},    {23, "select", 0},     {35, "nanosleep", 0}, {72, "fcntl", 1},
                       {73, "flock", 1},     {74, "fsync", 1},      {75, "fdatasync", 1}, {77, "ftruncate", 1},
                       {87, "unlink", 0},    {202, "futex", 0},     {232, "epoll_wait", 0}, {257, "openat", 0},
                       {262, "newfstatat", 0}, {285, "fallocate", 1}, {295, "preadv", 1}, {296, "pwritev", 1},
-                      {332, "statx", 0}};
+                      {332, "statx", 0},
+#endif
+                      {-1, "", 0}};
 
 static int watch_read_line(const char *path, char *buf, size_t size)
 {
