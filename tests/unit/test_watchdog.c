@@ -114,11 +114,11 @@ static void test_threads(void)
 
 static const char *kernel_fifo;
 static int kernel_pipe[2];
-static volatile int kernel_tid[2];
+static int kernel_tid[2]; /* set by the threads, read by the test: atomics */
 
 static void *kernel_opener(void *arg)
 {
-    kernel_tid[0] = (int)syscall(SYS_gettid);
+    __atomic_store_n(&kernel_tid[0], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     int fd = open(kernel_fifo, O_RDONLY); /* sleeps until a writer opens the FIFO */
     if (fd >= 0) close(fd);
     return arg;
@@ -126,7 +126,7 @@ static void *kernel_opener(void *arg)
 
 static void *kernel_reader(void *arg)
 {
-    kernel_tid[1] = (int)syscall(SYS_gettid);
+    __atomic_store_n(&kernel_tid[1], (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     char c;
     ssize_t n = read(kernel_pipe[0], &c, 1); /* sleeps until a byte comes */
     (void)n;
@@ -155,7 +155,8 @@ static void test_kernel(void)
     pthread_t t[2];
     pthread_create(&t[0], NULL, kernel_opener, NULL);
     pthread_create(&t[1], NULL, kernel_reader, NULL);
-    while (!kernel_tid[0] || !kernel_tid[1]) nanosleep(&(struct timespec){0, MS}, NULL);
+    while (!__atomic_load_n(&kernel_tid[0], __ATOMIC_ACQUIRE) || !__atomic_load_n(&kernel_tid[1], __ATOMIC_ACQUIRE))
+        nanosleep(&(struct timespec){0, MS}, NULL);
     CHECK(kernel_says(kernel_tid[0], "the system call openat, waiting in the kernel's wait_for_partner", buf,
                       sizeof buf));
     char want[64];

@@ -319,11 +319,12 @@ DATA(pwritev64v2, (int fd, IOV, off64_t off, int flags), (fd, iov, cnt, off, fla
     static __attribute__((noinline)) RET NAME##_recorded PARAMS                                                \
     {                                                                                                          \
         iotame__posix_fd_t *d = &iotame__posix_fds[fd];                                                        \
+        iotame_posix_file_t *file = __atomic_load_n(&d->file, __ATOMIC_ACQUIRE); /* a closed fd is reused */  \
         uint64_t t0 = iotame_now();                                                                            \
         RET rc = real.NAME ARGS;                                                                               \
         uint64_t t = iotame_now() - t0;                                                                        \
         AFTER;                                                                                                 \
-        iotame__posix_meta(d->file, WHAT, CAT, t);                                                             \
+        iotame__posix_meta(file, WHAT, CAT, t);                                                                \
         return rc;                                                                                             \
     }                                                                                                          \
     static __attribute__((noinline, cold)) RET NAME##_unresolved PARAMS                                        \
