@@ -43,8 +43,11 @@ def test_help_still_lists_every_command():
 
 def test_ctrl_c_ends_with_130_and_no_traceback(tmp_path, fake_lib):
     """SIGINT to the process group (what a terminal's Ctrl-C does) while `iotame run` waits for its job."""
+    # as from a terminal: SIGINT not ignored (a test run started in the background inherits SIG_IGN, and Python
+    # then installs no KeyboardInterrupt handler)
     p = subprocess.Popen([sys.executable, "-m", "iotame", "run", "-q", "--", "sleep", "30"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _has_child(p.pid, "sleep"):
         time.sleep(0.05)
