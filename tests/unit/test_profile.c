@@ -328,6 +328,47 @@ static void test_a_fit_without_v_still_loads(void)
     CHECK(NEAR(err, expm1(0.2)));
 }
 
+/* Anchors: a call at a measured signature takes that signature's residual whole and its error is the signature's
+ * noise; two octaves away (half the reach) half the residual, and the noise and half the fit's error in quadrature;
+ * four octaves away, or of the other layout, the fit alone. */
+static void test_an_anchor_corrects_the_calls_near_it(void)
+{
+    json_t *root = fitted();
+    json_object_set_new(at(root, "strategies.fit.strategies.view_based"), "anchors", json_pack("[[f,f,i,i,f,f],[f,f,i,i,f,f]]", -1.0, 0.0, 0, 1, 0.4, 0.05,
+                                             1.0, 1.0, 0, 0, -2.0, 0.1));
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(load(root, &p, &errors) == 0 && !errors && p.fit[IOTAME_MODEL_VIEW_BASED].nanchors == 2);
+    /* a read of 64-byte interleaved pieces, 512 KiB per process (u -1, v 0): at the first anchor */
+    iotame_model_call_t c = {.write = 0, .nprocs = 2, .nodes = 1, .bytes = 1 << 20, .pieces = 8192, .interleaved = 1};
+    double err;
+    const double fit = exp(0.5 - 0.25);
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(0.4)));
+    CHECK(NEAR(err, expm1(0.05)));
+    c.bytes = 4 << 20; /* 2 MiB per process: two octaves in call size (v 0.4), the fit's v term too */
+    c.pieces = 32768;
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(-0.2 * 0.4 + 0.5 * 0.4)));
+    CHECK(NEAR(err, expm1(hypot(0.05, 0.5 * 0.2)))); /* the fit's: the largest of the two residuals near it */
+    c.bytes = 16 << 20; /* 8 MiB per process: six octaves away, the fit alone */
+    c.pieces = 131072;
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, NULL),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(-0.2 * 0.8)));
+    c.bytes = 1 << 20; /* the contiguous layout: the second anchor is far; the first is not its layout */
+    c.pieces = 8192;
+    c.interleaved = 0;
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, NULL),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * exp(0.5 - 0.25)));
+    /* refused by key: a noise below 0, and anchors of a fit without v */
+    root = fitted();
+    json_object_set_new(at(root, "strategies.fit.strategies.view_based"), "anchors",
+                        json_pack("[[f,f,i,i,f,f]]", 0.0, 0.0, 1, 1, 0.1, -0.1));
+    check_refused(root, "strategies.fit.strategies.view_based.anchors: expected an array of [u (-1..1), v (-1..1), "
+                        "write (0/1), interleaved (0/1), log residual, noise (>= 0)] rows (with the feature v only), "
+                        "got array\n", 1);
+}
+
 static void test_a_bad_fit_is_refused_by_key(void)
 {
     json_t *root = fitted();
@@ -397,6 +438,7 @@ int main(void)
     test_the_measured_rows_are_left_unread();
     test_a_fit_corrects_its_kind_and_says_its_error();
     test_a_fit_without_v_still_loads();
+    test_an_anchor_corrects_the_calls_near_it();
     test_a_bad_fit_is_refused_by_key();
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
     return failures != 0;

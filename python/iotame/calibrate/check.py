@@ -1,6 +1,7 @@
 """`iotame calibrate --check`: re-measure two points of a profile (durable sequential writes and sequential reads
 at one request size) on the same file system and say whether the profile still holds within a tolerance; and the
-cross-validated error of the model's fit to the strategies' measurements, as the profile stores it (fit.py)."""
+cross-validated error of the model (its fit and anchors) on the strategies' measurements, as the profile stores it
+(fit.py)."""
 from __future__ import annotations
 
 import os

@@ -16,11 +16,14 @@ import numpy as np
 from ..config import run_config_tool
 from ..errors import IotameError
 
-__all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "features", "row_features", "fitted_seconds", "fit_strategies", "raw_predictions"]
+__all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "REACH", "NOISE_MIN", "features", "row_features", "fitted_seconds",
+           "anchor_weight", "fit_strategies", "raw_predictions"]
 
 FEATURES = ("one", "u", "u2", "write", "interleaved", "first", "v")
 RIDGE = 1e-3       # penalty on every coefficient but `one`: a rank-deficient design stays finite
 MIN_ROWS = 3       # a strategy with fewer measured rows gets no fit
+REACH = 4.0        # an anchor's reach in octaves of piece and call size: a size step of calibrate's design (64 B, 1 KiB, ...)
+NOISE_MIN = 0.05   # log error of an anchor at least: a lead under hypot(0.05, 0.05) = 7 % is not worth trusting
 _CALL_KEYS = ("nprocs", "nodes", "ppn", "bytes", "pieces", "piece", "gap", "targets", "unit", "sieves")
 
 
@@ -41,12 +44,27 @@ def row_features(row: dict) -> list[float]:
                     row.get("bytes", 0) / max(int(row.get("nprocs", 1)), 1))
 
 
+def anchor_weight(anchors: list, f: list[float]) -> tuple[float, list | None]:
+    """(weight, anchor) of the nearest anchor [u, v, write, interleaved, r, noise] of the call's operation and layout
+    (features f): weight 1 - distance / REACH, 0 beyond, the distance in octaves (u and v unscaled: twice the piece
+    size or the call size is one octave away); (0, None) when there is none."""
+    best, nearest = None, None
+    for a in anchors:
+        if a[2] == f[3] and a[3] == f[4]:
+            d = math.hypot(8.0 * (a[0] - f[1]), 5.0 * (a[1] - f[6]))
+            if best is None or d < best:
+                best, nearest = d, a
+    return (0.0, None) if nearest is None else (max(0.0, 1.0 - best / REACH), nearest)
+
+
 def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int, interleaved: bool | int,
                    first: float = 0.0, process_bytes: float = 1 << 19) -> float:
-    """The fitted seconds of one call: the model's raw seconds times exp(coef . features); a fit of an earlier
-    profile, with fewer coefficients, leaves the features it lacks out."""
+    """The fitted seconds of one call: the model's raw seconds times exp(coef . features + w r), r the residual of
+    the nearest anchor and w its weight; a fit of an earlier profile, with fewer coefficients or no anchors, leaves
+    out what it lacks."""
     f = features(piece, write, interleaved, first, process_bytes)
-    return raw * math.exp(float(np.dot(fit_entry["coef"], f[:len(fit_entry["coef"])])))
+    w, a = anchor_weight(fit_entry.get("anchors") or [], f)
+    return raw * math.exp(float(np.dot(fit_entry["coef"], f[:len(fit_entry["coef"])])) + (w * a[4] if a else 0.0))
 
 
 def _call(row: dict, setup_seconds: float) -> dict:
@@ -101,14 +119,29 @@ def _solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _fit_one(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The coefficients on every row and the leave-one-out residuals y_i - x_i . coef(without row i)."""
+def _noise(seconds: list[float]) -> float | None:
+    """The log standard error of a row's median over its repeats (1.25 sigma / sqrt(n)), at least NOISE_MIN; None
+    for a single repeat (no spread to say it)."""
+    if len(seconds) < 2:
+        return None
+    return max(NOISE_MIN, 1.2533 * statistics.stdev(math.log(s) for s in seconds) / math.sqrt(len(seconds)))
+
+
+def _fit_one(x: np.ndarray, y: np.ndarray, noise: list[float | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The coefficients on every row, the leave-one-out residuals y_i - x_i . coef(without row i), and the anchored
+    leave-one-out residuals: the same less the weighted residual, under coef(without row i), of the nearest other
+    row that is an anchor (noise not None)."""
     coef = _solve(x, y)
-    loo = np.empty(len(y))
+    loo, anchored = np.empty(len(y)), np.empty(len(y))
     for i in range(len(y)):
         others = np.arange(len(y)) != i
-        loo[i] = y[i] - x[i] @ _solve(x[others], y[others])
-    return coef, loo
+        c = _solve(x[others], y[others])
+        loo[i] = y[i] - x[i] @ c
+        anchors = [[x[j, 1], x[j, 6], x[j, 3], x[j, 4], y[j] - x[j] @ c] for j in range(len(y))
+                   if j != i and noise[j] is not None]
+        w, a = anchor_weight(anchors, list(x[i]))
+        anchored[i] = loo[i] - (w * a[4] if a else 0.0)
+    return coef, loo, anchored
 
 
 def _target(row: dict, where: str) -> float:
@@ -128,8 +161,10 @@ def _target(row: dict, where: str) -> float:
 def fit_strategies(profile: dict) -> dict:
     """The contract's `strategies.fit` object from profile["strategies"]["measured"]: per strategy with at least
     MIN_ROWS rows, the coefficients of log(measured / raw) on FEATURES, the rows, each row's leave-one-out
-    residual [u, v, write, interleaved, r] and their median and largest relative error (exp|r| - 1). ValueError for a
-    malformed row, IotameError when the model cannot be run."""
+    residual of the fit [u, v, write, interleaved, r], the anchors (rows of several calls and repeats: [u, v, write,
+    interleaved, in-sample residual, noise]), and the median and largest relative error (exp|r| - 1) of the model as
+    the runtime applies it (fit and anchor) with each row left out. ValueError for a malformed row, IotameError when
+    the model cannot be run."""
     rows = (profile.get("strategies") or {}).get("measured") or []
     targets = [_target(r, f"strategies.measured[{i}]") for i, r in enumerate(rows)]
     raws = raw_predictions(profile, rows)
@@ -147,10 +182,15 @@ def fit_strategies(profile: dict) -> dict:
             continue
         x = np.array([row_features(rows[i]) for i in members])
         y = np.array([math.log(targets[i]) - math.log(raws[i][strategy]) for i in members])
-        coef, loo = _fit_one(x, y)
-        errors = np.expm1(np.abs(loo))
+        # an anchor: a row of several calls (the selector predicts calls after a phase's first) and repeats
+        noise = [_noise(rows[i]["seconds"]) if rows[i]["calls"] > 1 else None for i in members]
+        coef, loo, anchored = _fit_one(x, y, noise)
+        errors = np.expm1(np.abs(anchored))
         fits[strategy] = {"coef": [float(c) for c in coef], "rows": len(members),
                           "residuals": [[round(float(xi[1]), 6), round(float(xi[6]), 6), int(xi[3]), int(xi[4]),
                                          round(float(r), 6)] for xi, r in zip(x, loo)],
+                          "anchors": [[round(float(xi[1]), 6), round(float(xi[6]), 6), int(xi[3]), int(xi[4]),
+                                       round(float(yi - xi @ coef), 6), round(n, 6)]
+                                      for xi, yi, n in zip(x, y, noise) if n is not None],
                           "cv_median": round(float(np.median(errors)), 6), "cv_max": round(float(errors.max()), 6)}
     return {"features": list(FEATURES), "strategies": fits}

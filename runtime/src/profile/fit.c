@@ -2,7 +2,9 @@
  * "strategies.fit"; docs/design/fitted-model.md). The model's equations keep their form (model.c); each kind's
  * prediction is multiplied by exp(coef . features), a correction least squares found on log time over the
  * calibration's synthetic signatures (python/iotame/calibrate/fit.py), and its error near a call is the largest
- * cross-validated residual of the rows measured near it. As in Behzad et al.'s model-driven tuning (Cluster 2015),
+ * cross-validated residual of the rows measured near it. A call near a measured signature (an anchor) is predicted
+ * mostly from that signature's own measurement: a smooth correction cannot follow every bend of a strategy, and
+ * where the machine was measured the measurement knows better. As in Behzad et al.'s model-driven tuning (Cluster 2015),
  * a regression fitted to a few measured configurations; here one per strategy, over the model's own prediction, so
  * that what the equations already explain (the device, the network) is not fitted again. Pure arithmetic and the
  * JSON reader of the section; no MPI. */
@@ -18,6 +20,7 @@
 #define FIT_V_CENTRE 19.0 /* log2 of 512 KiB per process and call: v 0 */
 #define FIT_V_SCALE 5.0   /* 16 KiB .. 16 MiB: v -1 .. 1 */
 #define FIT_NEAR 0.5      /* one size step of calibrate's design (64 B, 1 KiB, 16 KiB, 256 KiB, 4 MiB) */
+#define FIT_REACH 4.0     /* an anchor's reach, in octaves of piece size and call size: one size step of the design */
 #define FIT_COEF_MAX 20.0 /* |coef| beyond this is no correction but a broken fit */
 
 static const char *const fit_feature_names[IOTAME_FIT_FEATURES] = {"one",         "u",     "u2", "write",
@@ -62,19 +65,41 @@ static double fit_largest(const iotame_model_fit_t *fit, const double f[IOTAME_F
     return n >= 2 ? worst : -1;
 }
 
+/* The nearest anchor of the call's operation and layout (features f) and into *weight 1 - its distance / FIT_REACH,
+ * 0 beyond; the distance in octaves (twice the piece size or twice the call size is one octave away, u and v
+ * unscaled); NULL (weight 0) when the fit has none. */
+static const iotame_fit_anchor_t *fit_anchor(const iotame_model_fit_t *fit, const double f[IOTAME_FIT_FEATURES],
+                                             double *weight)
+{
+    int nearest = -1;
+    double best = 0;
+    for (int i = 0; i < fit->nanchors; i++) {
+        if (fit->anchor[i].write != (int)f[3] || fit->anchor[i].interleaved != (int)f[4]) continue;
+        const double d = hypot(FIT_U_SCALE * (fit->anchor[i].u - f[1]), FIT_V_SCALE * (fit->anchor[i].v - f[6]));
+        if (nearest < 0 || d < best) nearest = i, best = d;
+    }
+    *weight = nearest < 0 ? 0 : fmax(0, 1 - best / FIT_REACH);
+    return nearest < 0 ? NULL : &fit->anchor[nearest];
+}
+
 double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error)
 {
     const double raw = iotame_model_predict(p, c, kind);
     if (error) *error = -1;
     if (raw <= 0 || kind <= IOTAME_MODEL_NONE || kind >= IOTAME_MODEL_KINDS || p->fit[kind].rows <= 0) return raw;
     const iotame_model_fit_t *fit = &p->fit[kind];
-    double f[IOTAME_FIT_FEATURES], x = 0;
+    double f[IOTAME_FIT_FEATURES], x = 0, w;
     iotame_model_features(c, f);
     for (int i = 0; i < IOTAME_FIT_FEATURES; i++) x += fit->coef[i] * f[i];
+    const iotame_fit_anchor_t *a = fit_anchor(fit, f, &w);
+    if (a) x += w * a->r;
     if (error) {
         double r = -1;
         for (int level = 0; level < 3 && r < 0; level++) r = fit_largest(fit, f, level);
-        *error = r < 0 ? -1 : expm1(r);
+        if (a && w > 0 && (r >= 0 || w >= 1))
+            *error = expm1(hypot(a->noise, (1 - w) * fmax(r, 0)));
+        else
+            *error = r < 0 ? -1 : expm1(r);
     }
     return raw * exp(x);
 }
@@ -118,6 +143,22 @@ static int fit_residual(const json_t *row, int nfeatures, iotame_model_fit_t *ou
     return 0;
 }
 
+/* One anchor [u, v, write, interleaved, r, noise] into *out; -1 when it is not one. */
+static int fit_anchor_row(const json_t *row, iotame_model_fit_t *out)
+{
+    double x[6];
+    if (!json_is_array(row) || json_array_size(row) != 6) return -1;
+    for (int j = 0; j < 6; j++)
+        if (fit_number(json_array_get(row, (size_t)j), &x[j])) return -1;
+    if (fabs(x[0]) > 1 + 1e-9 || fabs(x[1]) > 1 + 1e-9 || (x[2] != 0 && x[2] != 1) || (x[3] != 0 && x[3] != 1) ||
+        fabs(x[4]) > FIT_COEF_MAX || x[5] < 0 || x[5] > FIT_COEF_MAX)
+        return -1;
+    if (out->nanchors == IOTAME_FIT_ANCHORS) return 0;
+    out->anchor[out->nanchors++] = (iotame_fit_anchor_t){
+        .u = x[0], .v = x[1], .r = x[4], .noise = x[5], .write = (int)x[2], .interleaved = (int)x[3]};
+    return 0;
+}
+
 /* One strategy's entry of a fit of `nfeatures` features into *fit; -1 with the problem in *problem. */
 static int fit_entry(const json_t *entry, const char *name, int nfeatures, iotame_model_fit_t *fit,
                      iotame_fit_problem_t *problem)
@@ -150,6 +191,19 @@ static int fit_entry(const json_t *entry, const char *name, int nfeatures, iotam
     const json_t *row;
     json_array_foreach(res, i, row) {
         if (fit_residual(row, nfeatures, fit) != 0) {
+            problem->got = row;
+            return -1;
+        }
+    }
+    const json_t *anchors = json_object_get(entry, "anchors");
+    if (!anchors) return 0; /* an earlier profile: the fit alone */
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.anchors", name);
+    problem->got = anchors;
+    problem->expected = "an array of [u (-1..1), v (-1..1), write (0/1), interleaved (0/1), log residual, noise "
+                        "(>= 0)] rows (with the feature v only)";
+    if (!json_is_array(anchors) || (json_array_size(anchors) > 0 && nfeatures <= FIT_FEATURES_BEFORE_V)) return -1;
+    json_array_foreach(anchors, i, row) {
+        if (fit_anchor_row(row, fit) != 0) {
             problem->got = row;
             return -1;
         }

@@ -52,9 +52,18 @@ typedef enum {
  * others' coefficients 0. */
 #define IOTAME_FIT_FEATURES 7
 #define IOTAME_FIT_RESIDUALS 128 /* cross-validated residuals kept per strategy */
+#define IOTAME_FIT_ANCHORS 128   /* anchors kept per strategy */
+
+/* A measured signature of several calls: where it was measured (features u, v, write, interleaved), its residual
+ * log(measured / fitted) and the log error of its median over the repeats (its noise). */
+typedef struct {
+    double u, v, r, noise;
+    int write, interleaved;
+} iotame_fit_anchor_t;
 
 /* A strategy's fit to what `iotame calibrate` measured of it (profile version 2, "strategies.fit"): the model's
- * seconds times exp(coef . features), and the fit's cross-validated log residuals by where they were measured. */
+ * seconds times exp(coef . features), the fit's cross-validated log residuals by where they were measured, and its
+ * anchors: measured signatures whose own residual corrects a call near them (fit.c). */
 typedef struct {
     int rows; /* the measured rows it was fitted to; 0: no fit (the derived model alone) */
     double coef[IOTAME_FIT_FEATURES];
@@ -63,6 +72,8 @@ typedef struct {
         double u, v, r; /* the row's features u and v, and its residual log(measured / fitted) */
         int write, interleaved;
     } res[IOTAME_FIT_RESIDUALS];
+    int nanchors;
+    iotame_fit_anchor_t anchor[IOTAME_FIT_ANCHORS];
 } iotame_model_fit_t;
 
 /* A machine profile: storage per target, network, memory. A field 0 where a rate or size is expected is invalid
@@ -134,9 +145,11 @@ double iotame_model_predict(const iotame_profile_t *p, const iotame_model_call_t
  * the Python one. */
 void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEATURES]);
 /* iotame_model_predict corrected by the profile's fit of the kind (as it is without one), and into *error (may be
- * NULL) the relative error of that prediction near the call (a factor f either way is f - 1): the largest
- * cross-validated residual of the fit's rows of the call's operation and layout within one size step, else of its
- * operation, else of all; -1 without a fit. */
+ * NULL) the relative error of that prediction near the call (a factor f either way is f - 1). Near an anchor of the
+ * call's operation and layout (within one size step) the prediction takes the anchor's residual in proportion to
+ * its nearness, and the error is the anchor's noise and the rest of the fit's error in quadrature; the fit's error
+ * is the largest cross-validated residual of its rows of the call's operation and layout within one size step,
+ * else of its operation, else of all; -1 without a fit. */
 double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error);
 /* How many kinds the profile has a fit of (0: a profile without strategy measurements). */
 int iotame_model_fits(const iotame_profile_t *p);
