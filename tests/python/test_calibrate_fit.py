@@ -139,6 +139,8 @@ def test_a_measured_signature_anchors_the_calls_near_it():
     bare = dict(entry, anchors=[])
     alone = fitted_seconds(bare, raw, row["piece"], False, True, 0.0, row["bytes"] / row["nprocs"])
     assert at / alone > 1.5                                  # the fit alone misses the bend by far
+    first = [fitted_seconds(e, raw, row["piece"], False, True, 1.0, row["bytes"] / row["nprocs"]) for e in (entry, bare)]
+    assert first[0] == first[1]                              # a first call: the fit's alone
     for octaves, share in ((2, 0.5), (4, 0.0)):              # call size 4 and 16 x the anchor's, same pieces
         pb = row["bytes"] / row["nprocs"] * 2 ** octaves
         r2 = raw_predictions(p, [dict(row, calls=1, open_seconds=0.0, bytes=int(pb * 2), pieces=int(pb) // 16384)])

@@ -346,6 +346,10 @@ static void test_an_anchor_corrects_the_calls_near_it(void)
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
                iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(0.4)));
     CHECK(NEAR(err, expm1(0.05)));
+    c.first_call = 1; /* a handle's first call: the fit's alone (an anchor measures the calls after it) */
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, NULL),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(0.3)));
+    c.first_call = 0;
     c.bytes = 4 << 20; /* 2 MiB per process: two octaves in call size (v 0.4), the fit's v term too */
     c.pieces = 32768;
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),

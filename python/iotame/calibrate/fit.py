@@ -46,15 +46,16 @@ def row_features(row: dict) -> list[float]:
 
 def anchor_weight(anchors: list, f: list[float]) -> tuple[float, list | None]:
     """(weight, anchor) of the nearest anchor [u, v, write, interleaved, r, noise] of the call's operation and layout
-    (features f): weight 1 - distance / REACH, 0 beyond, the distance in octaves (u and v unscaled: twice the piece
-    size or the call size is one octave away); (0, None) when there is none."""
+    (features f): weight (1 - distance / REACH) (1 - first), 0 beyond, the distance in octaves (u and v unscaled:
+    twice the piece size or the call size is one octave away); (0, None) when there is none. An anchor measures
+    the calls after a phase's first: a handle's first call (first 1) is the fit's alone."""
     best, nearest = None, None
     for a in anchors:
         if a[2] == f[3] and a[3] == f[4]:
             d = math.hypot(8.0 * (a[0] - f[1]), 5.0 * (a[1] - f[6]))
             if best is None or d < best:
                 best, nearest = d, a
-    return (0.0, None) if nearest is None else (max(0.0, 1.0 - best / REACH), nearest)
+    return (0.0, None) if nearest is None else (max(0.0, 1.0 - best / REACH) * (1.0 - f[5]), nearest)
 
 
 def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int, interleaved: bool | int,

@@ -65,9 +65,10 @@ static double fit_largest(const iotame_model_fit_t *fit, const double f[IOTAME_F
     return n >= 2 ? worst : -1;
 }
 
-/* The nearest anchor of the call's operation and layout (features f) and into *weight 1 - its distance / FIT_REACH,
- * 0 beyond; the distance in octaves (twice the piece size or twice the call size is one octave away, u and v
- * unscaled); NULL (weight 0) when the fit has none. */
+/* The nearest anchor of the call's operation and layout (features f) and into *weight (1 - its distance / FIT_REACH)
+ * (1 - first), 0 beyond; the distance in octaves (twice the piece size or twice the call size is one octave away, u
+ * and v unscaled); NULL (weight 0) when the fit has none. An anchor measures the calls after a phase's first: a
+ * handle's first call is the fit's alone. */
 static const iotame_fit_anchor_t *fit_anchor(const iotame_model_fit_t *fit, const double f[IOTAME_FIT_FEATURES],
                                              double *weight)
 {
@@ -78,7 +79,7 @@ static const iotame_fit_anchor_t *fit_anchor(const iotame_model_fit_t *fit, cons
         const double d = hypot(FIT_U_SCALE * (fit->anchor[i].u - f[1]), FIT_V_SCALE * (fit->anchor[i].v - f[6]));
         if (nearest < 0 || d < best) nearest = i, best = d;
     }
-    *weight = nearest < 0 ? 0 : fmax(0, 1 - best / FIT_REACH);
+    *weight = nearest < 0 ? 0 : fmax(0, 1 - best / FIT_REACH) * (1 - f[5]);
     return nearest < 0 ? NULL : &fit->anchor[nearest];
 }
 
