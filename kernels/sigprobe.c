@@ -15,13 +15,23 @@
  *          the last call's return, the slowest rank, pattern fill excluded), sync, close; every rank then evicts
  *          the file's pages (posix_fadvise DONTNEED: this file only, never the machine's whole page cache);
  *   read:  open RDONLY (timed), the same view, barrier, C calls (timed alike, checks excluded), close, delete.
- * A row's "seconds" is the phase's time / C for each repeat; "open_seconds" the median open time.
+ * A row's "seconds" is the phase's time / C for each repeat run; "open_seconds" the median open time.
+ *
+ * Budget (--seconds B > 0; issue 48: one slow strategy ran calibrate past its timeout). The first repeat of every
+ * signature always runs. From it each signature gets a share T of B, max-min fair: the largest T with
+ * sum_i clamp(T, t_i, R * t_i) <= B (t_i its first repeat's time, R the repeats), so a share that a fast signature
+ * does not need goes to the slow ones instead of idling (an even B / n would leave a slow design's slowest
+ * signatures one repeat while most of B went unused). A further repeat runs while the signature's time so far plus
+ * one more repeat's mean stays within T, and no repeat pass starts once the run's time exceeds B. Times are the
+ * slowest rank's (max-reduced), so every rank takes the same branches: a rank that skipped a collective the others
+ * entered would hang the job.
  *
  * Data: the 64-bit word at file offset o (o a multiple of 8) is (o + 1) * 0x9e3779b97f4a7c15 ^ salt, little
  * endian, salt from the signature and the repeat; unaligned head and tail bytes are those words' bytes. Every read
  * byte is checked, which is what "verified" says; "mismatches" counts the bad 8-byte words.
  */
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,11 +57,14 @@ typedef struct {
     int64_t piece, pieces; /* as the runtime sees them: touching pieces merged */
     bool interleaved;      /* the processes' ranges overlap */
     double *seconds[SIGPROBE_NOPS], *open[SIGPROBE_NOPS]; /* per repeat */
+    int64_t done;  /* repeats run: the first `done` entries of seconds[] and open[] */
+    double spent;  /* their time, the slowest rank's, write to delete */
 } sigprobe_sig_t;
 
 typedef struct {
     const char *dir, *sizes_arg, *calls_arg, *layouts_arg, *ops_arg;
     int64_t pieces_bytes, repeats;
+    double budget; /* --seconds: 0 unbounded */
     int64_t sizes[SIGPROBE_MAX_LIST], calls[SIGPROBE_MAX_LIST];
     int64_t call_bytes[SIGPROBE_MAX_LIST]; /* per size: bytes per process and call (0: --pieces-bytes) */
     int nsizes, ncalls;
@@ -155,6 +168,8 @@ static int sigprobe_parse(iotame_run_t *run, int argc, char **argv, sigprobe_t *
          .help = "interleaved (piece j of rank r at (j*P + r)*s) and/or contiguous (rank r's pieces in one region)"},
         {.name = "repeats", .type = IOTAME_OPT_INT, .value = &p->repeats, .def = "3", .min = "1", .max = "1000",
          .help = "repeats of each signature"},
+        {.name = "seconds", .type = IOTAME_OPT_DOUBLE, .value = &p->budget, .def = "0", .min = "0", .max = "86400",
+         .help = "time budget: repeats after each signature's first run only within its share of it (0: all)"},
         {.name = "ops", .type = IOTAME_OPT_STRING, .value = &p->ops_arg, .def = "write,read",
          .help = "phases reported: write and/or read (the file is always written)"},
         {0}};
@@ -361,7 +376,7 @@ static json_t *sigprobe_row(const iotame_run_t *run, const sigprobe_t *p, const 
                             int sieves)
 {
     json_t *seconds = json_array();
-    for (int64_t r = 0; r < p->repeats; r++) json_array_append_new(seconds, json_real(g->seconds[op][r]));
+    for (int64_t r = 0; r < g->done; r++) json_array_append_new(seconds, json_real(g->seconds[op][r]));
     json_t *row = json_object();
     json_object_set_new(row, "op", json_string(sigprobe_op_names[op]));
     json_object_set_new(row, "nprocs", json_integer(run->nprocs));
@@ -376,11 +391,83 @@ static json_t *sigprobe_row(const iotame_run_t *run, const sigprobe_t *p, const 
     json_object_set_new(row, "targets", json_integer(1));
     json_object_set_new(row, "unit", json_integer(0));
     json_object_set_new(row, "sieves", json_integer(sieves));
-    json_object_set_new(row, "open_seconds", json_real(sigprobe_median(g->open[op], p->repeats)));
+    json_object_set_new(row, "open_seconds", json_real(sigprobe_median(g->open[op], g->done)));
     json_object_set_new(row, "seconds", seconds);
     json_object_set_new(row, "layout", json_string(sigprobe_layout_names[g->layout]));
     json_object_set_new(row, "size", json_integer((json_int_t)g->size));
     return row;
+}
+
+/* The time of the design's signatures when each one's repeats take at most share seconds, the first mandatory. */
+static double sigprobe_cost(const sigprobe_t *p, double share)
+{
+    double sum = 0.0;
+    for (int i = 0; i < p->nsigs; i++) {
+        const double first = p->sigs[i].spent, all = first * (double)p->repeats;
+        sum += share < first ? first : share > all ? all : share;
+    }
+    return sum;
+}
+
+/* Each signature's share of the budget after the first pass: the largest share whose cost stays within it
+ * (bisection; the cost grows with the share), unbounded when every repeat fits (a repeat slower than the first
+ * then cuts nothing). The same numbers on every rank give the same share. */
+static double sigprobe_share(const sigprobe_t *p)
+{
+    double lo = 0.0, hi = 0.0;
+    for (int i = 0; i < p->nsigs; i++)
+        if (p->sigs[i].spent * (double)p->repeats > hi) hi = p->sigs[i].spent * (double)p->repeats;
+    if (sigprobe_cost(p, hi) <= p->budget) return HUGE_VAL;
+    for (int it = 0; it < 64; it++) {
+        double mid = (lo + hi) / 2;
+        if (sigprobe_cost(p, mid) <= p->budget)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether signature g runs repeat rep (>= 1) under the budget: it ran every repeat before, and one more at its
+ * mean keeps it within its share. */
+static bool sigprobe_again(const sigprobe_t *p, const sigprobe_sig_t *g, int64_t rep, double share)
+{
+    if (g->done != rep) return false;
+    return p->budget <= 0 || g->spent + g->spent / (double)g->done <= share;
+}
+
+/* One repeat of one signature: written, evicted, read back and deleted; its time (the slowest rank's) counted. */
+static int sigprobe_repeat(iotame_run_t *run, sigprobe_t *p, int i, int64_t rep, unsigned char *buf)
+{
+    sigprobe_sig_t *g = &p->sigs[i];
+    uint64_t salt = ((uint64_t)rep * SIGPROBE_MAX_SIGS + (uint64_t)i + 1) * 0xbf58476d1ce4e5b9ULL;
+    double t0 = MPI_Wtime();
+    sigprobe_phase(run, p, g, SIGPROBE_WRITE, rep, buf, salt);
+    sigprobe_evict(p->path);
+    sigprobe_phase(run, p, g, SIGPROBE_READ, rep, buf, salt);
+    int rc = iotame_view_remove(run, p->path);
+    g->spent += sigprobe_max(run, MPI_Wtime() - t0);
+    g->done++;
+    return rc;
+}
+
+/* The design's repeats, repeats outermost, within the budget (the file header); the run's time. */
+static int sigprobe_measure(iotame_run_t *run, sigprobe_t *p, unsigned char *buf, double *elapsed)
+{
+    double share = 0.0;
+    *elapsed = 0.0;
+    for (int64_t rep = 0; rep < p->repeats; rep++) {
+        if (rep > 0 && p->budget > 0 && *elapsed > p->budget) break;
+        if (rep == 1 && p->budget > 0) share = sigprobe_share(p);
+        for (int i = 0; i < p->nsigs; i++) {
+            if (rep > 0 && !sigprobe_again(p, &p->sigs[i], rep, share)) continue;
+            double before = p->sigs[i].spent;
+            int rc = sigprobe_repeat(run, p, i, rep, buf);
+            *elapsed += p->sigs[i].spent - before;
+            if (rc) return rc;
+        }
+    }
+    return 0;
 }
 
 static int sigprobe_run(iotame_run_t *run, int argc, char **argv)
@@ -414,28 +501,31 @@ static int sigprobe_run(iotame_run_t *run, int argc, char **argv)
         }
     }
     unsigned char *buf = iotame_alloc(most > 0 ? (size_t)most : 1);
-    if ((rc = iotame_view_remove(run, p->path))) goto out;
-    for (int64_t rep = 0; rep < p->repeats; rep++)
-        for (int i = 0; i < p->nsigs; i++) {
-            sigprobe_sig_t *g = &p->sigs[i];
-            uint64_t salt = ((uint64_t)rep * SIGPROBE_MAX_SIGS + (uint64_t)i + 1) * 0xbf58476d1ce4e5b9ULL;
-            sigprobe_phase(run, p, g, SIGPROBE_WRITE, rep, buf, salt);
-            sigprobe_evict(p->path);
-            sigprobe_phase(run, p, g, SIGPROBE_READ, rep, buf, salt);
-            if ((rc = iotame_view_remove(run, p->path))) goto out;
-        }
+    double elapsed = 0.0;
+    if ((rc = iotame_view_remove(run, p->path)) || (rc = sigprobe_measure(run, p, buf, &elapsed))) goto out;
 
     uint64_t bad = p->mismatches;
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_UINT64_T, MPI_SUM, run->comm);
     json_t *rows = json_array();
-    for (int i = 0; i < p->nsigs; i++)
+    int64_t rows_cut = 0, repeats_cut = 0;
+    for (int i = 0; i < p->nsigs; i++) {
+        repeats_cut += p->repeats - p->sigs[i].done;
         for (int op = 0; op < SIGPROBE_NOPS; op++)
-            if (p->ops[op]) json_array_append_new(rows, sigprobe_row(run, p, &p->sigs[i], op, sieves));
+            if (p->ops[op]) {
+                json_array_append_new(rows, sigprobe_row(run, p, &p->sigs[i], op, sieves));
+                rows_cut += p->sigs[i].done < p->repeats;
+            }
+    }
     json_object_set_new(run->result, "nodes", json_integer(p->nodes));
     json_object_set_new(run->result, "ppn", json_integer(p->ppn));
     json_object_set_new(run->result, "mpi_library", json_string(version));
     json_object_set_new(run->result, "sieves", json_integer(sieves));
     json_object_set_new(run->result, "mismatches", json_integer((json_int_t)bad));
+    json_object_set_new(run->result, "repeats", json_integer((json_int_t)p->repeats));
+    json_object_set_new(run->result, "seconds_budget", json_real(p->budget));
+    json_object_set_new(run->result, "seconds_spent", json_real(elapsed));
+    json_object_set_new(run->result, "rows_cut", json_integer((json_int_t)rows_cut));
+    json_object_set_new(run->result, "repeats_cut", json_integer((json_int_t)repeats_cut));
     json_object_set_new(run->result, "rows", rows);
 out:
     free(buf);

@@ -52,6 +52,23 @@ def test_a_size_with_its_own_bytes_per_call(job, tmp_path):
         [(1024, 4, 8192), (1024, 16, 32768), (8192, 4, 65536)]
 
 
+def test_a_budget_keeps_every_signatures_first_repeat(job, tmp_path):
+    # a budget no repeat fits: each signature's first repeat runs, no further one; without one, every repeat
+    design = ["--dir", tmp_path, "--sizes", "64,4096", "--calls", "1,2", "--repeats", "3", "--pieces-bytes", "16k"]
+    res, p = job.kernel(2, "sigprobe", *design, "--seconds", "0.001")
+    assert p.returncode == 0 and res["verified"] is True and res["mismatches"] == 0, p.stderr
+    rows = res["rows"]
+    assert len(rows) == 12 and all(1 <= len(r["seconds"]) < 3 for r in rows)
+    assert all(all(map(_positive, r["seconds"])) and _positive(r["open_seconds"]) for r in rows)
+    assert (res["repeats"], res["seconds_budget"], res["rows_cut"]) == (3, 0.001, 12)
+    assert res["repeats_cut"] == sum(3 - len(r["seconds"]) for r in rows) // 2     # write and read: one signature
+    assert list(tmp_path.glob("iotame-sigprobe-*")) == []
+    res, p = job.kernel(2, "sigprobe", *design, "--seconds", "0")
+    assert p.returncode == 0 and res["verified"] is True, p.stderr
+    assert [len(r["seconds"]) for r in res["rows"]] == [3] * 12
+    assert (res["seconds_budget"], res["rows_cut"], res["repeats_cut"]) == (0, 0, 0)
+
+
 def test_one_rank_pieces_merge(job, tmp_path):
     res, _ = job.kernel(1, "sigprobe", "--dir", tmp_path, "--sizes", "64", "--calls", "1", "--repeats", "1",
                         "--pieces-bytes", "4k")
@@ -64,6 +81,7 @@ def test_listed_and_bad_options(job):
     assert "sigprobe" in p.stdout.split()
     for args, word in ((["--sizes", "64,x"], "--sizes"), (["--sizes", "64@"], "--sizes"),
                        (["--sizes", "64@2g"], "--sizes"), (["--calls", "0"], "--calls"),
-                       (["--layouts", "diagonal"], "--layouts"), (["--ops", "write,append"], "--ops")):
+                       (["--layouts", "diagonal"], "--layouts"), (["--ops", "write,append"], "--ops"),
+                       (["--seconds", "-1"], "--seconds")):
         line, _ = usage_error(job, 2, "sigprobe", args)
         assert word in line

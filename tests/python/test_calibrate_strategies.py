@@ -11,7 +11,8 @@ import pytest
 from iotame.calibrate import (FULL_DESIGN, QUICK_DESIGN, STRATEGIES, Design, load_profile, measure_strategies,
                               network_job, save_profile)
 from iotame.calibrate.network import with_probe
-from iotame.calibrate.strategies import NOT_ASKED_NOTE, ROW_KEYS, SKIPPED_NOTE, _served, runtime_for, strategy_config
+from iotame.calibrate.strategies import (FULL_SECONDS, NOT_ASKED_NOTE, QUICK_SECONDS, ROW_KEYS, SKIPPED_NOTE, _served,
+                                         runtime_for, strategy_config)
 from iotame.cli import main
 from iotame.config import validate
 from iotame.tune.job import Job
@@ -90,6 +91,28 @@ def test_calibrate_prints_the_table_and_writes_version_2(tmp_path, capsys, monke
     assert SKIPPED_NOTE in capsys.readouterr().err
 
 
+@needs_mpi
+def test_a_budget_cuts_repeats_and_says_where(tmp_path):
+    design = Design(sizes=(64, 4096), calls=(1,), repeats=3, pieces_bytes=16 << 10, seconds=0.001)
+    section, notes = measure_strategies(tmp_path, network_job(np=2, env={}), design, strategies=("two_phase",))
+    rows = section["measured"]
+    assert len(rows) == 6 and all(len(r["seconds"]) == 1 for r in rows)   # each signature's first repeat only
+    assert notes == ["strategy two_phase: 6 of 6 rows have fewer than 3 repeats (its 0.001 s budget: its slowest "
+                     "signatures were repeated less)"]
+    assert "budget" in section["method"]
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_mpi
+def test_a_strategy_past_the_timeout_is_left_out_with_a_note(tmp_path):
+    section, notes = measure_strategies(tmp_path, network_job(np=2, env={}), TINY,
+                                        strategies=("two_phase", "independent"), timeout=0.01)
+    assert section is None                               # nothing measured: no section, and no failed calibration
+    assert [n.split(": ")[:2] for n in notes] == [["strategy two_phase", "not measured"],
+                                                  ["strategy independent", "not measured"]]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_without_processes_there_is_no_stage_and_a_note(tmp_path):
     assert measure_strategies(tmp_path, None) == (None, [NOT_ASKED_NOTE])
     assert "--np N" in NOT_ASKED_NOTE
@@ -142,7 +165,16 @@ def test_designs_keep_the_fit_determined():
         assert min(per_process) <= 16 << 10 and max(per_process) >= 8 * MIB
     argv = FULL_DESIGN.argv("/d")
     assert argv[:3] == ["sigprobe", "--dir", "/d"]
-    assert argv[argv.index("--sizes") + 1].split(",")[-2:] == [f"{MIB}@{8 * MIB}", f"{4 * MIB}@{8 * MIB}"]
+    assert argv[argv.index("--sizes") + 1].split(",")[-3:] == [f"65536@{256 << 10}", f"{MIB}@{8 * MIB}",
+                                                              f"{4 * MIB}@{8 * MIB}"]
+
+
+def test_each_strategys_run_has_a_budget_and_a_timeout_far_above_it():
+    from iotame.calibrate.strategies import PROBE_TIMEOUT
+    for design, budget in ((FULL_DESIGN, FULL_SECONDS), (QUICK_DESIGN, QUICK_SECONDS)):
+        argv = design.argv("/d")
+        assert 0 < budget == float(argv[argv.index("--seconds") + 1]) and PROBE_TIMEOUT >= 5 * budget
+    assert TINY.argv("/d")[-2:] == ["--seconds", "0"]       # 0: every repeat, as sigprobe without the option
 
 
 def test_calls_not_served_by_the_strategy_are_noted():

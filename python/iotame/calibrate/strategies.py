@@ -34,6 +34,9 @@ ROW_KEYS = ("op", "strategy", "nprocs", "nodes", "ppn", "piece", "pieces", "inte
             "targets", "unit", "sieves", "open_seconds", "seconds")
 NOT_ASKED_NOTE = "strategies not measured: " + NETWORK_NOT_ASKED.split(": ", 1)[1]
 SKIPPED_NOTE = "strategies not measured (--no-strategies)"
+# A safety net far above a strategy's budget (Design.seconds): the first repeat of every signature runs whatever the
+# budget, so a slow strategy overshoots it; a run past this is stopped and left out with a note, and the other
+# strategies' measurements are kept.
 PROBE_TIMEOUT = 900     # seconds of one strategy's run
 KIB = 1 << 10
 MIB = 1 << 20
@@ -43,7 +46,9 @@ MIB = 1 << 20
 class Design:
     """The signatures sigprobe measures: piece sizes, calls per phase, layouts, operations, repeats of each, and
     the bytes per process and call (k = max(1, pieces_bytes / size) pieces); `call_sizes` adds pieces at other
-    bytes per process and call, (piece size, bytes) each."""
+    bytes per process and call, (piece size, bytes) each. `seconds` is each strategy's time budget (sigprobe
+    --seconds, 0: none): after every signature's first repeat, further repeats only within the signature's share
+    of it."""
     sizes: tuple[int, ...]
     calls: tuple[int, ...]
     repeats: int
@@ -51,24 +56,35 @@ class Design:
     ops: tuple[str, ...] = ("write", "read")
     pieces_bytes: int = MIB
     call_sizes: tuple[tuple[int, int], ...] = ()
+    seconds: float = 0.0
 
     def argv(self, directory: str | os.PathLike) -> list[str]:
         """sigprobe's arguments (after the program) for a file in `directory`."""
         sizes = [str(s) for s in self.sizes] + [f"{s}@{b}" for s, b in self.call_sizes]
         return ["sigprobe", "--dir", str(directory), "--pieces-bytes", str(self.pieces_bytes),
                 "--sizes", ",".join(sizes), "--calls", ",".join(map(str, self.calls)),
-                "--layouts", ",".join(self.layouts), "--ops", ",".join(self.ops), "--repeats", str(self.repeats)]
+                "--layouts", ",".join(self.layouts), "--ops", ",".join(self.ops), "--repeats", str(self.repeats),
+                "--seconds", f"{self.seconds:g}"]
 
 
 # 64 B to 4 MiB pieces, 1 MiB per process and call; contiguous pieces merge into one run, so the contiguous layout
 # gives the 1 MiB and 4 MiB runs. The call sizes of applications reach from a few KiB to tens of MiB per process,
 # where a strategy's per-call costs and its streams weigh differently: small pieces in 16 KiB calls and large ones
-# in 8 MiB calls span the fit's v. Quick: still at least 4 interleaved and contiguous points of u and 2 of v per
-# operation, so that the fit's 7 coefficients per strategy stay determined with rows to spare.
+# in 8 MiB calls span the fit's v, and 64 KiB pieces in 256 KiB calls put a point between them where applications'
+# mid-size calls are (Matrix-like phases of 64 KiB blocks). Quick: still at least 4 interleaved and contiguous
+# points of u and 2 of v per operation, so that the fit's 7 coefficients per strategy stay determined with rows to
+# spare.
+# A strategy's time budget keeps the stage at minutes whatever one strategy does (issue 48: 64 B pieces written at
+# 0.4 MB/s on 4 hosts took one strategy's run past its timeout). The full design's strategies take seconds each on
+# one node and one to two minutes on two hosts, so there only a slow strategy's slowest signatures get fewer
+# repeats; --quick, coarse by intent, a third of that.
+FULL_SECONDS = 90.0
+QUICK_SECONDS = 30.0
 FULL_DESIGN = Design(sizes=(64, 1024, 16384, 262144, 4194304), calls=(1, 8), repeats=5,
-                     call_sizes=((1024, 16 * KIB), (4096, 16 * KIB), (MIB, 8 * MIB), (4 * MIB, 8 * MIB)))
+                     call_sizes=((1024, 16 * KIB), (4096, 16 * KIB), (65536, 256 * KIB), (MIB, 8 * MIB),
+                                 (4 * MIB, 8 * MIB)), seconds=FULL_SECONDS)
 QUICK_DESIGN = Design(sizes=(64, 1024, 16384, 4194304), calls=(1, 8), repeats=2,
-                      call_sizes=((4096, 16 * KIB), (MIB, 8 * MIB)))
+                      call_sizes=((4096, 16 * KIB), (MIB, 8 * MIB)), seconds=QUICK_SECONDS)
 
 
 def strategy_config(strategy: str, emulate: dict | None = None) -> dict:
@@ -136,6 +152,15 @@ def _served(stats: dict | None, strategy: str) -> str | None:
                                                                                  if why else "")
 
 
+def _cut(result: dict, strategy: str) -> str | None:
+    """A note when the budget left rows of the strategy with fewer repeats than the design's, else None."""
+    cut, rows = int(result.get("rows_cut") or 0), len(result.get("rows") or [])
+    if not cut:
+        return None
+    return (f"strategy {strategy}: {cut} of {rows} rows have fewer than {result.get('repeats')} repeats (its "
+            f"{result.get('seconds_budget', 0):g} s budget: its slowest signatures were repeated less)")
+
+
 def runtime_for(kernel: str | os.PathLike) -> Path:
     """The libiotame.so a kernel runs under: $IOTAME_LIB when set, else the one built beside the kernel (a build
     tree's runtime/, as build-openmpi/ has: the runtime built against the kernel's MPI), else the one paths.py
@@ -147,7 +172,8 @@ def runtime_for(kernel: str | os.PathLike) -> Path:
 
 
 def _run(job: Job, strategy: str, config: dict, workdir: Path, lib: Path,
-         timeout: int) -> tuple[dict, str | None]:
+         timeout: float) -> tuple[dict | None, list[str]]:
+    """(sigprobe's result, notes); a run past `timeout` gives no result and a note (PROBE_TIMEOUT's reason)."""
     path = workdir / f"{strategy}.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     try:
@@ -155,8 +181,8 @@ def _run(job: Job, strategy: str, config: dict, workdir: Path, lib: Path,
     except OSError as e:
         raise IotameError(f"calibrate: cannot start {job.argv[0]}: {e.strerror or e}") from None
     if r.timed_out:
-        raise IotameError(f"calibrate: strategy {strategy}: sigprobe did not finish in {timeout} s: "
-                          f"{' '.join(job.argv)}")
+        return None, [f"strategy {strategy}: not measured: sigprobe did not finish in {timeout:g} s (the first "
+                      f"repeat of every signature alone takes longer): {' '.join(job.argv)}"]
     result = _parse(r.stdout)
     if r.returncode != 0 or result is None:
         tail = " | ".join((r.stderr or "").strip().splitlines()[-3:])
@@ -168,17 +194,18 @@ def _run(job: Job, strategy: str, config: dict, workdir: Path, lib: Path,
     if result.get("verified") is not True:
         raise IotameError(f"calibrate: strategy {strategy}: the data read back differ from what was written "
                           f"({result.get('mismatches')} bad words): {json.dumps(result.get('errors'))[:300]}")
-    return result, _served(r.stats, strategy)
+    return result, [note for note in (_served(r.stats, strategy), _cut(result, strategy)) if note]
 
 
 def measure_strategies(directory: str | os.PathLike, job: Job | None, design: Design = FULL_DESIGN,
                        layout: dict | None = None, emulate: dict | None = None,
                        on_step: Callable[[str], None] | None = None, strategies: Sequence[str] = STRATEGIES,
-                       timeout: int = PROBE_TIMEOUT) -> tuple[dict | None, list[str]]:
+                       timeout: float = PROBE_TIMEOUT) -> tuple[dict | None, list[str]]:
     """(the `strategies` section, notes): sigprobe on a file in `directory`, launched as `job` launches the network
     probe (None: nothing asked for processes; the section is None with a note), once per strategy. `layout` is the
     profile's filesystem section (targets, stripe_unit), `emulate` an emulate section to run under (its own state
-    file is made and removed here). IotameError when a run fails or reads back wrong data."""
+    file is made and removed here). Each run has the design's time budget; one past `timeout` is left out with a
+    note (no strategy measured: no section). IotameError when a run fails or reads back wrong data."""
     if job is None:
         return None, [NOT_ASKED_NOTE]
     if shutil.which(job.argv[0]) is None:
@@ -202,21 +229,28 @@ def measure_strategies(directory: str | os.PathLike, job: Job | None, design: De
             raise IotameError(f"calibrate: cannot create {scratch}: {e.strerror or e}") from None
         try:
             for i, strategy in enumerate(strategies):
-                on_step(f"strategies: {strategy} ({i + 1} of {len(strategies)}, {job.nprocs} processes)")
-                result, note = _run(probe, strategy, strategy_config(strategy, section), workdir, lib, timeout)
-                measured += strategy_rows(result, strategy, layout or {})
-                if note:
-                    notes.append(note)
+                budget = f", budget {design.seconds:g} s" if design.seconds > 0 else ""
+                on_step(f"strategies: {strategy} ({i + 1} of {len(strategies)}, {job.nprocs} processes{budget})")
+                result, run_notes = _run(probe, strategy, strategy_config(strategy, section), workdir, lib,
+                                         timeout)
+                if result is not None:
+                    measured += strategy_rows(result, strategy, layout or {})
+                notes += run_notes
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             if section is not None:
                 Path(section["state"]).unlink(missing_ok=True)
     seconds = time.time() - started
+    if not measured:
+        return None, notes
+    budget = (f"; after each signature's first, repeats only within its share of a {design.seconds:g} s budget "
+              f"per strategy" if design.seconds > 0 else "")
     method = (f"iotame-kernel sigprobe under libiotame.so, each strategy fixed (collective.strategy S), "
               f"{job.nprocs} processes: per signature a fresh file, MPI_File_write_all x calls timed from a barrier "
               f"to the slowest rank's return of the last (pattern fill excluded), sync and close untimed, the "
               f"file's pages evicted (posix_fadvise DONTNEED), MPI_File_read_all x calls timed alike; seconds per "
-              f"call, one per repeat ({design.repeats}); open_seconds the slowest rank's MPI_File_open, median")
+              f"call, one per repeat (up to {design.repeats}{budget}); open_seconds the slowest rank's "
+              f"MPI_File_open, median")
     return {"method": method, "seconds": round(seconds, 1), "measured": measured}, notes
 
 
