@@ -52,7 +52,7 @@ def anchor_weight(anchors: list, f: list[float]) -> tuple[float, list | None]:
     best, nearest = None, None
     for a in anchors:
         if a[2] == f[3] and a[3] == f[4]:
-            d = math.hypot(8.0 * (a[0] - f[1]), 5.0 * (a[1] - f[6]))
+            d = math.hypot(8.0 * (a[0] - f[1]), 5.0 * (a[1] - f[6]))     # u and v back to octaves (features)
             if best is None or d < best:
                 best, nearest = d, a
     return (0.0, None) if nearest is None else (max(0.0, 1.0 - best / REACH) * (1.0 - f[5]), nearest)
