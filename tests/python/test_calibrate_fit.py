@@ -141,6 +141,19 @@ def test_a_measured_signature_anchors_the_calls_near_it():
     assert at / alone > 1.5                                  # the fit alone misses the bend by far
     first = [fitted_seconds(e, raw, row["piece"], False, True, 1.0, row["bytes"] / row["nprocs"]) for e in (entry, bare)]
     assert first[0] == first[1]                              # a first call: the fit's alone
+    # a row measured once (the budget cut it) anchors too, with the median spread of the repeated rows
+    for i, r in enumerate(rows):
+        r["seconds"][0] *= 1.2 + 0.01 * (i % 7)              # spreads of 0.1 and more: beyond the floor
+    rows[eight]["seconds"] = rows[eight]["seconds"][:1]
+    spreads = [statistics.stdev(math.log(s) for s in r["seconds"]) for r in rows if r["calls"] > 1 and r is not row]
+    assert statistics.median(spreads) > 2 * NOISE_MIN
+    once = fit_strategies(p)["strategies"]["two_phase"]["anchors"]
+    f = row_features(row)
+    lone = next(a for a in once if (a[0], a[1], a[2], a[3]) == (f[1], round(f[6], 6), 0, 1))
+    assert len(once) == len(anchors) and lone[5] == pytest.approx(statistics.median(spreads), abs=1e-6)
+    for r in rows:
+        r["seconds"] = r["seconds"][:1]
+    assert fit_strategies(p)["strategies"]["two_phase"]["anchors"] == []     # no spread to take: no anchors
     for octaves, share in ((2, 0.5), (4, 0.0)):              # call size 4 and 16 x the anchor's, same pieces
         pb = row["bytes"] / row["nprocs"] * 2 ** octaves
         r2 = raw_predictions(p, [dict(row, calls=1, open_seconds=0.0, bytes=int(pb * 2), pieces=int(pb) // 16384)])

@@ -120,12 +120,18 @@ def _solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _noise(seconds: list[float]) -> float | None:
-    """The log standard error of a row's median over its repeats (1.25 sigma / sqrt(n)), at least NOISE_MIN; None
-    for a single repeat (no spread to say it)."""
+def _spread(seconds: list[float]) -> float:
+    """The standard deviation of a row's log seconds over its repeats (at least two)."""
+    return statistics.stdev(math.log(s) for s in seconds)
+
+
+def _noise(seconds: list[float], typical: float | None) -> float | None:
+    """The log standard error of a row's median over its repeats (1.25 sigma / sqrt(n)), at least NOISE_MIN; for a
+    row measured once (calibrate's budget cut its repeats) the calibration's typical spread `typical`, or None
+    when there is none to say it."""
     if len(seconds) < 2:
-        return None
-    return max(NOISE_MIN, 1.2533 * statistics.stdev(math.log(s) for s in seconds) / math.sqrt(len(seconds)))
+        return None if typical is None else max(NOISE_MIN, typical)
+    return max(NOISE_MIN, 1.2533 * _spread(seconds) / math.sqrt(len(seconds)))
 
 
 def _fit_one(x: np.ndarray, y: np.ndarray, noise: list[float | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -162,7 +168,7 @@ def _target(row: dict, where: str) -> float:
 def fit_strategies(profile: dict) -> dict:
     """The contract's `strategies.fit` object from profile["strategies"]["measured"]: per strategy with at least
     MIN_ROWS rows, the coefficients of log(measured / raw) on FEATURES, the rows, each row's leave-one-out
-    residual of the fit [u, v, write, interleaved, r], the anchors (rows of several calls and repeats: [u, v, write,
+    residual of the fit [u, v, write, interleaved, r], the anchors (rows of several calls: [u, v, write,
     interleaved, in-sample residual, noise]), and the median and largest relative error (exp|r| - 1) of the model as
     the runtime applies it (fit and anchor) with each row left out. ValueError for a malformed row, IotameError when
     the model cannot be run."""
@@ -177,14 +183,17 @@ def fit_strategies(profile: dict) -> dict:
         if not raws[i][r["strategy"]] or raws[i][r["strategy"]] <= 0:
             raise IotameError(f"strategies.measured[{i}]: the model predicts no time for {r['strategy']}")
         by_strategy.setdefault(r["strategy"], []).append(i)
+    # a row measured once has no spread of its own: the median over the rows of several calls measured more often
+    spreads = [_spread(r["seconds"]) for r in rows if r["calls"] > 1 and len(r["seconds"]) > 1]
+    typical = statistics.median(spreads) if spreads else None
     fits = {}
     for strategy, members in by_strategy.items():
         if len(members) < MIN_ROWS:
             continue
         x = np.array([row_features(rows[i]) for i in members])
         y = np.array([math.log(targets[i]) - math.log(raws[i][strategy]) for i in members])
-        # an anchor: a row of several calls (the selector predicts calls after a phase's first) and repeats
-        noise = [_noise(rows[i]["seconds"]) if rows[i]["calls"] > 1 else None for i in members]
+        # an anchor: a row of several calls (the selector predicts calls after a phase's first)
+        noise = [_noise(rows[i]["seconds"], typical) if rows[i]["calls"] > 1 else None for i in members]
         coef, loo, anchored = _fit_one(x, y, noise)
         errors = np.expm1(np.abs(anchored))
         fits[strategy] = {"coef": [float(c) for c in coef], "rows": len(members),
