@@ -136,3 +136,23 @@ def test_what_jobs_measured_corrects_the_next_jobs_predictions(job):
             ratio = d2["model"]["predicted_s"][name] / d1["model"]["predicted_s"][name]
             assert any(abs(ratio - math.exp(c)) < 1e-6 * ratio for c in corrections), (name, ratio, corrections)
     assert compared > 0, [d["model"]["measured_s"] for d in first["decisions"]]
+
+
+def test_a_one_call_phase_the_library_serves_is_still_measured(job):
+    """A signature's first call under a profile is gathered; served by a library strategy, its time is agreed after
+    the call (posted, finished at the handle's next call or its close, so no rank waits for the others at the call's
+    end): a phase of one call, closed at once, is measured all the same."""
+    prof = profile_for(job.tmp, job.tmp / "p.json")
+    config = collective_config(job.tmp / "c.json", strategy="auto", profile=str(prof), trace=4,
+                               candidates=["independent", "passthrough"])
+    stats = job.tmp / "stats.json"
+    res, p = job.kernel(2, "ior", "-c", "-b", "1m", "-t", "1m", "-w", "-r", "-e", "-W", preload=True, config=config,
+                        stats=stats)
+    assert res and res["verified"], p.stderr
+    (f,) = [f for f in json.loads(stats.read_text())["files"] if f["path"].endswith(".dat")]
+    assert {d["signature"]["op"] for d in f["decisions"]} == {"write", "read"}
+    assert [d["calls"] for d in f["decisions"] if d["signature"]["op"] == "write"] == [1]
+    for d in f["decisions"]:
+        m = d["model"]
+        assert m["first"] in ("independent", "passthrough")
+        assert set(m["measured_s"]) == {d["trace"][0][0]} and m["measured_s"][d["trace"][0][0]] > 0

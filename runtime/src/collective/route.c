@@ -301,6 +301,34 @@ static int route_agree_handed(const iotame_coll_file_t *f, const iotame_coll_cal
     return f->ends[0] != 0;
 }
 
+/* 8, after a call a library strategy served for the chooser: the library gave every rank its own outcome, so the
+ * agreement only tells the chooser the slowest rank's time. Posted now and waited for at the handle's next routed
+ * call, its close or MPI_Finalize (route_agree_finish, on every rank alike, before any other collective of ours on the
+ * handle): the rank done first goes on, e.g. to its fsync, as without the runtime, instead of waiting for the slowest
+ * at the end of the call. */
+static void route_agree_later(iotame_coll_file_t *f, const iotame_coll_facts_t *g, int s, uint64_t called)
+{
+    f->later.g = *g; /* its info and extents are the handle's, untouched until the next routed call */
+    f->later.s = s;
+    f->later.worst[0] = 0;
+    f->later.worst[1] = (int64_t)(iotame_monotonic_ns() - called);
+    if (PMPI_Iallreduce(MPI_IN_PLACE, f->later.worst, 2, MPI_INT64_T, MPI_MAX, f->env.comm, &f->later.req) !=
+        MPI_SUCCESS)
+        f->later.worst[0] = 1; /* the measurement is lost; a request the library made is still waited for */
+}
+
+/* The agreement posted after the handle's last call, completed: the chooser learns the call's time (a lost message
+ * loses the measurement only: the call's outcome was the library's). */
+static void route_agree_finish(iotame_coll_file_t *f)
+{
+    if (f->later.req == MPI_REQUEST_NULL) return;
+    const int lost = f->later.worst[0], done = PMPI_Wait(&f->later.req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    f->later.req = MPI_REQUEST_NULL;
+    iotame_msg_error_take();
+    if (done && !lost && f->later.worst[0] == 0 && f->ch && f->ch->measured)
+        f->ch->measured(f->choice, &f->later.g, f->later.s, (double)f->later.worst[1] * 1e-9);
+}
+
 /* The bytes of a read that lie before the end of the file, in stream order. */
 static int64_t route_before_eof(const iotame_coll_file_t *f, int64_t nbytes)
 {
@@ -383,23 +411,28 @@ static int route_serve(iotame_coll_file_t *f, const iotame_coll_args_t *a)
     int rc = route_run(f, a, st, &c, &packed);
     rc = route_lost_message(&c, st, rc, iotame_msg_error_take());
     const double seconds = (double)(iotame_monotonic_ns() - t0) * 1e-9;
+    if (st->native) {
+        iotame__coll_count(f->fs, s, 1, g.nbytes, seconds, -1, -1);
+        if (f->ch && f->ch->measured) route_agree_later(f, &g, s, called);
+        return c.mpi_error;
+    }
     double slowest;
     int failed = handed && g.write ? route_agree_handed(f, &c, rc, called, &slowest)
                                    : route_agree(f, rc, called, &slowest);
     /* The agreement's own message failed here: this rank cannot trust what it learned, and fails the call (the
      * others, which may have agreed on success, cannot learn it without another message). */
-    if (!st->native) failed |= route_lost_message(&c, st, 0, iotame_msg_error_take()) != 0;
-    if (!st->native && rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
+    failed |= route_lost_message(&c, st, 0, iotame_msg_error_take()) != 0;
+    if (rc && rc != -EIO) /* could not run, nothing done, on every rank alike */
         return route_pass(f, a, rc == -ENOMEM ? "out of memory (collective engine)" : "strategy could not run");
     if (f->ch && f->ch->measured) f->ch->measured(f->choice, &g, s, slowest);
-    iotame__coll_count(f->fs, s, 1, g.nbytes, seconds, st->native ? -1 : c.list_bytes, st->native ? -1 : c.view_bytes);
-    if (st->native) return c.mpi_error;
+    iotame__coll_count(f->fs, s, 1, g.nbytes, seconds, c.list_bytes, c.view_bytes);
     return route_complete(f, a, &c, pos, failed, packed);
 }
 
 /* One routed call: the reasons that pass it through, then the strategy's own call or the router's. */
 static int route_call(iotame_coll_file_t *f, const iotame_coll_args_t *a)
 {
+    route_agree_finish(f);
     const char *why = route_reasons(f, route_is_write(a->op));
     if (why) return route_pass(f, a, why);
     iotame_coll_env_t *e = &f->env;
@@ -461,6 +494,7 @@ int iotame__coll_close(iotame_file_t *file)
     iotame_coll_file_t *f = route_of(file);
     if (!f) return MPI_SUCCESS;
     *iotame_file_slot(file, &iotame_module_collective) = NULL;
+    route_agree_finish(f);
     if (f->ch && f->ch->close) f->ch->close(f->choice, &f->env, 0); /* may keep the communicator for its last gather */
     f->choice = NULL;
     for (int s = 0; s < iotame_nstrategies; s++)
@@ -474,6 +508,7 @@ int iotame__coll_close(iotame_file_t *file)
 static void route_finalize_post(iotame_file_t *file, void *arg)
 {
     iotame_coll_file_t *f = route_of(file);
+    if (f) route_agree_finish(f);
     if (f && f->ch && f->ch->close) f->ch->close(f->choice, &f->env, 1);
     if (f) f->choice = NULL;
 }

@@ -65,6 +65,7 @@ static iotame_coll_file_t *route_new(MPI_File fh, MPI_Comm comm, int amode, cons
     iotame_coll_env_t *e = &f->env;
     e->comm = MPI_COMM_NULL;
     e->shadow = MPI_FILE_NULL;
+    f->later.req = MPI_REQUEST_NULL;
     PMPI_Comm_rank(comm, &e->rank);
     PMPI_Comm_size(comm, &e->nprocs);
     f->view.etype = f->view.filetype = MPI_DATATYPE_NULL;
