@@ -160,13 +160,15 @@ def test_each_strategys_configuration_is_valid_and_keeps_the_emulated_storage():
 def test_designs_keep_the_fit_determined():
     for design in (FULL_DESIGN, QUICK_DESIGN):
         assert len(design.sizes) >= 3 and set(design.layouts) == {"interleaved", "contiguous"}
-        assert set(design.ops) == {"write", "read"} and min(design.sizes) == 64 and max(design.sizes) == 4 * MIB
+        pieces = set(design.sizes) | {u for u, _ in design.call_sizes}
+        assert set(design.ops) == {"write", "read"} and min(pieces) == 64 and max(pieces) == 4 * MIB
         per_process = {design.pieces_bytes} | {b for _, b in design.call_sizes}   # the fit's v: small and large calls
         assert min(per_process) <= 16 << 10 and max(per_process) >= 8 * MIB
+        assert (64, 64 << 10) in design.call_sizes     # 64 B pieces: as many per call as 1 KiB ones in 1 MiB
     argv = FULL_DESIGN.argv("/d")
     assert argv[:3] == ["sigprobe", "--dir", "/d"]
     assert argv[argv.index("--sizes") + 1].split(",")[-3:] == [f"65536@{256 << 10}", f"{MIB}@{8 * MIB}",
-                                                              f"{4 * MIB}@{8 * MIB}"]
+                                                              f"{4 * MIB}@{16 * MIB}"]
 
 
 def test_each_strategys_run_has_a_budget_and_a_timeout_far_above_it():

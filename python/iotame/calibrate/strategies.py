@@ -67,24 +67,26 @@ class Design:
                 "--seconds", f"{self.seconds:g}"]
 
 
-# 64 B to 4 MiB pieces, 1 MiB per process and call; contiguous pieces merge into one run, so the contiguous layout
+# 1 KiB to 4 MiB pieces, 1 MiB per process and call; contiguous pieces merge into one run, so the contiguous layout
 # gives the 1 MiB and 4 MiB runs. The call sizes of applications reach from a few KiB to tens of MiB per process,
 # where a strategy's per-call costs and its streams weigh differently: small pieces in 16 KiB calls and large ones
-# in 8 MiB calls span the fit's v, and 64 KiB pieces in 256 KiB calls put a point between them where applications'
-# mid-size calls are (Matrix-like phases of 64 KiB blocks). Quick: still at least 4 interleaved and contiguous
-# points of u and 2 of v per operation, so that the fit's 7 coefficients per strategy stay determined with rows to
-# spare.
+# in 8 and 16 MiB calls span the fit's v, and 64 KiB pieces in 256 KiB calls put a point between them where
+# applications' mid-size calls are (Matrix-like phases of 64 KiB blocks). 64 B pieces come in 64 KiB calls, as many
+# pieces as 1 KiB ones in 1 MiB: a strategy whose aggregators write every small piece on its own (node_local on shared
+# targets, or through a FUSE client) takes seconds per thousand, and at 1 MiB a call their first repeat alone took
+# minutes. Quick: still at least 4 interleaved and contiguous points of u and 2 of v per operation, so that the fit's
+# 7 coefficients per strategy stay determined with rows to spare.
 # A strategy's time budget keeps the stage at minutes whatever one strategy does (issue 48: 64 B pieces written at
 # 0.4 MB/s on 4 hosts took one strategy's run past its timeout). The full design's strategies take seconds each on
 # one node and one to two minutes on two hosts, so there only a slow strategy's slowest signatures get fewer
 # repeats; --quick, coarse by intent, a third of that.
 FULL_SECONDS = 90.0
 QUICK_SECONDS = 30.0
-FULL_DESIGN = Design(sizes=(64, 1024, 16384, 262144, 4194304), calls=(1, 8), repeats=5,
-                     call_sizes=((1024, 16 * KIB), (4096, 16 * KIB), (65536, 256 * KIB), (MIB, 8 * MIB),
-                                 (4 * MIB, 8 * MIB)), seconds=FULL_SECONDS)
-QUICK_DESIGN = Design(sizes=(64, 1024, 16384, 4194304), calls=(1, 8), repeats=2,
-                      call_sizes=((4096, 16 * KIB), (MIB, 8 * MIB)), seconds=QUICK_SECONDS)
+FULL_DESIGN = Design(sizes=(1024, 16384, 262144, 4194304), calls=(1, 8), repeats=5,
+                     call_sizes=((64, 64 * KIB), (1024, 16 * KIB), (4096, 16 * KIB), (65536, 256 * KIB),
+                                 (MIB, 8 * MIB), (4 * MIB, 16 * MIB)), seconds=FULL_SECONDS)
+QUICK_DESIGN = Design(sizes=(1024, 16384, 4194304), calls=(1, 8), repeats=2,
+                      call_sizes=((64, 64 * KIB), (4096, 16 * KIB), (MIB, 8 * MIB)), seconds=QUICK_SECONDS)
 
 
 def strategy_config(strategy: str, emulate: dict | None = None) -> dict:
