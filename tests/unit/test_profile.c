@@ -359,6 +359,17 @@ static void test_an_anchor_corrects_the_calls_near_it(void)
     c.pieces = 131072;
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, NULL),
                iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(-0.2 * 0.8)));
+    c.bytes = 1 << 20; /* the profile's own layout named: the anchor as before */
+    c.pieces = 8192;
+    c.targets = 6;
+    c.unit = 65536;
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit * exp(0.4)));
+    c.unit = 1 << 20; /* a file striped otherwise than the profile's: no anchor, the fit's largest residual */
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit));
+    CHECK(NEAR(err, expm1(1.0))); /* the largest of all its rows (the third) */
+    c.targets = c.unit = 0;
     c.bytes = 1 << 20; /* the contiguous layout: the second anchor is far; the first is not its layout */
     c.pieces = 8192;
     c.interleaved = 0;

@@ -83,6 +83,14 @@ static const iotame_fit_anchor_t *fit_anchor(const iotame_model_fit_t *fit, cons
     return nearest < 0 ? NULL : &fit->anchor[nearest];
 }
 
+/* Whether the call's file is striped otherwise than the file the fit's rows were measured on (the profile's layout;
+ * c->targets 0: that one; one target is one target whatever its unit). */
+static int fit_other_layout(const iotame_profile_t *p, const iotame_model_call_t *c)
+{
+    const int64_t measured = p->targets > 1 ? p->targets : 1;
+    return c->targets > 0 && (c->targets != measured || (measured > 1 && c->unit != p->stripe_unit));
+}
+
 double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error)
 {
     const double raw = iotame_model_predict(p, c, kind);
@@ -92,11 +100,14 @@ double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t 
     double f[IOTAME_FIT_FEATURES], x = 0, w;
     iotame_model_features(c, f);
     for (int i = 0; i < IOTAME_FIT_FEATURES; i++) x += fit->coef[i] * f[i];
-    const iotame_fit_anchor_t *a = fit_anchor(fit, f, &w);
+    /* On another layout the anchors measured other calls, and the error is the fit's largest anywhere: a strategy
+     * whose cost turns on the targets is trusted there only beyond all it missed where it was measured. */
+    const int elsewhere = fit_other_layout(p, c);
+    const iotame_fit_anchor_t *a = elsewhere ? NULL : fit_anchor(fit, f, &w);
     if (a) x += w * a->r;
     if (error) {
         double r = -1;
-        for (int level = 0; level < 3 && r < 0; level++) r = fit_largest(fit, f, level);
+        for (int level = elsewhere ? 2 : 0; level < 3 && r < 0; level++) r = fit_largest(fit, f, level);
         if (a && w > 0 && (r >= 0 || w >= 1))
             *error = expm1(hypot(a->noise, (1 - w) * fmax(r, 0)));
         else
