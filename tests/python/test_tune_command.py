@@ -3,7 +3,7 @@ import pytest
 
 from iotame.errors import UsageError
 from iotame.tune import detect_fs, nprocs_from_command, resolve_job, study_name
-from iotame.tune.fsdetect import fs_of_type
+from iotame.tune.fsdetect import fs_of_type, mount_type
 
 
 @pytest.mark.parametrize("cmd, n", [
@@ -75,6 +75,9 @@ def test_detect_fs_from_mounts():
     assert detect_fs("/mnt/cephfs/run/x.dat", MOUNTS) == "cephfs"  # ceph-fuse
     assert detect_fs("/ceph/a", MOUNTS) == "cephfs"                # the kernel client
     assert detect_fs("/mnt/other/a", MOUNTS) == "local"            # another FUSE file system
+    stacked = "/dev/vda /mnt/c ext4 rw 0 0\nceph-fuse /mnt/c fuse.ceph-fuse rw 0 0\n"
+    assert mount_type("/mnt/c/x.dat", stacked) == "fuse.ceph-fuse"   # the mount on top, not the one under it
+    assert detect_fs("/mnt/c/x.dat", stacked) == "cephfs"
 
 
 def test_fs_of_stat_type():

@@ -38,7 +38,9 @@ def _unescape(field: str) -> str:
 
 
 def mount_type(path: str | Path, mounts: str | None = None) -> str | None:
-    """The type of the mount holding `path` per /proc/mounts (or the given text), None when unknown."""
+    """The type of the mount holding `path` per /proc/mounts (or the given text), None when unknown: the longest mount
+    point over it, and of mounts on the same point the last (the one on top, e.g. ceph-fuse over a directory of the
+    root file system)."""
     if mounts is None:
         try:
             mounts = Path("/proc/mounts").read_text()
@@ -52,7 +54,7 @@ def mount_type(path: str | Path, mounts: str | None = None) -> str | None:
             continue
         point = _unescape(fields[1])
         inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) > best:
+        if inside and len(point) >= best:
             best, best_type = len(point), fields[2]
     return best_type
 
