@@ -103,6 +103,20 @@ def test_a_budget_cuts_repeats_and_says_where(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_failed_sigprobe_names_the_kernels_own_reason(tmp_path, monkeypatch):
+    import iotame.calibrate.strategies as strategies
+    from iotame.errors import IotameError
+    err = ("iotame-kernel sigprobe: rank 2: write: No space left on device\n" + "-" * 70 + "\n"
+           "[tb0:1] 3 more processes have sent help message help-mpi-api.txt / mpi-abort\n"
+           "[tb0:1] Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages\n")
+    failed = types.SimpleNamespace(stdout="", stderr=err, returncode=3, exit_status=3, timed_out=False)
+    monkeypatch.setattr(strategies, "run_command", lambda *a, **k: failed)
+    with pytest.raises(IotameError) as e:
+        measure_strategies(tmp_path, network_job(np=2, env={}), TINY, strategies=("node_local",))
+    assert "strategy node_local: sigprobe failed (exit status 3)" in str(e.value)
+    assert str(e.value).endswith("iotame-kernel sigprobe: rank 2: write: No space left on device")
+
+
 @needs_mpi
 def test_a_strategy_past_the_timeout_is_left_out_with_a_note(tmp_path):
     section, notes = measure_strategies(tmp_path, network_job(np=2, env={}), TINY,

@@ -187,7 +187,9 @@ def _run(job: Job, strategy: str, config: dict, workdir: Path, lib: Path,
                       f"repeat of every signature alone takes longer): {' '.join(job.argv)}"]
     result = _parse(r.stdout)
     if r.returncode != 0 or result is None:
-        tail = " | ".join((r.stderr or "").strip().splitlines()[-3:])
+        lines = (r.stderr or "").strip().splitlines()
+        own = [line for line in lines if line.startswith("iotame-kernel ")]   # the kernel's reason, before the
+        tail = " | ".join(own[:3] or lines[-3:])                               # launcher's words on MPI_Abort
         raise IotameError(f"calibrate: strategy {strategy}: sigprobe failed (exit status {r.exit_status}): "
                           f"{' '.join(job.argv)}: {tail}")
     if result.get("nprocs") != job.nprocs:
