@@ -310,11 +310,10 @@ static void route_agree_later(iotame_coll_file_t *f, const iotame_coll_facts_t *
 {
     f->later.g = *g; /* its info and extents are the handle's, untouched until the next routed call */
     f->later.s = s;
-    f->later.worst[0] = 0;
-    f->later.worst[1] = (int64_t)(iotame_monotonic_ns() - called);
-    if (PMPI_Iallreduce(MPI_IN_PLACE, f->later.worst, 2, MPI_INT64_T, MPI_MAX, f->env.comm, &f->later.req) !=
-        MPI_SUCCESS)
-        f->later.worst[0] = 1; /* the measurement is lost; a request the library made is still waited for */
+    f->later.slowest_ns = (int64_t)(iotame_monotonic_ns() - called);
+    /* a failed post loses the measurement; a request the library made all the same is still waited for */
+    f->later.lost = PMPI_Iallreduce(MPI_IN_PLACE, &f->later.slowest_ns, 1, MPI_INT64_T, MPI_MAX, f->env.comm,
+                                    &f->later.req) != MPI_SUCCESS;
 }
 
 /* The agreement posted after the handle's last call, completed: the chooser learns the call's time (a lost message
@@ -322,11 +321,11 @@ static void route_agree_later(iotame_coll_file_t *f, const iotame_coll_facts_t *
 static void route_agree_finish(iotame_coll_file_t *f)
 {
     if (f->later.req == MPI_REQUEST_NULL) return;
-    const int lost = f->later.worst[0], done = PMPI_Wait(&f->later.req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    const int done = PMPI_Wait(&f->later.req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
     f->later.req = MPI_REQUEST_NULL;
     iotame_msg_error_take();
-    if (done && !lost && f->later.worst[0] == 0 && f->ch && f->ch->measured)
-        f->ch->measured(f->choice, &f->later.g, f->later.s, (double)f->later.worst[1] * 1e-9);
+    if (done && !f->later.lost && f->ch && f->ch->measured)
+        f->ch->measured(f->choice, &f->later.g, f->later.s, (double)f->later.slowest_ns * 1e-9);
 }
 
 /* The bytes of a read that lie before the end of the file, in stream order. */

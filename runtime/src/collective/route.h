@@ -34,12 +34,13 @@ struct iotame_coll_file {
     int64_t *ends;
     double model_error; /* collective.model_error: handed to the consumer with a call's facts */
     /* the agreement after a call a library strategy served for the chooser, posted and not yet waited for (req not
-     * MPI_REQUEST_NULL): the call's facts and strategy, and [failed, nanoseconds since the call's entry] reduced */
+     * MPI_REQUEST_NULL): the call's facts and strategy, whether the post failed, and the nanoseconds from the call's
+     * entry (reduced to the slowest rank's) */
     struct {
         MPI_Request req;
         iotame_coll_facts_t g;
-        int s;
-        int64_t worst[2];
+        int s, lost;
+        int64_t slowest_ns;
     } later;
     /* calls served without a collective of ours (a fixed library strategy, or a choosing strategy's direct calls):
      * this rank's calls, bytes and seconds per strategy, into the statistics at close (merged over the ranks at the
