@@ -197,8 +197,9 @@ static int prediction_leads(const iotame_sel_entry_t *e, int library)
  * from its prediction. Where it so beats only what would serve without the profile (prediction_leads) it serves
  * first, the candidates within the errors are examined after it in predicted order as the budget allows, and those
  * beyond are kept out: whichever wins, it is predicted faster than the job without the profile beyond the errors.
- * Otherwise the prediction chooses nothing: every candidate is examined in the configured order, as without a
- * profile (do no harm), and the predictions are only checked against what is measured. */
+ * Otherwise the prediction chooses nothing (do no harm): the candidates are examined in the configured order, as
+ * without a profile, less those it keeps out (the ones predicted beyond the errors of the fastest, but never the
+ * configured first or the library's call), and the predictions are checked against what is measured. */
 void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
 {
     sel_prediction_t *md = &e->prediction;
@@ -220,8 +221,16 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
     md->trusted = 1;
     for (int k = 0; k < x->ncand; k++) md->trusted &= md->cut[x->cand[k]] || x->cand[k] == first;
     md->leads = md->trusted || prediction_leads(e, model->library);
-    if (md->leads) prediction_sort(x, md->pred);
-    else memset(md->cut, 0, sizeof md->cut); /* as without a profile: every candidate, in the configured order */
+    if (md->leads) {
+        prediction_sort(x, md->pred);
+        return;
+    }
+    /* As without a profile: the configured order, the configured first candidate and the library's call examined
+     * whatever their predictions; only the candidates predicted slower than the fastest beyond both errors stay
+     * out, as in a leading pick's examination (the fastest predicted is examined, so whatever wins is predicted
+     * no slower than they beyond the errors), until a measured time departs from its prediction. */
+    md->cut[x->cand[0]] = 0;
+    if (model->library >= 0 && model->library < IOTAME_SELECT_MAX) md->cut[model->library] = 0;
 }
 
 /* Whether the model leaves a new entry a single candidate: it then runs from the first call. */
