@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FULL_MATRIX, LIBIOTAME, ROOT, TEST_PROGRAMS, file_stats, sample, served, write_json
+from conftest import FULL_MATRIX, KERNEL, LIBIOTAME, ROOT, TEST_PROGRAMS, file_stats, sample, served, write_json
 from tbjobs import CEPH_MOUNT, STRATEGIES, assert_clean, fuse_stalls, job, ok, ompi_build, random_job, tb
 
 CEPH_BINARIES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-fuse", "ceph")
@@ -119,6 +119,32 @@ def test_striping_hints_set_the_layout_every_host_sees(where, tmp_path):
     assert f["storage_targets"] == {"count": 6, "unit": 65536, "from": "cephfs"}
     assert f["posix"]["storage_layout"] == {"stripe_unit": 65536, "stripe_count": 6, "object_size": 4 << 20,
                                             "from": "hints"}
+
+
+def test_the_model_takes_each_files_own_layout_under_a_striped_profile(where, tmp_path):
+    """A machine profile measured on 6 targets of 64 KiB: a file of CephFS's default layout (one object at a time)
+    is modelled on one target, another layout than the profile's (its fitted anchors not used); a file the hints
+    stripe so is modelled on the profile's 6."""
+    profile = json.loads((ROOT / "tests" / "unit" / "data" / "profile_sample.json").read_text())
+    magic = subprocess.run(["stat", "-f", "-c", "%t", str(where)], capture_output=True, text=True, check=True)
+    profile["filesystem"].update(path=str(where), type="ceph", mount_type="fuse.ceph-fuse",
+                                 magic="0x" + magic.stdout.strip(), device="0:0", targets=6, stripe_unit=65536)
+    write_json(tmp_path / "profile.json", profile)
+    targets = {}
+    for name, hints in (("one.dat", {}), ("six.dat", {"striping_factor": 6, "striping_unit": 65536})):
+        config = write_json(tmp_path / f"c-{name}.json", {"version": 1, "files": [
+            {"match": f"*/{name}", "mpiio_hints": hints,
+             "collective": {"strategy": "auto", "profile": str(tmp_path / "profile.json")}}]})
+        stats = tmp_path / f"s-{name}.json"
+        env = {"LD_PRELOAD": str(LIBIOTAME), "IOTAME_CONFIG": str(config), "IOTAME_STATS": str(stats)}
+        out, err, rc = job(tmp_path, 2, [KERNEL, "noncontig", "--collective", "--elmtcount", 256, "--veclen", 16,
+                                         "--loops", 2, "--file", where / name], env=env)
+        assert ok(rc), err[-3000:]
+        assert json.loads(out)["verified"]
+        f = file_stats(stats, name)
+        assert f["profile"]["path"] == str(tmp_path / "profile.json"), f.get("profile_refused")
+        targets[name] = (f["profile"]["targets"], f["profile"]["unit"])
+    assert targets == {"one.dat": (1, 0), "six.dat": (6, 65536)}
 
 
 # make test: 4 of the 14 cases, each of the two settings at least once (conftest.sample); make test-all: all

@@ -369,6 +369,11 @@ static void test_an_anchor_corrects_the_calls_near_it(void)
     CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
                iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit));
     CHECK(NEAR(err, expm1(1.0))); /* the largest of all its rows (the third) */
+    c.targets = 1; /* a file on one target (a striping file system said so): another layout than the profile's 6 */
+    c.unit = 0;
+    CHECK(NEAR(iotame_model_fitted(&p, &c, IOTAME_MODEL_VIEW_BASED, &err),
+               iotame_model_predict(&p, &c, IOTAME_MODEL_VIEW_BASED) * fit));
+    CHECK(NEAR(err, expm1(1.0)));
     c.targets = c.unit = 0;
     c.bytes = 1 << 20; /* the contiguous layout: the second anchor is far; the first is not its layout */
     c.pieces = 8192;

@@ -233,8 +233,8 @@ static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_
         return;
     }
     const int64_t targets = auto_agreed_value(agree + A_TARGETS), unit_kb = auto_agreed_value(agree + A_UNIT_KB);
-    a->model.targets = targets > 1 && unit_kb > 0 ? targets : 0; /* 0: the profile's */
-    a->model.unit = a->model.targets ? unit_kb << 10 : 0;
+    a->model.targets = targets == 1 || (targets > 1 && unit_kb > 0) ? targets : 0; /* 0: the profile's */
+    a->model.unit = a->model.targets > 1 ? unit_kb << 10 : 0;
     a->model.nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
     a->model.sieves = env->write_sieving;
     auto_profile_kinds(a, env);
@@ -251,7 +251,7 @@ static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_
                             json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:i,s:{s:I,s:I}}", "path", a->model.profile->path,
                                       "found_by", a->model.profile->found_by, "nodes", (json_int_t)a->model.nodes,
                                       "targets", (json_int_t)(a->model.targets ? a->model.targets : pr->targets),
-                                      "unit", (json_int_t)(a->model.unit ? a->model.unit : pr->stripe_unit),
+                                      "unit", (json_int_t)(a->model.targets ? a->model.unit : pr->stripe_unit),
                                       "model_error", a->model.error, "fitted_strategies", iotame_model_fits(pr),
                                       "corrections", "classes", (json_int_t)classes, "measurements",
                                       (json_int_t)measurements));
@@ -377,9 +377,14 @@ static int auto_open(void **state, const iotame_coll_open_t *o, int agree[IOTAME
     agree[A_READAHEAD_KB] = (int)(readahead >> 10 < INT_MAX ? readahead >> 10 : INT_MAX);
     iotame_posix_layout_t layout = {0};
     const char *path = iotame_stats_path(o->fs);
-    const int laid = path && iotame_posix_layout(path, &layout) == 0 && layout.count > 1;
+    const int read = path && iotame_posix_layout(path, &layout) == 0;
+    const int laid = read && layout.count > 1;
+    /* targets 0: not known here (a local file system, an emulated one-target file), the profile's; 1: a striping
+     * file system said one target */
+    const int said_one =
+        read && !laid && (layout.from == IOTAME_POSIX_FROM_LUSTRE || layout.from == IOTAME_POSIX_FROM_CEPHFS);
     const int64_t unit_kb = laid ? (int64_t)layout.unit >> 10 : 0;
-    const int64_t mine[2] = {laid ? (int64_t)layout.count : 1, unit_kb < INT_MAX ? unit_kb : 0};
+    const int64_t mine[2] = {laid ? (int64_t)layout.count : said_one, unit_kb < INT_MAX ? unit_kb : 0};
     for (int i = 0; i < 2; i++) {
         agree[A_TARGETS + 2 * i] = (int)mine[i];
         agree[A_TARGETS + 2 * i + 1] = -(int)mine[i];
