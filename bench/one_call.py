@@ -177,7 +177,7 @@ def selector(stats, op):
             served = Counter(s for s, _ in trace) if trace else Counter({d.get("strategy") or "?": d.get("calls", 0)})
             model = d.get("model")
             if model:
-                model = {k: model.get(k) for k in ("first", "trusted", "leads", "examined", "predicted_s",
+                model = {k: model.get(k) for k in ("first", "trusted", "leads", "deferred", "examined", "predicted_s",
                                                    "measured_s", "error")}
             out["decisions"].append({"signature": d["signature"], "strategy": d.get("strategy"),
                                      "calls": d.get("calls"), "served": dict(served), "model": model})

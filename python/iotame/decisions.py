@@ -88,6 +88,10 @@ def selector_reason(d: dict, budget: float) -> str:
             return (f"decided: {strategy}, the fastest measured of the cost model's pick ({model.get('first')}, "
                     f"faster beyond its error than the job without a profile) and the candidates within its error "
                     f"({tried})")
+        if model and model.get("deferred"):
+            return (f"decided: {strategy}, the fastest measured; the cost model's pick ({model.get('first')}) was "
+                    f"examined after the configured first, as its first call, with the set-up of the handle, was "
+                    f"predicted slower ({tried})")
         return f"decided: {strategy}, the fastest measured ({tried})"
     waited = int(d.get("deferred_calls", 0) or 0)
     if budget >= 1:

@@ -194,7 +194,9 @@ def stats_tables(summary: dict) -> list[Table]:
                               (f" (±{errs[k]:.0%})" if k in errs else "") for k in sorted(pred, key=pred.get))
             first = str(m.get("first")) + ("" if "trusted" not in m else " (served alone from the first call)"
                                            if m["trusted"] else " (served first; candidates within its errors after)"
-                                           if m.get("leads") else " (not trusted: within the errors; configured order)")
+                                           if m.get("leads") else " (deferred: its set-up loses a one-call phase; "
+                                           "the configured first served first)" if m.get("deferred")
+                                           else " (not trusted: within the errors; configured order)")
             t.add_row(m["path"], call, str(m.get("strategy") or "-"), first, f"{float(m.get('error', 0)):.2f}", times)
         tables.append(t)
         tables.append(_model_basis(coll["model"]))

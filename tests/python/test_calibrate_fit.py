@@ -99,6 +99,22 @@ def test_the_fit_recovers_known_constants(strategy, coef):
         pytest.approx(sorted(row["seconds"])[1], rel=0.05)
 
 
+def test_a_first_calls_set_up_is_measured_in_seconds():
+    """Phases of 1 and 8 calls whose first call adds a set-up of known seconds to a steady call of any size: the fit
+    stores that amount per operation, 0 for a strategy without one; without phases of one call, none."""
+    p = synthetic_profile({"two_phase": (0.0,) * 7, "passthrough": (0.0,) * 7})
+    setup = {("two_phase", "write"): 0.008, ("two_phase", "read"): 0.003}
+    for row in p["strategies"]["measured"]:
+        steady = 1e-3 * (1 + row["bytes"] / MIB) * (1.3 if row["interleaved"] else 1.0)
+        mean = steady + setup.get((row["strategy"], row["op"]), 0.0) / row["calls"]
+        row["seconds"] = [mean * 1.01, mean, mean * 0.99]
+    fit = fit_strategies(p)["strategies"]
+    assert fit["two_phase"]["setup"] == {"read": pytest.approx(0.003, rel=0.02), "write": pytest.approx(0.008, rel=0.02)}
+    assert fit["passthrough"]["setup"] == {"read": pytest.approx(0, abs=1e-4), "write": pytest.approx(0, abs=1e-4)}
+    assert "setup" not in fit_strategies(synthetic_profile({"two_phase": (0.0,) * 7}, calls=(8,)))["strategies"][
+        "two_phase"]
+
+
 def test_one_slow_row_stands_out_and_leaves_the_others_small():
     coef = (0.3, -0.5, 0.2, 0.4, -0.3, 0.5, 0.0)
     p = synthetic_profile({"two_phase": coef}, calls=(1, 4, 16))

@@ -53,6 +53,9 @@ def test_the_selector_says_when_the_budget_was_never_earned():
     assert selector_reason(dict(d, state="running"), 0.05).startswith("decided: independent, the fastest measured")
     assert selector_reason(dict(d, state="running", from_knowledge=True), 0.05) == \
         "decided: independent, from the knowledge file"
+    deferred = selector_reason(dict(d, state="running", model={"first": "two_phase", "deferred": True}), 0.05)
+    assert deferred.startswith("decided: independent, the fastest measured; the cost model's pick (two_phase) was "
+                               "examined after the configured first") and "set-up" in deferred
 
 
 def test_stats_show_prints_the_decisions(tmp_path, capsys, monkeypatch):

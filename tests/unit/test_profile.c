@@ -389,6 +389,26 @@ static void test_an_anchor_corrects_the_calls_near_it(void)
                         "got array\n", 1);
 }
 
+static void test_a_fits_set_up_is_read_and_checked(void)
+{
+    json_t *root = fitted();
+    json_object_set_new(at(root, "strategies.fit.strategies.view_based"), "setup", json_pack("{s:f}", "write", 0.008));
+    iotame_profile_t p;
+    char *errors = NULL;
+    CHECK(load(root, &p, &errors) == 0 && !errors);
+    CHECK(NEAR(iotame_model_setup(&p, IOTAME_MODEL_VIEW_BASED, 1), 0.008));
+    CHECK(iotame_model_setup(&p, IOTAME_MODEL_VIEW_BASED, 0) == 0); /* the reads' not measured */
+    CHECK(iotame_model_setup(&p, IOTAME_MODEL_PASSTHROUGH, 1) == 0); /* a fit without it: an earlier profile */
+    root = fitted();
+    json_object_set_new(at(root, "strategies.fit.strategies.view_based"), "setup", json_pack("{s:f}", "read", -0.5));
+    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.setup.read: expected seconds "
+                        "within 0..60 (what a handle's first call adds), got -0.5\n", 1);
+    root = fitted();
+    json_object_set_new(at(root, "strategies.fit.strategies.view_based"), "setup", json_real(0.008));
+    check_refused(root, "iotame: profile bad.json: strategies.fit.strategies.view_based.setup: expected an object "
+                        "{\"write\": seconds, \"read\": seconds}, each within 0..60, got 0.008\n", 1);
+}
+
 static void test_a_bad_fit_is_refused_by_key(void)
 {
     json_t *root = fitted();
@@ -459,6 +479,7 @@ int main(void)
     test_a_fit_corrects_its_kind_and_says_its_error();
     test_a_fit_without_v_still_loads();
     test_an_anchor_corrects_the_calls_near_it();
+    test_a_fits_set_up_is_read_and_checked();
     test_a_bad_fit_is_refused_by_key();
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
     return failures != 0;

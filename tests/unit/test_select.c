@@ -870,6 +870,38 @@ static void test_a_pick_within_the_errors_is_not_trusted(void)
     CHECK(iotame_select_running(e) && iotame_select_choose(e) == TA);
 }
 
+static void test_a_pick_whose_set_up_loses_a_one_call_phase_is_deferred(void)
+{
+    /* target_aligned predicted 3 x faster per call than any other (trusted alone), but its first call on the handle
+     * adds a set-up that makes that call slower than passthrough's (the configured first and the library's call):
+     * passthrough serves first, target_aligned is examined next, and the measured fastest wins. */
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double pred[4] = {100, 60, 50, 300}, real[4] = {100, 60, 50, 300};
+    iotame_select_model_t m = model_of(pred, 0.2);
+    m.setup[TA] = 0.01; /* 1/300 + 0.01 s against 1/100 s */
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = select_for(fs);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, &m);
+    CHECK(!iotame_select_running(e));
+    int order[40];
+    const int n = serve_until_running(s, e, fs, real, order, 40);
+    int next = -1;
+    for (int i = 0; i < n && next < 0; i++)
+        if (order[i] != PT) next = order[i];
+    CHECK(n > 0 && order[0] == PT && next == TA);
+    const json_t *d = decision(fs, 0);
+    CHECK(strcmp(dstr(d, "strategy"), "target_aligned") == 0);
+    CHECK(json_is_true(json_object_get(dmodel(d), "deferred")) &&
+          !json_is_true(json_object_get(dmodel(d), "trusted")) && !json_is_true(json_object_get(dmodel(d), "leads")));
+    /* a set-up the lead still covers on one call (or one paid already: 0): served alone from the first call */
+    m.setup[TA] = 0.005;
+    m.setup[PT] = 0.001;
+    fs = new_fs();
+    e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &m);
+    CHECK(iotame_select_running(e) && iotame_select_choose(e) == TA);
+    CHECK(!json_is_true(json_object_get(dmodel(decision(fs, 0)), "deferred")));
+}
+
 static void test_a_time_departing_from_its_prediction_lets_others_in(void)
 {
     /* target_aligned is predicted at 200 MB/s and runs at 60: beyond the error, so the candidates predicted within
@@ -979,6 +1011,7 @@ int main(void)
     test_a_leading_pick_serves_first_and_examines_only_within_its_errors();
     test_an_untrusted_model_examines_as_without_a_profile_less_the_clear_losers();
     test_a_pick_within_the_errors_is_not_trusted();
+    test_a_pick_whose_set_up_loses_a_one_call_phase_is_deferred();
     test_a_time_departing_from_its_prediction_lets_others_in();
     test_the_selector_returns_once_a_load_is_gone();
     test_the_knowledge_carries_the_models_error();

@@ -17,7 +17,7 @@ from ..config import run_config_tool
 from ..errors import IotameError
 
 __all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "REACH", "NOISE_MIN", "features", "row_features", "fitted_seconds",
-           "anchor_weight", "fit_strategies", "raw_predictions"]
+           "anchor_weight", "fit_strategies", "raw_predictions", "setup_seconds"]
 
 FEATURES = ("one", "u", "u2", "write", "interleaved", "first", "v")
 RIDGE = 1e-3       # penalty on every coefficient but `one`: a rank-deficient design stays finite
@@ -165,12 +165,36 @@ def _target(row: dict, where: str) -> float:
     return statistics.median(seconds)
 
 
+def setup_seconds(rows: list[dict], members: list[int], targets: list[float]) -> dict[str, float]:
+    """What a handle's first call of the strategy costs beyond a steady call, per operation: the median over the
+    signatures measured both as a phase of one call (t1) and of C calls (mean tC) of t1 - s, s = (C tC - t1) / (C - 1)
+    the steady call; at least 0. The engine strategies' first call sets up what the handle's later calls share (a
+    shadow handle, the node groups), a cost of the file system's opens, not of the call's bytes, so it is an amount
+    of seconds, not a factor. Operations without such a pair are left out."""
+    phases: dict[tuple, dict[int, float]] = {}
+    for i in members:
+        r = rows[i]
+        key = (r["op"], r["piece"], r.get("pieces"), bool(r.get("interleaved")), r.get("bytes"), r.get("nprocs"),
+               r.get("nodes"), r.get("targets"), r.get("unit"))
+        phases.setdefault(key, {})[r["calls"]] = targets[i]
+    extra: dict[str, list[float]] = {}
+    for key, by_calls in phases.items():
+        several = [c for c in by_calls if c > 1]
+        if 1 not in by_calls or not several:
+            continue
+        c = max(several)
+        steady = (c * by_calls[c] - by_calls[1]) / (c - 1)
+        extra.setdefault(key[0], []).append(by_calls[1] - steady)
+    return {op: round(max(0.0, statistics.median(v)), 9) for op, v in sorted(extra.items())}
+
+
 def fit_strategies(profile: dict) -> dict:
     """The contract's `strategies.fit` object from profile["strategies"]["measured"]: per strategy with at least
     MIN_ROWS rows, the coefficients of log(measured / raw) on FEATURES, the rows, each row's leave-one-out
     residual of the fit [u, v, write, interleaved, r], the anchors (rows of several calls: [u, v, write,
-    interleaved, in-sample residual, noise]), and the median and largest relative error (exp|r| - 1) of the model as
-    the runtime applies it (fit and anchor) with each row left out. ValueError for a malformed row, IotameError when
+    interleaved, in-sample residual, noise]), the median and largest relative error (exp|r| - 1) of the model as
+    the runtime applies it (fit and anchor) with each row left out, and the set-up a first call adds
+    (setup_seconds, per operation measured so). ValueError for a malformed row, IotameError when
     the model cannot be run."""
     rows = (profile.get("strategies") or {}).get("measured") or []
     targets = [_target(r, f"strategies.measured[{i}]") for i, r in enumerate(rows)]
@@ -203,4 +227,7 @@ def fit_strategies(profile: dict) -> dict:
                                        round(float(yi - xi @ coef), 6), round(n, 6)]
                                       for xi, yi, n in zip(x, y, noise) if n is not None],
                           "cv_median": round(float(np.median(errors)), 6), "cv_max": round(float(errors.max()), 6)}
+        setup = setup_seconds(rows, members, targets)
+        if setup:
+            fits[strategy]["setup"] = setup
     return {"features": list(FEATURES), "strategies": fits}

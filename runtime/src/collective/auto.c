@@ -68,6 +68,9 @@ struct iotame_coll_choice {
     int64_t post_ns;
     iotame_sel_entry_t *entry; /* the entry of the call chosen last (choose, then measured) */
     auto_model_t model;
+    /* which strategies served a call of this handle: a native one's first call, or the engine's set-up (shared by
+     * the engine strategies), is paid once per handle (the model's `setup`) */
+    int served[IOTAME_STRATEGY_MAX], engine_set_up;
     int closed;
     struct iotame_coll_choice *next; /* in its selector's `left` */
 };
@@ -207,6 +210,8 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         if (iotame_strategies[s]->model == IOTAME_MODEL_PASSTHROUGH) out->library = s;
         const iotame_coll_correction_t k = iotame__coll_correction(a->model.learned, cls, name);
         out->seconds[s] *= exp(k.correction);
+        const int paid = iotame_strategies[s]->native ? a->served[s] : a->engine_set_up;
+        out->setup[s] = paid ? 0 : iotame_model_setup(&a->model.profile->profile, a->model.kind[s], sig->write);
         out->errors[s] = iotame__coll_correction_error(&k, error > 0 ? error : a->model.error);
         if (k.measurements > 0) json_object_set_new(applied, name, json_real(k.correction));
         any |= out->seconds[s] > 0;
@@ -475,6 +480,10 @@ static int auto_choose(void *state, const iotame_coll_facts_t *facts)
 static void auto_measured(void *state, const iotame_coll_facts_t *facts, int strategy, double seconds)
 {
     struct iotame_coll_choice *a = state;
+    if (strategy >= 0 && strategy < iotame_nstrategies && strategy < IOTAME_STRATEGY_MAX) {
+        a->served[strategy] = 1;
+        a->engine_set_up |= !iotame_strategies[strategy]->native;
+    }
     if (!a->entry) return;
     const double mbs = seconds > 0 ? (double)facts->gbytes / seconds / 1e6 : 0.0;
     iotame_window_measured(&a->w, a->entry, strategy, mbs, facts->write, facts->nbytes, facts->ext);

@@ -47,8 +47,9 @@ static json_t *decision_model(const iotame_select_decision_t *d)
     json_t *examined = json_array();
     for (int k = 0; examined && k < d->ncand; k++)
         if (!d->cut[d->cand[k]]) json_array_append_new(examined, json_string(decision_name(d->cand[k])));
-    return json_pack("{s:s,s:b,s:b,s:o,s:o,s:o,s:f,s:o,s:I,s:I,s:I}", "first", decision_name(d->model_first),
-                     "trusted", d->trusted, "leads", d->leads, "examined", examined, "predicted_s",
+    return json_pack("{s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:f,s:o,s:I,s:I,s:I}", "first", decision_name(d->model_first),
+                     "trusted", d->trusted, "leads", d->leads, "deferred", d->deferred, "examined", examined,
+                     "predicted_s",
                      decision_seconds(d->predicted), "measured_s", decision_seconds(d->measured_s), "error",
                      d->model_error, "errors", decision_seconds(d->errors),
                      "departures", (json_int_t)d->departures, "probes", (json_int_t)d->probes, "returns",

@@ -116,6 +116,12 @@ double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t 
     return raw * exp(x);
 }
 
+double iotame_model_setup(const iotame_profile_t *p, int kind, int write)
+{
+    if (kind <= IOTAME_MODEL_NONE || kind >= IOTAME_MODEL_KINDS || p->fit[kind].rows <= 0) return 0;
+    return p->fit[kind].setup[write ? 1 : 0];
+}
+
 int iotame_model_fits(const iotame_profile_t *p)
 {
     int n = 0;
@@ -171,6 +177,26 @@ static int fit_anchor_row(const json_t *row, iotame_model_fit_t *out)
     return 0;
 }
 
+/* The entry's optional "setup" ({"write": s, "read": s}, each optional) into fit->setup; -1 with the problem. */
+static int fit_setup(const json_t *setup, const char *name, iotame_model_fit_t *fit, iotame_fit_problem_t *problem)
+{
+    if (!setup) return 0; /* an earlier profile: no set-up measured */
+    static const char *const ops[2] = {"read", "write"};
+    snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.setup", name);
+    problem->got = setup;
+    problem->expected = "an object {\"write\": seconds, \"read\": seconds}, each within 0..60";
+    if (!json_is_object(setup)) return -1;
+    for (int op = 0; op < 2; op++) {
+        const json_t *v = json_object_get(setup, ops[op]);
+        if (!v) continue;
+        snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.setup.%s", name, ops[op]);
+        problem->got = v;
+        problem->expected = "seconds within 0..60 (what a handle's first call adds)";
+        if (fit_number(v, &fit->setup[op]) || fit->setup[op] < 0 || fit->setup[op] > 60) return -1;
+    }
+    return 0;
+}
+
 /* One strategy's entry of a fit of `nfeatures` features into *fit; -1 with the problem in *problem. */
 static int fit_entry(const json_t *entry, const char *name, int nfeatures, iotame_model_fit_t *fit,
                      iotame_fit_problem_t *problem)
@@ -207,6 +233,7 @@ static int fit_entry(const json_t *entry, const char *name, int nfeatures, iotam
             return -1;
         }
     }
+    if (fit_setup(json_object_get(entry, "setup"), name, fit, problem) != 0) return -1;
     const json_t *anchors = json_object_get(entry, "anchors");
     if (!anchors) return 0; /* an earlier profile: the fit alone */
     snprintf(problem->key, sizeof problem->key, "strategies.fit.strategies.%s.anchors", name);

@@ -74,6 +74,7 @@ typedef struct {
     } res[IOTAME_FIT_RESIDUALS];
     int nanchors;
     iotame_fit_anchor_t anchor[IOTAME_FIT_ANCHORS];
+    double setup[2]; /* seconds a handle's first call adds to a steady one, [0] read, [1] write (0: not measured) */
 } iotame_model_fit_t;
 
 /* A machine profile: storage per target, network, memory. A field 0 where a rate or size is expected is invalid
@@ -151,6 +152,10 @@ void iotame_model_features(const iotame_model_call_t *c, double f[IOTAME_FIT_FEA
  * is the largest cross-validated residual of its rows of the call's operation and layout within one size step,
  * else of its operation, else of all; -1 without a fit. */
 double iotame_model_fitted(const iotame_profile_t *p, const iotame_model_call_t *c, int kind, double *error);
+
+/* What a handle's first call of strategy `kind` measured beyond a steady call, in seconds (the fit's "setup": the
+ * engine's set-up of the handle, the library's own first-call work); 0 where the profile did not measure it. */
+double iotame_model_setup(const iotame_profile_t *p, int kind, int write);
 /* How many kinds the profile has a fit of (0: a profile without strategy measurements). */
 int iotame_model_fits(const iotame_profile_t *p);
 /* A collective write staged (cached 0: node staging, each process's part in its node's area; 1: aggregator caching,

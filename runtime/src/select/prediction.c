@@ -192,11 +192,32 @@ static int prediction_leads(const iotame_sel_entry_t *e, int library)
            (!lib_candidate || library == first || e->prediction.cut[library]);
 }
 
+/* Whether the fastest predicted, `first`, would make a phase of one call slower than the configured first candidate
+ * (`configured`, what serves without the profile) or the library's call: its first call, the set-up it has not paid
+ * on this handle included, predicted slower than theirs. Its lead is in the calls after; a phase may not have any. */
+static int prediction_setup_defers(const iotame_sel_entry_t *e, const iotame_select_model_t *model, int configured)
+{
+    const int first = e->prediction.first, refs[2] = {configured, model->library};
+    const double mine = e->prediction.pred[first] + fmax(0, model->setup[first]);
+    for (int i = 0; i < 2; i++) {
+        const int r = refs[i];
+        int candidate = 0;
+        for (int k = 0; k < e->exam.ncand; k++) candidate |= e->exam.cand[k] == r;
+        if (candidate && r != first && e->prediction.pred[r] > 0 &&
+            mine > e->prediction.pred[r] + fmax(0, model->setup[r]))
+            return 1;
+    }
+    return 0;
+}
+
 /* A new entry's prediction. Where the fastest predicted beats every other candidate beyond both errors it is
  * trusted: it comes first and serves alone (prediction_start), the others kept out until a measured time departs
  * from its prediction. Where it so beats only what would serve without the profile (prediction_leads) it serves
  * first, the candidates within the errors are examined after it in predicted order as the budget allows, and those
  * beyond are kept out: whichever wins, it is predicted faster than the job without the profile beyond the errors.
+ * Where its first call, the set-up it has not paid on the handle included, is predicted slower than the configured
+ * first's or the library's, it would harm a phase of one call: it is deferred, the configured first serves first and
+ * the pick is examined next, the others as when it leads (prediction_setup_defers).
  * Otherwise the prediction chooses nothing (do no harm): the candidates are examined in the configured order, as
  * without a profile, less those it keeps out (the ones predicted beyond the errors of the fastest, but never the
  * configured first or the library's call), and the predictions are checked against what is measured. */
@@ -221,8 +242,20 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
     md->trusted = 1;
     for (int k = 0; k < x->ncand; k++) md->trusted &= md->cut[x->cand[k]] || x->cand[k] == first;
     md->leads = md->trusted || prediction_leads(e, model->library);
-    if (md->leads) {
+    const int configured = x->cand[0];
+    if (md->leads && prediction_setup_defers(e, model, configured)) {
+        md->trusted = md->leads = 0;
+        md->deferred = 1;
+    }
+    if (md->leads || md->deferred) {
         prediction_sort(x, md->pred);
+        if (md->deferred) { /* the configured first serves first, then the candidates in predicted order */
+            int k = 0;
+            while (x->cand[k] != configured) k++;
+            for (; k > 0; k--) x->cand[k] = x->cand[k - 1];
+            x->cand[0] = configured;
+            md->cut[configured] = 0;
+        }
         return;
     }
     /* As without a profile: the configured order, the configured first candidate and the library's call examined

@@ -393,6 +393,7 @@ static void sel_publish(iotame_sel_entry_t *e)
     d->model_error = iotame__select_prediction_error(e, md->first);
     d->trusted = md->trusted;
     d->leads = md->leads;
+    d->deferred = md->deferred;
     d->departures = md->departures;
     d->probes = md->probes;
     d->returns = md->returns;

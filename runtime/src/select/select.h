@@ -64,6 +64,8 @@ typedef struct {
     double error;                      /* relative: 0.2 is a factor 1.2 either way */
     double errors[IOTAME_SELECT_MAX];  /* each strategy's own where known (its fit's near the call), else 0: error */
     int library;                       /* the strategy id of the library's own collective call (-1: none) */
+    double setup[IOTAME_SELECT_MAX];   /* seconds a strategy's first call adds to its steady one where the handle has
+                                          not paid it yet (the engine's set-up); 0: none */
 } iotame_select_model_t;
 
 /* What an earlier run learned of one signature (an entry of the knowledge file, as the caller read it). */
@@ -179,8 +181,11 @@ typedef struct {
      * call (0: none), the ones its error kept out of examinations, its fastest, the error in effect, the
      * re-examinations it started because a measured time departed from its prediction, and the probes that checked
      * whether a faster strategy recovered */
-    int modeled, model_first, trusted, leads; /* trusted: the model's fastest served alone from the first call;
-                                                  leads: it served first, the candidates within its errors after */
+    int modeled, model_first, trusted, leads, deferred; /* trusted: the model's fastest served alone from the first
+                                                            call; leads: it served first, the candidates within its
+                                                            errors after; deferred: it would have, but its set-up
+                                                            made its first call slower than the configured first's,
+                                                            which served first, the pick examined next */
     double predicted[IOTAME_SELECT_MAX], measured_s[IOTAME_SELECT_MAX];
     int cut[IOTAME_SELECT_MAX];
     double model_error, errors[IOTAME_SELECT_MAX]; /* the fastest's error in effect, and each one's */
