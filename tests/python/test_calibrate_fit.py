@@ -310,6 +310,7 @@ def test_check_reports_the_fits_error_per_strategy(tmp_path, monkeypatch, capsys
     from iotame.calibrate import check
     monkeypatch.setattr(check, "Calibration", FakeCalibration)
     p = fitted_profile(tmp_path)
+    p["strategies"]["fit"]["strategies"]["two_phase"]["setup"] = {"write": 0.0085}   # what a first call adds
     path = save_profile(p, tmp_path / "p.json")
     assert main(["calibrate", "--dir", str(tmp_path), "--check", str(path)]) == 0
     out = capsys.readouterr().out
@@ -319,6 +320,7 @@ def test_check_reports_the_fits_error_per_strategy(tmp_path, monkeypatch, capsys
     fits = p["strategies"]["fit"]["strategies"]
     assert f"{100 * fits['view_based']['cv_median']:.1f} %" in lines["view_based"]
     assert " 8 " in lines["two_phase"] and "too few rows" in lines["node_local"]
+    assert "8.5 ms / -" in lines["two_phase"] and "- / -" in lines["view_based"]
     assert main(["calibrate", "--dir", str(tmp_path), "--check", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["strategies"] == fit_report(p) and [r["strategy"] for r in result["strategies"]] == \

@@ -55,19 +55,22 @@ def identity_problems(profile: dict, identity: dict) -> list[str]:
 
 
 def fit_report(profile: dict) -> list[dict] | None:
-    """The stored fit's error per strategy: {"strategy", "rows", "cv_median", "cv_max"} for each fitted strategy,
-    then each measured one without a fit (too few rows: cv None). None when the profile has no strategies.fit."""
+    """The stored fit's error per strategy: {"strategy", "rows", "cv_median", "cv_max", "setup"} for each fitted
+    strategy (setup: the seconds a handle's first call adds per operation, {} when not measured), then each
+    measured one without a fit (too few rows: cv None). None when the profile has no strategies.fit."""
     section = profile.get("strategies") or {}
     fit = section.get("fit")
     if not isinstance(fit, dict):
         return None
     report = [{"strategy": name, "rows": entry.get("rows"), "cv_median": entry.get("cv_median"),
-               "cv_max": entry.get("cv_max")} for name, entry in (fit.get("strategies") or {}).items()]
+               "cv_max": entry.get("cv_max"), "setup": entry.get("setup") or {}}
+              for name, entry in (fit.get("strategies") or {}).items()]
     unfitted: dict[str, int] = {}
     for row in section.get("measured") or []:
         if row.get("strategy") not in {r["strategy"] for r in report}:
             unfitted[row.get("strategy")] = unfitted.get(row.get("strategy"), 0) + 1
-    return report + [{"strategy": name, "rows": n, "cv_median": None, "cv_max": None} for name, n in unfitted.items()]
+    return report + [{"strategy": name, "rows": n, "cv_median": None, "cv_max": None, "setup": {}}
+                     for name, n in unfitted.items()]
 
 
 def _settings(profile: dict) -> Settings:

@@ -310,15 +310,19 @@ def _check(args: argparse.Namespace, job) -> int:
 
 
 def _fit_table(report: list[dict]) -> Table:
-    """The fit's cross-validated relative error per strategy (check.fit_report's rows)."""
+    """The fit's cross-validated relative error per strategy (check.fit_report's rows), and what a handle's first
+    call adds to a steady one."""
     t = Table(title="model fit: cross-validated error", title_justify="left")
-    for col, justify in (("strategy", "left"), ("rows", "right"), ("cv median", "right"), ("cv max", "right")):
+    for col, justify in (("strategy", "left"), ("rows", "right"), ("cv median", "right"), ("cv max", "right"),
+                         ("first call adds (write / read)", "right")):
         t.add_column(col, justify=justify)
     for r in report:
+        setup = " / ".join(f"{1e3 * r['setup'][op]:.1f} ms" if op in r["setup"] else "-" for op in ("write", "read"))
         if r["cv_median"] is None:
-            t.add_row(r["strategy"], str(r["rows"]), "too few rows", "-")
+            t.add_row(r["strategy"], str(r["rows"]), "too few rows", "-", "-")
         else:
-            t.add_row(r["strategy"], str(r["rows"]), f"{100 * r['cv_median']:.1f} %", f"{100 * r['cv_max']:.1f} %")
+            t.add_row(r["strategy"], str(r["rows"]), f"{100 * r['cv_median']:.1f} %", f"{100 * r['cv_max']:.1f} %",
+                      setup)
     return t
 
 
