@@ -58,6 +58,18 @@ def test_a_profile_in_the_users_directory_predicts_from_the_first_call(job):
         assert m["first"] in m["examined"] and set(m["measured_s"]) >= {m["first"]}
 
 
+def test_of_two_profiles_of_the_file_system_the_one_of_the_nearer_directory_is_used(job):
+    """Two layouts calibrated on one file system, each in its own directory: a file takes the profile of the
+    deepest directory above it, whatever the names' order."""
+    profiles = job.xdg / "iotame" / "profiles"
+    profiles.mkdir(parents=True)
+    profile_for(job.tmp, profiles / "b-here.json")
+    profile_for(job.tmp, profiles / "a-above.json", path=str(job.tmp.parent))
+    f, _ = auto_run(job)
+    assert f["profile"]["path"] == str(profiles / "b-here.json")
+    assert find_profile(job.tmp / "matrix.dat", env=job.env())[0] == profiles / "b-here.json"
+
+
 def test_a_named_profile_of_another_file_system_is_refused(job):
     other = profile_for(job.tmp, job.tmp / "other.json", device="0:4242", path="/elsewhere")
     f, stderr = auto_run(job, profile=str(other))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from iotame.calibrate import fs_identity, save_profile
-from iotame.calibrate.discover import (default_profile_path, find_profile, matches, profile_dirs, profile_sources,
-                                       user_profile_dir)
+from iotame.calibrate.discover import (default_profile_path, discovery_report, find_profile, matches, profile_dirs,
+                                       profile_sources, user_profile_dir)
 from iotame.cli import main
 
 from .profiles import good_profile
@@ -20,8 +20,8 @@ def profile_of(directory, **changes):
     """A valid profile keyed by `directory`'s real file system, its filesystem keys changed by `changes`."""
     p = good_profile()
     ident = fs_identity(directory)
-    p["filesystem"] = dict({k: ident[k] for k in ("path", "type", "magic", "device")}, targets=1, stripe_unit=0,
-                           **changes)
+    p["filesystem"] = {**{k: ident[k] for k in ("path", "type", "magic", "device")}, "targets": 1, "stripe_unit": 0,
+                       **changes}
     return p
 
 
@@ -71,7 +71,7 @@ def test_a_directory_gives_its_first_valid_matching_profile_in_byte_order(tmp_pa
     save_profile(profile_of(data), profiles / "B.json")                         # "B" < "a" in byte order
     used, reason = find_profile(data / "f.h5", setting=str(profiles), env={})
     assert used == profiles / "B.json"
-    assert reason.startswith(f"{profiles / 'B.json'}: the first in {profiles} (collective.profile)")
+    assert reason.startswith(f"{profiles / 'B.json'}: the nearest in {profiles} (collective.profile)")
     (profiles / "B.json").write_text("{nope")                                     # invalid: skipped
     save_profile(profile_of(data, magic="0x1"), profiles / "0-other.json")        # another file system: skipped
     save_profile(profile_of(data), profiles / ".hidden.json")
@@ -82,6 +82,23 @@ def test_a_directory_gives_its_first_valid_matching_profile_in_byte_order(tmp_pa
     assert used is None
     assert reason.startswith(f"no profile in {profiles} (collective.profile) matches the file system of "
                              f"{data.resolve()}") and reason.endswith("2 profile file(s) there")
+
+
+def test_a_directory_gives_the_profile_of_the_deepest_directory_above_the_file(tmp_path, data):
+    """Two layouts of one file system calibrated each in its own directory: a file takes the nearer's profile, a
+    file beside it the other's; a losing profile is listed with the reason."""
+    profiles, striped, plain = tmp_path / "profiles", data / "l6", data / "def"
+    striped.mkdir()
+    plain.mkdir()
+    save_profile(profile_of(data), profiles / "a-mount.json")
+    save_profile(profile_of(striped, targets=6, stripe_unit=65536), profiles / "b-l6.json")
+    save_profile(profile_of(tmp_path), profiles / "0-above.json")
+    assert find_profile(striped / "f", setting=str(profiles), env={})[0] == profiles / "b-l6.json"
+    assert find_profile(plain / "f", setting=str(profiles), env={})[0] == profiles / "a-mount.json"
+    report = discovery_report(striped, setting=str(profiles), env={})
+    assert [c["path"] for c in report["considered"]][-1] == str(profiles / "b-l6.json")
+    assert (f"a profile of a directory nearer {striped.resolve()} applies: {profiles / 'b-l6.json'}"
+            in {c["path"]: c["problem"] for c in report["considered"]}[str(profiles / "a-mount.json")])
 
 
 def test_a_named_file_is_used_only_valid_and_matching_without_fallback(tmp_path, data, lib):
@@ -127,12 +144,16 @@ def test_the_sources_in_order(tmp_path, data, lib):
 
 def test_default_profile_path_sanitizes_the_type(tmp_path):
     p = good_profile()
-    p["filesystem"].update(type="ext2/ext3", device="254:1")
+    p["filesystem"].update(type="ext2/ext3", device="254:1", targets=1, stripe_unit=0)
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
     assert default_profile_path(p, env) == tmp_path / "iotame/profiles/ext2_ext3-254_1.json"
     p["filesystem"]["type"] = "UNKNOWN (0xbd00bd0)"
     assert default_profile_path(p, env).name == "UNKNOWN_0xbd00bd0-254_1.json"
     assert default_profile_path(p, {}) is None
+    p["filesystem"].update(type="ceph", device="0:55", targets=6, stripe_unit=65536)
+    assert default_profile_path(p, env).name == "ceph-0_55-6x64K.json"       # one file per layout
+    p["filesystem"].update(targets=1, stripe_unit=4194304)
+    assert default_profile_path(p, env).name == "ceph-0_55-1x4M.json"
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -159,7 +180,7 @@ def test_info_says_which_profile_applies_in_a_directory(tmp_path, data, monkeypa
     assert found["source"] == "default directories" and found["dir"] == str(data)
     assert found["searched"][0] == {"path": str(cfg / "iotame" / "profiles"), "exists": True}
     assert found["searched"][1]["path"].endswith("share/iotame/profiles")
-    assert found["used"] == str(used) and "the first in" in found["reason"]
+    assert found["used"] == str(used) and "the nearest in" in found["reason"]
     assert [c["path"] for c in found["considered"]] == [str(skipped), str(used)]
     assert "got magic 0x1 " in found["considered"][0]["problem"] and found["considered"][1]["problem"] is None
     assert main(["info", "--dir", str(data)]) == 0

@@ -53,13 +53,21 @@ def user_profile_dir(env: Mapping[str, str] = os.environ) -> Path | None:
 
 def default_profile_path(profile: dict, env: Mapping[str, str] = os.environ) -> Path | None:
     """Where `iotame calibrate` puts a profile without --out: user_profile_dir()/<type>-<major>_<minor>.json, the
-    type name reduced to letters, digits, `.`, `_` and `-` (ext2/ext3 -> ext2_ext3). None without a user directory."""
+    type name reduced to letters, digits, `.`, `_` and `-` (ext2/ext3 -> ext2_ext3); on a striping file system
+    <type>-<major>_<minor>-<targets>x<unit>.json (ceph-0_55-6x64K.json), so that a layout calibrated in its own
+    directory does not replace another's. None without a user directory."""
     directory = user_profile_dir(env)
     if directory is None:
         return None
     fs = profile["filesystem"]
     kind = re.sub(r"[^A-Za-z0-9._-]+", "_", fs["type"]).strip("_.") or "unknown"
-    return directory / f"{kind}-{fs['device'].replace(':', '_')}.json"
+    unit = int(fs.get("stripe_unit") or 0)
+    layout = ""
+    if unit > 0:
+        size = next((f"{unit >> shift}{suffix}" for shift, suffix in ((30, "G"), (20, "M"), (10, "K"))
+                     if unit % (1 << shift) == 0), str(unit))
+        layout = f"-{int(fs.get('targets') or 1)}x{size}"
+    return directory / f"{kind}-{fs['device'].replace(':', '_')}{layout}.json"
 
 
 def profile_dirs(lib_path: str | os.PathLike | None = None, env: Mapping[str, str] = os.environ) -> list[Path]:
@@ -125,14 +133,21 @@ def matches(profile: dict, data_dir: str | os.PathLike) -> str | None:
     return _discover_mismatch(profile, data)
 
 
-def _discover_check(path: Path, data: DataFs) -> str | None:
-    """None when the file `path` is a valid profile matching `data`, else the refusal line(s)."""
+def _discover_nearness(profile: dict, data: DataFs) -> int:
+    """How near the profile's filesystem.path is to `data`: its length when `data` is that directory or lies below
+    it, else 0 (the runtime's profile_find_nearness)."""
+    top = os.path.normpath(profile["filesystem"]["path"])
+    return len(top) if _discover_under(data.path, top) else 0
+
+
+def _discover_check(path: Path, data: DataFs) -> tuple[str | None, int]:
+    """(None when the file `path` is a valid profile matching `data`, else the refusal line(s); its nearness)."""
     try:
         profile = load_profile(path)
     except ProfileError as e:
-        return "\n".join(e.errors)
+        return "\n".join(e.errors), 0
     problem = _discover_mismatch(profile, data)
-    return None if problem is None else f"iotame: profile {path}: {problem}"
+    return (None, _discover_nearness(profile, data)) if problem is None else (f"iotame: profile {path}: {problem}", 0)
 
 
 def _discover_files(directory: Path) -> list[Path]:
@@ -148,17 +163,24 @@ def _discover_files(directory: Path) -> list[Path]:
 def considered_profiles(data_dir: str | os.PathLike, setting: str | None = None,
                         env: Mapping[str, str] = os.environ,
                         lib_path: str | os.PathLike | None = None) -> Iterator[tuple[Path, str | None]]:
-    """(profile file, None when it would be used else why not) in the order the rule tries them, up to and
-    including the one used. OSError when `data_dir` cannot be stat'ed."""
+    """(profile file, None when it would be used else why not) as the rule tries them: the sources in order, a
+    directory's files in name order, the one used last. In a directory, of the valid profiles that match, the one
+    whose filesystem.path is the deepest directory above the data is used (the first of equally near ones).
+    OSError when `data_dir` cannot be stat'ed."""
     data = _discover_data_fs(data_dir)
     paths, source = profile_sources(setting, env, lib_path)
     for path in paths:
         named_file = source != DEFAULT_SOURCE and not path.is_dir()
-        for candidate in ([path] if named_file else _discover_files(path)):
-            problem = _discover_check(candidate, data)
-            yield candidate, problem
-            if problem is None:
-                return
+        checked = [(c, *_discover_check(c, data)) for c in ([path] if named_file else _discover_files(path))]
+        fits = [(c, near) for c, problem, near in checked if problem is None]
+        used, near = max(fits, key=lambda f: f[1], default=(None, 0))   # max keeps the first of equal ones
+        for candidate, problem, _ in checked:
+            if candidate != used:
+                yield candidate, problem or (f"iotame: profile {candidate}: filesystem.path: a profile of a "
+                                             f"directory nearer {data.path} applies: {used}")
+        if used is not None:
+            yield used, None
+            return
 
 
 def _discover_data_dir(data_path: Path) -> Path:
@@ -178,7 +200,7 @@ def _discover_search(data_path: str | os.PathLike, setting: str | None, env: Map
         return None, f"cannot stat {data_dir}: {e.strerror or e}", []
     if tried and tried[-1][1] is None:
         used = tried[-1][0]
-        how = f"named by {source}" if used in paths else f"the first in {used.parent} ({source})"
+        how = f"named by {source}" if used in paths else f"the nearest in {used.parent} ({source})"
         return used, f"{used}: {how} that matches the file system of {data.path} ({data.describe()})", tried
     if source != DEFAULT_SOURCE and not paths[0].is_dir():
         return None, tried[0][1], tried

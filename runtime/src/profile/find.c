@@ -2,8 +2,10 @@
  * (docs/calibrate.md, "Where the runtime finds the profile"): the setting collective.profile, else the environment's
  * IOTAME_PROFILE, each a profile file or a directory of them; else $XDG_CONFIG_HOME/iotame/profiles (default
  * ~/.config/iotame/profiles), then PREFIX/share/iotame/profiles beside the installed libiotame.so. In a directory the
- * *.json files are tried in name order and the first valid profile of the data file's file system is taken; a
- * profile named as a file must be valid and of that file system, or it is refused (the reason goes to the caller).
+ * *.json files are tried in name order and of the valid profiles of the data file's file system the nearest is taken:
+ * the one whose filesystem.path is the deepest directory above the file (a layout calibrated in its own directory),
+ * else the first; a profile named as a file must be valid and of that file system, or it is refused (the reason goes
+ * to the caller).
  * The Python side (iotame.calibrate.discover, `iotame info`) follows the same rule.
  *
  * A profile matches when its filesystem.magic is the statfs type of the data file's directory and its
@@ -53,19 +55,27 @@ static int profile_find_fs_of(const char *data_path, profile_find_fs_t *fs)
     return 0;
 }
 
+/* How near the profile's filesystem.path is to the data file: its length when the file's directory is that path or
+ * lies below it (whole components), else 0. */
+static size_t profile_find_nearness(const json_t *root, const profile_find_fs_t *fs)
+{
+    const char *path = json_string_value(json_object_get(json_object_get(root, "filesystem"), "path"));
+    size_t plen = path ? strlen(path) : 0;
+    while (plen > 1 && path[plen - 1] == '/') plen--;
+    if (plen == 0 || strncmp(fs->dir, path, plen) != 0) return 0;
+    return fs->dir[plen] == '\0' || fs->dir[plen] == '/' || plen == 1 ? plen : 0;
+}
+
 /* Why the profile's filesystem section is not the data file's, or NULL when it is (into why[size]). */
 static const char *profile_find_mismatch(const json_t *root, const profile_find_fs_t *fs, char *why, size_t size)
 {
     const json_t *f = json_object_get(root, "filesystem");
     const char *magic = json_string_value(json_object_get(f, "magic"));
     const char *device = json_string_value(json_object_get(f, "device"));
-    const char *path = json_string_value(json_object_get(f, "path"));
     char mine[32];
     snprintf(mine, sizeof mine, "%u:%u", fs->major, fs->minor);
-    const size_t plen = path ? strlen(path) : 0;
-    const int under = plen > 0 && strncmp(fs->dir, path, plen) == 0 &&
-                      (fs->dir[plen] == '\0' || fs->dir[plen] == '/' || path[plen - 1] == '/');
-    if (magic && strtoul(magic, NULL, 16) == fs->magic && ((device && strcmp(device, mine) == 0) || under))
+    if (magic && strtoul(magic, NULL, 16) == fs->magic &&
+        ((device && strcmp(device, mine) == 0) || profile_find_nearness(root, fs) > 0))
         return NULL;
     snprintf(why, size, "filesystem: expected the file system of %s (magic 0x%lx, device %s), got magic %s device %s",
              fs->dir, fs->magic, mine, magic ? magic : "none", device ? device : "none");
@@ -92,10 +102,11 @@ static void profile_find_refuse(char **refused, const char *lines)
     *refused = grown;
 }
 
-/* Tries one profile file: 1 when it is valid and matches (into *out), else 0, and when `named` the reason is added to
- * *refused (a profile found in a directory is passed over quietly unless it is the data file's and invalid). */
+/* Tries one profile file: 1 when it is valid and matches (into *out, its profile_find_nearness into *near), else 0,
+ * and when `named` the reason is added to *refused (a profile found in a directory is passed over quietly unless it
+ * is the data file's and invalid). */
 static int profile_find_try(const char *file, const profile_find_fs_t *fs, int named, iotame_profile_found_t *out,
-                            char **refused)
+                            size_t *near, char **refused)
 {
     FILE *f = fopen(file, "rb");
     if (!f) {
@@ -138,6 +149,7 @@ static int profile_find_try(const char *file, const profile_find_fs_t *fs, int n
         if (iotame_profile_load_parsed(file, root, &jerr, &out->profile, &errors) == 0) {
             snprintf(out->path, sizeof out->path, "%s", file);
             out->hash = profile_find_hash(text, len);
+            *near = profile_find_nearness(root, fs);
             ok = 1;
         } else if (errors) {
             profile_find_refuse(refused, errors);
@@ -155,19 +167,28 @@ static int profile_find_by_name(const struct dirent *d)
     return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
 }
 
-/* The first matching profile of a directory's *.json files, in name order. */
+/* The nearest matching profile of a directory's *.json files (profile_find_nearness), the first in name order of
+ * equally near ones. */
 static int profile_find_in_dir(const char *dir, const profile_find_fs_t *fs, iotame_profile_found_t *out,
                                char **refused)
 {
     struct dirent **names = NULL;
     const int n = scandir(dir, &names, profile_find_by_name, alphasort);
+    iotame_profile_found_t *one = n > 0 ? malloc(sizeof *one) : NULL;
+    size_t best = 0, near = 0;
     int ok = 0;
     for (int i = 0; i < n; i++) {
         char file[PATH_MAX];
-        if (!ok && snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name) < (int)sizeof file)
-            ok = profile_find_try(file, fs, 0, out, refused);
+        if (one && snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name) < (int)sizeof file &&
+            profile_find_try(file, fs, 0, one, &near, refused) && (!ok || near > best)) {
+            one->found_by = out->found_by;
+            *out = *one;
+            best = near;
+            ok = 1;
+        }
         free(names[i]);
     }
+    free(one);
     free(names);
     return ok;
 }
@@ -178,7 +199,8 @@ static int profile_find_named(const char *name, const profile_find_fs_t *fs, iot
 {
     struct stat st;
     if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) return profile_find_in_dir(name, fs, out, refused);
-    return profile_find_try(name, fs, 1, out, refused);
+    size_t near;
+    return profile_find_try(name, fs, 1, out, &near, refused);
 }
 
 /* Whether a path's last component is lib or lib64. */
