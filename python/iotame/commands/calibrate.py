@@ -70,7 +70,7 @@ def add_parser(sub) -> None:
                         "except with --refit")
     p.add_argument("--out", type=Path, metavar="PROFILE.json",
                    help="where the profile goes (default: $XDG_CONFIG_HOME/iotame/profiles/TYPE-MAJOR_MINOR.json, "
-                        "where the runtime finds it)")
+                        "on a striping file system TYPE-MAJOR_MINOR-TARGETSxUNIT.json, where the runtime finds it)")
     p.add_argument("--config", type=Path, metavar="CFG.json",
                    help="measure the emulated storage of this configuration's defaults.emulate (one target; the "
                         "profile takes its targets and target_unit) instead of DIR's own (docs/emulate.md); needs "
