@@ -173,7 +173,7 @@ def considered_profiles(data_dir: str | os.PathLike, setting: str | None = None,
         named_file = source != DEFAULT_SOURCE and not path.is_dir()
         checked = [(c, *_discover_check(c, data)) for c in ([path] if named_file else _discover_files(path))]
         fits = [(c, near) for c, problem, near in checked if problem is None]
-        used, near = max(fits, key=lambda f: f[1], default=(None, 0))   # max keeps the first of equal ones
+        used, _ = max(fits, key=lambda f: f[1], default=(None, 0))   # max keeps the first of equal ones
         for candidate, problem, _ in checked:
             if candidate != used:
                 yield candidate, problem or (f"iotame: profile {candidate}: filesystem.path: a profile of a "
