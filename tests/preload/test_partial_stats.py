@@ -31,6 +31,12 @@ def load(path):
     return json.loads(path.read_text())
 
 
+def exited_with_3(p):
+    """Both ranks exit(3); under load MPICH's launcher may kill one rank as soon as the other has exited, and it
+    then reports the kill (a bad termination) instead of the status 3."""
+    return p.returncode == 3 or (p.returncode != 0 and "BAD TERMINATION" in p.stdout + p.stderr)
+
+
 def test_mpi_abort_leaves_the_aborting_rank_statistics(job):
     p, stats = run(job, "abort")
     assert p.returncode == run(job, "abort", preload=False)[0].returncode == 7
@@ -84,7 +90,7 @@ def test_exit_before_finalize(job):
     """Both ranks exit(3). MPICH's launcher may kill one rank as soon as the other has exited, before that rank's
     exit handler wrote its partial: the ranks present must each be right, and the merge names the missing."""
     p, stats = run(job, "exit")
-    assert p.returncode == run(job, "exit", preload=False)[0].returncode == 3
+    assert exited_with_3(p) and exited_with_3(run(job, "exit", preload=False)[0]), (p.returncode, p.stdout)
     present = [rank for rank in (0, 1) if (job.tmp / f"stats.json.partial.{rank}").exists()]
     assert present and partials(job) == [f"stats.json.partial.{rank}" for rank in present]
     for rank in present:
@@ -107,7 +113,7 @@ def test_a_normal_job_leaves_no_partial_and_removes_stale_ones(job):
 
 def test_nothing_without_the_statistics_variable_or_when_disabled(job):
     p = job.run(2, [ABORT_MODES, "exit", job.tmp / "f.dat"], preload=True, check=False, timeout=TIMEOUT)
-    assert p.returncode == 3 and partials(job) == []
+    assert exited_with_3(p) and partials(job) == [], (p.returncode, p.stdout)
     p = job.run(2, [ABORT_MODES, "abort", job.tmp / "f.dat"], preload=True, stats=job.tmp / "stats.json",
                 extra_env={"IOTAME_DISABLE": "1"}, check=False, timeout=TIMEOUT)
     assert p.returncode == 7 and partials(job) == []

@@ -104,7 +104,8 @@ def test_plain_srun_with_the_variables_set(tmp_path):
 @pytest.mark.parametrize("plugin", ["none", "pmix"])
 def test_mpich_ranks_start_alone_under_other_plugins(tmp_path, plugin):
     """Why MPICH needs --mpi=pmi2: under none and pmix each rank is a job of 1 (docs/slurm.md)."""
-    p = run(["srun", f"--mpi={plugin}", "-n", "2", KERNEL, *IOR, "-o", tmp_path / "x.dat"], cwd=tmp_path)
+    # -k: the two jobs of one rank share the file, and one removing it races the other creating it
+    p = run(["srun", f"--mpi={plugin}", "-n", "2", KERNEL, *IOR, "-k", "-o", tmp_path / "x.dat"], cwd=tmp_path)
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith('{"kernel"')]
     assert [r["nprocs"] for r in results] == [1, 1]
 
