@@ -13,34 +13,38 @@ starts from an earlier job's winner: what carries over is the model's correction
 
 Usage: bench/learning.py --profile P [--perturb view_based=-2] [--jobs 4] [--block-size 4k] [--depth 32]
                          [--fixed independent,passthrough,view_based] [--rounds 3] [--dir D] [--json F]
+                         [--hosts N [--targets T] [--mpi openmpi]]
+
+--perturb none keeps the profile as calibrated (a row it ranks wrongly as it is). --hosts runs the jobs on the
+testbed's hosts (scripts/testbed up beforehand), --targets on emulated striped targets, as bench/collective.py does.
 """
 import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = ROOT / "build" / "kernels" / "iotame-kernel"
-LIB = ROOT / "build" / "runtime" / "libiotame.so"
+sys.path.insert(0, str(ROOT / "python"))
+from iotame.bench.execute import verified_job  # noqa: E402
+from iotame.bench.setting import Setting  # noqa: E402
 
 
 def run_job(args, tmp, name, collective, depth):
     """One Matrix job (write, then read back) under the runtime: (kernel result, statistics)."""
-    config, stats = tmp / f"{name}.json", tmp / f"{name}.stats.json"
-    config.write_text(json.dumps({"version": 1, "defaults": {"collective": collective}}))
-    env = dict(os.environ, IOTAME_CONFIG=str(config), IOTAME_STATS=str(stats))
-    cmd = ["mpiexec", "-n", "2", "-genv", "LD_PRELOAD", str(LIB), str(KERNEL), "matrix", "--block-size",
-           args.block_size, "--depth", str(depth), "--iterations", str(args.iterations),
-           "--file", str(Path(args.dir) / "learning.dat")]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    line = next((x for x in p.stdout.splitlines() if x.startswith("{")), None)
-    if p.returncode != 0 or line is None or not json.loads(line).get("verified"):
-        sys.exit(f"learning: {name} failed (exit {p.returncode}): {p.stderr[-500:]}")
-    return json.loads(line), json.loads(stats.read_text())
+    setting, config, stats = args.setting, tmp / f"{name}.json", tmp / f"{name}.stats.json"
+    section = setting.section({"collective": collective}, setting.nprocs, tmp / "device.state")
+    config.write_text(json.dumps({"version": 1, "defaults": section}))
+    env = dict(os.environ, **setting.env(), LD_PRELOAD=str(setting.lib), IOTAME_CONFIG=str(config),
+               IOTAME_STATS=str(stats))
+    argv = setting.argv(setting.nprocs, setting.kernel, "matrix", "--block-size", args.block_size, "--depth", depth,
+                        "--iterations", args.iterations, "--file", tmp / "learning.dat")
+    try:
+        return verified_job(argv, env, tmp, stats, 600)
+    except RuntimeError as e:
+        sys.exit(f"learning: {name} failed: {e}")
 
 
 def mbs(result):
@@ -74,14 +78,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default=str(ROOT / "build"))
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--hosts", type=int, default=0)
+    ap.add_argument("--targets", type=int, default=0)
+    ap.add_argument("--mpi", choices=("mpich", "openmpi"))
     args = ap.parse_args()
-    strategy, delta = args.perturb.split("=")
+    args.setting = Setting(args.hosts, 1, args.mpi, args.targets)
     profile = json.loads(args.profile.read_text())
-    fit = ((profile.get("strategies") or {}).get("fit") or {}).get("strategies") or {}
-    if strategy not in fit:
-        sys.exit(f"learning: {args.profile} has no fit of {strategy} to perturb (iotame calibrate --np 2 measures it)")
-    fit[strategy]["coef"][0] += float(delta)
-    with tempfile.TemporaryDirectory(prefix="iotame-learning-") as t:
+    if args.perturb != "none":
+        strategy, delta = args.perturb.split("=")
+        fit = ((profile.get("strategies") or {}).get("fit") or {}).get("strategies") or {}
+        if strategy not in fit:
+            sys.exit(f"learning: {args.profile} has no fit of {strategy} to perturb (iotame calibrate measures it)")
+        fit[strategy]["coef"][0] += float(delta)
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="iotame-learning-") as t:
         tmp = Path(t)
         perturbed = tmp / "perturbed.json"
         perturbed.write_text(json.dumps(profile))

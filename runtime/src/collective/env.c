@@ -14,6 +14,7 @@
 #include <sys/vfs.h>
 
 #include "posix/posix.h"
+#include "shadow_path.h"
 #include "strategy.h"
 
 int iotame_coll_write_sieving(void)
@@ -168,16 +169,14 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
 enum { LAYOUT_MIN_COUNT, LAYOUT_MAX_COUNT, LAYOUT_MIN_UNIT, LAYOUT_MAX_UNIT, LAYOUT_MIN_FROM, LAYOUT_MAX_FROM,
        LAYOUT_FIELDS };
 
-static void layout_mine(const iotame_coll_env_t *e, int64_t v[LAYOUT_FIELDS])
+static void layout_mine(const iotame_posix_layout_t *l, int known, int64_t v[LAYOUT_FIELDS])
 {
-    iotame_posix_layout_t l;
-    int known = iotame_posix_layout(e->path, &l) == 0;
-    v[LAYOUT_MIN_COUNT] = known ? (int64_t)l.count : INT64_MAX; /* maxima as negated minima: one MPI_MIN */
-    v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l.count : INT64_MAX;
-    v[LAYOUT_MIN_UNIT] = known ? (int64_t)l.unit : INT64_MAX;
-    v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l.unit : INT64_MAX;
-    v[LAYOUT_MIN_FROM] = known ? (int64_t)l.from : INT64_MAX;
-    v[LAYOUT_MAX_FROM] = known ? -(int64_t)l.from : INT64_MAX;
+    v[LAYOUT_MIN_COUNT] = known ? (int64_t)l->count : INT64_MAX; /* maxima as negated minima: one MPI_MIN */
+    v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l->count : INT64_MAX;
+    v[LAYOUT_MIN_UNIT] = known ? (int64_t)l->unit : INT64_MAX;
+    v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l->unit : INT64_MAX;
+    v[LAYOUT_MIN_FROM] = known ? (int64_t)l->from : INT64_MAX;
+    v[LAYOUT_MAX_FROM] = known ? -(int64_t)l->from : INT64_MAX;
 }
 
 static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
@@ -211,12 +210,21 @@ int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state)
     const int before = iotame_msg_error_peek();
     int nodes = setup_nodes(e) == 0, all = 0;
     if (nodes) iotame__coll_env_hints(e, e->fh);
+    iotame_posix_layout_t l;
+    const int known = iotame_posix_layout(e->path, &l) == 0;
+    /* every rank alike: a rank that cannot tell opens the path as given (ROMIO compares the ranks' file systems) */
+    int ufs = known && iotame_coll_shadow_ufs(e->path, l.fs_type, l.from == IOTAME_POSIX_FROM_CEPHFS,
+                                               e->write_sieving), all_ufs = 0;
+    PMPI_Allreduce(&ufs, &all_ufs, 1, MPI_INT, MPI_MIN, e->comm);
+    char *prefixed = all_ufs ? malloc(strlen(e->path) + 5) : NULL;
+    if (prefixed) strcat(strcpy(prefixed, "ufs:"), e->path);
     int rw = (e->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
-    int ok = nodes && PMPI_File_open(e->comm, e->path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
+    int ok = nodes && PMPI_File_open(e->comm, prefixed ? prefixed : e->path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
+    free(prefixed);
     int64_t mine[2 + LAYOUT_FIELDS], agreed[2 + LAYOUT_FIELDS];
     mine[0] = ok;
     mine[1] = setup_lost_mine(before);
-    layout_mine(e, mine + 2);
+    layout_mine(&l, known, mine + 2);
     PMPI_Allreduce(mine, agreed, 2 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
     e->lost = (int)-agreed[1];
     all = agreed[0] == 1 && !e->lost;

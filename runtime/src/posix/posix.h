@@ -83,6 +83,7 @@ typedef struct {
     uint32_t count, unit;
     uint32_t object_size; /* CephFS: bytes of one object (stripe units of a stripe's object); 0 elsewhere */
     iotame_posix_from_t from;
+    uint64_t fs_type; /* the file system's magic (statfs f_type); 0 unknown */
     uint32_t ost[IOTAME_POSIX_MAX_STRIPES];
 } iotame_posix_layout_t;
 /* The name of a layout's source: "none", "emulated", "lustre", "cephfs". */

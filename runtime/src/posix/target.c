@@ -90,6 +90,7 @@ int iotame_posix_layout(const char *path, iotame_posix_layout_t *l)
     if (stat(path, &st) != 0) return -errno;
     if (!S_ISREG(st.st_mode)) return -EINVAL;
     target_layout_of(-1, path, &st, &fs_type, l);
+    l->fs_type = fs_type;
     if (l->count <= 1 && (l->from == IOTAME_POSIX_FROM_NONE || l->from == IOTAME_POSIX_FROM_EMULATED)) {
         l->count = 1;
         l->unit = 0;

@@ -1,0 +1,28 @@
+/* The path the engine's shadow handle opens (collective/env.c): the application's, or that path with ROMIO's "ufs:"
+ * prefix where ROMIO would resolve the file to its UFS driver anyway. ROMIO resolves the file system of a path
+ * without a prefix at every open (statfs and more, each a round trip to the servers on a network file system's
+ * client), and on a CephFS client that costs the engine's set-up several times the open itself; a prefix skips it.
+ * Pure: no MPI, no file access. */
+#ifndef IOTAME_COLLECTIVE_SHADOW_PATH_H
+#define IOTAME_COLLECTIVE_SHADOW_PATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* Whether the shadow handle may open "ufs:" + path: the MPI-IO library is ROMIO (`romio`), the application gave no
+ * prefix of its own (a ':' before the first '/' may be one), and the file lies where ROMIO has no driver but UFS:
+ * ext2/3/4, btrfs, tmpfs, overlayfs, zfs, f2fs (statfs magic `fs_type`), or CephFS (`cephfs`: the file has a CephFS
+ * layout, through the kernel's client or ceph-fuse). Not NFS, Lustre, GPFS, PVFS2, PanFS, BeeGFS, XFS (ROMIO has, or
+ * had, drivers of their own) nor any other FUSE file system (DAOS's dfuse has one). */
+static inline int iotame_coll_shadow_ufs(const char *path, uint64_t fs_type, int cephfs, int romio)
+{
+    static const uint32_t ufs_only[] = {0xEF53, 0x9123683E, 0x01021994, 0x794C7630, 0x2FC12FC1, 0xF2F52010};
+    const char *colon = strchr(path, ':'), *slash = strchr(path, '/');
+    if (!romio || (colon && (!slash || colon < slash))) return 0;
+    if (cephfs) return 1;
+    for (size_t i = 0; i < sizeof ufs_only / sizeof ufs_only[0]; i++)
+        if ((uint32_t)fs_type == ufs_only[i]) return 1;
+    return 0;
+}
+
+#endif
