@@ -36,17 +36,21 @@ def measured_rows(strategies, pieces=(64, 1024, 16384, 256 << 10, 4 * MIB), call
     return rows
 
 
-def synthetic_profile(coefs, **design):
-    """A profile whose measured seconds are the model's raw prediction times exp(coef . features) of the strategy's
-    known coef, times a deterministic noise within +-2 % (three repeats, their median taken)."""
+def synthetic_profile(coefs, setups=None, **design):
+    """A profile whose measured seconds are a steady call's, the model's raw prediction times exp(coef . features)
+    of the strategy's known coef times a deterministic noise within +-2 % per signature (three repeats, their median
+    taken), plus the strategy's known set-up (`setups[strategy][op]`, seconds) spread over the phase's calls."""
     p = dict(good_profile(), version=2)
     rows = measured_rows(list(coefs), **design)
     p["strategies"] = {"method": "synthetic", "seconds": 0.0, "measured": rows}
-    for i, (row, raw) in enumerate(zip(rows, raw_predictions(p, rows))):
+    signatures: dict = {}
+    for row, raw in zip(rows, raw_predictions(p, rows)):
         c = coefs[row["strategy"]]
-        s = raw[row["strategy"]] * math.exp(float(np.dot(c, row_features(row))))
-        noise = 0.02 * math.sin(1.7 * i + 0.3)
-        row["seconds"] = [s * (1 + noise), s * (1 - noise / 2), s * (1 + noise / 3)]
+        key = (row["strategy"], row["op"], row["piece"], row["interleaved"], row["bytes"])
+        noise = 0.02 * math.sin(1.7 * signatures.setdefault(key, len(signatures)) + 0.3)
+        s = raw[row["strategy"]] * math.exp(float(np.dot(c, row_features(row)))) * (1 + noise)
+        s += ((setups or {}).get(row["strategy"]) or {}).get(row["op"], 0.0) / row["calls"]
+        row["seconds"] = [s * 1.01, s, s * 0.99]
     return p
 
 
@@ -62,17 +66,19 @@ def test_features_are_the_contracts():
     assert row_features(row) == features(1024, False, True, 0.25, 16 << 10)
 
 
-def test_a_rows_raw_prediction_spreads_the_setup_over_its_calls():
+def test_a_rows_raw_prediction_is_a_steady_calls():
+    """The equations' set-up (two opens) stays out of a row's raw prediction: it stands for the application's own
+    open, and the set-up the strategy measured is taken out of the row's time instead."""
     p = good_profile()
     row = measured_rows(["two_phase"], pieces=(4096,), calls=(4,), ops=("write",))[0]
     row["open_seconds"] = 0.25
     once = dict(row, calls=1, open_seconds=0.0)
-    spread, plain = raw_predictions(p, [row, once])
-    for kind in KINDS:   # (raw with setup 2 * open + 3 * raw without) / 4; the library's calls have no setup
-        assert spread[kind] == pytest.approx(plain[kind] + (0.125 if kind not in ("passthrough", "independent") else 0))
+    assert raw_predictions(p, [row]) == raw_predictions(p, [once])
 
 
-COEFS = [(0.0,) * 7, (0.3, -0.5, 0.2, 0.4, -0.3, 0.6, 0.5), (-1.2, 0.8, -0.6, -0.2, 0.9, -0.4, -0.7)]
+# the feature `first` has no weight of its own in a design of 1 and 8 calls: only the phases of 8 calls are fitted,
+# the one-call phases give the set-up (test_the_set_up_measured_is_taken_out_of_the_fit)
+COEFS = [(0.0,) * 7, (0.3, -0.5, 0.2, 0.4, -0.3, 0.0, 0.5), (-1.2, 0.8, -0.6, -0.2, 0.9, 0.0, -0.7)]
 
 
 @pytest.mark.parametrize("strategy, coef",
@@ -83,12 +89,12 @@ def test_the_fit_recovers_known_constants(strategy, coef):
     fit = fit_strategies(p)
     assert fit["features"] == list(FEATURES) and set(fit["strategies"]) == {strategy, other}
     entry = fit["strategies"][strategy]
-    assert entry["rows"] == 120 and len(entry["residuals"]) == 120
+    assert entry["rows"] == 60 and len(entry["residuals"]) == 60          # the phases of 8 calls
     assert entry["coef"] == pytest.approx(coef, abs=0.03)
     assert entry["cv_median"] < 0.02 and entry["cv_max"] < 0.05
     assert fit["strategies"][other]["coef"] == pytest.approx([0.5, 0, 0, 0, 0, 0, 0], abs=0.03)
     # the residuals name their row's features; fitted_seconds applies the coefficients to a raw prediction
-    rows = [r for r in p["strategies"]["measured"] if r["strategy"] == strategy]
+    rows = [r for r in p["strategies"]["measured"] if r["strategy"] == strategy and r["calls"] > 1]
     assert [r[:4] for r in entry["residuals"]] == \
         [[pytest.approx(f[1], abs=1e-6), pytest.approx(f[6], abs=1e-6), int(f[3]), int(f[4])]
          for f in map(row_features, rows)]
@@ -115,10 +121,20 @@ def test_a_first_calls_set_up_is_measured_in_seconds():
         "two_phase"]
 
 
+def test_the_set_up_measured_is_taken_out_of_the_fit():
+    """Rows whose first call adds a known set-up of seconds (not a factor: the file system's opens): the fit finds
+    the steady call's constants as without it, and stores the set-up."""
+    coef = (0.3, -0.5, 0.2, 0.4, -0.3, 0.0, 0.5)
+    setup = {"write": 0.02, "read": 0.008}
+    fit = fit_strategies(synthetic_profile({"two_phase": coef}, {"two_phase": setup}))["strategies"]["two_phase"]
+    assert fit["setup"] == pytest.approx(setup, rel=1e-3)
+    assert fit["coef"] == pytest.approx(coef, abs=0.03) and fit["cv_median"] < 0.02
+
+
 def test_one_slow_row_stands_out_and_leaves_the_others_small():
-    coef = (0.3, -0.5, 0.2, 0.4, -0.3, 0.5, 0.0)
+    coef = (0.3, -0.5, 0.2, 0.4, -0.3, 0.0, 0.0)
     p = synthetic_profile({"two_phase": coef}, calls=(1, 4, 16))
-    rows = p["strategies"]["measured"]
+    rows = [r for r in p["strategies"]["measured"] if r["calls"] > 1]   # the rows fitted
     slow = next(i for i, r in enumerate(rows) if (r["piece"], r["op"], r["interleaved"], r["calls"]) ==
                 (16384, "write", True, 4))
     rows[slow]["seconds"] = [5 * s for s in rows[slow]["seconds"]]
@@ -129,14 +145,14 @@ def test_one_slow_row_stands_out_and_leaves_the_others_small():
     assert max(others) < 0.25 and np.median(others) < 0.1
     # the model as applied, fit and anchor, with each row left out: the slow row stands out alike
     assert entry["cv_max"] == pytest.approx(math.expm1(r[slow]), rel=0.05) and entry["cv_median"] < 0.1
-    assert entry["coef"] == pytest.approx(coef, abs=0.3)   # one row in 60 moves them little
+    assert entry["coef"] == pytest.approx(coef, abs=0.5)   # one row in the 40 fitted moves them little
 
 
 def test_a_measured_signature_anchors_the_calls_near_it():
     """A bend the smooth fit cannot follow (one signature 3 x slower than the equations and the fit say): the
     fitted model predicts that signature as measured, a call two octaves away half-way, four octaves away as the fit
     alone; anchors are the rows of several calls and repeats, their noise at least NOISE_MIN."""
-    p = synthetic_profile({"two_phase": (0.2, -0.3, 0.1, 0.2, 0.0, 0.3, 0.1)}, calls=(1, 8))
+    p = synthetic_profile({"two_phase": (0.2, -0.3, 0.1, 0.2, 0.0, 0.0, 0.1)}, calls=(1, 8))
     rows = p["strategies"]["measured"]
     bent = [i for i, r in enumerate(rows) if (r["piece"], r["op"], r["interleaved"]) == (16384, "read", True)]
     for i in bent:
@@ -146,10 +162,11 @@ def test_a_measured_signature_anchors_the_calls_near_it():
     assert len(anchors) == sum(r["calls"] > 1 for r in rows) and all(a[5] >= NOISE_MIN for a in anchors)
     eight = next(i for i in bent if rows[i]["calls"] == 8)
     row = rows[eight]
-    raw, raw_row = (r["two_phase"] for r in raw_predictions(p, [dict(row, calls=1, open_seconds=0.0), row]))
-    # as measured, less what the row's raw prediction has that a later call's has not: the first call's share of
-    # the phase (the feature first) and of the set-up (the engine's opens)
-    measured_steady = statistics.median(row["seconds"]) * math.exp(-entry["coef"][5] / 8) * raw / raw_row
+    raw = raw_predictions(p, [row])[0]["two_phase"]
+    # as measured, less what the row has that a later call has not: the first call's set-up, and its share of the
+    # phase the feature first still carries
+    setup = (entry.get("setup") or {}).get("read", 0.0)
+    measured_steady = (statistics.median(row["seconds"]) - setup / 8) * math.exp(-entry["coef"][5] / 8)
     at = fitted_seconds(entry, raw, row["piece"], False, True, 0.0, row["bytes"] / row["nprocs"])
     assert at == pytest.approx(measured_steady, rel=0.02)
     bare = dict(entry, anchors=[])

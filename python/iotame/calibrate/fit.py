@@ -17,7 +17,7 @@ from ..config import run_config_tool
 from ..errors import IotameError
 
 __all__ = ["FEATURES", "RIDGE", "MIN_ROWS", "REACH", "NOISE_MIN", "features", "row_features", "fitted_seconds",
-           "anchor_weight", "fit_strategies", "raw_predictions", "setup_seconds"]
+           "anchor_weight", "fit_strategies", "raw_predictions", "setup_seconds", "steady_seconds"]
 
 FEATURES = ("one", "u", "u2", "write", "interleaved", "first", "v")
 RIDGE = 1e-3       # penalty on every coefficient but `one`: a rank-deficient design stays finite
@@ -68,27 +68,22 @@ def fitted_seconds(fit_entry: dict, raw: float, piece: float, write: bool | int,
     return raw * math.exp(float(np.dot(fit_entry["coef"], f[:len(fit_entry["coef"])])) + (w * a[4] if a else 0.0))
 
 
-def _call(row: dict, setup_seconds: float) -> dict:
+def _call(row: dict) -> dict:
     call = {k: int(row.get(k, 0)) for k in _CALL_KEYS}
-    call.update(op=row["op"], interleaved=bool(row.get("interleaved", False)), setup_seconds=setup_seconds)
+    call.update(op=row["op"], interleaved=bool(row.get("interleaved", False)), setup_seconds=0.0)
     return call
 
 
 def raw_predictions(profile: dict, rows: list[dict]) -> list[dict[str, float]]:
-    """The model's raw seconds of each measured row under every kind, as the contract defines a row's: (raw with
-    setup 2 * open_seconds + (calls - 1) * raw without setup) / calls. One run of `iotame-config predict` on the
-    profile; IotameError when it fails."""
+    """The model's raw seconds of a steady call of each measured row's signature under every kind (no set-up: the
+    set-up a strategy measured is taken out of its rows' times instead, steady_seconds). One run of
+    `iotame-config predict` on the profile; IotameError when it fails."""
     if not rows:
         return []
     calls, index = [], {}
-
-    def line(call: dict) -> int:
-        text = json.dumps(call, sort_keys=True)
-        if text not in index:
-            index[text] = len(calls)
-            calls.append(text)
-        return index[text]
-    pairs = [(line(_call(r, 2.0 * float(r.get("open_seconds", 0.0)))), line(_call(r, 0.0))) for r in rows]
+    for r in rows:
+        index.setdefault(json.dumps(_call(r), sort_keys=True), len(index))
+    calls = list(index)
     with tempfile.TemporaryDirectory(prefix="iotame-fit-") as tmp:
         path = Path(tmp) / "profile.json"
         path.write_text(json.dumps(profile), encoding="utf-8")
@@ -98,13 +93,14 @@ def raw_predictions(profile: dict, rows: list[dict]) -> list[dict[str, float]]:
         why = p.stderr.strip() or f"exit status {p.returncode}, {len(answers)} answers to {len(calls)} calls"
         raise IotameError(f"iotame-config predict: {why}")
     raws = [json.loads(a)["raw"] for a in answers]
-    out = []
-    for r, (first, rest) in zip(rows, pairs):
-        n = int(r["calls"])
-        out.append({kind: (raws[first][kind] + (n - 1) * raws[rest][kind]) / n
-                    if raws[first][kind] is not None and raws[rest][kind] is not None else None
-                    for kind in raws[first]})
-    return out
+    return [raws[index[json.dumps(_call(r), sort_keys=True)]] for r in rows]
+
+
+def steady_seconds(seconds: float, calls: int, setup: float) -> float:
+    """A steady call's seconds in a measured phase of `calls` calls whose mean call took `seconds` and whose first
+    call added `setup` (setup_seconds): seconds - setup / calls, at least a tenth of seconds (a row whose own first
+    call cost less than the strategy's median set-up keeps most of its time)."""
+    return max(seconds - setup / calls, 0.1 * seconds)
 
 
 def _solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -190,7 +186,8 @@ def setup_seconds(rows: list[dict], members: list[int], targets: list[float]) ->
 
 def fit_strategies(profile: dict) -> dict:
     """The contract's `strategies.fit` object from profile["strategies"]["measured"]: per strategy with at least
-    MIN_ROWS rows, the coefficients of log(measured / raw) on FEATURES, the rows, each row's leave-one-out
+    MIN_ROWS rows, the coefficients of log(steady / raw) on FEATURES (steady: a row's measured seconds less its
+    strategy's set-up share, steady_seconds; raw: a steady call's, raw_predictions), the rows, each row's leave-one-out
     residual of the fit [u, v, write, interleaved, r], the anchors (rows of several calls: [u, v, write,
     interleaved, in-sample residual, noise]), the median and largest relative error (exp|r| - 1) of the model as
     the runtime applies it (fit and anchor) with each row left out, and the set-up a first call adds
@@ -198,24 +195,35 @@ def fit_strategies(profile: dict) -> dict:
     the model cannot be run."""
     rows = (profile.get("strategies") or {}).get("measured") or []
     targets = [_target(r, f"strategies.measured[{i}]") for i, r in enumerate(rows)]
-    raws = raw_predictions(profile, rows)
     by_strategy: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_strategy.setdefault(r.get("strategy"), []).append(i)
+    # the fit and the anchors are of steady calls, the set-up each strategy measured taken out of its rows: the
+    # selector predicts calls after a strategy's first and adds the set-up itself where it counts (deferral); the
+    # equations' own set-up (two opens of the file) would stand for the application's open, which on a network file
+    # system's client can cost many times the engine's set-up, and the anchors would take it for faster calls
+    setups = {s: setup_seconds(rows, members, targets) for s, members in by_strategy.items()}
+    raws = raw_predictions(profile, rows)
     for i, r in enumerate(rows):
         if r.get("strategy") not in raws[i]:
             raise ValueError(f"strategies.measured[{i}].strategy: expected one of {', '.join(raws[i])}, got "
                              f"{json.dumps(r.get('strategy'))}")
         if not raws[i][r["strategy"]] or raws[i][r["strategy"]] <= 0:
             raise IotameError(f"strategies.measured[{i}]: the model predicts no time for {r['strategy']}")
-        by_strategy.setdefault(r["strategy"], []).append(i)
     # a row measured once has no spread of its own: the median over the rows of several calls measured more often
     spreads = [_spread(r["seconds"]) for r in rows if r["calls"] > 1 and len(r["seconds"]) > 1]
     typical = statistics.median(spreads) if spreads else None
     fits = {}
     for strategy, members in by_strategy.items():
+        # the rows of several calls, whose steady calls are what the selector predicts; a one-call row's steady call
+        # is its time less the whole set-up, a difference of two noisy amounts, and it counts only in the set-up
+        several = [i for i in members if rows[i]["calls"] > 1]
+        members = several if len(several) >= MIN_ROWS else members
         if len(members) < MIN_ROWS:
             continue
         x = np.array([row_features(rows[i]) for i in members])
-        y = np.array([math.log(targets[i]) - math.log(raws[i][strategy]) for i in members])
+        y = np.array([math.log(steady_seconds(targets[i], rows[i]["calls"], setups[strategy].get(rows[i]["op"], 0.0)))
+                      - math.log(raws[i][strategy]) for i in members])
         # an anchor: a row of several calls (the selector predicts calls after a phase's first)
         noise = [_noise(rows[i]["seconds"], typical) if rows[i]["calls"] > 1 else None for i in members]
         coef, loo, anchored = _fit_one(x, y, noise)
@@ -227,7 +235,6 @@ def fit_strategies(profile: dict) -> dict:
                                        round(float(yi - xi @ coef), 6), round(n, 6)]
                                       for xi, yi, n in zip(x, y, noise) if n is not None],
                           "cv_median": round(float(np.median(errors)), 6), "cv_max": round(float(errors.max()), 6)}
-        setup = setup_seconds(rows, members, targets)
-        if setup:
-            fits[strategy]["setup"] = setup
+        if setups[strategy]:
+            fits[strategy]["setup"] = setups[strategy]
     return {"features": list(FEATURES), "strategies": fits}

@@ -33,19 +33,20 @@ int iotame_coll_write_sieving(void)
 
 static const char *os_path(const char *path) { return strncmp(path, "ufs:", 4) == 0 ? path + 4 : path; }
 
-int iotame_coll_local_fs(const char *path)
+void iotame_coll_fs_facts(const char *path, int romio, int *local_fs, int *shadow_ufs)
 {
     static const unsigned long local[] = {0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x794C7630, 0x2FC12FC1,
                                           0xF2F52010}; /* ext2/3/4, xfs, btrfs, tmpfs, overlay, zfs, f2fs */
-    struct statfs sf;
-    if (statfs(os_path(path), &sf) != 0) return 0;
+    iotame_posix_layout_t l;
+    *local_fs = *shadow_ufs = 0;
+    if (iotame_posix_layout(path, &l) != 0) return;
+    *shadow_ufs = strlen(path) + 4 < IOTAME_COLL_SHADOW_PATH_MAX &&
+                  iotame_coll_shadow_ufs(path, l.fs_type, l.from == IOTAME_POSIX_FROM_CEPHFS, romio);
     /* A file striped over several targets by a layout hook (the emulated storage) behaves as on the parallel file
      * system it models, whatever file system holds its bytes. */
-    iotame_posix_layout_t l;
-    if (iotame_posix_layout(path, &l) == 0 && l.count > 1) return 0;
+    if (l.count > 1) return;
     for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
-        if ((unsigned long)sf.f_type == local[i]) return 1;
-    return 0;
+        if ((unsigned long)l.fs_type == local[i]) *local_fs = 1;
 }
 
 int64_t iotame_coll_fs_block(const char *path)
@@ -169,14 +170,16 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
 enum { LAYOUT_MIN_COUNT, LAYOUT_MAX_COUNT, LAYOUT_MIN_UNIT, LAYOUT_MAX_UNIT, LAYOUT_MIN_FROM, LAYOUT_MAX_FROM,
        LAYOUT_FIELDS };
 
-static void layout_mine(const iotame_posix_layout_t *l, int known, int64_t v[LAYOUT_FIELDS])
+static void layout_mine(const iotame_coll_env_t *e, int64_t v[LAYOUT_FIELDS])
 {
-    v[LAYOUT_MIN_COUNT] = known ? (int64_t)l->count : INT64_MAX; /* maxima as negated minima: one MPI_MIN */
-    v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l->count : INT64_MAX;
-    v[LAYOUT_MIN_UNIT] = known ? (int64_t)l->unit : INT64_MAX;
-    v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l->unit : INT64_MAX;
-    v[LAYOUT_MIN_FROM] = known ? (int64_t)l->from : INT64_MAX;
-    v[LAYOUT_MAX_FROM] = known ? -(int64_t)l->from : INT64_MAX;
+    iotame_posix_layout_t l;
+    int known = iotame_posix_layout(e->path, &l) == 0;
+    v[LAYOUT_MIN_COUNT] = known ? (int64_t)l.count : INT64_MAX; /* maxima as negated minima: one MPI_MIN */
+    v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l.count : INT64_MAX;
+    v[LAYOUT_MIN_UNIT] = known ? (int64_t)l.unit : INT64_MAX;
+    v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l.unit : INT64_MAX;
+    v[LAYOUT_MIN_FROM] = known ? (int64_t)l.from : INT64_MAX;
+    v[LAYOUT_MAX_FROM] = known ? -(int64_t)l.from : INT64_MAX;
 }
 
 static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
@@ -210,21 +213,15 @@ int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state)
     const int before = iotame_msg_error_peek();
     int nodes = setup_nodes(e) == 0, all = 0;
     if (nodes) iotame__coll_env_hints(e, e->fh);
-    iotame_posix_layout_t l;
-    const int known = iotame_posix_layout(e->path, &l) == 0;
-    /* every rank alike: a rank that cannot tell opens the path as given (ROMIO compares the ranks' file systems) */
-    int ufs = known && iotame_coll_shadow_ufs(e->path, l.fs_type, l.from == IOTAME_POSIX_FROM_CEPHFS,
-                                               e->write_sieving), all_ufs = 0;
-    PMPI_Allreduce(&ufs, &all_ufs, 1, MPI_INT, MPI_MIN, e->comm);
-    char *prefixed = all_ufs ? malloc(strlen(e->path) + 5) : NULL;
-    if (prefixed) strcat(strcpy(prefixed, "ufs:"), e->path);
+    char prefixed[IOTAME_COLL_SHADOW_PATH_MAX]; /* "ufs:" + the path where the open agreed so (shadow_path.h) */
+    const char *path = e->path;
+    if (e->shadow_ufs && snprintf(prefixed, sizeof prefixed, "ufs:%s", e->path) < (int)sizeof prefixed) path = prefixed;
     int rw = (e->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
-    int ok = nodes && PMPI_File_open(e->comm, prefixed ? prefixed : e->path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
-    free(prefixed);
+    int ok = nodes && PMPI_File_open(e->comm, path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
     int64_t mine[2 + LAYOUT_FIELDS], agreed[2 + LAYOUT_FIELDS];
     mine[0] = ok;
     mine[1] = setup_lost_mine(before);
-    layout_mine(&l, known, mine + 2);
+    layout_mine(e, mine + 2);
     PMPI_Allreduce(mine, agreed, 2 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
     e->lost = (int)-agreed[1];
     all = agreed[0] == 1 && !e->lost;

@@ -163,7 +163,7 @@ void iotame__coll_open(const iotame_open_t *o)
     MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
     MPI_Request dup = MPI_REQUEST_NULL;
     int ok = native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
-    enum { FAILED, LOCAL, LOST, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
+    enum { FAILED, LOCAL, UFS, LOST, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
     const char *refused = NULL;
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, o->fc, fs, o->file, &refused)
@@ -175,7 +175,8 @@ void iotame__coll_open(const iotame_open_t *o)
     if (ch && ch->open) /* collective: every rank */
         failed |= ch->open(f ? &f->choice : NULL, &co, mine + CHOICE) != 0;
     mine[FAILED] = failed;
-    mine[LOCAL] = rank == 0 && !failed && iotame_coll_local_fs(f->path);
+    const int romio = iotame_coll_write_sieving(); /* the library that sieves writes is ROMIO */
+    if (rank == 0 && !failed) iotame_coll_fs_facts(f->path, romio, &mine[LOCAL], &mine[UFS]);
     mine[LOST] = iotame_msg_error_class(iotame_msg_error_peek());
     uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allreduce(mine, all, FIELDS, MPI_INT, MPI_MAX, comm);
@@ -196,7 +197,8 @@ void iotame__coll_open(const iotame_open_t *o)
     }
     f->env.comm = own;
     f->env.local_fs = all[LOCAL];
-    f->env.write_sieving = iotame_coll_write_sieving();
+    f->env.shadow_ufs = all[UFS];
+    f->env.write_sieving = romio;
     if (ch && ch->agreed) ch->agreed(f->choice, &f->env, all + CHOICE, cost_ns);
     route_open_unsure(f);
     *iotame_file_slot(o->file, &iotame_module_collective) = f;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#define IOTAME_COLL_SHADOW_PATH_MAX 4104 /* the prefixed path's buffer: PATH_MAX and the prefix */
+
 /* Whether the shadow handle may open "ufs:" + path: the MPI-IO library is ROMIO (`romio`), the application gave no
  * prefix of its own (a ':' before the first '/' may be one), and the file lies where ROMIO has no driver but UFS:
  * ext2/3/4, btrfs, tmpfs, overlayfs, zfs, f2fs (statfs magic `fs_type`), or CephFS (`cephfs`: the file has a CephFS

@@ -88,6 +88,7 @@ typedef struct iotame_coll_env {
     int layout_from;                     /* its iotame_posix_from_t, agreed (0: none) */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
+    int shadow_ufs;               /* the shadow handle opens "ufs:" + path (iotame_coll_fs_facts) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
     int lost; /* the MPI error class of a message of ours lost on some rank in the engine's set-up (0: none) */
     /* the engine's option (iotame_coll_engine_options; 0: not set): ranks grouped into virtual nodes of this many
@@ -113,9 +114,11 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
 /* Whether the MPI library in use writes small noncontiguous pieces with data sieving (ROMIO, MPICH's and Open MPI's
  * romio component), rather than one by one (Open MPI's OMPIO); the same on every rank. */
 int iotame_coll_write_sieving(void);
-/* Whether path is on a local disk file system (where ROMIO's data-sieving locks work), and not striped over
- * several targets by emulated storage. */
-int iotame_coll_local_fs(const char *path);
+/* What rank 0 learns of the file at the open, for every rank (route_open.c): whether it is on a local disk file
+ * system (where ROMIO's data-sieving locks work) and not striped over several targets by emulated storage, and
+ * whether the engine's shadow handle may open it with ROMIO's "ufs:" prefix (shadow_path.h; `romio`: the library
+ * is ROMIO). Both 0 when the file cannot be examined. */
+void iotame_coll_fs_facts(const char *path, int romio, int *local_fs, int *shadow_ufs);
 /* The file's block size as stat reports it (st_blksize: a local file system's page, a parallel file system's stripe or
  * block); 0 when unknown. */
 int64_t iotame_coll_fs_block(const char *path);
