@@ -1,7 +1,7 @@
 /* The path the engine's shadow handle opens (collective/env.c): the application's, or that path with ROMIO's "ufs:"
  * prefix where ROMIO would resolve the file to its UFS driver anyway. ROMIO resolves the file system of a path
  * without a prefix at every open (statfs and more, each a round trip to the servers on a network file system's
- * client), and on a CephFS client that costs the engine's set-up several times the open itself; a prefix skips it.
+ * client), a part of an engine strategy's first call; a prefix skips it (docs/design/shadow-open.md).
  * Pure: no MPI, no file access. */
 #ifndef IOTAME_COLLECTIVE_SHADOW_PATH_H
 #define IOTAME_COLLECTIVE_SHADOW_PATH_H
