@@ -80,7 +80,7 @@ def raw_predictions(profile: dict, rows: list[dict]) -> list[dict[str, float]]:
     `iotame-config predict` on the profile; IotameError when it fails."""
     if not rows:
         return []
-    calls, index = [], {}
+    index: dict[str, int] = {}
     for r in rows:
         index.setdefault(json.dumps(_call(r), sort_keys=True), len(index))
     calls = list(index)
