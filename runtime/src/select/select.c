@@ -275,7 +275,8 @@ static double budget_turn_loss(const iotame_sel_entry_t *e, int c, int b)
 }
 
 /* Whether the next examination call must wait for credit: not with an unlimited budget, nor when the candidate is
- * the best so far, has started its run, or nothing has been measured yet. */
+ * the best so far, has started its run, or nothing has been measured yet, nor for a deferred pick not yet served on
+ * the signature (it leads beyond the errors: the deferral spared it the first call only, not its turn). */
 static void budget_gate(iotame_sel_entry_t *e)
 {
     sel_budget_t *g = &e->budget;
@@ -283,6 +284,9 @@ static void budget_gate(iotame_sel_entry_t *e)
     if (e->state != EXAMINING || e->set.budget >= 1) return;
     const int c = e->exam.cand[e->exam.cur];
     if (e->calls.prev == c) return;
+    if (e->prediction.deferred && c == e->prediction.first && !(e->prediction.seen[c] > 0) &&
+        !(e->prediction.first_call[c] > 0))
+        return;
     int b = iotame__select_exam_best(e);
     if (b < 0 || b == c || iotame__select_exam_mean(e, b) <= 0) return;
     g->waiting = e->set.budget * g->spent - g->debt < budget_turn_loss(e, c, b);
@@ -448,8 +452,17 @@ iotame_sel_entry_t *iotame_select_entry(iotame_selector_t *s, const iotame_sig_t
 
 int iotame_select_settled(const iotame_sel_entry_t *e) { return e->state == RUNNING || e->budget.waiting; }
 int iotame_select_running(const iotame_sel_entry_t *e) { return e->state == RUNNING; }
+/* Whether the entry's next call is a deferred pick's (prediction.c): the configured first candidate serves the
+ * signature's first call alone, what a phase of one call runs, and its turn ends there, measured or not; a read's
+ * transition (the readahead's calls) would otherwise keep it the whole phase while the pick waits. */
+static int exam_deferring(const iotame_sel_entry_t *e)
+{
+    return e->state == EXAMINING && e->prediction.deferred && e->exam.cur == 0 && e->calls.calls == 0;
+}
+
 int iotame_select_exam_left(const iotame_sel_entry_t *e)
 {
+    if (exam_deferring(e)) return 1;
     if (e->state != EXAMINING || e->budget.waiting) return 0;
     /* a long transition (a read's) is a window of its own: the measured calls' window is not averaged with it */
     const int t = calls_transition_left(e, e->exam.cand[e->exam.cur]);
@@ -549,8 +562,11 @@ static void exam_call(iotame_sel_entry_t *e, int strategy, double mbs)
 /* One call; `gated`: whether the examination's budget gate is checked after it (not within a window). */
 static void sel_update(iotame_selector_t *s, iotame_sel_entry_t *e, int strategy, double mbs, int gated)
 {
+    const int deferring = exam_deferring(e);
     const int transition = calls_count(s, e, strategy, mbs);
-    if (transition || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
+    if (deferring) {
+        exam_next_turn(e); /* the configured first's one call: served, not measured; the pick's turn begins */
+    } else if (transition || (e->state == EXAMINING && strategy != iotame_select_choose(e))) {
         /* a transition call (a winner's from the knowledge file too), or the rest of a window whose candidate
          * stopped early (clearly losing): served and charged, not measured */
         int b = iotame__select_exam_best(e);
