@@ -893,6 +893,23 @@ static void test_a_pick_whose_set_up_loses_a_one_call_phase_is_deferred(void)
     CHECK(strcmp(dstr(d, "strategy"), "target_aligned") == 0);
     CHECK(json_is_true(json_object_get(dmodel(d), "deferred")) &&
           !json_is_true(json_object_get(dmodel(d), "trusted")) && !json_is_true(json_object_get(dmodel(d), "leads")));
+    /* the pick serves from the second call, without waiting for credit; so on a read whose transition spans the
+     * readahead (here the whole phase of 64 calls), where passthrough's turn would otherwise never end */
+    CHECK(n > 1 && order[1] == TA);
+    const iotame_select_conf_t ahead = {ALL, 4, 3, 0.15, 0, 1, 0, 64 * 1000000, &K, 0};
+    iotame_sig_t rsig = sig;
+    rsig.write = 0;
+    m.setup[TA] = 0.01;
+    fs = new_fs();
+    s = select_for(fs);
+    e = iotame_select_entry(s, &rsig, &ahead, NULL, &m);
+    int first_ta = -1, pt = 0;
+    for (int i = 0; i < 64; i++) {
+        const int k = serve(s, e, real);
+        pt += k == PT;
+        if (k == TA && first_ta < 0) first_ta = i;
+    }
+    CHECK(first_ta == 1 && pt == 1);
     /* a set-up the lead still covers on one call (or one paid already: 0): served alone from the first call */
     m.setup[TA] = 0.005;
     m.setup[PT] = 0.001;
