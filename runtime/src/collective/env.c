@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/vfs.h>
 
 #include "posix/posix.h"
 #include "shadow_path.h"
@@ -31,12 +30,9 @@ int iotame_coll_write_sieving(void)
     return sieving;
 }
 
-static const char *os_path(const char *path) { return strncmp(path, "ufs:", 4) == 0 ? path + 4 : path; }
-
 void iotame_coll_fs_facts(const char *path, int romio, int *local_fs, int *shadow_ufs)
 {
-    static const unsigned long local[] = {0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x794C7630, 0x2FC12FC1,
-                                          0xF2F52010}; /* ext2/3/4, xfs, btrfs, tmpfs, overlay, zfs, f2fs */
+    const uint64_t xfs = 0x58465342;
     iotame_posix_layout_t l;
     *local_fs = *shadow_ufs = 0;
     if (iotame_posix_layout(path, &l) != 0) return;
@@ -44,15 +40,13 @@ void iotame_coll_fs_facts(const char *path, int romio, int *local_fs, int *shado
                   iotame_coll_shadow_ufs(path, l.fs_type, l.from == IOTAME_POSIX_FROM_CEPHFS, romio);
     /* A file striped over several targets by a layout hook (the emulated storage) behaves as on the parallel file
      * system it models, whatever file system holds its bytes. */
-    if (l.count > 1) return;
-    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
-        if ((unsigned long)l.fs_type == local[i]) *local_fs = 1;
+    *local_fs = l.count <= 1 && (l.fs_type == xfs || iotame_coll_ufs_only_fs(l.fs_type));
 }
 
 int64_t iotame_coll_fs_block(const char *path)
 {
     struct stat st;
-    return stat(os_path(path), &st) == 0 && st.st_blksize > 0 ? (int64_t)st.st_blksize : 0;
+    return stat(iotame_posix_path(path), &st) == 0 && st.st_blksize > 0 ? (int64_t)st.st_blksize : 0;
 }
 
 int64_t iotame_coll_readahead(const char *path)
@@ -61,7 +55,7 @@ int64_t iotame_coll_readahead(const char *path)
                                         "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
                                         "/sys/class/bdi/%u:%u/read_ahead_kb"};
     struct stat st;
-    if (stat(os_path(path), &st) != 0) return 0;
+    if (stat(iotame_posix_path(path), &st) != 0) return 0;
     for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
         char name[128];
         snprintf(name, sizeof name, where[i], major(st.st_dev), minor(st.st_dev));

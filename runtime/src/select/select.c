@@ -275,8 +275,8 @@ static double budget_turn_loss(const iotame_sel_entry_t *e, int c, int b)
 }
 
 /* Whether the next examination call must wait for credit: not with an unlimited budget, nor when the candidate is
- * the best so far, has started its run, or nothing has been measured yet, nor for a deferred pick not yet served on
- * the signature (it leads beyond the errors: the deferral spared it the first call only, not its turn). */
+ * the best so far, has started its run, or nothing has been measured yet (a deferred pick's turn: the configured
+ * first's one call is not measured, exam_deferring). */
 static void budget_gate(iotame_sel_entry_t *e)
 {
     sel_budget_t *g = &e->budget;
@@ -284,9 +284,6 @@ static void budget_gate(iotame_sel_entry_t *e)
     if (e->state != EXAMINING || e->set.budget >= 1) return;
     const int c = e->exam.cand[e->exam.cur];
     if (e->calls.prev == c) return;
-    if (e->prediction.deferred && c == e->prediction.first && !(e->prediction.seen[c] > 0) &&
-        !(e->prediction.first_call[c] > 0))
-        return;
     int b = iotame__select_exam_best(e);
     if (b < 0 || b == c || iotame__select_exam_mean(e, b) <= 0) return;
     g->waiting = e->set.budget * g->spent - g->debt < budget_turn_loss(e, c, b);
