@@ -5,11 +5,12 @@ deliberately wrong for one strategy (--perturb S=X adds X to that strategy's fit
 predicted 7.4 x faster than the fit says). The first job serves the wrong pick from the first call; the question is
 how many jobs the corrections need before the best strategy serves the first call.
 
-Per job: the strategy of each operation's first call (the decision's trace), whether the model's pick was trusted,
-what the corrections rested on at the open, and the kernel's MB/s; the best fixed strategy of the case, from one
-job per strategy and operation measured before the sequence (--fixed, median of --rounds), against which the first
-calls are judged. The signature changes from job to job (the Matrix kernel's depth: rows per call), so no job
-starts from an earlier job's winner: what carries over is the model's corrections alone.
+Per job: the strategy of each operation's first call (the decision's trace), how the model's pick served (trusted
+alone, leading, deferred, a candidate explored before it, served on the class's measurements, or untrusted), what
+the corrections rested on at the open, and the kernel's MB/s; the best fixed strategy of the case, from one job per
+strategy and operation measured before the sequence (--fixed, median of --rounds), against which the first calls are
+judged. The signature changes from job to job (the Matrix kernel's depth: rows per call), so no job starts from an
+earlier job's winner: what carries over is the model's corrections alone.
 
 Usage: bench/learning.py --profile P [--perturb view_based=-2] [--jobs 4] [--block-size 4k] [--depth 32]
                          [--fixed independent,passthrough,view_based] [--rounds 3] [--dir D] [--json F]
@@ -52,7 +53,7 @@ def mbs(result):
 
 
 def first_calls(stats):
-    """{op: (strategy of the first call, model's first, trusted, corrections' measurements)}."""
+    """{op: (strategy of the first call, model's first, how the model's pick served, corrections' measurements)}."""
     out = {}
     for f in stats["files"]:
         coll = f.get("collective") or f
@@ -62,7 +63,10 @@ def first_calls(stats):
                 continue
             model = d.get("model") or {}
             corrections = (coll.get("profile") or {}).get("corrections") or {}
-            out[op] = (d["trace"][0][0], model.get("first"), model.get("trusted"), corrections.get("measurements"))
+            how = ("trusted" if model.get("trusted") else f"explored {model['explored']}" if model.get("explored")
+                   else "learned" if model.get("learned") else "leads" if model.get("leads")
+                   else "deferred" if model.get("deferred") else "untrusted")
+            out[op] = (d["trace"][0][0], model.get("first"), how, corrections.get("measurements"))
     return out
 
 
@@ -110,12 +114,12 @@ def main():
             jobs.append({"job": j + 1, "depth": args.depth + j, "mbs": mbs(result), "first": first_calls(stats)})
         print(f"best fixed: write {best['write']}, read {best['read']} (medians of {args.rounds}); "
               f"perturbed: {args.perturb}")
-        print("| job | depth | op | first call | model's first | trusted | corrections rest on | best? | MB/s |")
+        print("| job | depth | op | first call | model's first | its way | corrections rest on | best? | MB/s |")
         print("| ---: | ---: | --- | --- | --- | --- | ---: | --- | ---: |")
         for job in jobs:
             for op in ("write", "read"):
-                served, pick, trusted, measured = job["first"].get(op, ("-", "-", None, None))
-                print(f"| {job['job']} | {job['depth']} | {op} | {served} | {pick} | {trusted} | {measured} | "
+                served, pick, how, measured = job["first"].get(op, ("-", "-", "-", None))
+                print(f"| {job['job']} | {job['depth']} | {op} | {served} | {pick} | {how} | {measured} | "
                       f"{'yes' if served == best[op] else 'no'} | {job['mbs'][op]:.1f} |")
         if args.json:
             args.json.write_text(json.dumps({"fixed": fixed, "best": best, "jobs": jobs,

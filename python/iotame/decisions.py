@@ -84,6 +84,13 @@ def selector_reason(d: dict, budget: float) -> str:
             return f"decided: {strategy}, from the knowledge file"
         if model and model.get("trusted"):
             return f"decided: {strategy}, the cost model's pick, trusted beyond its error ({tried})"
+        if model and model.get("explored"):
+            return (f"decided: {strategy}, the fastest measured of {model['explored']} (explored first: within the "
+                    f"errors of the cost model's pick, {model.get('first')}, and measured by no earlier job of its "
+                    f"class) and the candidates after it ({tried})")
+        if model and model.get("learned"):
+            return (f"decided: {strategy}, the fastest measured of the cost model's pick ({model.get('first')}, "
+                    f"served first as its class's earlier jobs measured it) and the candidates after it ({tried})")
         if model and model.get("leads"):
             return (f"decided: {strategy}, the fastest measured of the cost model's pick ({model.get('first')}, "
                     f"faster beyond its error than the job without a profile) and the candidates within its error "

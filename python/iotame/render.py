@@ -193,7 +193,11 @@ def stats_tables(summary: dict) -> list[Table]:
             times = "\n".join(f"{k} {pred[k] * 1e3:.3g} / " + (f"{meas[k] * 1e3:.3g}" if k in meas else "-") +
                               (f" (±{errs[k]:.0%})" if k in errs else "") for k in sorted(pred, key=pred.get))
             first = str(m.get("first")) + ("" if "trusted" not in m else " (served alone from the first call)"
-                                           if m["trusted"] else " (served first; candidates within its errors after)"
+                                           if m["trusted"] else f" (explored first: {m['explored']}, which no earlier "
+                                           "job of its class measured)" if m.get("explored")
+                                           else " (served first: its class's earlier jobs measured it)"
+                                           if m.get("learned")
+                                           else " (served first; candidates within its errors after)"
                                            if m.get("leads") else " (deferred: its set-up loses a one-call phase; "
                                            "the configured first served first)" if m.get("deferred")
                                            else " (not trusted: within the errors; configured order)")

@@ -919,6 +919,77 @@ static void test_a_pick_whose_set_up_loses_a_one_call_phase_is_deferred(void)
     CHECK(!json_is_true(json_object_get(dmodel(decision(fs, 0)), "deferred")));
 }
 
+static void test_a_candidate_no_earlier_job_measured_is_explored_first(void)
+{
+    /* target_aligned (170 MB/s) leads: passthrough (100, configured first and library) and two_phase (60) are beyond
+     * the errors, node_local (150) within. An earlier job of the class measured target_aligned slower than the fit
+     * predicted (its correction above 0), none node_local: node_local, predicted faster than passthrough, serves
+     * first, target_aligned after it. */
+    iotame_sig_t sig = {1, 2, 1000000, 64, 0};
+    const double pred[4] = {100, 60, 150, 170};
+    iotame_select_model_t m = model_of(pred, 0.2);
+    m.measured[TA] = 1;
+    m.correction[TA] = 0.1;
+    iotame_file_stats_t *fs = new_fs();
+    iotame_selector_t *s = select_for(fs);
+    iotame_sel_entry_t *e = iotame_select_entry(s, &sig, &CONF, NULL, &m);
+    int order[40];
+    const int n = serve_until_running(s, e, fs, pred, order, 40);
+    int next = -1;
+    for (int i = 0; i < n && next < 0; i++)
+        if (order[i] != NL) next = order[i];
+    CHECK(n > 0 && order[0] == NL && next == TA);
+    const json_t *d = dmodel(decision(fs, 0));
+    CHECK(strcmp(dstr(d, "explored"), "node_local") == 0 && strcmp(dstr(d, "first"), "target_aligned") == 0 &&
+          json_is_true(json_object_get(d, "leads")));
+    /* the pick first: once node_local was measured in the class too; while no job measured the class; and where
+     * the pick measured as fast as the fit predicted, or faster */
+    for (int round = 0; round < 3; round++) {
+        iotame_select_model_t again = m;
+        if (round == 0) again.measured[NL] = 2;
+        if (round == 1) again.measured[TA] = 0;
+        if (round == 2) again.correction[TA] = -0.3;
+        fs = new_fs();
+        e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &again);
+        CHECK(iotame_select_choose(e) == TA && json_is_null(json_object_get(dmodel(decision(fs, 0)), "explored")));
+    }
+    /* untrusted (passthrough within the errors too): passthrough, the configured first, serves first until the
+     * class was measured, then the fastest predicted that no job measured */
+    const double close[4] = {100, 60, 110, 120};
+    iotame_select_model_t u = model_of(close, 0.2);
+    e = iotame_select_entry(select_for(new_fs()), &sig, &CONF, NULL, &u);
+    CHECK(iotame_select_choose(e) == PT);
+    u.measured[PT] = 1;
+    fs = new_fs();
+    e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &u);
+    CHECK(iotame_select_choose(e) == TA && strcmp(dstr(dmodel(decision(fs, 0)), "explored"), "target_aligned") == 0);
+    /* once it was measured as fast as predicted, the pick serves first on that (learned); measured slower, the
+     * fastest no job measured, node_local, serves first */
+    u.measured[TA] = 1;
+    u.correction[TA] = -0.1;
+    fs = new_fs();
+    e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &u);
+    CHECK(iotame_select_choose(e) == TA && json_is_true(json_object_get(dmodel(decision(fs, 0)), "learned")) &&
+          json_is_null(json_object_get(dmodel(decision(fs, 0)), "explored")));
+    u.correction[TA] = 0.1;
+    fs = new_fs();
+    e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &u);
+    CHECK(iotame_select_choose(e) == NL && strcmp(dstr(dmodel(decision(fs, 0)), "explored"), "node_local") == 0);
+    /* node_local's first call, its set-up included, predicted slower than passthrough's (what serves without the
+     * profile): not explored */
+    m.setup[NL] = 0.01;
+    fs = new_fs();
+    e = iotame_select_entry(select_for(fs), &sig, &CONF, NULL, &m);
+    CHECK(iotame_select_choose(e) == TA);
+    /* trusted (node_local beyond the errors too): nothing within them to explore */
+    const double clear[4] = {100, 60, 80, 170};
+    m = model_of(clear, 0.2);
+    m.measured[TA] = 1;
+    m.correction[TA] = 0.1;
+    e = iotame_select_entry(select_for(new_fs()), &sig, &CONF, NULL, &m);
+    CHECK(iotame_select_running(e) && iotame_select_choose(e) == TA);
+}
+
 static void test_a_time_departing_from_its_prediction_lets_others_in(void)
 {
     /* target_aligned is predicted at 200 MB/s and runs at 60: beyond the error, so the candidates predicted within
@@ -1029,6 +1100,7 @@ int main(void)
     test_an_untrusted_model_examines_as_without_a_profile_less_the_clear_losers();
     test_a_pick_within_the_errors_is_not_trusted();
     test_a_pick_whose_set_up_loses_a_one_call_phase_is_deferred();
+    test_a_candidate_no_earlier_job_measured_is_explored_first();
     test_a_time_departing_from_its_prediction_lets_others_in();
     test_the_selector_returns_once_a_load_is_gone();
     test_the_knowledge_carries_the_models_error();

@@ -213,6 +213,8 @@ static int auto_predict(void *arg, const iotame_sig_t *sig, int interleaved, iot
         const int paid = iotame_strategies[s]->native ? a->served[s] : a->engine_set_up;
         out->setup[s] = paid ? 0 : iotame_model_setup(&a->model.profile->profile, a->model.kind[s], sig->write);
         out->errors[s] = iotame__coll_correction_error(&k, error > 0 ? error : a->model.error);
+        out->measured[s] = k.measurements > INT32_MAX ? INT32_MAX : (int)k.measurements;
+        out->correction[s] = k.correction;
         if (k.measurements > 0) json_object_set_new(applied, name, json_real(k.correction));
         any |= out->seconds[s] > 0;
     }

@@ -47,8 +47,10 @@ static json_t *decision_model(const iotame_select_decision_t *d)
     json_t *examined = json_array();
     for (int k = 0; examined && k < d->ncand; k++)
         if (!d->cut[d->cand[k]]) json_array_append_new(examined, json_string(decision_name(d->cand[k])));
-    return json_pack("{s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:f,s:o,s:I,s:I,s:I}", "first", decision_name(d->model_first),
-                     "trusted", d->trusted, "leads", d->leads, "deferred", d->deferred, "examined", examined,
+    return json_pack("{s:s,s:b,s:b,s:b,s:o,s:b,s:o,s:o,s:o,s:f,s:o,s:I,s:I,s:I}", "first",
+                     decision_name(d->model_first), "trusted", d->trusted, "leads", d->leads, "deferred", d->deferred,
+                     "explored", d->explored >= 0 ? json_string(decision_name(d->explored)) : json_null(), "learned",
+                     d->learned, "examined", examined,
                      "predicted_s",
                      decision_seconds(d->predicted), "measured_s", decision_seconds(d->measured_s), "error",
                      d->model_error, "errors", decision_seconds(d->errors),

@@ -76,6 +76,8 @@ typedef struct {
     int leads;   /* it beat the configured first candidate and the library's call so: it served first */
     int deferred; /* it would have led, but its first call, set-up included, is predicted slower than the configured
                      first's: that serves first, the pick is examined next */
+    int explored; /* a candidate no job of the class measured, served first (prediction_known_front; -1: none) */
+    int learned;  /* the pick served first without a lead, on what the class's jobs measured */
     int cut[IOTAME_SELECT_MAX];     /* kept out of examinations: predicted beyond the error of the incumbent's */
     double seen[IOTAME_SELECT_MAX]; /* the latest mean measured of each strategy (MB/s; 0: none) */
     double top[IOTAME_SELECT_MAX];  /* the best mean measured of each (MB/s): what it does when conditions allow */

@@ -210,6 +210,63 @@ static int prediction_setup_defers(const iotame_sel_entry_t *e, const iotame_sel
     return 0;
 }
 
+/* Whether candidate c may serve first in a class earlier jobs measured: within the errors of the fastest predicted
+ * (or a reference where the pick does not lead) and its first call, set-up included, predicted no slower than
+ * `bound`, the references' (the configured first's and the library's). */
+static int prediction_eligible(const sel_prediction_t *md, const iotame_select_model_t *model, int c, int configured,
+                               double bound)
+{
+    const int within = !md->cut[c] || (!md->leads && (c == configured || c == model->library));
+    return within && md->pred[c] > 0 && md->pred[c] + fmax(0, model->setup[c]) <= bound;
+}
+
+/* What serves first in a class earlier jobs measured (the knowledge's corrections of some strategy rest on a
+ * measurement); -1: the order stands (no such class, or a trusted or deferred pick). What serves first is measured
+ * and corrected in every job, while a candidate within the errors is examined only after it, in phases long enough
+ * to pay for a turn: a candidate the fit predicted slow would never be measured, and so never corrected. So:
+ * - without a lead, the fastest predicted serves first where it is eligible (prediction_eligible): the predictions
+ *   are now corrected by what the class's jobs measured (`learned`), else the configured first;
+ * - unless what so serves first measured as fast as the fit predicted or faster (its correction at most 0), the
+ *   fastest eligible candidate that no job of the class measured serves first instead (`explored`): each serves
+ *   first in at most one job of the class, predicted no worse than the job without the profile.
+ * The others follow as the budget allows (docs/design/fitted-model.md, "Exploring"). */
+static int prediction_known_front(sel_prediction_t *md, const sel_exam_t *x, const iotame_select_model_t *model,
+                                  int configured)
+{
+    int known = 0;
+    for (int k = 0; k < x->ncand; k++) known |= model->measured[x->cand[k]] > 0;
+    if (md->trusted || md->deferred || !known) return -1;
+    const int refs[2] = {configured, model->library};
+    double bound = INFINITY;
+    for (int i = 0; i < 2; i++)
+        if (refs[i] >= 0 && refs[i] < IOTAME_SELECT_MAX && md->pred[refs[i]] > 0)
+            bound = fmin(bound, md->pred[refs[i]] + fmax(0, model->setup[refs[i]]));
+    const int usual = md->leads ? md->first : configured;
+    int front = md->leads || prediction_eligible(md, model, md->first, configured, bound) ? md->first : configured;
+    if (!(model->measured[front] > 0 && model->correction[front] <= 0)) {
+        int c = -1;
+        for (int k = 0; k < x->ncand; k++) {
+            const int o = x->cand[k];
+            if (model->measured[o] <= 0 && prediction_eligible(md, model, o, configured, bound) &&
+                (c < 0 || md->pred[o] < md->pred[c]))
+                c = o;
+        }
+        if (c >= 0) front = c;
+        if (c >= 0 && c != usual) md->explored = c;
+    }
+    md->learned = front != usual && md->explored < 0;
+    return front;
+}
+
+/* Moves candidate c to the front of the examination's order, the others' order kept. */
+static void prediction_to_front(sel_exam_t *x, int c)
+{
+    int k = 0;
+    while (x->cand[k] != c) k++;
+    for (; k > 0; k--) x->cand[k] = x->cand[k - 1];
+    x->cand[0] = c;
+}
+
 /* A new entry's prediction. Where the fastest predicted beats every other candidate beyond both errors it is
  * trusted: it comes first and serves alone (prediction_start), the others kept out until a measured time departs
  * from its prediction. Where it so beats only what would serve without the profile (prediction_leads) it serves
@@ -220,11 +277,13 @@ static int prediction_setup_defers(const iotame_sel_entry_t *e, const iotame_sel
  * the pick is examined next, the others as when it leads (prediction_setup_defers).
  * Otherwise the prediction chooses nothing (do no harm): the candidates are examined in the configured order, as
  * without a profile, less those it keeps out (the ones predicted beyond the errors of the fastest, but never the
- * configured first or the library's call), and the predictions are checked against what is measured. */
+ * configured first or the library's call), and the predictions are checked against what is measured. In a class
+ * earlier jobs measured, what serves first follows their measurements (prediction_known_front). */
 void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_model_t *model)
 {
     sel_prediction_t *md = &e->prediction;
     md->backoff = 1;
+    md->explored = -1;
     if (!model) return;
     sel_exam_t *x = &e->exam;
     int first = -1;
@@ -247,23 +306,22 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
         md->trusted = md->leads = 0;
         md->deferred = 1;
     }
+    const int front = prediction_known_front(md, x, model, configured);
     if (md->leads || md->deferred) {
         prediction_sort(x, md->pred);
         if (md->deferred) { /* the configured first serves first, then the candidates in predicted order */
-            int k = 0;
-            while (x->cand[k] != configured) k++;
-            for (; k > 0; k--) x->cand[k] = x->cand[k - 1];
-            x->cand[0] = configured;
+            prediction_to_front(x, configured);
             md->cut[configured] = 0;
         }
-        return;
+    } else {
+        /* As without a profile: the configured order, the configured first candidate and the library's call
+         * examined whatever their predictions; only the candidates predicted slower than the fastest beyond both
+         * errors stay out, as in a leading pick's examination (the fastest predicted is examined, so whatever wins
+         * is predicted no slower than they beyond the errors), until a measured time departs from its prediction. */
+        md->cut[configured] = 0;
+        if (model->library >= 0 && model->library < IOTAME_SELECT_MAX) md->cut[model->library] = 0;
     }
-    /* As without a profile: the configured order, the configured first candidate and the library's call examined
-     * whatever their predictions; only the candidates predicted slower than the fastest beyond both errors stay
-     * out, as in a leading pick's examination (the fastest predicted is examined, so whatever wins is predicted
-     * no slower than they beyond the errors), until a measured time departs from its prediction. */
-    md->cut[x->cand[0]] = 0;
-    if (model->library >= 0 && model->library < IOTAME_SELECT_MAX) md->cut[model->library] = 0;
+    if (front >= 0) prediction_to_front(x, front);
 }
 
 /* Whether the model leaves a new entry a single candidate: it then runs from the first call. */

@@ -395,6 +395,8 @@ static void sel_publish(iotame_sel_entry_t *e)
     d->trusted = md->trusted;
     d->leads = md->leads;
     d->deferred = md->deferred;
+    d->explored = md->explored;
+    d->learned = md->learned;
     d->departures = md->departures;
     d->probes = md->probes;
     d->returns = md->returns;

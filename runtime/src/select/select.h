@@ -66,6 +66,10 @@ typedef struct {
     int library;                       /* the strategy id of the library's own collective call (-1: none) */
     double setup[IOTAME_SELECT_MAX];   /* seconds a strategy's first call adds to its steady one where the handle has
                                           not paid it yet (the engine's set-up); 0: none */
+    int measured[IOTAME_SELECT_MAX];   /* the measurements the knowledge's corrections of a strategy rest on for the
+                                          signature's class (earlier jobs'; 0: none) */
+    double correction[IOTAME_SELECT_MAX]; /* and the correction they applied to `seconds` (log of measured over the
+                                             fit's prediction; above 0: measured slower) */
 } iotame_select_model_t;
 
 /* What an earlier run learned of one signature (an entry of the knowledge file, as the caller read it). */
@@ -186,6 +190,10 @@ typedef struct {
                                                             errors after; deferred: it would have, but its set-up
                                                             made its first call slower than the configured first's,
                                                             which served first, the pick examined next */
+    int explored; /* in a class earlier jobs measured: a candidate within the errors that none of them measured,
+                     served first (-1: none) */
+    int learned;  /* and the model's pick served first without a lead beyond the errors, its prediction corrected by
+                     what they measured */
     double predicted[IOTAME_SELECT_MAX], measured_s[IOTAME_SELECT_MAX];
     int cut[IOTAME_SELECT_MAX];
     double model_error, errors[IOTAME_SELECT_MAX]; /* the fastest's error in effect, and each one's */
