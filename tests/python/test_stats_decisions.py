@@ -56,6 +56,13 @@ def test_the_selector_says_when_the_budget_was_never_earned():
     deferred = selector_reason(dict(d, state="running", model={"first": "two_phase", "deferred": True}), 0.05)
     assert deferred.startswith("decided: independent, the fastest measured; the cost model's pick (two_phase) was "
                                "examined after the configured first") and "set-up" in deferred
+    explored = selector_reason(dict(d, state="running", model={"first": "two_phase", "leads": True,
+                                                               "explored": "node_local"}), 0.05)
+    assert explored.startswith("decided: independent, the fastest measured of node_local (explored first") and \
+        "no earlier job of its class" in explored
+    learned = selector_reason(dict(d, state="running", model={"first": "two_phase", "learned": True}), 0.05)
+    assert learned.startswith("decided: independent, the fastest measured of the cost model's pick (two_phase, "
+                              "served first as its class's earlier jobs measured it)")
 
 
 def test_stats_show_prints_the_decisions(tmp_path, capsys, monkeypatch):
