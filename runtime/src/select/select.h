@@ -58,7 +58,10 @@ typedef struct {
  * serves alone where it so beats every candidate. Otherwise the candidates keep the configured order, as without a
  * profile (do no harm). Either way a candidate is examined only where its prediction is within the errors of the
  * incumbent's. Each error starts at `errors` (else `error`) and grows with what the signature's calls measure
- * (docs/design/cost-model.md, "How the selector uses it"; docs/design/fitted-model.md). */
+ * (docs/design/cost-model.md, "How the selector uses it"; docs/design/fitted-model.md). In a class of signatures
+ * earlier jobs measured (`measured`), what serves first follows what they measured: a pick without a lead serves
+ * on its corrected prediction, and a candidate none of them measured is explored first unless what would serve
+ * first measured as fast as predicted. */
 typedef struct {
     double seconds[IOTAME_SELECT_MAX]; /* one call by strategy id; 0: not predicted (never examined) */
     double error;                      /* relative: 0.2 is a factor 1.2 either way */
