@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 from iotame.bench.execute import verified_job  # noqa: E402
 from iotame.bench.setting import Setting  # noqa: E402
+from iotame.decisions import pick_way  # noqa: E402
 
 
 def run_job(args, tmp, name, collective, depth):
@@ -63,9 +64,7 @@ def first_calls(stats):
                 continue
             model = d.get("model") or {}
             corrections = (coll.get("profile") or {}).get("corrections") or {}
-            how = ("trusted" if model.get("trusted") else f"explored {model['explored']}" if model.get("explored")
-                   else "learned" if model.get("learned") else "leads" if model.get("leads")
-                   else "deferred" if model.get("deferred") else "untrusted")
+            how = pick_way(model) + (f" {model['explored']}" if model.get("explored") else "")
             out[op] = (d["trace"][0][0], model.get("first"), how, corrections.get("measurements"))
     return out
 

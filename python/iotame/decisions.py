@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["settings_of", "throttle_rows", "selector_reason", "staging_times", "hints_rows", "hints_words"]
+__all__ = ["settings_of", "throttle_rows", "pick_way", "selector_reason", "staging_times", "hints_rows", "hints_words"]
 
 # The runtime's defaults for the settings the reasons quote (runtime/settings.json).
 _DEFAULTS = {("throttle", "window_seconds"): 0.25, ("collective", "exam_budget"): 0.05}
@@ -73,6 +73,16 @@ def throttle_rows(stats: dict, settings: dict | None = None) -> list[dict]:
     return rows
 
 
+# How the cost model's pick served a call signature, as its decision's "model" part says: the first of these set
+# (docs/collective.md, "Prediction"), else "untrusted" (the configured order, as without a profile).
+PICK_WAYS = ("trusted", "explored", "learned", "leads", "deferred")
+
+
+def pick_way(model: dict | None) -> str:
+    """The first of PICK_WAYS that the decision's model part sets, else "untrusted"."""
+    return next((way for way in PICK_WAYS if model and model.get(way)), "untrusted")
+
+
 def selector_reason(d: dict, budget: float) -> str:
     """One call signature under strategy auto: what serves it and why."""
     measured = d.get("throughputs") or {}
@@ -82,23 +92,23 @@ def selector_reason(d: dict, budget: float) -> str:
     if d.get("state") == "running":
         if d.get("from_knowledge"):
             return f"decided: {strategy}, from the knowledge file"
-        if model and model.get("trusted"):
+        m = model or {}
+        way, pick = pick_way(m), m.get("first")
+        if way == "trusted":
             return f"decided: {strategy}, the cost model's pick, trusted beyond its error ({tried})"
-        if model and model.get("explored"):
-            return (f"decided: {strategy}, the fastest measured of {model['explored']} (explored first: within the "
-                    f"errors of the cost model's pick, {model.get('first')}, and measured by no earlier job of its "
-                    f"class) and the candidates after it ({tried})")
-        if model and model.get("learned"):
-            return (f"decided: {strategy}, the fastest measured of the cost model's pick ({model.get('first')}, "
-                    f"served first as its class's earlier jobs measured it) and the candidates after it ({tried})")
-        if model and model.get("leads"):
-            return (f"decided: {strategy}, the fastest measured of the cost model's pick ({model.get('first')}, "
-                    f"faster beyond its error than the job without a profile) and the candidates within its error "
+        if way == "deferred":
+            return (f"decided: {strategy}, the fastest measured; the cost model's pick ({pick}) was examined after "
+                    f"the configured first, as its first call, with the set-up of the handle, was predicted slower "
                     f"({tried})")
-        if model and model.get("deferred"):
-            return (f"decided: {strategy}, the fastest measured; the cost model's pick ({model.get('first')}) was "
-                    f"examined after the configured first, as its first call, with the set-up of the handle, was "
-                    f"predicted slower ({tried})")
+        served_first = {
+            "explored": f"{m.get('explored')} (explored first: within the errors of the cost model's "
+                        f"pick, {pick}, and measured by no earlier job of its class) and the candidates after it",
+            "learned": f"the cost model's pick ({pick}, served first as its class's earlier jobs measured it) and the "
+                       f"candidates after it",
+            "leads": f"the cost model's pick ({pick}, faster beyond its error than the job without a profile) and the "
+                     f"candidates within its error"}.get(way)
+        if served_first:
+            return f"decided: {strategy}, the fastest measured of {served_first} ({tried})"
         return f"decided: {strategy}, the fastest measured ({tried})"
     waited = int(d.get("deferred_calls", 0) or 0)
     if budget >= 1:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .bandwidth import DEFINITION, bandwidth, fmt_bandwidth
+from .decisions import pick_way
 from .stats import partial_banner
 
 __all__ = ["PIPE_WIDTH", "READ_WIDTH", "status", "console", "stats_header", "stats_tables", "print_stats", "phase_table", "fmt_bytes", "fmt_size", "fmt_seconds", "fmt_mbs"]
@@ -192,15 +193,13 @@ def stats_tables(summary: dict) -> list[Table]:
             pred, meas, errs = m.get("predicted_s") or {}, m.get("measured_s") or {}, m.get("errors") or {}
             times = "\n".join(f"{k} {pred[k] * 1e3:.3g} / " + (f"{meas[k] * 1e3:.3g}" if k in meas else "-") +
                               (f" (±{errs[k]:.0%})" if k in errs else "") for k in sorted(pred, key=pred.get))
-            first = str(m.get("first")) + ("" if "trusted" not in m else " (served alone from the first call)"
-                                           if m["trusted"] else f" (explored first: {m['explored']}, which no earlier "
-                                           "job of its class measured)" if m.get("explored")
-                                           else " (served first: its class's earlier jobs measured it)"
-                                           if m.get("learned")
-                                           else " (served first; candidates within its errors after)"
-                                           if m.get("leads") else " (deferred: its set-up loses a one-call phase; "
-                                           "the configured first served first)" if m.get("deferred")
-                                           else " (not trusted: within the errors; configured order)")
+            how = {"trusted": "served alone from the first call",
+                   "explored": f"explored first: {m.get('explored')}, which no earlier job of its class measured",
+                   "learned": "served first: its class's earlier jobs measured it",
+                   "leads": "served first; candidates within its errors after",
+                   "deferred": "deferred: its set-up loses a one-call phase; the configured first served first",
+                   "untrusted": "not trusted: within the errors; configured order"}[pick_way(m)]
+            first = str(m.get("first")) + ("" if "trusted" not in m else f" ({how})")
             t.add_row(m["path"], call, str(m.get("strategy") or "-"), first, f"{float(m.get('error', 0)):.2f}", times)
         tables.append(t)
         tables.append(_model_basis(coll["model"]))

@@ -88,7 +88,8 @@ def test_stats_show_the_models_predictions(tmp_path, capsys, monkeypatch):
     f["profile"] = {"path": "/home/u/.config/iotame/profiles/ext4.json", "found_by": "directory"}
     f["decisions"] = [{"signature": {"op": "write", "nprocs": 2, "bytes": 1048576, "requests": 64, "gap": 0},
                        "strategy": "node_local", "state": "running",
-                       "model": {"first": "node_local", "examined": ["node_local"], "error": 0.2,
+                       "model": {"first": "node_local", "examined": ["node_local", "two_phase"], "error": 0.2,
+                                 "trusted": False, "leads": True, "explored": "two_phase",
                                  "predicted_s": {"node_local": 0.004, "two_phase": 0.009},
                                  "measured_s": {"node_local": 0.005}, "departures": 0, "probes": 0, "returns": 0}}]
     other = dict(f, path="/tmp/y.dat", profile_refused="iotame: profile p.json: memory.copy_mbs: expected MB/s")
@@ -96,7 +97,7 @@ def test_stats_show_the_models_predictions(tmp_path, capsys, monkeypatch):
     obj["files"].append(other)
     assert main(["stats", "show", str(write(tmp_path, obj))]) == 0
     out = capsys.readouterr().out
-    for text in ("the cost model", "node_local 4 / 5", "two_phase 9 / -", "0.20",
+    for text in ("the cost model", "node_local 4 / 5", "two_phase 9 / -", "0.20", "explored first: two_phase",
                  "profile refused: iotame: profile p.json: memory.copy_mbs"):
         assert text in out, text
     (m, refused) = summarize(obj)["collective"]["model"]

@@ -192,32 +192,44 @@ static int prediction_leads(const iotame_sel_entry_t *e, int library)
            (!lib_candidate || library == first || e->prediction.cut[library]);
 }
 
-/* Whether the fastest predicted, `first`, would make a phase of one call slower than the configured first candidate
- * (`configured`, what serves without the profile) or the library's call: its first call, the set-up it has not paid
- * on this handle included, predicted slower than theirs. Its lead is in the calls after; a phase may not have any. */
+/* Seconds of candidate c's first call on the handle: its predicted call and the set-up it has not paid there. */
+static double prediction_first_call(const sel_prediction_t *md, const iotame_select_model_t *model, int c)
+{
+    return md->pred[c] + fmax(0, model->setup[c]);
+}
+
+/* The quicker first call of what would serve a phase of one call without the profile: the configured first candidate
+ * and the library's call, where they are candidates with a prediction (INFINITY: neither). */
+static double prediction_reference_call(const iotame_sel_entry_t *e, const iotame_select_model_t *model, int configured)
+{
+    const int refs[2] = {configured, model->library};
+    double least = INFINITY;
+    for (int i = 0; i < 2; i++) {
+        int candidate = 0;
+        for (int k = 0; k < e->exam.ncand; k++) candidate |= e->exam.cand[k] == refs[i];
+        if (candidate && e->prediction.pred[refs[i]] > 0)
+            least = fmin(least, prediction_first_call(&e->prediction, model, refs[i]));
+    }
+    return least;
+}
+
+/* Whether the fastest predicted would make a phase of one call slower than the configured first candidate (what
+ * serves without the profile) or the library's call: its first call, the set-up it has not paid on this handle
+ * included, predicted slower than theirs. Its lead is in the calls after; a phase may not have any. */
 static int prediction_setup_defers(const iotame_sel_entry_t *e, const iotame_select_model_t *model, int configured)
 {
-    const int first = e->prediction.first, refs[2] = {configured, model->library};
-    const double mine = e->prediction.pred[first] + fmax(0, model->setup[first]);
-    for (int i = 0; i < 2; i++) {
-        const int r = refs[i];
-        int candidate = 0;
-        for (int k = 0; k < e->exam.ncand; k++) candidate |= e->exam.cand[k] == r;
-        if (candidate && r != first && e->prediction.pred[r] > 0 &&
-            mine > e->prediction.pred[r] + fmax(0, model->setup[r]))
-            return 1;
-    }
-    return 0;
+    return prediction_first_call(&e->prediction, model, e->prediction.first) >
+           prediction_reference_call(e, model, configured);
 }
 
 /* Whether candidate c may serve first in a class earlier jobs measured: within the errors of the fastest predicted
- * (or a reference where the pick does not lead) and its first call, set-up included, predicted no slower than
- * `bound`, the references' (the configured first's and the library's). */
+ * (or a reference where the pick does not lead) and its first call predicted no slower than `bound`, the
+ * references' (prediction_reference_call). */
 static int prediction_eligible(const sel_prediction_t *md, const iotame_select_model_t *model, int c, int configured,
                                double bound)
 {
     const int within = !md->cut[c] || (!md->leads && (c == configured || c == model->library));
-    return within && md->pred[c] > 0 && md->pred[c] + fmax(0, model->setup[c]) <= bound;
+    return within && md->pred[c] > 0 && prediction_first_call(md, model, c) <= bound;
 }
 
 /* What serves first in a class earlier jobs measured (the knowledge's corrections of some strategy rest on a
@@ -230,17 +242,14 @@ static int prediction_eligible(const sel_prediction_t *md, const iotame_select_m
  *   fastest eligible candidate that no job of the class measured serves first instead (`explored`): each serves
  *   first in at most one job of the class, predicted no worse than the job without the profile.
  * The others follow as the budget allows (docs/design/fitted-model.md, "Exploring"). */
-static int prediction_known_front(sel_prediction_t *md, const sel_exam_t *x, const iotame_select_model_t *model,
-                                  int configured)
+static int prediction_known_front(iotame_sel_entry_t *e, const iotame_select_model_t *model, int configured)
 {
+    sel_prediction_t *md = &e->prediction;
+    const sel_exam_t *x = &e->exam;
     int known = 0;
     for (int k = 0; k < x->ncand; k++) known |= model->measured[x->cand[k]] > 0;
     if (md->trusted || md->deferred || !known) return -1;
-    const int refs[2] = {configured, model->library};
-    double bound = INFINITY;
-    for (int i = 0; i < 2; i++)
-        if (refs[i] >= 0 && refs[i] < IOTAME_SELECT_MAX && md->pred[refs[i]] > 0)
-            bound = fmin(bound, md->pred[refs[i]] + fmax(0, model->setup[refs[i]]));
+    const double bound = prediction_reference_call(e, model, configured);
     const int usual = md->leads ? md->first : configured;
     int front = md->leads || prediction_eligible(md, model, md->first, configured, bound) ? md->first : configured;
     if (!(model->measured[front] > 0 && model->correction[front] <= 0)) {
@@ -306,7 +315,7 @@ void iotame__select_prediction_init(iotame_sel_entry_t *e, const iotame_select_m
         md->trusted = md->leads = 0;
         md->deferred = 1;
     }
-    const int front = prediction_known_front(md, x, model, configured);
+    const int front = prediction_known_front(e, model, configured);
     if (md->leads || md->deferred) {
         prediction_sort(x, md->pred);
         if (md->deferred) { /* the configured first serves first, then the candidates in predicted order */
