@@ -541,6 +541,16 @@ int iotame_module_index(const iotame_module_t *m)
 }
 iotame_posix_segment_t *iotame_posix_segment(void) { return &test_segment; }
 const char *iotame_posix_path(const char *path) { return path; }
+/* record.c's last recorded open, as the test sets it */
+static iotame_posix_file_t *test_last;
+static int test_last_fd = -1;
+iotame_posix_file_t *iotame__posix_last_opened(const char *path, int *fd, struct stat *st)
+{
+    if (!test_last || strcmp(test_last->path, path) != 0) return NULL;
+    *fd = test_last_fd;
+    *st = test_last->opened;
+    return test_last;
+}
 void iotame_stats_passthrough(iotame_file_stats_t *fs, const char *reason)
 {
     (void)fs;
@@ -572,16 +582,29 @@ static void target_layout_hooks(void)
     CHECK(fd >= 0 && fstat(fd, &st) == 0);
     striped_ino = st.st_ino;
     iotame_posix_layout_t l;
-    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1 && l.unit == 0); /* no hooks: the file system */
+    CHECK(iotame_posix_layout(path, &l, NULL) == 0 && l.count == 1 && l.unit == 0); /* no hooks: the file system */
     CHECK(l.from == IOTAME_POSIX_FROM_NONE && strcmp(iotame_posix_from_name(l.from), "none") == 0);
     iotame__hooks_layout = (iotame_hooks_t){3, {&mod_small, &mod_none, &mod_page}};
-    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 4 && l.unit == 65536 && l.ost[3] == 13);
+    CHECK(iotame_posix_layout(path, &l, NULL) == 0 && l.count == 4 && l.unit == 65536 && l.ost[3] == 13);
     CHECK(l.from == IOTAME_POSIX_FROM_EMULATED && strcmp(iotame_posix_from_name(l.from), "emulated") == 0);
     iotame__hooks_layout = (iotame_hooks_t){2, {&mod_small, &mod_page}}; /* mod_none is not active */
-    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 2 && l.unit == 4096 && l.ost[1] == 8);
+    CHECK(iotame_posix_layout(path, &l, NULL) == 0 && l.count == 2 && l.unit == 4096 && l.ost[1] == 8);
     striped_ino++; /* a file no module knows */
-    CHECK(iotame_posix_layout(path, &l) == 0 && l.count == 1);
-    iotame__hooks_layout.n = 0;
+    CHECK(iotame_posix_layout(path, &l, NULL) == 0 && l.count == 1);
+    /* the file the library opened last (a record of the POSIX layer): through its descriptor, read once */
+    striped_ino--;
+    iotame_posix_file_t rec = {.path = path, .opened = st};
+    test_last = &rec;
+    test_last_fd = fd;
+    struct stat got;
+    CHECK(iotame_posix_layout(path, &l, &got) == 0 && l.count == 2 && l.unit == 4096 && got.st_ino == st.st_ino);
+    CHECK(rec.layout == 1 && rec.stripes.count == 2 && rec.stripes.ost[1] == 8);
+    iotame__hooks_layout.n = 0; /* read once per record: the record's still */
+    CHECK(iotame_posix_layout(path, &l, NULL) == 0 && l.count == 2 && l.unit == 4096);
+    char other[] = "/tmp/iotame-test-throttle-other";
+    CHECK(iotame_posix_layout(other, &l, NULL) == -ENOENT && l.count == 1); /* another path: by the path */
+    test_last = NULL;
+    CHECK(iotame_posix_layout(path, &l, NULL) == 0 && l.count == 1 && l.unit == 0);
     close(fd);
     unlink(path);
 }

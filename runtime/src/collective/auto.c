@@ -19,11 +19,11 @@
 #include "strategy.h"
 #include "window.h"
 
-/* the open's agreement: whether every rank holds the knowledge, the readahead, the opening windows of reads and
- * writes on a local file system [0..3] and elsewhere [4..7] and the file's layout (targets, unit in KiB), each as
- * (max, -min) over the ranks, and one field unused. The machine profile is agreed by the core (the file record's). */
-enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_TARGETS = A_OPENING + 8, A_UNIT_KB = A_TARGETS + 2,
-       A_UNUSED = A_UNIT_KB + 2, A_FIELDS };
+/* the open's agreement: whether every rank holds the knowledge, the readahead in KiB plus one (0: not configured
+ * nor read at the open), and the opening windows of reads and writes on a local file system [0..3] and elsewhere
+ * [4..7], each as (max, -min) over the ranks. The machine profile is agreed by the core (the file record's), the
+ * file's facts by the router (iotame_coll_env_t). */
+enum { A_HAS, A_HAS_NOT, A_READAHEAD_KB, A_OPENING, A_FIELDS = A_OPENING + 8 };
 _Static_assert((int)A_FIELDS == (int)IOTAME_COLL_AGREE, "auto's part of the open's agreement");
 
 /* The selector of a file, shared by the handles of its path, and its "decisions" in the file's statistics (linked
@@ -239,9 +239,10 @@ static void auto_profile_agreed(struct iotame_coll_choice *a, const iotame_coll_
         a->w.set.conf.predicts = 0;
         return;
     }
-    const int64_t targets = auto_agreed_value(agree + A_TARGETS), unit_kb = auto_agreed_value(agree + A_UNIT_KB);
-    a->model.targets = targets == 1 || (targets > 1 && unit_kb > 0) ? targets : 0; /* 0: the profile's */
-    a->model.unit = a->model.targets > 1 ? unit_kb << 10 : 0;
+    const int own = env->layout_from == IOTAME_POSIX_FROM_LUSTRE || env->layout_from == IOTAME_POSIX_FROM_CEPHFS;
+    /* 0: the profile's (a local file system, an emulated one-target file); 1: a striping file system said one */
+    a->model.targets = env->layout_targets > 1 ? env->layout_targets : own;
+    a->model.unit = a->model.targets > 1 ? env->layout_unit : 0;
     a->model.nodes = iotame_coll_count_nodes(env->comm, a->rank, env->virtual_node_size);
     a->model.sieves = env->write_sieving;
     auto_profile_kinds(a, env);
@@ -338,9 +339,7 @@ static struct iotame_coll_choice *auto_new(const iotame_coll_open_t *o)
     c->budget = iotame_coll_option_number(opt, "exam_budget");
     c->window_seconds = c->budget < 1 ? iotame_coll_option_number(opt, "window_seconds") : 0;
     c->knobs = &w->set.knobs;
-    const char *path = iotame_stats_path(o->fs);
-    const int64_t readahead = iotame_coll_option_int(opt, "readahead", -1);
-    c->readahead = readahead >= 0 ? readahead : path ? iotame_coll_readahead(path) : 0;
+    c->readahead = iotame_coll_option_int(opt, "readahead", -1); /* -1: the file's (auto_agreed) */
     w->set.shortest = w->tally.next_calls = (int)iotame_coll_option_int(opt, "steady_windows", 0) * c->exam_calls;
     for (int s = 0; s < iotame_nstrategies; s++) w->set.library[s] = iotame_strategies[s]->native;
     int ok = 1;
@@ -380,22 +379,13 @@ static int auto_open(void **state, const iotame_coll_open_t *o, int agree[IOTAME
     json_decref(knowledge);
     agree[A_HAS] = exists && held;
     agree[A_HAS_NOT] = exists && !held;
-    const int64_t readahead = a->w.set.conf.readahead;
-    agree[A_READAHEAD_KB] = (int)(readahead >> 10 < INT_MAX ? readahead >> 10 : INT_MAX);
-    iotame_posix_layout_t layout = {0};
+    /* A read's turn spans the readahead, so the opening windows of the signatures the knowledge file holds need it
+     * now, on every rank; else the file's, as rank 0 read it for the router, serves after the agreement. */
     const char *path = iotame_stats_path(o->fs);
-    const int read = path && iotame_posix_layout(path, &layout) == 0;
-    const int laid = read && layout.count > 1;
-    /* targets 0: not known here (a local file system, an emulated one-target file), the profile's; 1: a striping
-     * file system said one target */
-    const int said_one =
-        read && !laid && (layout.from == IOTAME_POSIX_FROM_LUSTRE || layout.from == IOTAME_POSIX_FROM_CEPHFS);
-    const int64_t unit_kb = laid ? (int64_t)layout.unit >> 10 : 0;
-    const int64_t mine[2] = {laid ? (int64_t)layout.count : said_one, unit_kb < INT_MAX ? unit_kb : 0};
-    for (int i = 0; i < 2; i++) {
-        agree[A_TARGETS + 2 * i] = (int)mine[i];
-        agree[A_TARGETS + 2 * i + 1] = -(int)mine[i];
-    }
+    if (a->w.set.conf.readahead < 0 && held && path) a->w.set.conf.readahead = iotame_coll_readahead(path);
+    const int64_t readahead = a->w.set.conf.readahead;
+    const int64_t kb = readahead < 0 ? -1 : readahead >> 10;
+    agree[A_READAHEAD_KB] = (int)(kb + 1 < INT_MAX ? kb + 1 : INT_MAX);
     for (int away = 0; away < 2; away++) {
         int p[2];
         auto_propose(a, !away, p);
@@ -413,7 +403,8 @@ static void auto_agreed(void *state, const iotame_coll_env_t *env, const int agr
     struct iotame_coll_choice *a = state;
     iotame_window_t *w = &a->w;
     a->comm = env->comm;
-    w->set.conf.readahead = (int64_t)agree[A_READAHEAD_KB] << 10; /* every rank's selector alike */
+    /* every rank's selector alike: the configured readahead where a rank has one, else the file's */
+    w->set.conf.readahead = agree[A_READAHEAD_KB] ? (int64_t)(agree[A_READAHEAD_KB] - 1) << 10 : env->readahead;
     w->tally.cost_ns = cost_ns; /* what a collective of ours costs, until a gather costs less */
     const int *open = agree + A_OPENING + 4 * !env->local_fs;
     for (int op = 0; op < 2; op++) w->set.opening[op] = (int)auto_agreed_value(open + 2 * op);

@@ -30,35 +30,17 @@ int iotame_coll_write_sieving(void)
     return sieving;
 }
 
-void iotame_coll_fs_facts(const char *path, int romio, int *local_fs, int *shadow_ufs)
-{
-    const uint64_t xfs = 0x58465342;
-    iotame_posix_layout_t l;
-    *local_fs = *shadow_ufs = 0;
-    if (iotame_posix_layout(path, &l) != 0) return;
-    *shadow_ufs = strlen(path) + 4 < IOTAME_COLL_SHADOW_PATH_MAX &&
-                  iotame_coll_shadow_ufs(path, l.fs_type, l.from == IOTAME_POSIX_FROM_CEPHFS, romio);
-    /* A file striped over several targets by a layout hook (the emulated storage) behaves as on the parallel file
-     * system it models, whatever file system holds its bytes. */
-    *local_fs = l.count <= 1 && (l.fs_type == xfs || iotame_coll_ufs_only_fs(l.fs_type));
-}
-
-int64_t iotame_coll_fs_block(const char *path)
-{
-    struct stat st;
-    return stat(iotame_posix_path(path), &st) == 0 && st.st_blksize > 0 ? (int64_t)st.st_blksize : 0;
-}
-
-int64_t iotame_coll_readahead(const char *path)
+/* Bytes the kernel reads ahead of a sequential reader of a file on device dev: its disk's read_ahead_kb (a
+ * partition's is its disk's), else its file system's backing device's (NFS, FUSE); 0 when unknown (tmpfs, a parallel
+ * file system's client, which has its own settings). */
+static int64_t env_readahead(dev_t dev)
 {
     static const char *const where[] = {"/sys/dev/block/%u:%u/queue/read_ahead_kb",
                                         "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
                                         "/sys/class/bdi/%u:%u/read_ahead_kb"};
-    struct stat st;
-    if (stat(iotame_posix_path(path), &st) != 0) return 0;
     for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
         char name[128];
-        snprintf(name, sizeof name, where[i], major(st.st_dev), minor(st.st_dev));
+        snprintf(name, sizeof name, where[i], major(dev), minor(dev));
         FILE *in = fopen(name, "r");
         long kb = -1;
         if (in && fscanf(in, "%ld", &kb) != 1) kb = -1;
@@ -66,6 +48,34 @@ int64_t iotame_coll_readahead(const char *path)
         if (kb >= 0) return (int64_t)kb * 1024;
     }
     return 0;
+}
+
+int64_t iotame_coll_readahead(const char *path)
+{
+    struct stat st;
+    return stat(iotame_posix_path(path), &st) == 0 ? env_readahead(st.st_dev) : 0;
+}
+
+void iotame_coll_file_facts(const char *path, int romio, iotame_coll_file_facts_t *out)
+{
+    const uint64_t xfs = 0x58465342;
+    iotame_posix_layout_t l;
+    struct stat st;
+    *out = (iotame_coll_file_facts_t){.targets = 1};
+    if (iotame_posix_layout(path, &l, &st) != 0) return;
+    out->shadow_ufs = strlen(path) + 4 < IOTAME_COLL_SHADOW_PATH_MAX &&
+                      iotame_coll_shadow_ufs(path, l.fs_type, l.from == IOTAME_POSIX_FROM_CEPHFS, romio);
+    /* A file striped over several targets by a layout hook (the emulated storage) behaves as on the parallel file
+     * system it models, whatever file system holds its bytes. */
+    out->local_fs = l.count <= 1 && (l.fs_type == xfs || iotame_coll_ufs_only_fs(l.fs_type));
+    out->readahead = env_readahead(st.st_dev);
+    out->block = st.st_blksize > 0 ? (int64_t)st.st_blksize : 0;
+    /* A file system's own layout counts with one stripe too; elsewhere one stripe is no layout. */
+    if (l.from == IOTAME_POSIX_FROM_LUSTRE || l.from == IOTAME_POSIX_FROM_CEPHFS || (l.count > 1 && l.unit > 0)) {
+        out->targets = l.count;
+        out->unit = l.unit;
+        out->from = l.from;
+    }
 }
 
 /* ---- the engine's options ---- */
@@ -158,40 +168,6 @@ void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh)
     e->hints_stale = 0;
 }
 
-/* The file's layout (posix/target.c: the emulated storage's, else Lustre's or CephFS's, else one target), agreed in
- * the engine's set-up reduction: every rank that could examine the file says what it found (it is one file, so they
- * agree), a rank that could not takes theirs, and ranks that disagree, or none that could, take one target. */
-enum { LAYOUT_MIN_COUNT, LAYOUT_MAX_COUNT, LAYOUT_MIN_UNIT, LAYOUT_MAX_UNIT, LAYOUT_MIN_FROM, LAYOUT_MAX_FROM,
-       LAYOUT_FIELDS };
-
-static void layout_mine(const iotame_coll_env_t *e, int64_t v[LAYOUT_FIELDS])
-{
-    iotame_posix_layout_t l;
-    int known = iotame_posix_layout(e->path, &l) == 0;
-    v[LAYOUT_MIN_COUNT] = known ? (int64_t)l.count : INT64_MAX; /* maxima as negated minima: one MPI_MIN */
-    v[LAYOUT_MAX_COUNT] = known ? -(int64_t)l.count : INT64_MAX;
-    v[LAYOUT_MIN_UNIT] = known ? (int64_t)l.unit : INT64_MAX;
-    v[LAYOUT_MAX_UNIT] = known ? -(int64_t)l.unit : INT64_MAX;
-    v[LAYOUT_MIN_FROM] = known ? (int64_t)l.from : INT64_MAX;
-    v[LAYOUT_MAX_FROM] = known ? -(int64_t)l.from : INT64_MAX;
-}
-
-static void layout_agreed(iotame_coll_env_t *e, const int64_t v[LAYOUT_FIELDS])
-{
-    int same = v[LAYOUT_MIN_COUNT] != INT64_MAX && v[LAYOUT_MIN_COUNT] == -v[LAYOUT_MAX_COUNT] &&
-               v[LAYOUT_MIN_UNIT] == -v[LAYOUT_MAX_UNIT] && v[LAYOUT_MIN_FROM] == -v[LAYOUT_MAX_FROM];
-    int from = same ? (int)v[LAYOUT_MIN_FROM] : IOTAME_POSIX_FROM_NONE;
-    if (from == IOTAME_POSIX_FROM_LUSTRE || from == IOTAME_POSIX_FROM_CEPHFS) { /* one stripe is a layout too */
-        e->layout_targets = v[LAYOUT_MIN_COUNT];
-        e->layout_unit = v[LAYOUT_MIN_UNIT];
-        e->layout_from = from;
-        return;
-    }
-    e->layout_targets = same && v[LAYOUT_MIN_COUNT] > 1 && v[LAYOUT_MIN_UNIT] > 0 ? v[LAYOUT_MIN_COUNT] : 1;
-    e->layout_unit = e->layout_targets > 1 ? v[LAYOUT_MIN_UNIT] : 0;
-    e->layout_from = e->layout_targets > 1 ? from : IOTAME_POSIX_FROM_NONE;
-}
-
 /* A message of ours lost in the set-up before its agreement (when the call had lost none before it: a call that did
  * fails anyway, core.h), as a negated class for the agreement's MPI_MIN. */
 static int64_t setup_lost_mine(int before)
@@ -212,14 +188,10 @@ int iotame_coll_engine_setup(iotame_coll_env_t *e, void *state)
     if (e->shadow_ufs && snprintf(prefixed, sizeof prefixed, "ufs:%s", e->path) < (int)sizeof prefixed) path = prefixed;
     int rw = (e->amode & MPI_MODE_RDONLY) ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
     int ok = nodes && PMPI_File_open(e->comm, path, rw, MPI_INFO_NULL, &e->shadow) == MPI_SUCCESS;
-    int64_t mine[2 + LAYOUT_FIELDS], agreed[2 + LAYOUT_FIELDS];
-    mine[0] = ok;
-    mine[1] = setup_lost_mine(before);
-    layout_mine(e, mine + 2);
-    PMPI_Allreduce(mine, agreed, 2 + LAYOUT_FIELDS, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
+    int64_t mine[2] = {ok, setup_lost_mine(before)}, agreed[2];
+    PMPI_Allreduce(mine, agreed, 2, MPI_INT64_T, MPI_MIN, e->comm); /* the one reduction */
     e->lost = (int)-agreed[1];
     all = agreed[0] == 1 && !e->lost;
-    layout_agreed(e, agreed + 2);
     if (e->set_up) e->set_up(e, e->set_up_arg); /* the strategies of the handle learn the facts (target_aligned) */
     if (all) return 0;
     if (e->lost && agreed[0] == 1) PMPI_File_close(&e->shadow); /* open on every rank: closed by every rank */

@@ -138,12 +138,28 @@ static void route_open_unsure(iotame_coll_file_t *f)
     iotame_stats_passthrough(f->fs, f->lost);
 }
 
+/* Rank 0's facts of the file as the open's agreement carries them (the order of iotame__coll_open's fields from
+ * LOCAL): local, ufs, readahead in KiB, block, targets, unit, from. A stripe unit beyond an int: one target. */
+static void route_open_facts(const char *path, int romio, int *v)
+{
+    iotame_coll_file_facts_t x;
+    iotame_coll_file_facts(path, romio, &x);
+    const int carried = x.unit <= INT_MAX;
+    v[0] = x.local_fs;
+    v[1] = x.shadow_ufs;
+    v[2] = x.readahead >> 10 <= INT_MAX ? (int)(x.readahead >> 10) : 0;
+    v[3] = x.block <= INT_MAX ? (int)x.block : 0;
+    v[4] = carried ? (int)x.targets : 1;
+    v[5] = carried ? (int)x.unit : 0;
+    v[6] = carried ? x.from : 0;
+}
+
 /* The open agrees on everything in one reduction, inside the application's collective open (docs/design/
  * open-agreement.md): whether every rank could set the handle up (its core record included), whether a message of
- * the runtime's own failed in the open so far (core.h: the profile's, staging's), rank 0's file system, and a
- * choosing strategy's part. A rank that cannot route says so, and then no rank routes the handle. A native
- * strategy fixed for the file needs no communicator of ours; the others duplicate it without blocking, to complete
- * during the reduction. The settings come from o->fc, which every rank has (its record, maybe not). */
+ * the runtime's own failed in the open so far (core.h: the profile's, staging's), what rank 0 read of the file
+ * (iotame_coll_file_facts; the others give zeros to the maximum), and a choosing strategy's part. A rank that
+ * cannot route says so, and then no rank routes the handle. A native strategy fixed for the file needs no
+ * communicator of ours; the others duplicate it without blocking, to complete during the reduction. The settings come from o->fc, which every rank has (its record, maybe not). */
 void iotame__coll_open(const iotame_open_t *o)
 {
     iotame_coll_settings_t set;
@@ -163,7 +179,8 @@ void iotame__coll_open(const iotame_open_t *o)
     MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
     MPI_Request dup = MPI_REQUEST_NULL;
     int ok = native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
-    enum { FAILED, LOCAL, UFS, LOST, CHOICE, FIELDS = CHOICE + IOTAME_COLL_AGREE };
+    enum { FAILED, LOST, LOCAL, UFS, READAHEAD_KB, BLOCK, TARGETS, UNIT, FROM, CHOICE,
+           FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
     const char *refused = NULL;
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, o->fc, fs, o->file, &refused)
@@ -176,7 +193,7 @@ void iotame__coll_open(const iotame_open_t *o)
         failed |= ch->open(f ? &f->choice : NULL, &co, mine + CHOICE) != 0;
     mine[FAILED] = failed;
     const int romio = iotame_coll_write_sieving(); /* the library that sieves writes is ROMIO */
-    if (rank == 0 && !failed) iotame_coll_fs_facts(f->path, romio, &mine[LOCAL], &mine[UFS]);
+    if (rank == 0 && !failed) route_open_facts(f->path, romio, mine + LOCAL);
     mine[LOST] = iotame_msg_error_class(iotame_msg_error_peek());
     uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allreduce(mine, all, FIELDS, MPI_INT, MPI_MAX, comm);
@@ -195,10 +212,16 @@ void iotame__coll_open(const iotame_open_t *o)
         route_bind(o, NULL, "a rank could not set up collective routing");
         return;
     }
-    f->env.comm = own;
-    f->env.local_fs = all[LOCAL];
-    f->env.shadow_ufs = all[UFS];
-    f->env.write_sieving = romio;
+    iotame_coll_env_t *e = &f->env;
+    e->comm = own;
+    e->local_fs = all[LOCAL];
+    e->shadow_ufs = all[UFS];
+    e->readahead = (int64_t)all[READAHEAD_KB] << 10;
+    e->fs_block = all[BLOCK];
+    e->layout_targets = all[TARGETS] > 0 ? all[TARGETS] : 1;
+    e->layout_unit = all[UNIT];
+    e->layout_from = all[FROM];
+    e->write_sieving = romio;
     if (ch && ch->agreed) ch->agreed(f->choice, &f->env, all + CHOICE, cost_ns);
     route_open_unsure(f);
     *iotame_file_slot(o->file, &iotame_module_collective) = f;

@@ -84,11 +84,13 @@ typedef struct iotame_coll_env {
     int nnodes;
     const int *spread;  /* ranks in aggregator order: first rank of each node, then the second, ... */
     int64_t cb_nodes, cb_buffer_size, striping_unit, striping_factor; /* the file's hints (ROMIO defaults) */
-    int64_t layout_targets, layout_unit; /* the file's layout as the POSIX layer reads it, agreed (0: not read) */
-    int layout_from;                     /* its iotame_posix_from_t, agreed (0: none) */
+    /* what rank 0 read of the file at the open (iotame_coll_file_facts) */
+    int64_t layout_targets, layout_unit; /* the file's layout as the POSIX layer reads it */
+    int layout_from;                     /* its iotame_posix_from_t (0: none) */
+    int64_t readahead, fs_block;         /* bytes a sequential reader gets read ahead; st_blksize */
     int local_fs;                 /* the file is on a local disk file system (working fcntl locks) */
+    int shadow_ufs;               /* the shadow handle opens "ufs:" + path */
     int write_sieving;            /* the library's independent and collective writes sieve small pieces (ROMIO) */
-    int shadow_ufs;               /* the shadow handle opens "ufs:" + path (iotame_coll_fs_facts) */
     int hints_stale;              /* MPI_File_set_info since the hints were read */
     int lost; /* the MPI error class of a message of ours lost on some rank in the engine's set-up (0: none) */
     /* the engine's option (iotame_coll_engine_options; 0: not set): ranks grouped into virtual nodes of this many
@@ -114,21 +116,27 @@ void iotame__coll_count(iotame_file_stats_t *fs, int s, int64_t calls, int64_t b
 /* Whether the MPI library in use writes small noncontiguous pieces with data sieving (ROMIO, MPICH's and Open MPI's
  * romio component), rather than one by one (Open MPI's OMPIO); the same on every rank. */
 int iotame_coll_write_sieving(void);
-/* What rank 0 learns of the file at the open, for every rank (route_open.c): whether it is on a local disk file
- * system (where ROMIO's data-sieving locks work) and not striped over several targets by emulated storage, and
- * whether the engine's shadow handle may open it with ROMIO's "ufs:" prefix (shadow_path.h; `romio`: the library
- * is ROMIO). Both 0 when the file cannot be examined. */
-void iotame_coll_fs_facts(const char *path, int romio, int *local_fs, int *shadow_ufs);
-/* The file's block size as stat reports it (st_blksize: a local file system's page, a parallel file system's stripe or
- * block); 0 when unknown. */
-int64_t iotame_coll_fs_block(const char *path);
+/* What rank 0 reads of the file at the open, for every rank (route_open.c), in one stat, one statfs and the
+ * layout's attribute: whether it is on a local disk file system (where ROMIO's data-sieving locks work) and not
+ * striped over several targets by emulated storage; whether the engine's shadow handle may open it with ROMIO's
+ * "ufs:" prefix (shadow_path.h; `romio`: the library is ROMIO); the bytes the kernel reads ahead of a sequential
+ * reader (its disk's read_ahead_kb, else its backing device's: NFS, FUSE; 0 for tmpfs or a parallel file system's
+ * client); its block size (st_blksize: a local file system's page, a parallel file system's stripe or block); its
+ * layout (posix/target.c: the emulated storage's, else Lustre's or CephFS's, else one target). One rank reads them
+ * so that a job's open sends the metadata server one set of queries, not one per rank. Zeros and one target when
+ * the file cannot be examined. */
+typedef struct {
+    int local_fs, shadow_ufs;
+    int64_t readahead, block;
+    int64_t targets, unit; /* the layout: targets 1 and unit 0 when nothing says */
+    int from;              /* its iotame_posix_from_t */
+} iotame_coll_file_facts_t;
+void iotame_coll_file_facts(const char *path, int romio, iotame_coll_file_facts_t *out);
+/* The readahead of iotame_coll_file_facts alone, on this rank (a stat). */
+int64_t iotame_coll_readahead(const char *path);
 /* The nodes of comm's ranks (MPI_COMM_TYPE_SHARED, or virtual nodes of virtual_node_size consecutive ranks); the
  * same count on every rank, 1 when it cannot be had. Collective. */
 int iotame_coll_count_nodes(MPI_Comm comm, int rank, int64_t virtual_node_size);
-/* Bytes the kernel reads ahead of a sequential reader of the file: its disk's read_ahead_kb (a partition's is its
- * disk's), else its file system's backing device's (NFS, FUSE); 0 when unknown (tmpfs, a parallel file system's
- * client, which has its own settings). */
-int64_t iotame_coll_readahead(const char *path);
 /* cb_nodes, cb_buffer_size and striping from the application's handle (the configured hints merged in at open),
  * ROMIO's defaults when the library does not say. */
 void iotame__coll_env_hints(iotame_coll_env_t *e, MPI_File fh);
@@ -325,7 +333,7 @@ typedef struct {
 } iotame_coll_open_t;
 
 /* The ints a chooser adds to the open's one agreement (reduced with MPI_MAX). */
-enum { IOTAME_COLL_AGREE = 16 };
+enum { IOTAME_COLL_AGREE = 11 };
 
 struct iotame_chooser {
     const char *name;

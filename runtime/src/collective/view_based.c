@@ -27,7 +27,6 @@
  * them (on every rank, the generations they were sent with). */
 typedef struct {
     int64_t block_size;   /* collective.block_size (0: not set) */
-    int64_t fs_block;     /* the file's st_blksize, the largest over the ranks (0: not asked yet) */
     int set_up;           /* the cache below is allocated (agreed) */
     int valid;            /* the last exchange completed (the same on every rank) */
     int nagg;             /* the aggregators it sent the views to */
@@ -65,7 +64,7 @@ static void view_based_cache_free(view_based_t *cv)
     free(cv->flat);
     free(cv->view);
     iotame_extents_free(&cv->tmp);
-    *cv = (view_based_t){.block_size = cv->block_size, .fs_block = cv->fs_block};
+    *cv = (view_based_t){.block_size = cv->block_size};
 }
 
 static void view_based_close(void *state)
@@ -75,7 +74,7 @@ static void view_based_close(void *state)
     free(state);
 }
 
-/* The engine's setup, the file system's block size (the largest any rank sees) and the cache, agreed. */
+/* The engine's setup and the cache, agreed. */
 static int view_based_setup(iotame_coll_env_t *e, void *state)
 {
     view_based_t *cv = state;
@@ -85,14 +84,13 @@ static int view_based_setup(iotame_coll_env_t *e, void *state)
     const size_t np = (size_t)e->nprocs;
     int ok = (cv->generation = calloc(np, sizeof *cv->generation)) && (cv->flat = calloc(np, sizeof *cv->flat)) &&
              (cv->view = calloc(np, sizeof *cv->view));
-    int64_t mine[2] = {iotame_coll_fs_block(e->path), !ok}, all[2];
-    PMPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, e->comm);
-    if (all[1]) {
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->comm);
+    if (!all) {
         view_based_cache_free(cv);
         return -ENOMEM;
     }
     cv->set_up = 1;
-    cv->fs_block = all[0];
     return 0;
 }
 
@@ -277,7 +275,7 @@ static int64_t view_based_block(const iotame_coll_env_t *e, const void *state)
     /* RATIONALE: local file systems report their page (4 KiB) as st_blksize; blocks that small would cut every
      * larger piece into page-sized writes at alternating aggregators. Parallel file systems report their stripe
      * or block there, usually 1 MiB or more. */
-    return cv && cv->fs_block > MIB ? cv->fs_block : MIB;
+    return e->fs_block > MIB ? e->fs_block : MIB;
 }
 
 static int view_based_run(iotame_coll_call_t *c)

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "core/module.h"
@@ -92,8 +93,9 @@ const char *iotame_posix_from_name(iotame_posix_from_t from);
  * reads a recorded file's: the first active module's layout hook that knows it (iotame_module_t.layout), else
  * Lustre's or CephFS's, else one target. Returns 0, or a negative errno when the file cannot be examined (then *l
  * says one target). For the MPI-IO layer, which has a path and no descriptor. A file system's own layout keeps its
- * unit when it has one stripe (CephFS's default: one object of 4 MiB units in flight). */
-int iotame_posix_layout(const char *path, iotame_posix_layout_t *l);
+ * unit when it has one stripe (CephFS's default: one object of 4 MiB units in flight). st (may be NULL): the file's
+ * stat, taken on the way. */
+int iotame_posix_layout(const char *path, iotame_posix_layout_t *l, struct stat *st);
 /* The file system's magic number (statfs f_type) of a recorded file, read with its layout; 0 before. */
 uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f);
 /* The node's entry of a target (claimed at first use), or NULL (no segment, or the table is full). */
@@ -177,6 +179,9 @@ static inline iotame__posix_fd_t *iotame__posix_fd(int fd)
 
 /* A descriptor was opened (record.c decides whether it is recorded): dirfd and path as given to openat. */
 void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64_t ticks);
+/* The record of this thread's last recorded open, its descriptor (*fd) and the file's stat at that open (*st), when
+ * that open was of path (a prefix such as "ufs:" aside) and the descriptor still is; else NULL. */
+iotame_posix_file_t *iotame__posix_last_opened(const char *path, int *fd, struct stat *st);
 /* A recorded descriptor is being closed (before the real close: its number may be reused at once). */
 iotame_posix_file_t *iotame__posix_closing(int fd);
 
@@ -199,10 +204,9 @@ struct iotame_posix_file {
     pthread_mutex_t lock; /* the counters, when the application asked for MPI_THREAD_MULTIPLE */
     dev_t dev;
     ino_t ino;
-    int layout; /* 0: not read yet; 1: read (posix/target.c) */
-    uint32_t stripe_size, stripe_count;
-    uint64_t fs_type;
-    uint32_t ost[IOTAME_POSIX_MAX_STRIPES];
+    struct stat opened; /* at its last recorded open */
+    int layout; /* 0: not read yet; 1: read (posix/target.c); -1: not a regular file */
+    iotame_posix_layout_t stripes; /* as read */
     void *data[IOTAME_MODULE_MAX]; /* each POSIX module's own per-file state (iotame_posix_file_data) */
     char *path; /* the statistics record's path: as given to MPI_File_open/H5Fopen, else the canonical path */
     struct iotame_posix_file *next, *hash_next;

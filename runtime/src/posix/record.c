@@ -40,6 +40,7 @@ static iotame_posix_file_t *files, *by_id[HASH];
 typedef struct watched {
     char *path; /* as given, the statistics record's path */
     char *base;
+    int dir_known; /* dir_dev and dir_ino read (1), not yet (0), could not be (-1) */
     dev_t dir_dev;
     ino_t dir_ino;
     struct watched *next;
@@ -193,18 +194,35 @@ static const char *base_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* The path given to MPI_File_open or HDF5 whose file path (as opened, relative to dirfd) is, or NULL. */
+/* Whether watched entry w's directory is the one of identity dir (w's read at its first comparison). */
+static int watched_in(watched_t *w, const struct stat *dir)
+{
+    struct stat st;
+    if (!w->dir_known) {
+        w->dir_known = dir_of(AT_FDCWD, iotame_posix_path(w->path), &st) == 0 ? 1 : -1;
+        w->dir_dev = st.st_dev;
+        w->dir_ino = st.st_ino;
+    }
+    return w->dir_known > 0 && w->dir_dev == dir->st_dev && w->dir_ino == dir->st_ino;
+}
+
+/* The path given to MPI_File_open or HDF5 whose file path (as opened, relative to dirfd) is, or NULL: the same text
+ * (what the library does with the path it is given), else the same name in the same directory. The text asks the
+ * file system nothing, where a directory's identity is a round trip to a parallel file system's metadata server. */
 static const char *watched_path(int dirfd, const char *path)
 {
     const char *base = base_of(path);
-    watched_t *w;
-    for (w = watched[hash_str(base) % HASH]; w; w = w->next)
-        if (strcmp(w->base, base) == 0) break;
-    if (!w) return NULL;
+    watched_t *first = watched[hash_str(base) % HASH];
+    for (watched_t *w = first; w && (dirfd == AT_FDCWD || path[0] == '/'); w = w->next)
+        if (strcmp(iotame_posix_path(w->path), path) == 0) return w->path;
     struct stat dir;
-    if (dir_of(dirfd, path, &dir) != 0) return NULL;
-    for (; w; w = w->next)
-        if (strcmp(w->base, base) == 0 && w->dir_dev == dir.st_dev && w->dir_ino == dir.st_ino) return w->path;
+    int have = 0;
+    for (watched_t *w = first; w; w = w->next) {
+        if (strcmp(w->base, base) != 0) continue;
+        if (!have && dir_of(dirfd, path, &dir) != 0) return NULL;
+        have = 1;
+        if (watched_in(w, &dir)) return w->path;
+    }
     return NULL;
 }
 
@@ -235,6 +253,23 @@ static int excluded(const char *canonical, const char *given)
     return 0;
 }
 
+/* The descriptor this thread's last recorded open returned (-1: none): iotame__posix_last_opened. */
+static _Thread_local int last_fd = -1;
+
+iotame_posix_file_t *iotame__posix_last_opened(const char *path, int *fd, struct stat *st)
+{
+    const int d = last_fd;
+    iotame_posix_file_t *f = d >= 0 && (unsigned)d < fds_cap
+                                 ? __atomic_load_n(&iotame__posix_fds[d].file, __ATOMIC_ACQUIRE)
+                                 : NULL;
+    if (!f || strcmp(iotame_posix_path(f->path), iotame_posix_path(path)) != 0) return NULL;
+    *fd = d;
+    pthread_mutex_lock(&lock);
+    *st = f->opened;
+    pthread_mutex_unlock(&lock);
+    return f;
+}
+
 void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64_t ticks)
 {
     if (!path || (!all_files && !__atomic_load_n(&nwatched, __ATOMIC_ACQUIRE))) return;
@@ -260,6 +295,8 @@ void iotame__posix_opened(int dirfd, const char *path, int fd, int flags, uint64
         d->append = (flags & O_APPEND) != 0;
         d->written = 0;
         __atomic_store_n(&d->file, f, __ATOMIC_RELEASE);
+        f->opened = st;
+        last_fd = fd;
     } else if (f) {
         iotame_stats_passthrough(iotame_stats_file(f->path), "posix: a descriptor beyond the descriptor table");
         f = NULL;
@@ -279,16 +316,13 @@ static void opening(const iotame_open_t *o)
 {
     if (!o->path) return;
     const char *path = iotame_posix_path(o->path), *base = base_of(path);
-    struct stat dir;
-    if (!*base || dir_of(AT_FDCWD, path, &dir) != 0) return; /* the open will fail, or it is no file */
+    if (!*base) return; /* no file */
     pthread_mutex_lock(&lock);
     unsigned h = hash_str(base) % HASH;
     watched_t *w;
     for (w = watched[h]; w; w = w->next)
-        if (strcmp(w->base, base) == 0 && w->dir_dev == dir.st_dev && w->dir_ino == dir.st_ino) break;
+        if (strcmp(iotame_posix_path(w->path), path) == 0) break;
     if (!w && (w = calloc(1, sizeof *w)) && (w->path = strdup(o->path)) && (w->base = strdup(base))) {
-        w->dir_dev = dir.st_dev;
-        w->dir_ino = dir.st_ino;
         w->next = watched[h];
         watched[h] = w;
         __atomic_store_n(&nwatched, nwatched + 1, __ATOMIC_RELEASE);

@@ -23,13 +23,12 @@ const char *iotame_posix_from_name(iotame_posix_from_t from)
 }
 
 /* The layout of a regular file, from its descriptor (fd >= 0) or its path: the first active module's layout hook
- * that knows it, else Lustre's or CephFS's, else one stripe. fs_type: the file system's magic (0 unknown). */
-static void target_layout_of(int fd, const char *path, const struct stat *st, uint64_t *fs_type,
-                             iotame_posix_layout_t *l)
+ * that knows it, else Lustre's or CephFS's, else one stripe; with the file system's magic (0 unknown). */
+static void target_layout_of(int fd, const char *path, const struct stat *st, iotame_posix_layout_t *l)
 {
     struct statfs sfs;
-    *fs_type = (fd >= 0 ? fstatfs(fd, &sfs) : statfs(path, &sfs)) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
     memset(l, 0, sizeof *l);
+    l->fs_type = (fd >= 0 ? fstatfs(fd, &sfs) : statfs(path, &sfs)) == 0 ? (uint64_t)(unsigned long)sfs.f_type : 0;
     l->count = 1;
     for (int i = 0; i < iotame__hooks_layout.n; i++) {
         unsigned n =
@@ -41,7 +40,7 @@ static void target_layout_of(int fd, const char *path, const struct stat *st, ui
         }
     }
     l->unit = 0;
-    if ((uint32_t)*fs_type == LUSTRE_SUPER_MAGIC) {
+    if ((uint32_t)l->fs_type == LUSTRE_SUPER_MAGIC) {
         unsigned char buf[IOTAME_POSIX_LUSTRE_XATTR_MAX];
         ssize_t len = fd >= 0 ? fgetxattr(fd, "lustre.lov", buf, sizeof buf) : getxattr(path, "lustre.lov", buf, sizeof buf);
         unsigned c =
@@ -51,7 +50,7 @@ static void target_layout_of(int fd, const char *path, const struct stat *st, ui
         return;
     }
     iotame_posix_cephfs_t ceph;
-    if (iotame_posix_cephfs_read(fd, path, *fs_type, &ceph) == 0) {
+    if (iotame_posix_cephfs_read(fd, path, l->fs_type, &ceph) == 0) {
         /* A stripe's position among the objects in flight stands for its target: which OSD holds an object is
          * CRUSH's choice from the object's name, which the client cannot cheaply know; the positions are what the
          * client writes to at once, and distinct objects mostly lie on distinct OSDs. */
@@ -63,38 +62,51 @@ static void target_layout_of(int fd, const char *path, const struct stat *st, ui
     }
 }
 
-/* Reads a recorded file's layout from its descriptor (once; racing threads read the same values). */
-static void target_read_layout(iotame_posix_file_t *f, int fd)
+/* Reads a recorded file's layout from its descriptor, of stat st (once; racing threads read the same values). */
+static void target_read_layout(iotame_posix_file_t *f, int fd, const struct stat *st)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        f->stripe_count = 0;
+    if (!S_ISREG(st->st_mode)) {
+        f->stripes.count = 0;
         __atomic_store_n(&f->layout, -1, __ATOMIC_RELEASE); /* not a regular file: no target */
         return;
     }
-    iotame_posix_layout_t l;
-    target_layout_of(fd, NULL, &st, &f->fs_type, &l);
-    f->stripe_size = l.unit;
-    f->stripe_count = l.count;
-    memcpy(f->ost, l.ost, sizeof f->ost);
+    target_layout_of(fd, NULL, st, &f->stripes);
     __atomic_store_n(&f->layout, 1, __ATOMIC_RELEASE);
 }
 
-int iotame_posix_layout(const char *path, iotame_posix_layout_t *l)
+/* The layout as the MPI-IO layer sees it: a file system's own keeps its unit with one stripe, else one stripe is
+ * none. */
+static void target_as_seen(iotame_posix_layout_t *l)
 {
-    struct stat st;
-    uint64_t fs_type;
-    memset(l, 0, sizeof *l);
-    l->count = 1;
-    path = iotame_posix_path(path);
-    if (stat(path, &st) != 0) return -errno;
-    if (!S_ISREG(st.st_mode)) return -EINVAL;
-    target_layout_of(-1, path, &st, &fs_type, l);
-    l->fs_type = fs_type;
     if (l->count <= 1 && (l->from == IOTAME_POSIX_FROM_NONE || l->from == IOTAME_POSIX_FROM_EMULATED)) {
         l->count = 1;
         l->unit = 0;
     }
+}
+
+int iotame_posix_layout(const char *path, iotame_posix_layout_t *l, struct stat *st)
+{
+    struct stat own;
+    if (!st) st = &own;
+    memset(l, 0, sizeof *l);
+    l->count = 1;
+    /* The descriptor the library opened the file with, where this thread's last recorded open was of this path:
+     * its stat is the open's, its layout the record's (read once per file), and what remains to ask goes through
+     * the descriptor, without the path's lookups (on a parallel file system, round trips to its metadata server). */
+    int fd;
+    iotame_posix_file_t *f = iotame__posix_last_opened(path, &fd, st);
+    if (f) {
+        if (!S_ISREG(st->st_mode)) return -EINVAL;
+        if (!__atomic_load_n(&f->layout, __ATOMIC_ACQUIRE)) target_read_layout(f, fd, st);
+        *l = f->stripes;
+        target_as_seen(l);
+        return 0;
+    }
+    path = iotame_posix_path(path);
+    if (stat(path, st) != 0) return -errno;
+    if (!S_ISREG(st->st_mode)) return -EINVAL;
+    target_layout_of(-1, path, st, l);
+    target_as_seen(l);
     return 0;
 }
 
@@ -112,16 +124,22 @@ uint64_t iotame_posix_target_of(const iotame_posix_io_t *io)
     if (!f) return 0;
     int layout = __atomic_load_n(&f->layout, __ATOMIC_ACQUIRE);
     if (!layout) {
-        target_read_layout(f, io->fd);
+        struct stat st;
+        if (fstat(io->fd, &st) != 0) st.st_mode = 0; /* no regular file: no target */
+        target_read_layout(f, io->fd, &st);
         layout = f->layout;
     }
     if (layout < 0) return 0;
+    const iotame_posix_layout_t *l = &f->stripes;
     uint64_t server = 0;
-    if (f->stripe_count > 1) server = 1 + f->ost[(uint64_t)io->offset / f->stripe_size % f->stripe_count];
+    if (l->count > 1) server = 1 + l->ost[(uint64_t)io->offset / l->unit % l->count];
     return target_mix(((uint64_t)f->dev << 20) ^ server);
 }
 
-uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f) { return __atomic_load_n(&f->layout, __ATOMIC_ACQUIRE) > 0 ? f->fs_type : 0; }
+uint64_t iotame_posix_fs_type(const iotame_posix_file_t *f)
+{
+    return __atomic_load_n(&f->layout, __ATOMIC_ACQUIRE) > 0 ? f->stripes.fs_type : 0;
+}
 
 iotame_posix_target_t *iotame_posix_target(uint64_t key)
 {

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -35,17 +36,21 @@ typedef struct {
     char dir[PATH_MAX];
 } profile_find_fs_t;
 
-/* The directory of a data path as MPI_File_open got it (ROMIO's "ufs:"-style prefixes removed). */
-static int profile_find_fs_of(const char *data_path, profile_find_fs_t *fs)
+/* The directory of a data path as MPI_File_open got it (ROMIO's "ufs:"-style prefixes removed), into dir[PATH_MAX]. */
+static void profile_find_dir_of(const char *data_path, char *dir)
 {
     const char *colon = strchr(data_path, ':'), *slash = strchr(data_path, '/');
     if (colon && (!slash || colon < slash) && colon - data_path > 1) data_path = colon + 1;
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", data_path);
+    snprintf(dir, PATH_MAX, "%s", data_path);
     char *end = strrchr(dir, '/');
-    if (!end) snprintf(dir, sizeof dir, ".");
+    if (!end) snprintf(dir, PATH_MAX, ".");
     else if (end == dir) dir[1] = '\0';
     else *end = '\0';
+}
+
+/* The file system of a directory: its statfs type, its device and its real path. */
+static int profile_find_fs_of(const char *dir, profile_find_fs_t *fs)
+{
     struct statfs sf;
     struct stat st;
     if (statfs(dir, &sf) != 0 || stat(dir, &st) != 0 || !realpath(dir, fs->dir)) return -errno;
@@ -284,21 +289,27 @@ static profile_find_cached_t *profile_find_cache;
 const iotame_profile_found_t *iotame_profile_find(const char *data_path, const char *setting, const char **refused)
 {
     *refused = NULL;
-    profile_find_fs_t fs;
-    char key[2 * PATH_MAX + 16];
+    char dir[PATH_MAX], cwd[PATH_MAX] = "", key[4 * PATH_MAX + 16];
     const char *env = getenv("IOTAME_PROFILE");
-    if (profile_find_fs_of(data_path, &fs) != 0) return NULL;
-    snprintf(key, sizeof key, "%s\n%s\n%s", fs.dir, setting ? setting : "", env ? env : "");
+    profile_find_dir_of(data_path, dir);
+    if (dir[0] != '/' && !getcwd(cwd, sizeof cwd)) return NULL;
+    /* keyed by the directory as the application spelled it (and the working directory it is relative to): a later
+     * open there asks the file system nothing (on a parallel file system, each query is a round trip to its
+     * metadata server inside the application's open) */
+    snprintf(key, sizeof key, "%s\n%s\n%s\n%s", cwd, dir, setting ? setting : "", env ? env : "");
     pthread_mutex_lock(&profile_find_lock);
     profile_find_cached_t *c;
     for (c = profile_find_cache; c && strcmp(c->key, key) != 0; c = c->next) {}
-    if (!c && (c = calloc(1, sizeof *c)) && (c->key = strdup(key))) {
-        c->found = profile_find_search(&fs, setting, env, &c->profile, &c->refused);
-        c->next = profile_find_cache;
-        profile_find_cache = c;
-    } else if (c && !c->key) {
-        free(c);
-        c = NULL;
+    if (!c) {
+        profile_find_fs_t fs;
+        if (profile_find_fs_of(dir, &fs) == 0 && (c = calloc(1, sizeof *c)) && (c->key = strdup(key))) {
+            c->found = profile_find_search(&fs, setting, env, &c->profile, &c->refused);
+            c->next = profile_find_cache;
+            profile_find_cache = c;
+        } else if (c) {
+            free(c);
+            c = NULL;
+        }
     }
     pthread_mutex_unlock(&profile_find_lock);
     if (!c) return NULL;
