@@ -18,11 +18,13 @@
  * A row's "seconds" is the phase's time / C for each repeat run; "open_seconds" the median open time.
  *
  * Budget (--seconds B > 0; issue 48: one slow strategy ran calibrate past its timeout). The first repeat of every
- * signature always runs. From it each signature gets a share T of B, max-min fair: the largest T with
- * sum_i clamp(T, t_i, R * t_i) <= B (t_i its first repeat's time, R the repeats), so a share that a fast signature
- * does not need goes to the slow ones instead of idling (an even B / n would leave a slow design's slowest
- * signatures one repeat while most of B went unused). A further repeat runs while the signature's time so far plus
- * one more repeat's mean stays within T, and no repeat pass starts once the run's time exceeds B. Times are the
+ * signature always runs. The further repeats have what the first pass left of B, and at least a third of B: a
+ * strategy slow at its smallest pieces would otherwise leave every signature one sample, its quick large-piece ones
+ * too, and the fit's anchors rest where one sample landed. From it each signature gets a share T, max-min fair: the
+ * largest T with sum_i min(T, (R - 1) t_i) within it (t_i its first repeat's time, R the repeats), so a share that a
+ * fast signature does not need goes to the slow ones instead of idling (an even share would leave a slow design's
+ * slowest signatures one repeat while most of it went unused). A further repeat runs while the signature's repeats
+ * so far plus one more at its mean stay within T, and no repeat pass starts once the repeats took it all. Times are the
  * slowest rank's (max-reduced), so every rank takes the same branches: a rank that skipped a collective the others
  * entered would hang the job.
  *
@@ -59,6 +61,7 @@ typedef struct {
     double *seconds[SIGPROBE_NOPS], *open[SIGPROBE_NOPS]; /* per repeat */
     int64_t done;  /* repeats run: the first `done` entries of seconds[] and open[] */
     double spent;  /* their time, the slowest rank's, write to delete */
+    double first;  /* the first repeat's */
 } sigprobe_sig_t;
 
 typedef struct {
@@ -398,29 +401,29 @@ static json_t *sigprobe_row(const iotame_run_t *run, const sigprobe_t *p, const 
     return row;
 }
 
-/* The time of the design's signatures when each one's repeats take at most share seconds, the first mandatory. */
+/* The time of the design's further repeats when each signature's take at most share seconds. */
 static double sigprobe_cost(const sigprobe_t *p, double share)
 {
     double sum = 0.0;
     for (int i = 0; i < p->nsigs; i++) {
-        const double first = p->sigs[i].spent, all = first * (double)p->repeats;
-        sum += share < first ? first : share > all ? all : share;
+        const double all = p->sigs[i].first * (double)(p->repeats - 1);
+        sum += share < all ? share : all;
     }
     return sum;
 }
 
-/* Each signature's share of the budget after the first pass: the largest share whose cost stays within it
- * (bisection; the cost grows with the share), unbounded when every repeat fits (a repeat slower than the first
- * then cuts nothing). The same numbers on every rank give the same share. */
-static double sigprobe_share(const sigprobe_t *p)
+/* Each signature's share of the further repeats' budget: the largest share whose cost stays within it (bisection;
+ * the cost grows with the share), unbounded when every repeat fits (a repeat slower than the first then cuts
+ * nothing). The same numbers on every rank give the same share. */
+static double sigprobe_share(const sigprobe_t *p, double budget)
 {
     double lo = 0.0, hi = 0.0;
     for (int i = 0; i < p->nsigs; i++)
-        if (p->sigs[i].spent * (double)p->repeats > hi) hi = p->sigs[i].spent * (double)p->repeats;
-    if (sigprobe_cost(p, hi) <= p->budget) return HUGE_VAL;
+        if (p->sigs[i].first * (double)(p->repeats - 1) > hi) hi = p->sigs[i].first * (double)(p->repeats - 1);
+    if (sigprobe_cost(p, hi) <= budget) return HUGE_VAL;
     for (int it = 0; it < 64; it++) {
         double mid = (lo + hi) / 2;
-        if (sigprobe_cost(p, mid) <= p->budget)
+        if (sigprobe_cost(p, mid) <= budget)
             lo = mid;
         else
             hi = mid;
@@ -429,11 +432,11 @@ static double sigprobe_share(const sigprobe_t *p)
 }
 
 /* Whether signature g runs repeat rep (>= 1) under the budget: it ran every repeat before, and one more at its
- * mean keeps it within its share. */
+ * mean keeps its further repeats within its share. */
 static bool sigprobe_again(const sigprobe_t *p, const sigprobe_sig_t *g, int64_t rep, double share)
 {
     if (g->done != rep) return false;
-    return p->budget <= 0 || g->spent + g->spent / (double)g->done <= share;
+    return p->budget <= 0 || g->spent - g->first + g->spent / (double)g->done <= share;
 }
 
 /* One repeat of one signature: written, evicted, read back and deleted; its time (the slowest rank's) counted. */
@@ -447,6 +450,7 @@ static int sigprobe_repeat(iotame_run_t *run, sigprobe_t *p, int i, int64_t rep,
     sigprobe_phase(run, p, g, SIGPROBE_READ, rep, buf, salt);
     int rc = iotame_view_remove(run, p->path);
     g->spent += sigprobe_max(run, MPI_Wtime() - t0);
+    if (!g->done) g->first = g->spent;
     g->done++;
     return rc;
 }
@@ -454,11 +458,15 @@ static int sigprobe_repeat(iotame_run_t *run, sigprobe_t *p, int i, int64_t rep,
 /* The design's repeats, repeats outermost, within the budget (the file header); the run's time. */
 static int sigprobe_measure(iotame_run_t *run, sigprobe_t *p, unsigned char *buf, double *elapsed)
 {
-    double share = 0.0;
+    double share = 0.0, first_pass = 0.0, further = 0.0;
     *elapsed = 0.0;
     for (int64_t rep = 0; rep < p->repeats; rep++) {
-        if (rep > 0 && p->budget > 0 && *elapsed > p->budget) break;
-        if (rep == 1 && p->budget > 0) share = sigprobe_share(p);
+        if (rep == 1 && p->budget > 0) {
+            first_pass = *elapsed;
+            further = fmax(p->budget - first_pass, p->budget / 3);
+            share = sigprobe_share(p, further);
+        }
+        if (rep > 0 && p->budget > 0 && *elapsed - first_pass > further) break;
         for (int i = 0; i < p->nsigs; i++) {
             if (rep > 0 && !sigprobe_again(p, &p->sigs[i], rep, share)) continue;
             double before = p->sigs[i].spent;
