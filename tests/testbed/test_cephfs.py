@@ -1,15 +1,18 @@
 """A real CephFS across the testbed's hosts (scripts/testbed up --fs ceph, scripts/ceph, docs/testbed.md): monitor,
 manager and metadata server in tb0, one OSD per host on the host's own address, a ceph-fuse client per host in the
-host's mount namespace. A file written on one host reads back identical on the other; the striping hints set the
-layout every host sees; the randomized differential test across the two hosts leaves byte-identical files under
-every strategy, with staging and throttling too; a full pool (a quota) and a refused permission reach every rank as
-they do through the MPI library; Open MPI's ior under the runtime ends every time, again and again (a ceph-fuse
-stall named and nudged by tbjobs.job); and down leaves no daemon, mount, anchor or file. Needs root and Debian's ceph
-packages: skipped, saying so, where they are missing."""
+host's mount namespace, up's check that a write reaches the OSDs. A file written on one host reads back identical on
+the other; the striping hints set the layout every host sees; the randomized differential test across the two hosts
+leaves byte-identical files under every strategy, with staging and throttling too; a full pool (a quota) and a
+refused permission reach every rank as they do through the MPI library; Open MPI's ior under the runtime ends every
+time, again and again (a ceph-fuse stall named and nudged by tbjobs.job); and down leaves no daemon, mount, anchor or
+file. Needs root and Debian's ceph packages: skipped, saying so, where they are missing."""
 import hashlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FULL_MATRIX, KERNEL, LIBIOTAME, ROOT, TEST_PROGRAMS, file_stats, sample, served, write_json
-from tbjobs import CEPH_MOUNT, STRATEGIES, assert_clean, fuse_stalls, job, ok, ompi_build, random_job, tb
+from tbjobs import CEPH_MOUNT, STRATEGIES, TESTBED, assert_clean, fuse_stalls, job, ok, ompi_build, random_job, tb
 
 CEPH_BINARIES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-fuse", "ceph")
 MISSING = [b for b in CEPH_BINARIES if not shutil.which(b)]
@@ -77,6 +80,38 @@ def test_every_host_mounts_the_cephfs_and_each_holds_an_osd(cephfs):
     mounts = sorted(c["client_metadata"]["hostname"] for c in sessions
                     if c["client_metadata"].get("mount_point") == CEPH_MOUNT)
     assert mounts == sorted(["tb0", "tb1", socket.gethostname()]), sessions
+
+
+def testbed_script():
+    """scripts/testbed as a module (its functions; main runs only as a program)."""
+    loader = importlib.machinery.SourceFileLoader("testbed_script", str(TESTBED))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_up_checks_that_a_write_reaches_the_osds(cephfs):
+    """up's check after the mounts (ceph_check): with every OSD stopped, as one that spins from its start answers
+    nothing, it fails within its time and says what the cluster says; the OSDs answering again, it passes."""
+    t = testbed_script()
+    t.CEPH_CHECK_SECONDS = 5
+    state = t.load_state()
+    t.ceph_check(state)
+    osds = [int(p) for p in subprocess.run(["pgrep", "-x", "ceph-osd"], capture_output=True, text=True).stdout.split()]
+    assert len(osds) == 2
+    for pid in osds:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        with pytest.raises(t.CephStuck, match=r"did not complete within 5 s \(ceph health: "):
+            t.ceph_check(state)
+        assert time.monotonic() - start < 5 + 20  # the check's time and the health query's; never the write's
+    finally:
+        for pid in osds:
+            os.kill(pid, signal.SIGCONT)
+    t.CEPH_CHECK_SECONDS = 60  # the stopped write's backlog first
+    t.ceph_check(state)
+    assert not (cephfs / ".testbed-check").exists()
 
 
 def test_the_machine_sees_what_the_hosts_write(where):
