@@ -138,20 +138,24 @@ static void route_open_unsure(iotame_coll_file_t *f)
     iotame_stats_passthrough(f->fs, f->lost);
 }
 
-/* Rank 0's facts of the file as the open's agreement carries them (the order of iotame__coll_open's fields from
- * LOCAL): local, ufs, readahead in KiB, block, targets, unit, from. A stripe unit beyond an int: one target. */
-static void route_open_facts(const char *path, int romio, int *v)
+/* The fields of the open's one reduction (MPI_MAX over the ranks): LOCAL to FROM are rank 0's facts of the file, the
+ * others give zeros; a choosing strategy's part follows CHOICE. */
+enum route_open_field { FAILED, LOST, LOCAL, UFS, READAHEAD_KB, BLOCK, TARGETS, UNIT, FROM, CHOICE,
+                        FIELDS = CHOICE + IOTAME_COLL_AGREE };
+
+/* Rank 0's facts of the file into its fields of the agreement. A stripe unit beyond an int: one target. */
+static void route_open_facts(const char *path, int romio, int mine[FIELDS])
 {
     iotame_coll_file_facts_t x;
     iotame_coll_file_facts(path, romio, &x);
     const int carried = x.unit <= INT_MAX;
-    v[0] = x.local_fs;
-    v[1] = x.shadow_ufs;
-    v[2] = x.readahead >> 10 <= INT_MAX ? (int)(x.readahead >> 10) : 0;
-    v[3] = x.block <= INT_MAX ? (int)x.block : 0;
-    v[4] = carried ? (int)x.targets : 1;
-    v[5] = carried ? (int)x.unit : 0;
-    v[6] = carried ? x.from : 0;
+    mine[LOCAL] = x.local_fs;
+    mine[UFS] = x.shadow_ufs;
+    mine[READAHEAD_KB] = x.readahead >> 10 <= INT_MAX ? (int)(x.readahead >> 10) : 0;
+    mine[BLOCK] = x.block <= INT_MAX ? (int)x.block : 0;
+    mine[TARGETS] = carried ? (int)x.targets : 1;
+    mine[UNIT] = carried ? (int)x.unit : 0;
+    mine[FROM] = carried ? x.from : 0;
 }
 
 /* The open agrees on everything in one reduction, inside the application's collective open (docs/design/
@@ -179,8 +183,6 @@ void iotame__coll_open(const iotame_open_t *o)
     MPI_Comm own = MPI_COMM_NULL; /* ours: the application may free its own after the open */
     MPI_Request dup = MPI_REQUEST_NULL;
     int ok = native || PMPI_Comm_idup(comm, &own, &dup) == MPI_SUCCESS;
-    enum { FAILED, LOST, LOCAL, UFS, READAHEAD_KB, BLOCK, TARGETS, UNIT, FROM, CHOICE,
-           FIELDS = CHOICE + IOTAME_COLL_AGREE };
     int mine[FIELDS] = {0}, all[FIELDS];
     const char *refused = NULL;
     iotame_coll_file_t *f = ok && fs && o->file ? route_new(fh, comm, o->amode, &set, o->fc, fs, o->file, &refused)
@@ -193,7 +195,7 @@ void iotame__coll_open(const iotame_open_t *o)
         failed |= ch->open(f ? &f->choice : NULL, &co, mine + CHOICE) != 0;
     mine[FAILED] = failed;
     const int romio = iotame_coll_write_sieving(); /* the library that sieves writes is ROMIO */
-    if (rank == 0 && !failed) route_open_facts(f->path, romio, mine + LOCAL);
+    if (rank == 0 && !failed) route_open_facts(f->path, romio, mine);
     mine[LOST] = iotame_msg_error_class(iotame_msg_error_peek());
     uint64_t t0 = iotame_monotonic_ns();
     PMPI_Allreduce(mine, all, FIELDS, MPI_INT, MPI_MAX, comm);
