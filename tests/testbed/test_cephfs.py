@@ -1,11 +1,12 @@
 """A real CephFS across the testbed's hosts (scripts/testbed up --fs ceph, scripts/ceph, docs/testbed.md): monitor,
 manager and metadata server in tb0, one OSD per host on the host's own address, a ceph-fuse client per host in the
-host's mount namespace, up's check that a write reaches the OSDs. A file written on one host reads back identical on
-the other; the striping hints set the layout every host sees; the randomized differential test across the two hosts
-leaves byte-identical files under every strategy, with staging and throttling too; a full pool (a quota) and a
-refused permission reach every rank as they do through the MPI library; Open MPI's ior under the runtime ends every
-time, again and again (a ceph-fuse stall named and nudged by tbjobs.job); and down leaves no daemon, mount, anchor or
-file. Needs root and Debian's ceph packages: skipped, saying so, where they are missing."""
+host's mount namespace, up's check that a write reaches the OSDs and status's of what each OSD counts. A file
+written on one host reads back identical on the other; the striping hints set the layout every host sees; the
+randomized differential test across the two hosts leaves byte-identical files under every strategy, with staging and
+throttling too; a full pool (a quota) and a refused permission reach every rank as they do through the MPI library;
+Open MPI's ior under the runtime ends every time, again and again (a ceph-fuse stall named and nudged by
+tbjobs.job); and down leaves no daemon, mount, anchor or file. Needs root and Debian's ceph packages: skipped,
+saying so, where they are missing."""
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -112,6 +113,25 @@ def test_up_checks_that_a_write_reaches_the_osds(cephfs):
     t.CEPH_CHECK_SECONDS = 60  # the stopped write's backlog first
     t.ceph_check(state)
     assert not (cephfs / ".testbed-check").exists()
+
+
+def test_status_names_an_osd_counting_more_used_than_it_holds(cephfs, monkeypatch):
+    """A memory store's count below zero makes the OSD drop every write; status names it (the real cluster: none)."""
+    t = testbed_script()
+    state = t.load_state()
+    assert t.ceph_osd_counts(state) == []
+    real = t.run
+
+    def underflowed(*argv, **kw):
+        if "df" not in argv:
+            return real(*argv, **kw)
+        nodes = [{"name": "osd.0", "kb": 786432, "kb_used": 8262},
+                 {"name": "osd.1", "kb": 786432, "kb_used": 18014398509481955}]
+        return subprocess.CompletedProcess(argv, 0, json.dumps({"nodes": nodes}), "")
+
+    monkeypatch.setattr(t, "run", underflowed)
+    problems = t.ceph_osd_counts(state)
+    assert len(problems) == 1 and "osd.1 counts 18014398509481955 KiB used of 786432 KiB" in problems[0]
 
 
 def test_the_machine_sees_what_the_hosts_write(where):
