@@ -138,3 +138,35 @@ def test_the_default_is_claimed_once(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def test_a_default_finishing_while_another_tuner_looks_is_not_run_again(tmp_path):
+    """The default trial completes between a second tuner's two reads of the study (none done yet; the claim's
+    owner): that tuner takes the finished default and runs nothing."""
+    a, b = Tuner(spec(tmp_path, "a", 3)), Tuner(spec(tmp_path, "b", 3))
+    a.open()
+    b.open()
+    try:
+        t = a.shared.new_trial({"default": True}, a.full_space.default_point())
+        assert a.shared.claims.claim("default", t.number) == t.number
+        real_default_trial, ran = b.shared.default_trial, []
+
+        def default_trial():                # none done when b looks; a finishes right after
+            done = real_default_trial()
+            if done is None and not ran:
+                ran.append("a")
+                a.shared.study.tell(t, 1.0)
+            return done
+
+        def run(trial):
+            ran.append(trial.number)
+            b.shared.study.tell(trial, 1.0)
+            return type("Record", (), {"ok": True})()
+
+        b.shared.default_trial, b.trials.run_reserved = default_trial, run
+        assert b.run_default().number == t.number
+        assert ran == ["a"] and b.shared.claims.owner("default") == t.number
+        assert [x.number for x in b.shared.study.get_trials() if x.user_attrs.get("default")] == [t.number]
+    finally:
+        a.close()
+        b.close()

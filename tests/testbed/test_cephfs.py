@@ -85,7 +85,7 @@ def test_every_host_mounts_the_cephfs_and_each_holds_an_osd(cephfs):
     assert mounts == sorted(["tb0", "tb1", socket.gethostname()]), sessions
 
 
-def testbed_script():
+def load_testbed_script():
     """scripts/testbed as a module (its functions; main runs only as a program)."""
     loader = importlib.machinery.SourceFileLoader("testbed_script", str(TESTBED))
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
@@ -105,7 +105,7 @@ def raised(f, *args):
 def test_up_checks_that_a_write_reaches_the_osds(cephfs):
     """up's check after the mounts (ceph_check): with every OSD stopped, as one that spins from its start answers
     nothing, it fails within its time and says what the cluster says; the OSDs answering again, it passes."""
-    t = testbed_script()
+    t = load_testbed_script()
     t.CEPH_CHECK_SECONDS = 5
     state = t.load_state()
     t.ceph_check(state)
@@ -131,7 +131,7 @@ def test_up_checks_that_a_write_reaches_the_osds(cephfs):
 
 def test_status_names_an_osd_counting_more_used_than_it_holds(cephfs, monkeypatch):
     """A memory store's count below zero makes the OSD drop every write; status names it (the real cluster: none)."""
-    t = testbed_script()
+    t = load_testbed_script()
     state = t.load_state()
     assert t.ceph_osd_counts(state) == []
     real = t.run

@@ -58,6 +58,8 @@ class Trials:
                 return done
             owner = shared.claims.owner("default")
             o = shared.trial(owner) if owner is not None else None
+            if o is not None and o.state == TrialState.COMPLETE:
+                continue        # the default finished after default_trial() read the study: read it again
             if o is not None and o.state == TrialState.RUNNING and owner not in shared.heartbeat.numbers():
                 shared.note_once("default", f"another tuner is running the default trial ({owner}): waiting for it")
                 waited.add(owner)
