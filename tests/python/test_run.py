@@ -1,6 +1,7 @@
 """`iotame run` with stand-ins for libiotame.so and the MPI program (see conftest.py)."""
 import json
 import os
+import time
 
 from iotame.cli import main
 from iotame.runner import Mpiexec, get_launcher, run_command, runtime_env
@@ -102,3 +103,26 @@ def test_run_command_without_preload(fake_program):
 def test_run_command_timeout_stops_the_job(tmp_path):
     r = run_command(["sleep", "30"], preload=False, timeout=0.5)
     assert r.timed_out and r.exit_status != 0 and r.seconds < 10
+
+
+def test_a_timeout_stops_the_processes_that_left_the_jobs_session(tmp_path):
+    """A launcher's helper in a session of its own (as MPICH's proxies are), which ignores SIGTERM: the timeout
+    stops it too, though the launcher ends at SIGTERM and leaves it an orphan."""
+    pid_file = tmp_path / "helper.pid"
+    helper = f"trap '' TERM; echo \\$\\$ > {pid_file}; exec sleep 300"     # $$: the helper's own pid
+    r = run_command(["sh", "-c", f"setsid sh -c \"{helper}\" & while [ ! -s {pid_file} ]; do sleep 0.05; done; "
+                     "sleep 300"], preload=False, timeout=2)
+    assert r.timed_out
+    pid = int(pid_file.read_text())
+    gone = False
+    for _ in range(100):                 # the kill is sent before run_command returns; init reaps it
+        try:
+            gone = open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] in "ZX"
+        except FileNotFoundError:
+            gone = True
+        if gone:
+            break
+        time.sleep(0.05)
+    if not gone:
+        os.kill(pid, 9)
+    assert gone, "the helper outlived the job's timeout"

@@ -66,19 +66,72 @@ def _launch(argv: list[str], env: dict, cwd, capture: bool, timeout: float | Non
             out, err = p.communicate(timeout=timeout)
             return p.returncode, out, err, False
         except subprocess.TimeoutExpired:
-            out = err = None
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    pass
-                try:
-                    out, err = p.communicate(timeout=5)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            p.wait()
+            out, err = _stop_job(p)
             return p.returncode, out, err, True
+
+
+def _stop_job(p: subprocess.Popen) -> tuple[str | None, str | None]:
+    """Stops a job past its timeout: its session and every process descended from it, SIGTERM, then SIGKILL what
+    is left 5 s later. A launcher's helpers may be in sessions of their own (MPICH's proxies): once the launcher is
+    gone they are orphans that no signal to its session reaches, and would hold the job's files and cores."""
+    out = err = None
+    seen: dict[int, str] = {}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        seen.update(_descendants(p.pid))
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        _signal_processes(seen, sig)
+        try:
+            out, err = p.communicate(timeout=5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    p.wait()
+    _signal_processes(seen, signal.SIGKILL)
+    return out, err
+
+
+def _proc_stats() -> dict[int, tuple[int, str]]:
+    """Every process of this machine: pid -> (parent pid, start time in clock ticks since boot)."""
+    found = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()   # after the command's name, which may hold spaces
+        found[int(d)] = (int(fields[1]), fields[19])
+    return found
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """The processes descended from `root`, any session, as pid -> start time (which tells a pid used again)."""
+    stats, children = _proc_stats(), {}
+    for pid, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = {}, [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found[child] = stats[child][1]
+                todo.append(child)
+    return found
+
+
+def _signal_processes(seen: dict[int, str], sig: int) -> None:
+    """Sends `sig` to each process of `seen` that still runs (the same pid, started at the same time)."""
+    stats = _proc_stats()
+    for pid, started in seen.items():
+        if stats.get(pid, (0, None))[1] == started:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def _partial(target: Path, started: float) -> dict | None:
