@@ -1,6 +1,6 @@
-"""The runtime on a real CephFS (scripts/ceph/up: one host, one memstore OSD, ceph-fuse): the file's layout as the
-POSIX layer reads it (`storage_targets` from "cephfs") and the striping hints, which ROMIO ignores there, set as a new
-file's layout at its creation (runtime/src/posix/cephfs_hints.c)."""
+"""The runtime on a real CephFS (scripts/ceph/up: one host, one BlueStore OSD on a tmpfs, ceph-fuse): the file's
+layout as the POSIX layer reads it (`storage_targets` from "cephfs") and the striping hints, which ROMIO ignores
+there, set as a new file's layout at its creation (runtime/src/posix/cephfs_hints.c)."""
 import json
 import os
 import random
@@ -27,16 +27,18 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def cephfs(tmp_path_factory):
     """A one-host CephFS mounted for the module, on a loopback address of its own (another cluster may run on
-    127.0.0.1 or in network namespaces at the same time); always taken down."""
+    127.0.0.1 or in network namespaces at the same time); always taken down, the OSD's tmpfs with it."""
     base = tmp_path_factory.mktemp("cephfs")
     cluster, mount = base / "cluster", base / "mnt"
     ip = f"127.0.0.{random.randint(20, 250)}"
     try:
         subprocess.run([ROOT / "scripts/ceph/up", cluster, mount, "--osds", "1", "--no-mgr", "--osd-bytes",
-                        str(512 << 20), "--ip", ip], check=True, capture_output=True, text=True, timeout=180)
+                        str(1 << 30), "--osd-store", "bluestore", "--ip", ip],
+                       check=True, capture_output=True, text=True, timeout=180)
         yield mount
     finally:
         subprocess.run([ROOT / "scripts/ceph/down", cluster], capture_output=True, timeout=120)
+        assert not os.path.ismount(cluster / "blocks"), "scripts/ceph/down left the OSDs' tmpfs mounted"
 
 
 def layout(path):
@@ -162,3 +164,22 @@ def test_an_invalid_unit_is_refused_with_a_warning(job, cephfs, source):
     f = file_stats(stats, path.name)
     assert f["passthrough_reasons"] == {
         "posix: striping hints not applied: not a layout CephFS takes (rank 0's warning says why)": 2}
+
+
+def test_the_osd_keeps_its_objects_in_bluestore_on_the_clusters_tmpfs(cephfs):
+    """--osd-store bluestore: the OSD says it runs BlueStore, and its block file (the size --osd-bytes asks) is in
+    the cluster's tmpfs, which holds the data a synced write left."""
+    cluster = cephfs.parent / "cluster"
+    p = subprocess.run(["ceph", "-c", cluster / "ceph.conf", "osd", "metadata", "0", "--format", "json"],
+                       check=True, capture_output=True, text=True, timeout=60)
+    assert json.loads(p.stdout)["osd_objectstore"] == "bluestore"
+    assert os.path.ismount(cluster / "blocks")
+    block = cluster / "blocks" / "osd.0"
+    assert block.stat().st_size == 1 << 30
+    before = shutil.disk_usage(cluster / "blocks").used
+    data = os.urandom(8 << 20)
+    with open(cephfs / "bluestore-check", "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())
+    assert shutil.disk_usage(cluster / "blocks").used >= before + len(data)
+    assert (cephfs / "bluestore-check").read_bytes() == data

@@ -1,6 +1,6 @@
 """A real CephFS across the testbed's hosts (scripts/testbed up --fs ceph, scripts/ceph, docs/testbed.md): monitor,
-manager and metadata server in tb0, one OSD per host on the host's own address, a ceph-fuse client per host in the
-host's mount namespace, up's check that a write reaches the OSDs and status's of what each OSD counts. A file
+manager and metadata server in tb0, one BlueStore OSD per host on the host's own address, its block file in the
+machine's tmpfs, a ceph-fuse client per host in the host's mount namespace, up's check that a write reaches the OSDs and status's of what each OSD counts. A file
 written on one host reads back identical on the other; the striping hints set the layout every host sees; the
 randomized differential test across the two hosts leaves byte-identical files under every strategy, with staging and
 throttling too; a full pool (a quota) and a refused permission reach every rank as they do through the MPI library;
@@ -47,7 +47,7 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 def cephfs():
     """Two hosts with a CephFS mounted on both; everything gone after the module."""
     tb("down", timeout=120)
-    tb("up", "--hosts", 2, "--fs", "ceph", "--osd-bytes", 768 << 20, timeout=300)
+    tb("up", "--hosts", 2, "--fs", "ceph", "--osd-bytes", 768 << 20, "--osd-store", "bluestore", timeout=300)
     yield Path(CEPH_MOUNT)
     tb("down", timeout=120)
     assert_clean()
@@ -83,6 +83,20 @@ def test_every_host_mounts_the_cephfs_and_each_holds_an_osd(cephfs):
     mounts = sorted(c["client_metadata"]["hostname"] for c in sessions
                     if c["client_metadata"].get("mount_point") == CEPH_MOUNT)
     assert mounts == sorted(["tb0", "tb1", socket.gethostname()]), sessions
+
+
+def test_every_hosts_osd_keeps_its_objects_in_the_one_tmpfs(cephfs):
+    """--osd-store bluestore: each OSD runs BlueStore on a block file of --osd-bytes in the tmpfs the machine
+    mounted, so data a host writes lands there (a tmpfs mounted after the hosts' namespaces would stay the
+    machine's alone, and the OSDs' block files would go to the disk beneath it)."""
+    blocks = Path(CONF).parent / "blocks"
+    assert os.path.ismount(blocks)
+    assert json.loads(ceph("osd", "metadata", "--format", "json"))[0]["osd_objectstore"] == "bluestore"
+    assert sorted((p.name, p.stat().st_size) for p in blocks.iterdir()) == [("osd.0", 768 << 20), ("osd.1", 768 << 20)]
+    before = shutil.disk_usage(blocks).used
+    on("tb1", "dd", "if=/dev/urandom", f"of={CEPH_MOUNT}/bluestore-check", "bs=1M", "count=16", "conv=fsync")
+    assert shutil.disk_usage(blocks).used >= before + (16 << 20)
+    os.unlink(Path(CEPH_MOUNT) / "bluestore-check")
 
 
 def load_testbed_script():
