@@ -1,6 +1,7 @@
 """The shared-study machinery on SQLite: the claims (one winner per key, a dead owner's claim handed on once),
 which RUNNING trials a tuner fails (optuna's stale heartbeats, a dead process of this machine, a trial that never
 had a heartbeat) and which it keeps (a live tuner's), and the budget rule for tuners asking at the same moment."""
+import contextlib
 import datetime
 import subprocess
 import time
@@ -112,15 +113,25 @@ def test_a_trial_asked_beyond_the_shared_budget_is_released(tmp_path):
         b.close()
 
 
-def test_the_default_is_claimed_once(tmp_path):
-    """A second tuner finding the default claimed by a running trial waits; one finding it claimed by an
-    interrupted trial takes it over."""
+@contextlib.contextmanager
+def default_claimed_by_a_running_trial(tmp_path):
+    """Two tuners on one study, the first's default trial running and holding the claim: (a, b, that trial)."""
     a, b = Tuner(spec(tmp_path, "a", 3)), Tuner(spec(tmp_path, "b", 3))
     a.open()
     b.open()
     try:
         t = a.shared.new_trial({"default": True}, a.full_space.default_point())
         assert a.shared.claims.claim("default", t.number) == t.number
+        yield a, b, t
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_default_is_claimed_once(tmp_path):
+    """A second tuner finding the default claimed by a running trial waits; one finding it claimed by an
+    interrupted trial takes it over."""
+    with default_claimed_by_a_running_trial(tmp_path) as (a, b, t):
         events = []
 
         def wait():                        # while b waits, a is interrupted (Ctrl-C)
@@ -135,20 +146,12 @@ def test_the_default_is_claimed_once(tmp_path):
         b.shared.wait, b.trials.run_reserved = wait, run
         assert b.run_default().number == events[1]
         assert events[0] == "waited" and events[1] > t.number and b.shared.claims.owner("default") == events[1]
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_default_finishing_while_another_tuner_looks_is_not_run_again(tmp_path):
     """The default trial completes between a second tuner's two reads of the study (none done yet; the claim's
     owner): that tuner takes the finished default and runs nothing."""
-    a, b = Tuner(spec(tmp_path, "a", 3)), Tuner(spec(tmp_path, "b", 3))
-    a.open()
-    b.open()
-    try:
-        t = a.shared.new_trial({"default": True}, a.full_space.default_point())
-        assert a.shared.claims.claim("default", t.number) == t.number
+    with default_claimed_by_a_running_trial(tmp_path) as (a, b, t):
         real_default_trial, ran = b.shared.default_trial, []
 
         def default_trial():                # none done when b looks; a finishes right after
@@ -167,6 +170,3 @@ def test_a_default_finishing_while_another_tuner_looks_is_not_run_again(tmp_path
         assert b.run_default().number == t.number
         assert ran == ["a"] and b.shared.claims.owner("default") == t.number
         assert [x.number for x in b.shared.study.get_trials() if x.user_attrs.get("default")] == [t.number]
-    finally:
-        a.close()
-        b.close()
